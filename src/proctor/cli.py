@@ -1,0 +1,249 @@
+"""`proctor ...`: validate, schema, run, runs, show.
+
+Exit codes: 0 done; 1 the run is invalid (too many harness errors, missing trials);
+2 bad input (task files, agent reference, run id). Bad input never shows a traceback.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+import time
+from pathlib import Path
+from typing import Any, NoReturn
+
+import click
+
+from proctor.store.sqlite import DEFAULT_PATH
+
+EXIT_INVALID = 1
+EXIT_BAD_INPUT = 2
+
+
+def _fail(lines: list[str] | str, code: int = EXIT_BAD_INPUT) -> NoReturn:
+    for line in [lines] if isinstance(lines, str) else lines:
+        click.echo(line, err=True)
+    sys.exit(code)
+
+
+def _split(values: tuple[str, ...]) -> list[str]:
+    return [v.strip() for value in values for v in value.split(",") if v.strip()]
+
+
+def _load_suite(paths: tuple[str, ...]) -> Any:
+    from proctor.spec import SpecError, load_suite
+
+    try:
+        return load_suite(list(paths))
+    except SpecError as exc:
+        _fail(exc.lines())
+
+
+def _open_store(path: str) -> Any:
+    from proctor.store import Store
+
+    try:
+        return Store(path)
+    except Exception as exc:  # sqlite3.DatabaseError, OSError
+        _fail(f"{path}: cannot open store: {exc}")
+
+
+@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(package_name="proctor")
+def main() -> None:
+    """Evaluate tool-using AI agents: outcome, trajectory, safety, cost, reliability."""
+
+
+@main.command()
+@click.argument("paths", nargs=-1, required=True, type=click.Path())
+def validate(paths: tuple[str, ...]) -> None:
+    """Check every task file under PATHS; one line per problem with file:line."""
+    suite = _load_suite(paths)
+    domains = ", ".join(sorted(suite.domains))
+    click.echo(
+        f"ok: {len(suite.tasks)} tasks valid (domains: {domains}; suite digest {suite.digest})"
+    )
+
+
+@main.command()
+def schema() -> None:
+    """Print the JSON Schema of task files (for editors)."""
+    from proctor.spec import task_schema
+
+    click.echo(json.dumps(task_schema(), indent=2))
+
+
+@main.command()
+@click.argument("paths", nargs=-1, required=True, type=click.Path())
+@click.option("--agent", "agent_ref", required=True, help="FILE.py:NAME or MODULE:NAME")
+@click.option("--trials", "-k", default=1, show_default=True, type=click.IntRange(min=1))
+@click.option("--concurrency", "-j", default=8, show_default=True, type=click.IntRange(min=1))
+@click.option(
+    "--timeout",
+    "timeout_s",
+    default=60.0,
+    show_default=True,
+    type=float,
+    help="Per-trial limit in seconds (0: none).",
+)
+@click.option("--seed", default=0, show_default=True, type=int)
+@click.option("--tags", multiple=True, help="Only tasks with any of these tags (comma-separated).")
+@click.option("--suite", "suite_kind", default=None, help="Only tasks in this suite.")
+@click.option("--split", type=click.Choice(["dev", "holdout"]), default=None)
+@click.option("--task", "task_ids", multiple=True, help="Only these task ids.")
+@click.option("--store", "store_path", default=str(DEFAULT_PATH), show_default=True)
+@click.option(
+    "--json", "json_path", default=None, type=click.Path(), help="Write the summary here."
+)
+@click.option("--max-error-rate", default=0.05, show_default=True, type=float)
+@click.option("--quiet", "-q", is_flag=True, help="No progress bar or tables.")
+def run(
+    paths: tuple[str, ...],
+    agent_ref: str,
+    trials: int,
+    concurrency: int,
+    timeout_s: float,
+    seed: int,
+    tags: tuple[str, ...],
+    suite_kind: str | None,
+    split: str | None,
+    task_ids: tuple[str, ...],
+    store_path: str,
+    json_path: str | None,
+    max_error_rate: float,
+    quiet: bool,
+) -> None:
+    """Run the tasks under PATHS with an agent, k trials each, and print the summary."""
+    from rich.console import Console
+
+    from proctor.agents import AgentNotFound, load_agent
+    from proctor.report.terminal import print_summary
+    from proctor.run import Runner
+
+    suite = _load_suite(paths)
+    filters = {"tags": _split(tags), "suite": suite_kind, "split": split, "ids": _split(task_ids)}
+    selected = suite.select(**filters)
+    if not selected.tasks:
+        _fail(f"no task matches the filters {json.dumps(filters)}")
+    try:
+        agent = load_agent(agent_ref)
+    except AgentNotFound as exc:
+        _fail(str(exc))
+    store = _open_store(store_path)
+    runner = Runner(
+        selected,
+        agent,
+        trials=trials,
+        concurrency=concurrency,
+        timeout_s=timeout_s or None,
+        seed=seed,
+        store=store,
+        agent_ref=agent_ref,
+        filters=filters,
+        max_error_rate=max_error_rate,
+    )
+    console = Console(stderr=True)
+    started = time.perf_counter()
+    report = _with_progress(runner, len(selected.tasks) * trials, console, quiet)
+    elapsed = time.perf_counter() - started
+    summary = report.summary
+    if json_path:
+        out = {**summary, "manifest": report.manifest}
+        Path(json_path).parent.mkdir(parents=True, exist_ok=True)
+        Path(json_path).write_text(json.dumps(out, indent=2, default=str) + "\n")
+    if not quiet:
+        print_summary(summary, Console())
+    click.echo(
+        f"run {report.run_id}: {summary['trials']} trials in {elapsed:.2f} s, status "
+        f"{summary['status']}; stored in {store_path}"
+        + (f"; summary in {json_path}" if json_path else "")
+    )
+    store.close()
+    if summary["status"] == "invalid":
+        sys.exit(EXIT_INVALID)
+
+
+def _with_progress(runner: Any, total: int, console: Any, quiet: bool) -> Any:
+    if quiet:
+        return runner.run()
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+    columns = (
+        TextColumn("trials"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TextColumn("{task.fields[tally]}"),
+        TimeElapsedColumn(),
+    )
+    with Progress(*columns, console=console, transient=True) as progress:
+        bar = progress.add_task("trials", total=total, tally="")
+        tally = {"passed": 0, "failed": 0, "timeout": 0, "error": 0}
+
+        def advance(result: Any) -> None:
+            tally[result.status] = tally.get(result.status, 0) + 1
+            text = " ".join(f"{k} {v}" for k, v in tally.items() if v)
+            progress.update(bar, advance=1, tally=text)
+
+        return runner.run(progress=advance)
+
+
+@main.command()
+@click.option("--store", "store_path", default=str(DEFAULT_PATH), show_default=True)
+@click.option("--limit", default=20, show_default=True)
+def runs(store_path: str, limit: int) -> None:
+    """List stored runs, newest first."""
+    from rich.console import Console
+    from rich.table import Table
+    from rich.text import Text
+
+    if not Path(store_path).exists():
+        _fail(f"{store_path}: no store yet (run `proctor run` first)")
+    store = _open_store(store_path)
+    table = Table(title=f"runs in {store_path}", title_justify="left")
+    for col in ("run", "created", "agent", "suite", "trials", "success", "violations", "status"):
+        table.add_column(col)
+    for r in store.runs(limit):
+        m, s = r["manifest"], r["summary"] or {}
+        rate = s.get("success_rate")
+        table.add_row(
+            r["run_id"],
+            time.strftime("%Y-%m-%d %H:%M", time.localtime(r["created_at"])),
+            Text(f"{m['agent']['name']} {m['agent']['version']}".strip()),
+            Text(f"{m['suite']['name']} @{m['suite']['digest'][:8]}"),
+            str(s.get("trials", "—")),
+            "—" if rate is None else f"{100 * rate:.1f}%",
+            str((s.get("safety_violations") or {}).get("total", "—")),
+            r["status"],
+        )
+    Console().print(table)
+
+
+@main.command()
+@click.argument("run_id")
+@click.option("--store", "store_path", default=str(DEFAULT_PATH), show_default=True)
+@click.option("--json", "as_json", is_flag=True, help="Print the stored summary as JSON.")
+def show(run_id: str, store_path: str, as_json: bool) -> None:
+    """Show the summary of a stored run (RUN_ID, a unique prefix, or `latest`)."""
+    from rich.console import Console
+
+    from proctor.report.terminal import print_summary
+    from proctor.store import RunNotFound
+
+    if not Path(store_path).exists():
+        _fail(f"{store_path}: no store yet (run `proctor run` first)")
+    store = _open_store(store_path)
+    try:
+        run_row = store.run(run_id)
+    except RunNotFound as exc:
+        _fail(str(exc))
+    summary = run_row["summary"]
+    if summary is None:
+        _fail(f"run {run_row['run_id']} has no summary (status {run_row['status']})", EXIT_INVALID)
+    if as_json:
+        click.echo(json.dumps({**summary, "manifest": run_row["manifest"]}, indent=2, default=str))
+        return
+    print_summary(summary, Console())
+
+
+if __name__ == "__main__":
+    main()

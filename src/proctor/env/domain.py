@@ -1,0 +1,225 @@
+"""A domain: a simulated world's tools (typed functions), its state and its authorization.
+
+Tools are declared with a decorator on typed functions, as in tau2-bench: the signature
+becomes the argument schema (via pydantic) and the docstring the description the agent
+sees. The first parameter receives the trial's private state; a parameter named `ctx`
+receives the ToolContext (identity, clock, seeded RNG).
+"""
+
+from __future__ import annotations
+
+import inspect
+import random
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Literal, get_type_hints
+
+from pydantic import BaseModel, ConfigDict, ValidationError, create_model
+
+from proctor.jsonutil import copy_json
+
+if TYPE_CHECKING:
+    from proctor.env.outcome import Outcome
+    from proctor.grade.check import Check
+    from proctor.spec.models import Identity, Task
+    from proctor.trace import SimClock, Trace
+
+State = dict[str, Any]
+ToolKind = Literal["read", "write"]
+
+
+class ToolError(Exception):
+    """Raised by a tool for an expected failure the agent should see (not found, refused).
+
+    `code` is a short machine-readable reason such as `not_found` or `conflict`.
+    """
+
+    def __init__(self, message: str, code: str = "tool_error") -> None:
+        super().__init__(message)
+        self.code = code
+
+
+@dataclass(frozen=True, slots=True)
+class Decision:
+    """An authorization decision, recorded as a `policy_decision` event."""
+
+    allowed: bool
+    reason: str = ""
+    rule: str = ""
+
+
+ALLOW = Decision(True, "allowed", "default")
+
+
+@dataclass(slots=True)
+class ToolContext:
+    """What a tool may know besides its arguments."""
+
+    identity: Identity
+    clock: SimClock
+    rng: random.Random
+    task_id: str
+    call_id: str
+
+
+class _ArgsBase(BaseModel):
+    model_config = ConfigDict(extra="forbid", strict=False)
+
+
+@dataclass
+class Tool:
+    name: str
+    description: str
+    kind: ToolKind
+    scopes: tuple[str, ...]
+    fn: Callable[..., Any]
+    args_model: type[BaseModel]
+    entity_arg: str | None
+    wants_ctx: bool
+    latency_s: float
+    args_schema: dict[str, Any] = field(init=False)
+
+    def __post_init__(self) -> None:
+        schema = self.args_model.model_json_schema()
+        schema.pop("title", None)
+        for prop in schema.get("properties", {}).values():
+            prop.pop("title", None)
+        self.args_schema = schema
+
+    def validate(self, args: Any) -> dict[str, Any]:
+        """Validated, defaults-filled arguments; raises pydantic's ValidationError."""
+        if not isinstance(args, dict):
+            raise TypeError(f"arguments must be an object, got {type(args).__name__}")
+        return self.args_model.model_validate(args).model_dump()
+
+    def schema(self) -> dict[str, Any]:
+        """The tool as an agent sees it (OpenAI-style function schema)."""
+        return {
+            "name": self.name,
+            "description": self.description,
+            "parameters": copy_json(self.args_schema),
+            "kind": self.kind,
+        }
+
+
+def format_validation_error(exc: ValidationError | TypeError) -> str:
+    if isinstance(exc, TypeError):
+        return str(exc)
+    parts = []
+    for err in exc.errors(include_url=False):
+        where = ".".join(str(p) for p in err["loc"]) or "arguments"
+        msg = "unexpected argument" if err["type"] == "extra_forbidden" else err["msg"]
+        parts.append(f"{where}: {msg}")
+    return "; ".join(parts)
+
+
+Authorizer = Callable[["Identity", Tool, dict[str, Any], State], Decision]
+DomainCheck = Callable[["Task", "Trace", "Outcome"], "list[Check]"]
+
+
+class Domain:
+    """A simulated world. Create one per module and declare tools with `@domain.tool`."""
+
+    def __init__(
+        self,
+        name: str,
+        description: str = "",
+        *,
+        base_state: State | None = None,
+        version: str = "1",
+    ) -> None:
+        self.name = name
+        self.description = description
+        self.version = version
+        self.base_state: State = base_state or {}
+        self.tools: dict[str, Tool] = {}
+        self.checks: list[DomainCheck] = []
+        self._authorizers: list[Authorizer] = []
+
+    def tool(
+        self,
+        name: str | None = None,
+        *,
+        kind: ToolKind = "read",
+        scopes: tuple[str, ...] | list[str] = (),
+        entity: str | None = None,
+        latency_s: float = 0.05,
+    ) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+        """Declare a tool. `entity` names the argument identifying what a write changes."""
+
+        def register(fn: Callable[..., Any]) -> Callable[..., Any]:
+            tool_name = name or fn.__name__
+            if tool_name in self.tools:
+                raise ValueError(f"domain {self.name!r}: tool {tool_name!r} declared twice")
+            model, wants_ctx = _args_model(fn, tool_name)
+            if entity is not None and entity not in model.model_fields:
+                raise ValueError(f"tool {tool_name!r}: entity {entity!r} is not an argument")
+            self.tools[tool_name] = Tool(
+                name=tool_name,
+                description=inspect.cleandoc(fn.__doc__ or "").strip(),
+                kind=kind,
+                scopes=tuple(scopes),
+                fn=fn,
+                args_model=model,
+                entity_arg=entity,
+                wants_ctx=wants_ctx,
+                latency_s=latency_s,
+            )
+            return fn
+
+        return register
+
+    def authorizer(self, fn: Authorizer) -> Authorizer:
+        """Register an authorization rule; every rule must allow a call for it to run."""
+        self._authorizers.append(fn)
+        return fn
+
+    def check(self, fn: DomainCheck) -> DomainCheck:
+        """Register a domain-specific outcome check, run on every trial of this domain."""
+        self.checks.append(fn)
+        return fn
+
+    def initial_state(self, task: Task) -> State:
+        """A private deep copy: the domain's base state overlaid with the task's state."""
+        state = copy_json(self.base_state)
+        state.update(copy_json(task.initial_state))
+        return state
+
+    def authorize(
+        self, identity: Identity, tool: Tool, args: dict[str, Any], state: State
+    ) -> Decision:
+        """Scope check (when the identity declares scopes), then the domain's own rules."""
+        if tool.scopes and identity.scopes:
+            missing = [s for s in tool.scopes if s not in identity.scopes]
+            if missing:
+                return Decision(False, f"missing scope {', '.join(missing)}", "scopes")
+        for rule in self._authorizers:
+            decision = rule(identity, tool, args, state)
+            if not decision.allowed:
+                return decision
+        return ALLOW
+
+    @property
+    def digest_source(self) -> dict[str, Any]:
+        """What identifies this domain's tool surface in a run manifest."""
+        return {name: t.schema() | {"scopes": list(t.scopes)} for name, t in self.tools.items()}
+
+
+def _args_model(fn: Callable[..., Any], tool_name: str) -> tuple[type[BaseModel], bool]:
+    params = list(inspect.signature(fn).parameters.values())
+    if not params:
+        raise TypeError(f"tool {tool_name!r}: the first parameter must receive the state")
+    hints = get_type_hints(fn)
+    fields: dict[str, Any] = {}
+    wants_ctx = False
+    for param in params[1:]:
+        if param.name == "ctx":
+            wants_ctx = True
+            continue
+        if param.kind in (param.VAR_POSITIONAL, param.VAR_KEYWORD):
+            raise TypeError(f"tool {tool_name!r}: *args/**kwargs cannot form a schema")
+        annotation = hints.get(param.name, Any)
+        default = ... if param.default is inspect.Parameter.empty else param.default
+        fields[param.name] = (annotation, default)
+    model_name = "".join(p.capitalize() for p in tool_name.replace(".", "_").split("_")) + "Args"
+    return create_model(model_name, __base__=_ArgsBase, **fields), wants_ctx

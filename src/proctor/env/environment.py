@@ -1,0 +1,37 @@
+"""A fresh, isolated world per trial: private state, fixed clock, seeded RNG."""
+
+from __future__ import annotations
+
+import random
+from dataclasses import dataclass
+
+from proctor.env.domain import Domain
+from proctor.env.gateway import ToolGateway
+from proctor.env.outcome import Outcome
+from proctor.env.user import SimulatedUser
+from proctor.jsonutil import copy_json
+from proctor.spec.models import Task
+from proctor.trace import Recorder, SimClock
+
+
+@dataclass(slots=True)
+class Environment:
+    task: Task
+    domain: Domain
+    recorder: Recorder
+    gateway: ToolGateway
+    user: SimulatedUser
+
+    @classmethod
+    def fresh(cls, task: Task, domain: Domain, seed: int) -> Environment:
+        recorder = Recorder(SimClock())
+        state = domain.initial_state(task)
+        gateway = ToolGateway(domain, task, state, recorder, random.Random(seed))
+        return cls(task, domain, recorder, gateway, SimulatedUser(task.user, recorder))
+
+    def close(self) -> None:
+        """Refuse further tool calls: a timed-out agent's thread may still be running."""
+        self.gateway.closed = True
+
+    def outcome(self) -> Outcome:
+        return Outcome(copy_json(self.gateway.state), list(self.gateway.ledger))

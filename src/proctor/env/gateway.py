@@ -1,0 +1,139 @@
+"""The ToolGateway: the only way from an agent to the state.
+
+Every call is proposed, validated, authorized, executed and recorded, in that order.
+A bad call is answered with a tool error the agent can read, never raised into it;
+an exception from the domain's own code is an infrastructure fault of the environment.
+"""
+
+from __future__ import annotations
+
+import random
+from dataclasses import dataclass
+from typing import Any
+
+from pydantic import ValidationError
+
+from proctor.env.domain import Domain, ToolContext, ToolError, format_validation_error
+from proctor.env.outcome import LedgerEntry
+from proctor.jsonutil import copy_json, diff
+from proctor.spec.models import Task
+from proctor.trace import Recorder
+
+IDEMPOTENCY_ARG = "idempotency_key"
+
+
+class EnvironmentFault(Exception):
+    """The domain's code broke: the trial is an `error`, not the agent's failure."""
+
+
+class GatewayClosed(Exception):
+    """The trial is over (its agent timed out); late calls from a stray thread are refused."""
+
+
+@dataclass(slots=True)
+class ToolResult:
+    """What the agent gets back from a call: a value, or an error with a code."""
+
+    ok: bool
+    value: Any = None
+    error: str | None = None
+    code: str | None = None
+    call_id: str = ""
+
+    def to_dict(self) -> dict[str, Any]:
+        if self.ok:
+            return {"ok": True, "value": self.value}
+        return {"ok": False, "error": self.error, "code": self.code}
+
+
+class ToolGateway:
+    def __init__(
+        self,
+        domain: Domain,
+        task: Task,
+        state: dict[str, Any],
+        recorder: Recorder,
+        rng: random.Random,
+    ) -> None:
+        self.domain = domain
+        self.task = task
+        self.state = state
+        self.recorder = recorder
+        self.rng = rng
+        self.ledger: list[LedgerEntry] = []
+        self.visible = set(task.tools) if task.tools is not None else set(domain.tools)
+        self.closed = False
+        self.fault: EnvironmentFault | None = None  # kept even if the agent swallows it
+        self._calls = 0
+
+    def schemas(self) -> list[dict[str, Any]]:
+        return [t.schema() for name, t in self.domain.tools.items() if name in self.visible]
+
+    def call(self, name: str, args: Any) -> ToolResult:
+        if self.closed:
+            raise GatewayClosed(f"trial over: call to {name!r} refused")
+        self._calls += 1
+        call_id = f"c{self._calls}"
+        emit = self.recorder.emit
+        emit("tool_proposal", {"call_id": call_id, "tool": name, "args": copy_json(args)})
+        tool = self.domain.tools.get(name)
+        if tool is None or name not in self.visible:
+            return self._error(call_id, name, "unknown_tool", f"unknown tool {name!r}")
+        try:
+            valid = tool.validate(args)
+        except (ValidationError, TypeError) as exc:
+            return self._error(call_id, name, "invalid_arguments", format_validation_error(exc))
+        decision = self.domain.authorize(self.task.identity, tool, valid, self.state)
+        emit(
+            "policy_decision",
+            {
+                "call_id": call_id,
+                "tool": name,
+                "allowed": decision.allowed,
+                "reason": decision.reason,
+                "rule": decision.rule,
+            },
+        )
+        if not decision.allowed:
+            return self._error(call_id, name, "denied", f"permission denied: {decision.reason}")
+        self.recorder.clock.advance(tool.latency_s)
+        before = copy_json(self.state) if tool.kind == "write" else None
+        ctx = ToolContext(self.task.identity, self.recorder.clock, self.rng, self.task.id, call_id)
+        try:
+            kwargs = {**valid, "ctx": ctx} if tool.wants_ctx else valid
+            value = tool.fn(self.state, **kwargs)
+        except ToolError as exc:
+            return self._error(call_id, name, exc.code, str(exc))
+        except Exception as exc:
+            self.fault = EnvironmentFault(f"tool {name!r} raised {type(exc).__name__}: {exc}")
+            self.recorder.emit("note", {"call_id": call_id, "environment_fault": str(self.fault)})
+            raise self.fault from exc
+        value = copy_json(value)
+        emit("tool_result", {"call_id": call_id, "tool": name, "result": value})
+        if before is not None:
+            self._record_write(call_id, name, valid, before, tool.entity_arg)
+        return ToolResult(True, copy_json(value), call_id=call_id)
+
+    def _record_write(
+        self, call_id: str, name: str, args: dict[str, Any], before: Any, entity_arg: str | None
+    ) -> None:
+        changes = diff(before, self.state)
+        event = self.recorder.emit(
+            "state_change", {"call_id": call_id, "tool": name, "changes": copy_json(changes)}
+        )
+        entity = args.get(entity_arg) if entity_arg else None
+        self.ledger.append(
+            LedgerEntry(
+                seq=event.seq,
+                tool=name,
+                args=copy_json(args),
+                entity=None if entity is None else str(entity),
+                idempotency_key=args.get(IDEMPOTENCY_ARG),
+            )
+        )
+
+    def _error(self, call_id: str, name: str, code: str, message: str) -> ToolResult:
+        self.recorder.emit(
+            "tool_error", {"call_id": call_id, "tool": name, "code": code, "error": message}
+        )
+        return ToolResult(False, error=message, code=code, call_id=call_id)

@@ -1,0 +1,47 @@
+"""The task's simulated user: scripted replies, and confirmations recorded as events."""
+
+from __future__ import annotations
+
+import re
+
+from proctor.spec.models import UserSpec
+from proctor.trace import Recorder
+
+_CONFIRM_QUESTION = re.compile(
+    r"\b(confirm|proceed|go ahead|shall i|should i|ok to|okay to|do you want|would you like|"
+    r"is it ok|can i)\b",
+    re.IGNORECASE,
+)
+_AFFIRMATIVE = re.compile(
+    r"^\s*(yes|yep|yeah|sure|ok|okay|confirm(ed)?|go ahead|please do|do it|proceed|correct)\b",
+    re.IGNORECASE,
+)
+
+
+class SimulatedUser:
+    """Answers `ask_user` from the task's `user.replies`, first matching rule wins."""
+
+    def __init__(self, spec: UserSpec, recorder: Recorder) -> None:
+        self.spec = spec
+        self.recorder = recorder
+
+    def reply(self, question: str) -> str:
+        question = str(question)
+        self.recorder.emit("message", {"role": "assistant", "to": "user", "content": question})
+        answer = ""
+        for rule in self.spec.replies:
+            if _matches(rule.when, question):
+                answer = rule.say
+                break
+        self.recorder.emit("message", {"role": "user", "content": answer})
+        if answer and _AFFIRMATIVE.match(answer):
+            self.recorder.emit("confirmation", {"question": question, "reply": answer})
+        return answer
+
+
+def _matches(when: str, question: str) -> bool:
+    if when == "*":
+        return True
+    if when == "confirm":
+        return bool(_CONFIRM_QUESTION.search(question))
+    return when.lower() in question.lower()

@@ -1,0 +1,26 @@
+"""Budget graders: what a trial cost in money, tokens, time and model calls."""
+
+from __future__ import annotations
+
+from proctor.grade.check import Check
+from proctor.grade.context import GradeContext
+from proctor.grade.registry import grader
+
+
+@grader("budget")
+def grade_budget(ctx: GradeContext) -> list[Check]:
+    spec = ctx.task.expect.budget
+    if spec is None:
+        return []
+    usage = ctx.usage
+    limits: list[tuple[str, float | int | None, float | int]] = [
+        ("max_cost_usd", spec.max_cost_usd, round(usage.cost_usd, 8)),
+        ("max_tokens", spec.max_tokens, usage.total_tokens),
+        ("max_latency_s", spec.max_latency_s, round(ctx.latency_s, 6)),
+        ("max_model_calls", spec.max_model_calls, usage.model_calls),
+    ]
+    return [
+        Check(name, "budget", actual <= limit, evidence={"limit": limit, "actual": actual})
+        for name, limit, actual in limits
+        if limit is not None
+    ]

@@ -1,0 +1,92 @@
+"""What graders read: the task, the trace, the outcome, and the calls derived once."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from functools import cached_property
+from typing import Any
+
+from proctor.agents.base import Usage
+from proctor.env.domain import Domain
+from proctor.env.outcome import Outcome
+from proctor.spec.models import Task
+from proctor.trace import Trace
+
+#: Error codes of calls stopped before the tool ran.
+NOT_ATTEMPTED = frozenset({"denied", "invalid_arguments", "unknown_tool"})
+
+
+@dataclass(slots=True)
+class ToolCall:
+    """One proposed call and what became of it."""
+
+    call_id: str
+    tool: str
+    args: Any
+    seq: int
+    executed: bool = False
+    denied: bool = False
+    error_code: str | None = None
+    result: Any = None
+    result_seq: int | None = None
+
+    @property
+    def attempted(self) -> bool:
+        """Reached the tool's code (a result, or an error the tool itself raised)."""
+        return self.executed or self.error_code not in NOT_ATTEMPTED
+
+    @property
+    def name(self) -> str:
+        return self.tool
+
+    @property
+    def arg_dict(self) -> dict[str, Any]:
+        return self.args if isinstance(self.args, dict) else {}
+
+    def brief(self) -> dict[str, Any]:
+        return {"seq": self.seq, "tool": self.tool, "args": self.args}
+
+
+def calls_from_trace(trace: Trace) -> list[ToolCall]:
+    calls: dict[str, ToolCall] = {}
+    for e in trace.events:
+        data = e.data
+        if e.kind == "tool_proposal":
+            calls[data["call_id"]] = ToolCall(
+                data["call_id"], data["tool"], data.get("args"), e.seq
+            )
+            continue
+        call = calls.get(data.get("call_id", "")) if e.kind != "answer" else None
+        if call is None:
+            continue
+        if e.kind == "tool_result":
+            call.executed, call.result, call.result_seq = True, data.get("result"), e.seq
+        elif e.kind == "tool_error":
+            call.error_code, call.result_seq = data.get("code"), e.seq
+        elif e.kind == "policy_decision" and not data.get("allowed", True):
+            call.denied = True
+    return list(calls.values())
+
+
+@dataclass
+class GradeContext:
+    task: Task
+    trace: Trace
+    outcome: Outcome
+    usage: Usage = field(default_factory=Usage)
+    latency_s: float = 0.0
+    domain: Domain | None = None
+
+    @cached_property
+    def calls(self) -> list[ToolCall]:
+        return calls_from_trace(self.trace)
+
+    @cached_property
+    def answer(self) -> str:
+        return self.trace.answer
+
+    @cached_property
+    def tool_texts(self) -> list[str]:
+        """Every tool result as text, for grounding answers."""
+        return [json.dumps(c.result, default=str) for c in self.calls if c.executed]

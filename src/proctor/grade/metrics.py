@@ -1,0 +1,46 @@
+"""Per-trial tool-use metrics: precision, recall and argument accuracy (DESIGN.md, Metrics).
+
+precision = calls to expected tools / all calls, where expected tools are those the task
+names as required, allowed, ordered (`before`) or as outcome effects;
+recall = required items made (by tool name) / required items;
+argument accuracy = required items made with matching arguments / required items made.
+"""
+
+from __future__ import annotations
+
+from proctor.grade.context import GradeContext
+from proctor.grade.predicates import args_match
+from proctor.spec.models import AnyOf, EffectAssertion
+
+
+def tool_metrics(ctx: GradeContext) -> dict[str, float]:
+    calls = ctx.calls
+    out: dict[str, float] = {"tool_calls": float(len(calls))}
+    spec = ctx.task.expect.trajectory
+    if spec is None:
+        return out
+    relevant: set[str] = set(spec.allowed or [])
+    relevant.update(tool for pair in spec.before for tool in pair)
+    relevant.update(a.effect for a in ctx.task.expect.outcome if isinstance(a, EffectAssertion))
+    made = matched = 0
+    attempted = [c for c in calls if c.attempted]
+    for item in spec.required:
+        patterns = item.patterns if isinstance(item, AnyOf) else [item]
+        relevant.update(p.tool for p in patterns)
+        by_name = [c for p in patterns for c in attempted if c.tool == p.tool]
+        if by_name:
+            made += 1
+            if any(
+                args_match(c.arg_dict, p.args)
+                for p in patterns
+                for c in by_name
+                if c.tool == p.tool
+            ):
+                matched += 1
+    if calls and relevant:
+        out["tool_precision"] = sum(c.tool in relevant for c in calls) / len(calls)
+    if spec.required:
+        out["tool_recall"] = made / len(spec.required)
+        if made:
+            out["arg_accuracy"] = matched / made
+    return out

@@ -1,0 +1,64 @@
+"""Outcome graders: what the final state and the side-effect ledger say happened."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from proctor.grade.check import Check
+from proctor.grade.context import GradeContext
+from proctor.grade.predicates import args_match, matches
+from proctor.grade.registry import grader
+from proctor.jsonutil import MISSING, get_path
+from proctor.spec.models import EffectAssertion, PathAssertion
+
+
+def _shown(value: Any) -> Any:
+    return "<missing>" if value is MISSING else value
+
+
+def path_check(assertion: PathAssertion, state: dict[str, Any]) -> Check:
+    actual = get_path(state, assertion.path)
+    if assertion.checks_equality:
+        passed = matches(actual, assertion.equals)
+        expected: Any = assertion.equals
+    else:
+        passed = (actual is not MISSING) == assertion.exists
+        expected = "exists" if assertion.exists else "absent"
+    return Check(
+        f"state:{assertion.path}",
+        "outcome",
+        passed,
+        evidence={"path": assertion.path, "expected": expected, "actual": _shown(actual)},
+    )
+
+
+def effect_check(assertion: EffectAssertion, ctx: GradeContext) -> Check:
+    applied = [
+        e for e in ctx.outcome.effects(assertion.effect) if args_match(e.args, assertion.where)
+    ]
+    return Check(
+        f"effect:{assertion.effect}",
+        "outcome",
+        matches(len(applied), assertion.count),
+        evidence={
+            "effect": assertion.effect,
+            "where": assertion.where,
+            "expected_count": assertion.count,
+            "actual_count": len(applied),
+            "seqs": [e.seq for e in applied],
+        },
+    )
+
+
+@grader("outcome")
+def grade_outcome(ctx: GradeContext) -> list[Check]:
+    checks = [
+        effect_check(a, ctx)
+        if isinstance(a, EffectAssertion)
+        else path_check(a, ctx.outcome.final_state)
+        for a in ctx.task.expect.outcome
+    ]
+    if ctx.domain is not None:
+        for domain_check in ctx.domain.checks:
+            checks.extend(domain_check(ctx.task, ctx.trace, ctx.outcome))
+    return checks

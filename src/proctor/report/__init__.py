@@ -1,0 +1,1 @@
+"""Reports: terminal now; HTML, Markdown and JUnit build on the same RunSummary."""

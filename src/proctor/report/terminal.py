@@ -1,0 +1,114 @@
+"""The terminal summary: headline figures, per-task table, slices.
+
+Everything printed from tasks or agents goes through `Text` (never markup), so text
+such as `[bold]` or escape sequences in a task id or check name cannot restyle the output.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from rich.console import Console
+from rich.table import Table
+from rich.text import Text
+
+
+def _pct(x: float | None) -> str:
+    return "—" if x is None else f"{100 * x:.1f}%"
+
+
+def _num(x: float | None, fmt: str = "{:.2f}") -> str:
+    return "—" if x is None else fmt.format(x)
+
+
+def _plain(value: Any) -> Text:
+    return Text("".join(ch if ch.isprintable() else "?" for ch in str(value)))
+
+
+def headline(summary: dict[str, Any]) -> Table:
+    k = summary["trials_per_task"]
+    low, high = summary["success_ci"]
+    violations = summary["safety_violations"]
+    sev = ", ".join(f"{n} {s}" for s, n in sorted(violations["by_severity"].items())) or "none"
+    tool = summary["tool_use"]
+    rows = [
+        (
+            "task success",
+            f"{_pct(summary['success_rate'])}  (95% CI {_pct(low)}–{_pct(high)}, "
+            f"{summary['passed_trials']}/{summary['valid_trials']} valid trials)",
+        ),
+        ("pass@1", _pct(summary["pass_at_k"].get("1"))),
+        (f"pass@{k}", _pct(summary["pass_at_k"].get(str(k)))),
+        (f"pass^{k}", _pct(summary["pass_hat_k"].get(str(k)))),
+        ("safety violations", f"{violations['total']} ({sev})"),
+        (
+            "errors / timeouts",
+            f"{summary['errors']} / {summary['timeouts']}"
+            + ("" if summary["valid"] else "   RUN INVALID"),
+        ),
+        (
+            "tool precision / recall / args",
+            " / ".join(_pct(tool[m]) for m in ("tool_precision", "tool_recall", "arg_accuracy")),
+        ),
+        ("cost per successful task", _num(summary["cost"]["per_successful_task_usd"], "${:.4f}")),
+        (
+            "p95 tool calls / latency",
+            f"{_num(summary['tool_calls']['p95'], '{:.0f}')} / "
+            f"{_num(summary['latency_s']['p95'], '{:.2f} s')}",
+        ),
+    ]
+    table = Table(title=f"run {summary['run_id']}", show_header=False, title_justify="left")
+    table.add_column(style="bold")
+    table.add_column()
+    for name, value in rows:
+        table.add_row(name, _plain(value))
+    return table
+
+
+def task_table(summary: dict[str, Any]) -> Table:
+    k = summary["trials_per_task"]
+    table = Table(title="per task", title_justify="left")
+    for col in ("task", "risk", "tags", "passed", f"pass^{k}", "failing checks"):
+        table.add_column(col)
+    for row in summary["per_task"]:
+        failing = ", ".join(f"{name}×{n}" for name, n in list(row["failed_checks"].items())[:3])
+        style = (
+            "green"
+            if row["n"] and row["passed"] == row["n"]
+            else ("red" if not row["passed"] else "yellow")
+        )
+        table.add_row(
+            _plain(row["id"]),
+            _plain(row["risk"]),
+            _plain(",".join(row["tags"])),
+            Text(f"{row['passed']}/{row['n']}", style=style),
+            _pct(row["pass_hat_k"].get(str(k))),
+            _plain(failing),
+        )
+    return table
+
+
+def slice_table(summary: dict[str, Any]) -> Table:
+    k = summary["trials_per_task"]
+    table = Table(title="slices", title_justify="left")
+    for col in ("slice", "tasks", "success", f"pass^{k}", "violations"):
+        table.add_column(col)
+    for name, s in summary["slices"].items():
+        table.add_row(
+            _plain(name),
+            str(s["tasks"]),
+            _pct(s["success_rate"]),
+            _pct(s["pass_hat_k"].get(str(k))),
+            str(s["safety_violations"]),
+        )
+    return table
+
+
+def print_summary(
+    summary: dict[str, Any], console: Console | None = None, *, slices: bool = True
+) -> None:
+    console = console or Console()
+    console.print(task_table(summary))
+    if slices and summary["slices"]:
+        console.print(slice_table(summary))
+    console.print(headline(summary))

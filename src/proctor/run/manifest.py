@@ -1,0 +1,81 @@
+"""The run manifest: every version involved, so two runs can be compared honestly."""
+
+from __future__ import annotations
+
+import inspect
+import platform
+import socket
+import sys
+import time
+from typing import Any
+
+from proctor.agents.base import agent_name, agent_version
+from proctor.grade.registry import grader_versions
+from proctor.jsonutil import digest
+from proctor.spec.suite import Suite
+
+
+def _policy_source(suite: Suite) -> list[str]:
+    sources = []
+    for domain in suite.domains.values():
+        for rule in domain._authorizers:
+            try:
+                sources.append(inspect.getsource(rule))
+            except (OSError, TypeError):
+                sources.append(getattr(rule, "__qualname__", repr(rule)))
+    return sources
+
+
+def build_manifest(
+    run_id: str,
+    suite: Suite,
+    agent: Any,
+    *,
+    agent_ref: str,
+    trials: int,
+    seed: int,
+    timeout_s: float | None,
+    concurrency: int,
+    filters: dict[str, Any],
+) -> dict[str, Any]:
+    from proctor import __version__
+
+    settings = getattr(agent, "settings", None)
+    system_prompt = getattr(agent, "system_prompt", None)
+    return {
+        "run_id": run_id,
+        "created_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+        "agent": {
+            "name": agent_name(agent),
+            "version": agent_version(agent),
+            "ref": agent_ref,
+            "settings": settings if isinstance(settings, dict) else {},
+        },
+        "model": (settings or {}).get("model") if isinstance(settings, dict) else None,
+        "prompt_hash": digest(
+            {"system": system_prompt, "tasks": {t.id: t.task.prompt for t in suite.tasks}}
+        ),
+        "tool_schema_hash": digest({n: d.digest_source for n, d in suite.domains.items()}),
+        "policy_hash": digest(_policy_source(suite)),
+        "suite": {
+            "name": suite.name,
+            "digest": suite.digest,
+            "tasks": len(suite.tasks),
+            "task_digests": {t.id: t.task.digest for t in suite.tasks},
+            "domains": {n: d.version for n, d in suite.domains.items()},
+            "splits": sorted({t.task.split for t in suite.tasks}),
+        },
+        "grader_versions": grader_versions(),
+        "judge_model": None,
+        "proctor_version": __version__,
+        "seed": seed,
+        "trials": trials,
+        "timeout_s": timeout_s,
+        "concurrency": concurrency,
+        "filters": filters,
+        "host": {
+            "name": socket.gethostname(),
+            "python": sys.version.split()[0],
+            "platform": platform.platform(),
+        },
+    }

@@ -1,0 +1,198 @@
+"""Load task files (YAML or JSON) with every error pointing at file, line and field.
+
+YAML is composed into nodes first (safe loader only) so that each value keeps its line;
+pydantic errors are then mapped back from their field path to that line.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import yaml
+from pydantic import ValidationError
+
+from proctor.spec.errors import SpecError, SpecIssue
+from proctor.spec.models import UNION_TAGS, Task
+
+TASK_SUFFIXES = (".yaml", ".yml", ".json")
+Loc = tuple[str | int, ...]
+
+
+class _JsonLikeLoader(yaml.SafeLoader):
+    """Safe YAML that keeps dates as strings: task state is JSON-like data."""
+
+
+_JsonLikeLoader.yaml_implicit_resolvers = {
+    first: [(tag, rx) for tag, rx in resolvers if tag != "tag:yaml.org,2002:timestamp"]
+    for first, resolvers in yaml.SafeLoader.yaml_implicit_resolvers.items()
+}
+
+
+def _record_lines(node: yaml.Node, loc: Loc, lines: dict[Loc, int]) -> None:
+    """Record the 1-based line of every path under `node`; reject duplicate keys."""
+    lines[loc] = node.start_mark.line + 1
+    if isinstance(node, yaml.MappingNode):
+        seen: set[str] = set()
+        for key_node, value_node in node.value:
+            if not isinstance(key_node, yaml.ScalarNode):
+                raise SpecIssue(loc, "mapping keys must be scalars", key_node.start_mark.line + 1)
+            key = key_node.value
+            if key in seen and key != "<<":
+                raise SpecIssue((*loc, key), "duplicate key", key_node.start_mark.line + 1)
+            seen.add(key)
+            _record_lines(value_node, (*loc, key), lines)
+            lines[(*loc, key)] = key_node.start_mark.line + 1
+    elif isinstance(node, yaml.SequenceNode):
+        for i, item in enumerate(node.value):
+            _record_lines(item, (*loc, i), lines)
+
+
+def parse_document(path: Path, text: str) -> tuple[Any, dict[Loc, int]]:
+    """Parse YAML or JSON text into data plus a map from field path to line."""
+    if path.suffix == ".json":
+        try:
+            json.loads(text)
+        except json.JSONDecodeError as exc:
+            raise SpecError.one(path, exc.lineno, "", f"invalid JSON: {exc.msg}") from None
+    loader = _JsonLikeLoader(text)
+    try:
+        node = loader.get_single_node()
+        data = loader.construct_document(node) if node is not None else None
+    except yaml.MarkedYAMLError as exc:
+        mark = exc.problem_mark or exc.context_mark
+        line = mark.line + 1 if mark else 1
+        raise SpecError.one(path, line, "", f"invalid YAML: {exc.problem or exc}") from None
+    except yaml.YAMLError as exc:
+        raise SpecError.one(path, 1, "", f"invalid YAML: {exc}") from None
+    finally:
+        loader.dispose()
+    if node is None:
+        raise SpecError.one(path, 1, "", "the file is empty")
+    lines: dict[Loc, int] = {}
+    try:
+        _record_lines(node, (), lines)
+    except SpecIssue as issue:
+        raise SpecError.one(path, issue.line or 1, format_loc(issue.loc), issue.message) from None
+    return data, lines
+
+
+def format_loc(loc: Loc) -> str:
+    """`("expect", "trajectory", "required", 1, "args")` → `expect.trajectory.required[1].args`."""
+    out = ""
+    for part in loc:
+        if isinstance(part, int):
+            out += f"[{part}]"
+        else:
+            out += f".{part}" if out else str(part)
+    return out
+
+
+def line_of(lines: dict[Loc, int], loc: Loc) -> int:
+    """The line of the deepest prefix of `loc` that the file has (missing fields → parent)."""
+    for end in range(len(loc), -1, -1):
+        if loc[:end] in lines:
+            return lines[loc[:end]]
+    return 1
+
+
+def _data_loc(data: Any, loc: tuple[Any, ...]) -> Loc:
+    """Keep only the parts of a pydantic error location that exist in the data.
+
+    Pydantic adds union tags and validator names to locations; a reader wants the path
+    of the field in their file.
+    """
+    out: list[str | int] = []
+    node = data
+    for part in loc:
+        in_dict = isinstance(node, dict) and part in node
+        in_list = isinstance(node, list) and isinstance(part, int) and 0 <= part < len(node)
+        if in_dict or in_list:
+            out.append(part)
+            node = node[part]
+        elif isinstance(node, dict) and isinstance(part, str) and not _is_tag(part):
+            out.append(part)  # a missing or unknown field: name it
+            node = None
+    return tuple(out)
+
+
+def _is_tag(part: str) -> bool:
+    """Union tags and validator names that pydantic puts in locations (see models.py)."""
+    return part in UNION_TAGS or "[" in part or part[:1].isupper()
+
+
+def _issues_from_validation(
+    path: Path, exc: ValidationError, data: Any, lines: dict[Loc, int], prefix: Loc
+) -> list[tuple[int, str, str]]:
+    seen: set[tuple[Loc, str]] = set()
+    out: list[tuple[int, str, str]] = []
+    for err in exc.errors(include_url=False):
+        loc = (*prefix, *_data_loc(data, err["loc"]))
+        message = _message(err)
+        if (loc, message) in seen:
+            continue
+        seen.add((loc, message))
+        out.append((line_of(lines, loc), format_loc(loc), message))
+    return out
+
+
+def _message(err: Any) -> str:
+    kind = err["type"]
+    if kind == "extra_forbidden":
+        return "unknown field"
+    if kind == "missing":
+        return "required field is missing"
+    msg = str(err["msg"])
+    return msg.removeprefix("Value error, ")
+
+
+@dataclass(frozen=True)
+class LoadedTask:
+    """A task with where it came from, so later checks can still point at a line."""
+
+    task: Task
+    path: Path
+    prefix: Loc
+    lines: dict[Loc, int] = field(repr=False, compare=False)
+
+    @property
+    def line(self) -> int:
+        return line_of(self.lines, self.prefix)
+
+    def line_at(self, loc: Loc) -> int:
+        return line_of(self.lines, (*self.prefix, *loc))
+
+    def field_name(self, loc: Loc) -> str:
+        return format_loc((*self.prefix, *loc))
+
+
+def load_task_file(path: str | Path) -> list[LoadedTask]:
+    """Load one file holding a task or a list of tasks."""
+    path = Path(path)
+    try:
+        text = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise SpecError.one(path, 1, "", f"cannot read file: {exc}") from None
+    data, lines = parse_document(path, text)
+    items: list[tuple[Any, Loc]]
+    if isinstance(data, list):
+        items = [(item, (i,)) for i, item in enumerate(data)]
+    elif isinstance(data, dict):
+        items = [(data, ())]
+    else:
+        raise SpecError.one(path, 1, "", "a task file holds a mapping or a list of mappings")
+    tasks: list[LoadedTask] = []
+    problems: list[tuple[int, str, str]] = []
+    for item, prefix in items:
+        if not isinstance(item, dict):
+            problems.append((line_of(lines, prefix), format_loc(prefix), "a task is a mapping"))
+            continue
+        try:
+            tasks.append(LoadedTask(Task.model_validate(item), path, prefix, lines))
+        except ValidationError as exc:
+            problems.extend(_issues_from_validation(path, exc, item, lines, prefix))
+    if problems:
+        raise SpecError([(path, line, field, msg) for line, field, msg in problems])
+    return tasks

@@ -1,0 +1,5 @@
+"""Persistence: SQLite by default (`.proctor/proctor.db`)."""
+
+from proctor.store.sqlite import DEFAULT_PATH, RunNotFound, Store
+
+__all__ = ["DEFAULT_PATH", "RunNotFound", "Store"]

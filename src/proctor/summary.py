@@ -1,0 +1,190 @@
+"""RunSummary: the metrics of a run, overall, per task and per slice.
+
+It is what `--json` writes and what reports and gates read. Built in one pass over the
+trial results; traces are not needed. Formulas are in `proctor.stats` (DESIGN.md, Metrics).
+"""
+
+from __future__ import annotations
+
+from collections import Counter, defaultdict
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from proctor import stats
+from proctor.run.result import TrialResult
+
+#: A run whose share of `error` trials exceeds this is marked invalid (DESIGN.md).
+DEFAULT_MAX_ERROR_RATE = 0.05
+
+
+@dataclass
+class TaskInfo:
+    """The task metadata slices are cut by."""
+
+    id: str
+    tags: list[str] = field(default_factory=list)
+    suites: list[str] = field(default_factory=list)
+    risk: str = "medium"
+    split: str = "dev"
+
+
+def _dist(values: Sequence[float]) -> dict[str, float | None]:
+    return {
+        "mean": stats.mean(values),
+        "p50": stats.percentile(values, 50),
+        "p95": stats.percentile(values, 95),
+        "total": sum(values) if values else 0.0,
+    }
+
+
+def _rates(results: Sequence[TrialResult], k_max: int) -> dict[str, Any]:
+    """Success, intervals and pass@k / pass^k for a group of trials."""
+    per_task: dict[str, list[int]] = defaultdict(lambda: [0, 0])
+    for r in results:
+        if r.valid:
+            counts = per_task[r.task_id]
+            counts[0] += 1
+            counts[1] += r.passed
+    counts = [(n, c) for n, c in per_task.values() if n > 0]
+    valid = sum(n for n, _ in counts)
+    passed = sum(c for _, c in counts)
+    low, high = stats.wilson_interval(passed, valid)
+    ks = range(1, k_max + 1)
+    return {
+        "valid_trials": valid,
+        "passed_trials": passed,
+        "success_rate": passed / valid if valid else None,
+        "success_ci": [low, high],
+        "success_se": stats.clustered_se(counts),
+        "pass_at_k": {str(k): stats.pass_at_k_tasks(counts, k) for k in ks},
+        "pass_hat_k": {str(k): stats.pass_hat_k_tasks(counts, k) for k in ks},
+    }
+
+
+def _violations(results: Iterable[TrialResult]) -> dict[str, Any]:
+    by_severity: Counter[str] = Counter()
+    by_check: Counter[str] = Counter()
+    items = []
+    for r in results:
+        for c in r.checks:
+            if c.is_violation:
+                by_severity[c.severity or "unknown"] += 1
+                by_check[c.name] += 1
+                items.append(
+                    {
+                        "task_id": r.task_id,
+                        "trial": r.trial,
+                        "check": c.name,
+                        "severity": c.severity,
+                    }
+                )
+    return {
+        "total": sum(by_severity.values()),
+        "by_severity": dict(by_severity),
+        "by_check": dict(by_check),
+        "trials": items,
+    }
+
+
+def _tool_use(results: Sequence[TrialResult]) -> dict[str, float | None]:
+    valid = [r for r in results if r.valid]
+    return {
+        name: stats.mean([r.metrics[name] for r in valid if name in r.metrics])
+        for name in ("tool_precision", "tool_recall", "arg_accuracy")
+    }
+
+
+def summarize(
+    run_id: str,
+    results: Iterable[TrialResult],
+    tasks: Mapping[str, TaskInfo],
+    *,
+    trials_per_task: int,
+    max_error_rate: float = DEFAULT_MAX_ERROR_RATE,
+) -> dict[str, Any]:
+    """The RunSummary of a run as a JSON-ready dict."""
+    results = sorted(results, key=lambda r: (r.task_id, r.trial))
+    k_max = max(trials_per_task, 1)
+    statuses = Counter(r.status for r in results)
+    expected = len(tasks) * trials_per_task
+    error_rate = statuses["error"] / len(results) if results else 0.0
+    missing = max(expected - len(results), 0)
+    valid_run = error_rate <= max_error_rate and missing == 0
+    passed_results = [r for r in results if r.passed]
+    valid = [r for r in results if r.valid]
+    total_cost = sum(r.usage.cost_usd for r in results)
+
+    by_task: dict[str, list[TrialResult]] = defaultdict(list)
+    for r in results:
+        by_task[r.task_id].append(r)
+    per_task = []
+    for task_id in sorted(tasks):
+        rs = by_task.get(task_id, [])
+        n = sum(r.valid for r in rs)
+        c = sum(r.passed for r in rs)
+        failed = Counter(ch.name for r in rs if r.valid for ch in r.checks if not ch.passed)
+        info = tasks[task_id]
+        per_task.append(
+            {
+                "id": task_id,
+                "n": n,
+                "passed": c,
+                "errors": sum(r.status == "error" for r in rs),
+                "timeouts": sum(r.status == "timeout" for r in rs),
+                "success_rate": c / n if n else None,
+                "pass_hat_k": {str(k): stats.pass_hat_k(n, c, k) for k in range(1, n + 1)},
+                "failed_checks": dict(failed.most_common()),
+                "tags": info.tags,
+                "suites": info.suites,
+                "risk": info.risk,
+                "split": info.split,
+                "cost_usd": sum(r.usage.cost_usd for r in rs),
+                "mean_score": stats.mean([r.score for r in rs if r.valid]),
+            }
+        )
+
+    slices: dict[str, dict[str, Any]] = {}
+    keys: dict[str, set[str]] = defaultdict(set)
+    for info in tasks.values():
+        for tag in info.tags:
+            keys[f"tag:{tag}"].add(info.id)
+        for suite in info.suites:
+            keys[f"suite:{suite}"].add(info.id)
+        keys[f"risk:{info.risk}"].add(info.id)
+        keys[f"split:{info.split}"].add(info.id)
+    for key in sorted(keys):
+        members = [r for r in results if r.task_id in keys[key]]
+        slices[key] = {
+            "tasks": len(keys[key]),
+            **_rates(members, k_max),
+            "safety_violations": _violations(members)["total"],
+        }
+
+    return {
+        "run_id": run_id,
+        "tasks": len(tasks),
+        "trials": len(results),
+        "trials_per_task": trials_per_task,
+        "expected_trials": expected,
+        "missing_trials": missing,
+        **_rates(results, k_max),
+        "statuses": {s: statuses.get(s, 0) for s in ("passed", "failed", "timeout", "error")},
+        "errors": statuses["error"],
+        "timeouts": statuses["timeout"],
+        "error_rate": error_rate,
+        "max_error_rate": max_error_rate,
+        "valid": valid_run,
+        "safety_violations": _violations(results),
+        "tool_use": _tool_use(results),
+        "cost": {
+            "total_usd": total_cost,
+            "per_successful_task_usd": total_cost / len(passed_results) if passed_results else None,
+            "per_trial_usd": _dist([r.usage.cost_usd for r in valid]),
+        },
+        "tokens": _dist([float(r.usage.total_tokens) for r in valid]),
+        "tool_calls": _dist([r.metrics.get("tool_calls", 0.0) for r in valid]),
+        "latency_s": _dist([r.latency_s for r in valid]),
+        "per_task": per_task,
+        "slices": slices,
+    }

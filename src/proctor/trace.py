@@ -1,0 +1,103 @@
+"""Trace events: the ordered record of a trial, and its JSON-lines form.
+
+Events are plain slotted dataclasses, not pydantic models: a trial writes dozens of them
+and the harness's own cost per trial is a feature we measure.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass, field
+from typing import Any, Literal, TextIO
+
+EventKind = Literal[
+    "model_call",
+    "tool_proposal",
+    "policy_decision",
+    "fault",
+    "tool_result",
+    "tool_error",
+    "state_change",
+    "confirmation",
+    "message",
+    "answer",
+    "note",
+]
+EVENT_KINDS: tuple[str, ...] = EventKind.__args__  # type: ignore[attr-defined]
+
+
+@dataclass(slots=True)
+class TraceEvent:
+    seq: int
+    t: float
+    kind: str
+    data: dict[str, Any]
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"seq": self.seq, "t": self.t, "kind": self.kind, "data": self.data}
+
+
+@dataclass(slots=True)
+class Trace:
+    trial_id: str
+    trace_id: str
+    events: list[TraceEvent] = field(default_factory=list)
+
+    def of_kind(self, *kinds: str) -> Iterator[TraceEvent]:
+        return (e for e in self.events if e.kind in kinds)
+
+    @property
+    def answer(self) -> str:
+        for event in reversed(self.events):
+            if event.kind == "answer":
+                return str(event.data.get("text", ""))
+        return ""
+
+
+class Recorder:
+    """Appends events with increasing `seq` and the simulated clock's time."""
+
+    __slots__ = ("clock", "events")
+
+    def __init__(self, clock: SimClock) -> None:
+        self.clock = clock
+        self.events: list[TraceEvent] = []
+
+    def emit(self, kind: str, data: dict[str, Any]) -> TraceEvent:
+        event = TraceEvent(len(self.events) + 1, round(self.clock.now, 6), kind, data)
+        self.events.append(event)
+        return event
+
+
+class SimClock:
+    """A fixed clock per trial: starts at 0 s and moves only when latency is simulated."""
+
+    __slots__ = ("now",)
+
+    def __init__(self) -> None:
+        self.now = 0.0
+
+    def advance(self, seconds: float) -> None:
+        if seconds > 0:
+            self.now += seconds
+
+
+def write_jsonl(traces: Iterable[Trace], out: TextIO) -> None:
+    """One JSON object per event, each carrying its trial and trace ids."""
+    for trace in traces:
+        for e in trace.events:
+            row = {"trial_id": trace.trial_id, "trace_id": trace.trace_id, **e.to_dict()}
+            out.write(json.dumps(row, default=str) + "\n")
+
+
+def read_jsonl(lines: Iterable[str]) -> list[Trace]:
+    """Inverse of `write_jsonl`; events are regrouped by trace id in file order."""
+    traces: dict[str, Trace] = {}
+    for line in lines:
+        if not line.strip():
+            continue
+        row = json.loads(line)
+        trace = traces.setdefault(row["trace_id"], Trace(row["trial_id"], row["trace_id"]))
+        trace.events.append(TraceEvent(row["seq"], row["t"], row["kind"], row["data"]))
+    return list(traces.values())
