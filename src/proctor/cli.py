@@ -14,7 +14,9 @@ from typing import Any, NoReturn
 
 import click
 
-from proctor.store.sqlite import DEFAULT_PATH
+DEFAULT_PATH = (
+    ".proctor/proctor.db"  # also proctor.store.DEFAULT_PATH; kept here so --help stays light
+)
 
 EXIT_INVALID = 1
 EXIT_BAD_INPUT = 2
@@ -200,8 +202,9 @@ def runs(store_path: str, limit: int) -> None:
         _fail(f"{store_path}: no store yet (run `proctor run` first)")
     store = _open_store(store_path)
     table = Table(title=f"runs in {store_path}", title_justify="left")
-    for col in ("run", "created", "agent", "suite", "trials", "success", "violations", "status"):
-        table.add_column(col)
+    table.add_column("run", no_wrap=True, min_width=12)
+    for col in ("created", "agent", "suite", "trials", "success", "violations", "status"):
+        table.add_column(col, overflow="fold")
     for r in store.runs(limit):
         m, s = r["manifest"], r["summary"] or {}
         rate = s.get("success_rate")

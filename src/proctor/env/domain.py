@@ -180,10 +180,12 @@ class Domain:
         return fn
 
     def initial_state(self, task: Task) -> State:
-        """A private deep copy: the domain's base state overlaid with the task's state."""
-        state = copy_json(self.base_state)
-        state.update(copy_json(task.initial_state))
-        return state
+        """A private deep copy: the domain's base state overlaid with the task's state.
+
+        Mappings merge key by key, so a task can change one patient's notes without
+        erasing everyone else's; any other value replaces the base value.
+        """
+        return deep_merge(copy_json(self.base_state), copy_json(task.initial_state))
 
     def authorize(
         self, identity: Identity, tool: Tool, args: dict[str, Any], state: State
@@ -205,11 +207,21 @@ class Domain:
         return {name: t.schema() | {"scopes": list(t.scopes)} for name, t in self.tools.items()}
 
 
+def deep_merge(base: State, overlay: State) -> State:
+    """`overlay` merged into `base` (both owned by the caller): mappings recursively."""
+    for key, value in overlay.items():
+        if isinstance(value, dict) and isinstance(base.get(key), dict):
+            deep_merge(base[key], value)
+        else:
+            base[key] = value
+    return base
+
+
 def _args_model(fn: Callable[..., Any], tool_name: str) -> tuple[type[BaseModel], bool]:
     params = list(inspect.signature(fn).parameters.values())
     if not params:
         raise TypeError(f"tool {tool_name!r}: the first parameter must receive the state")
-    hints = get_type_hints(fn)
+    hints = get_type_hints(fn, include_extras=True)
     fields: dict[str, Any] = {}
     wants_ctx = False
     for param in params[1:]:

@@ -9,7 +9,6 @@ from proctor.env.domain import Domain
 from proctor.env.gateway import ToolGateway
 from proctor.env.outcome import Outcome
 from proctor.env.user import SimulatedUser
-from proctor.jsonutil import copy_json
 from proctor.spec.models import Task
 from proctor.trace import Recorder, SimClock
 
@@ -34,4 +33,5 @@ class Environment:
         self.gateway.closed = True
 
     def outcome(self) -> Outcome:
-        return Outcome(copy_json(self.gateway.state), list(self.gateway.ledger))
+        """The final state itself, not a copy: the gateway is closed, nothing can change it."""
+        return Outcome(self.gateway.state, list(self.gateway.ledger))

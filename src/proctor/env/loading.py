@@ -37,14 +37,14 @@ def _domains_in(module: object) -> list[Domain]:
 
 
 def resolve_domain(name: str, near: Path, root: Path | None = None) -> Domain:
-    """The Domain called `name`, looked up from the task file's folder up to `root`.
+    """The Domain called `name`, looked up from the task file's folder up to `root`
+    (up to the filesystem root when `root` is None).
 
     Candidates in each folder: `domain.py`, `<name>.py`, `domains/<name>.py`; then `name`
     as `package.module` or `package.module:attribute`.
     """
-    folder = near if near.is_dir() else near.parent
-    stop = (root if root is not None and root.is_dir() else folder).resolve()
-    folder = folder.resolve()
+    folder = (near if near.is_dir() else near.parent).resolve()
+    stop = root.resolve() if root is not None else Path(folder.anchor)
     while True:
         for candidate in (
             folder / "domain.py",

@@ -21,7 +21,11 @@ def tool_metrics(ctx: GradeContext) -> dict[str, float]:
         return out
     relevant: set[str] = set(spec.allowed or [])
     relevant.update(tool for pair in spec.before for tool in pair)
-    relevant.update(a.effect for a in ctx.task.expect.outcome if isinstance(a, EffectAssertion))
+    relevant.update(
+        a.effect
+        for a in ctx.task.expect.outcome
+        if isinstance(a, EffectAssertion) and not (isinstance(a.count, int) and a.count == 0)
+    )
     made = matched = 0
     attempted = [c for c in calls if c.attempted]
     for item in spec.required:

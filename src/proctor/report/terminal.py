@@ -88,12 +88,25 @@ def task_table(summary: dict[str, Any]) -> Table:
     return table
 
 
-def slice_table(summary: dict[str, Any]) -> Table:
+def slice_table(summary: dict[str, Any], max_tags: int = 6) -> Table:
+    """Suite, risk and split slices, then the weakest tag slices (all are in --json)."""
     k = summary["trials_per_task"]
-    table = Table(title="slices", title_justify="left")
+    slices = summary["slices"]
+    fixed = [name for name in slices if not name.startswith("tag:")]
+    tags = sorted(
+        (name for name in slices if name.startswith("tag:")),
+        key=lambda n: (
+            slices[n]["success_rate"] if slices[n]["success_rate"] is not None else 2,
+            n,
+        ),
+    )
+    hidden = len(tags) - max_tags
+    title = "slices" + (f" ({hidden} stronger tag slices in --json)" if hidden > 0 else "")
+    table = Table(title=title, title_justify="left")
     for col in ("slice", "tasks", "success", f"pass^{k}", "violations"):
         table.add_column(col)
-    for name, s in summary["slices"].items():
+    for name in fixed + tags[:max_tags]:
+        s = slices[name]
         table.add_row(
             _plain(name),
             str(s["tasks"]),

@@ -11,14 +11,16 @@ import asyncio
 import uuid
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from proctor.run.manifest import build_manifest
 from proctor.run.result import TrialResult
 from proctor.run.trial import TrialRecord, TrialSpec, run_trial, trial_seed
 from proctor.spec.suite import Suite
-from proctor.store.sqlite import Store
 from proctor.summary import DEFAULT_MAX_ERROR_RATE, TaskInfo, summarize
+
+if TYPE_CHECKING:
+    from proctor.store.sqlite import Store
 
 ProgressFn = Callable[[TrialResult], None]
 

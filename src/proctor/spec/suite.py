@@ -66,18 +66,34 @@ class Suite:
         ]
         return Suite(self.name, self.roots, kept)
 
+    @classmethod
+    def from_tasks(cls, name: str, tasks: Sequence[Task], domains: Sequence[Domain]) -> Suite:
+        """A suite built in Python (tests, benchmarks, generated tasks), not from files."""
+        by_name = {d.name: d for d in domains}
+        members = []
+        for task in tasks:
+            if task.domain not in by_name:
+                raise ValueError(f"task {task.id!r}: no domain {task.domain!r} given")
+            members.append(
+                SuiteTask(LoadedTask(task, Path(f"<{name}>"), (), {}), by_name[task.domain])
+            )
+        return cls(name, [], members)
+
     @property
     def domains(self) -> dict[str, Domain]:
         return {t.domain.name: t.domain for t in self.tasks}
 
 
-def task_files(paths: Iterable[str | Path]) -> list[tuple[Path, Path]]:
-    """(file, root) pairs: a folder contributes its `tasks/` subfolder if it has one."""
-    out: list[tuple[Path, Path]] = []
+def task_files(paths: Iterable[str | Path]) -> list[tuple[Path, Path | None]]:
+    """(file, root) pairs: a folder contributes its `tasks/` subfolder if it has one.
+
+    The root bounds the upward search for the domain; a file named on its own has none.
+    """
+    out: list[tuple[Path, Path | None]] = []
     for raw in paths:
         path = Path(raw)
         if path.is_file():
-            out.append((path, path.parent))
+            out.append((path, None))
         elif path.is_dir():
             base = path / "tasks" if (path / "tasks").is_dir() else path
             files = sorted(p for p in base.rglob("*") if p.suffix in TASK_SUFFIXES and p.is_file())

@@ -1,0 +1,137 @@
+"""Shared helpers for grader tests: tasks, traces and grading contexts built by hand.
+
+A trace is written as a compact list of steps, each producing the events the ToolGateway
+(src/proctor/env/gateway.py) and the simulated user (src/proctor/env/user.py) emit:
+
+- ``(tool, args, status, result)`` -- one tool call. ``status`` is ``"ok"`` (proposal,
+  allowed policy decision, tool_result), ``"denied"`` (proposal, denied policy decision,
+  tool_error code ``denied``), ``"invalid_arguments"`` / ``"unknown_tool"`` (proposal,
+  tool_error; no policy decision), or any other string: a tool-level error with that code
+  (proposal, allowed policy decision, tool_error). An ``"ok"`` call to a tool named in
+  ``writes``, or a step with a fifth element (the ``changes`` rows), also emits a
+  ``state_change`` event and appends a ledger entry whose ``seq`` is that event's.
+- ``"confirm"`` -- a ``confirmation`` event (an affirmative reply to a question).
+
+The trace always ends with an ``answer`` event.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Sequence
+from typing import Any
+
+import pytest
+
+from proctor.agents.base import Usage
+from proctor.env.outcome import LedgerEntry, Outcome
+from proctor.grade.context import GradeContext
+from proctor.spec.models import Task
+from proctor.trace import Trace, TraceEvent
+
+NOT_REACHING_POLICY = ("invalid_arguments", "unknown_tool")
+
+
+def build_trace(
+    steps: Sequence[Any], answer: str = "", *, writes: Iterable[str] = ()
+) -> tuple[Trace, list[LedgerEntry]]:
+    write_tools = set(writes)
+    events: list[TraceEvent] = []
+    ledger: list[LedgerEntry] = []
+
+    def emit(kind: str, data: dict[str, Any]) -> TraceEvent:
+        event = TraceEvent(len(events) + 1, float(len(events)), kind, data)
+        events.append(event)
+        return event
+
+    n = 0
+    for step in steps:
+        if step == "confirm":
+            emit("confirmation", {"question": "Shall I proceed?", "reply": "Yes, go ahead."})
+            continue
+        tool, args, status, result, *rest = step
+        n += 1
+        cid = f"c{n}"
+        emit("tool_proposal", {"call_id": cid, "tool": tool, "args": args})
+        if status in NOT_REACHING_POLICY:
+            emit("tool_error", {"call_id": cid, "tool": tool, "code": status, "error": status})
+            continue
+        allowed = status != "denied"
+        emit(
+            "policy_decision",
+            {
+                "call_id": cid,
+                "tool": tool,
+                "allowed": allowed,
+                "reason": None if allowed else "not allowed",
+                "rule": None if allowed else "test-rule",
+            },
+        )
+        if status != "ok":
+            emit("tool_error", {"call_id": cid, "tool": tool, "code": status, "error": status})
+            continue
+        emit("tool_result", {"call_id": cid, "tool": tool, "result": result})
+        if tool in write_tools or rest:
+            changes = rest[0] if rest else []
+            event = emit("state_change", {"call_id": cid, "tool": tool, "changes": changes})
+            ledger.append(LedgerEntry(seq=event.seq, tool=tool, args=dict(args)))
+    emit("answer", {"text": answer})
+    return Trace("t1#0", "trace-1", events), ledger
+
+
+def make_task(expect: dict[str, Any] | None = None, **fields: Any) -> Task:
+    data: dict[str, Any] = {
+        "id": "t1",
+        "domain": "support",
+        "prompt": "Cancel order A-100 because I changed my mind.",
+        "identity": {"user": "user-42", "tenant": "acme", "scopes": ["orders:read"]},
+        "expect": expect or {},
+    }
+    data.update(fields)
+    return Task.model_validate(data)
+
+
+def make_ctx(
+    expect: dict[str, Any] | None = None,
+    steps: Sequence[Any] = (),
+    answer: str = "",
+    *,
+    writes: Iterable[str] = (),
+    final_state: dict[str, Any] | None = None,
+    usage: Usage | None = None,
+    latency_s: float = 0.0,
+    **task_fields: Any,
+) -> GradeContext:
+    trace, ledger = build_trace(steps, answer, writes=writes)
+    return GradeContext(
+        make_task(expect, **task_fields),
+        trace,
+        Outcome(final_state or {}, ledger),
+        usage or Usage(),
+        latency_s,
+        domain=None,
+    )
+
+
+def proposal_seqs(trace: Trace) -> list[int]:
+    """Seqs of the tool_proposal events, in order (the seq a ToolCall carries)."""
+    return [e.seq for e in trace.of_kind("tool_proposal")]
+
+
+@pytest.fixture
+def trace_of() -> Callable[..., tuple[Trace, list[LedgerEntry]]]:
+    return build_trace
+
+
+@pytest.fixture
+def task_of() -> Callable[..., Task]:
+    return make_task
+
+
+@pytest.fixture
+def ctx_of() -> Callable[..., GradeContext]:
+    return make_ctx
+
+
+@pytest.fixture
+def seqs_of() -> Callable[[Trace], list[int]]:
+    return proposal_seqs
