@@ -98,6 +98,13 @@ def schema() -> None:
     "--json", "json_path", default=None, type=click.Path(), help="Write the summary here."
 )
 @click.option("--max-error-rate", default=0.05, show_default=True, type=float)
+@click.option(
+    "--faults",
+    "faults_path",
+    default=None,
+    type=click.Path(),
+    help="YAML/JSON list of faults injected into every task.",
+)
 @click.option("--quiet", "-q", is_flag=True, help="No progress bar or tables.")
 def run(
     paths: tuple[str, ...],
@@ -113,6 +120,7 @@ def run(
     store_path: str,
     json_path: str | None,
     max_error_rate: float,
+    faults_path: str | None,
     quiet: bool,
 ) -> None:
     """Run the tasks under PATHS with an agent, k trials each, and print the summary."""
@@ -121,12 +129,22 @@ def run(
     from proctor.agents import AgentNotFound, load_agent
     from proctor.report.terminal import print_summary
     from proctor.run import Runner
+    from proctor.spec import SpecError
+    from proctor.spec.loader import load_faults
 
     suite = _load_suite(paths)
     filters = {"tags": _split(tags), "suite": suite_kind, "split": split, "ids": _split(task_ids)}
     selected = suite.select(**filters)
     if not selected.tasks:
         _fail(f"no task matches the filters {json.dumps(filters)}")
+    try:
+        faults = load_faults(faults_path) if faults_path else []
+    except SpecError as exc:
+        _fail(exc.lines())
+    tools = {name for domain in selected.domains.values() for name in domain.tools}
+    unknown = sorted({f.tool for f in faults} - tools)
+    if unknown:
+        _fail(f"{faults_path}: faults name tools no selected domain has: {', '.join(unknown)}")
     try:
         agent = load_agent(agent_ref)
     except AgentNotFound as exc:
@@ -143,6 +161,7 @@ def run(
         agent_ref=agent_ref,
         filters=filters,
         max_error_rate=max_error_rate,
+        faults=faults,
     )
     console = Console(stderr=True)
     started = time.perf_counter()

@@ -77,6 +77,7 @@ class Tool:
     entity_arg: str | None
     wants_ctx: bool
     latency_s: float
+    returns: Any = None
     args_schema: dict[str, Any] = field(init=False)
 
     def __post_init__(self) -> None:
@@ -152,6 +153,7 @@ class Domain:
             if tool_name in self.tools:
                 raise ValueError(f"domain {self.name!r}: tool {tool_name!r} declared twice")
             model, wants_ctx = _args_model(fn, tool_name)
+            returns = get_type_hints(fn).get("return")
             if entity is not None and entity not in model.model_fields:
                 raise ValueError(f"tool {tool_name!r}: entity {entity!r} is not an argument")
             self.tools[tool_name] = Tool(
@@ -164,6 +166,7 @@ class Domain:
                 entity_arg=entity,
                 wants_ctx=wants_ctx,
                 latency_s=latency_s,
+                returns=returns,
             )
             return fn
 

@@ -3,13 +3,15 @@
 from __future__ import annotations
 
 import random
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from proctor.env.domain import Domain
+from proctor.env.faults import FaultPlan
 from proctor.env.gateway import ToolGateway
 from proctor.env.outcome import Outcome
 from proctor.env.user import SimulatedUser
-from proctor.spec.models import Task
+from proctor.spec.models import Fault, Task
 from proctor.trace import Recorder, SimClock
 
 
@@ -22,10 +24,14 @@ class Environment:
     user: SimulatedUser
 
     @classmethod
-    def fresh(cls, task: Task, domain: Domain, seed: int) -> Environment:
+    def fresh(
+        cls, task: Task, domain: Domain, seed: int, extra_faults: Sequence[Fault] = ()
+    ) -> Environment:
+        """`extra_faults` are applied on top of the task's own (e.g. `--faults` for a run)."""
         recorder = Recorder(SimClock())
         state = domain.initial_state(task)
-        gateway = ToolGateway(domain, task, state, recorder, random.Random(seed))
+        faults = FaultPlan([*task.faults, *extra_faults], seed)
+        gateway = ToolGateway(domain, task, state, recorder, random.Random(seed), faults)
         return cls(task, domain, recorder, gateway, SimulatedUser(task.user, recorder))
 
     def close(self) -> None:

@@ -13,10 +13,18 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from proctor.env.domain import Domain, ToolContext, ToolError, format_validation_error
+from proctor.env.domain import Domain, Tool, ToolContext, ToolError, format_validation_error
+from proctor.env.faults import (
+    BLOCKING,
+    DEFAULT_RETRY_AFTER_S,
+    DEFAULT_SLOW_S,
+    DEFAULT_TIMEOUT_S,
+    FaultPlan,
+    empty_value,
+)
 from proctor.env.outcome import LedgerEntry
 from proctor.jsonutil import copy_json, diff
-from proctor.spec.models import Task
+from proctor.spec.models import Fault, Task
 from proctor.trace import Recorder
 
 IDEMPOTENCY_ARG = "idempotency_key"
@@ -39,11 +47,15 @@ class ToolResult:
     error: str | None = None
     code: str | None = None
     call_id: str = ""
+    retry_after_s: float | None = None
 
     def to_dict(self) -> dict[str, Any]:
         if self.ok:
             return {"ok": True, "value": self.value}
-        return {"ok": False, "error": self.error, "code": self.code}
+        out = {"ok": False, "error": self.error, "code": self.code}
+        if self.retry_after_s is not None:
+            out["retry_after_s"] = self.retry_after_s
+        return out
 
 
 class ToolGateway:
@@ -54,7 +66,9 @@ class ToolGateway:
         state: dict[str, Any],
         recorder: Recorder,
         rng: random.Random,
+        faults: FaultPlan,
     ) -> None:
+        self.faults = faults
         self.domain = domain
         self.task = task
         self.state = state
@@ -96,6 +110,44 @@ class ToolGateway:
         )
         if not decision.allowed:
             return self._error(call_id, name, "denied", f"permission denied: {decision.reason}")
+        fault = self.faults.select(name, valid)
+        if fault is None:
+            return self._execute(tool, valid, call_id)
+        return self._inject(fault, tool, valid, call_id)
+
+    def _inject(self, fault: Fault, tool: Tool, args: dict[str, Any], call_id: str) -> ToolResult:
+        """Apply an injected fault; what the agent faced is recorded as a `fault` event."""
+        clock = self.recorder.clock
+        self.recorder.emit("fault", {"call_id": call_id, "tool": tool.name, "fault": fault.error})
+        if fault.error in BLOCKING:
+            code, message = BLOCKING[fault.error]
+            if fault.error == "timeout":
+                clock.advance(fault.latency_s or DEFAULT_TIMEOUT_S)
+            retry_after = None
+            if fault.error == "429":
+                retry_after = fault.retry_after_s or DEFAULT_RETRY_AFTER_S
+                message = f"{message}: retry after {retry_after} s"
+            return self._error(call_id, tool.name, code, message, retry_after_s=retry_after)
+        if fault.error == "empty":
+            value = empty_value(tool.returns)
+            self.recorder.emit(
+                "tool_result", {"call_id": call_id, "tool": tool.name, "result": value}
+            )
+            return ToolResult(True, copy_json(value), call_id=call_id)
+        if fault.error == "slow":
+            clock.advance(fault.latency_s or DEFAULT_SLOW_S)
+            return self._execute(tool, args, call_id)
+        # lost_response: the effect is applied, the agent only sees a timeout
+        result = self._execute(tool, args, call_id)
+        if not result.ok:
+            return result
+        clock.advance(fault.latency_s or DEFAULT_TIMEOUT_S)
+        return self._error(call_id, tool.name, *BLOCKING["timeout"])
+
+    def _execute(self, tool: Tool, valid: dict[str, Any], call_id: str) -> ToolResult:
+        """Run the tool on the state and record its result, state change and ledger entry."""
+        name = tool.name
+        emit = self.recorder.emit
         self.recorder.clock.advance(tool.latency_s)
         before = copy_json(self.state) if tool.kind == "write" else None
         ctx = ToolContext(self.task.identity, self.recorder.clock, self.rng, self.task.id, call_id)
@@ -132,8 +184,18 @@ class ToolGateway:
             )
         )
 
-    def _error(self, call_id: str, name: str, code: str, message: str) -> ToolResult:
-        self.recorder.emit(
-            "tool_error", {"call_id": call_id, "tool": name, "code": code, "error": message}
+    def _error(
+        self,
+        call_id: str,
+        name: str,
+        code: str,
+        message: str,
+        retry_after_s: float | None = None,
+    ) -> ToolResult:
+        data: dict[str, Any] = {"call_id": call_id, "tool": name, "code": code, "error": message}
+        if retry_after_s is not None:
+            data["retry_after_s"] = retry_after_s
+        self.recorder.emit("tool_error", data)
+        return ToolResult(
+            False, error=message, code=code, call_id=call_id, retry_after_s=retry_after_s
         )
-        return ToolResult(False, error=message, code=code, call_id=call_id)

@@ -9,7 +9,7 @@ argument accuracy = required items made with matching arguments / required items
 from __future__ import annotations
 
 from proctor.grade.context import GradeContext
-from proctor.grade.predicates import args_match
+from proctor.predicates import args_match
 from proctor.spec.models import AnyOf, EffectAssertion
 
 

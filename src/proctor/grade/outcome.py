@@ -6,9 +6,9 @@ from typing import Any
 
 from proctor.grade.check import Check
 from proctor.grade.context import GradeContext
-from proctor.grade.predicates import args_match, matches
 from proctor.grade.registry import grader
 from proctor.jsonutil import MISSING, get_path
+from proctor.predicates import args_match, matches
 from proctor.spec.models import EffectAssertion, PathAssertion
 
 

@@ -12,9 +12,9 @@ from collections import Counter
 
 from proctor.grade.check import Check
 from proctor.grade.context import GradeContext, ToolCall
-from proctor.grade.predicates import args_match, mismatched_args
 from proctor.grade.registry import grader
 from proctor.jsonutil import canonical
+from proctor.predicates import args_match, mismatched_args
 from proctor.spec.models import AnyOf, CallPattern, TrajectoryExpect
 
 
@@ -79,13 +79,14 @@ def order_check(calls: list[ToolCall], first: str, then: str) -> Check:
 
 
 def retries_by_tool(calls: list[ToolCall]) -> Counter[str]:
-    """A retry is a call to a tool made after that tool's previous call returned an error."""
+    """A retry is a call to a tool made after that tool's previous call returned an error
+    to the agent (a lost response counts: the agent saw a timeout)."""
     last_failed: dict[str, bool] = {}
     retries: Counter[str] = Counter()
     for c in calls:
         if last_failed.get(c.tool):
             retries[c.tool] += 1
-        last_failed[c.tool] = not c.executed
+        last_failed[c.tool] = c.error_code is not None
     return retries
 
 

@@ -37,6 +37,7 @@ def build_manifest(
     timeout_s: float | None,
     concurrency: int,
     filters: dict[str, Any],
+    faults: list[dict[str, Any]],
 ) -> dict[str, Any]:
     from proctor import __version__
 
@@ -73,6 +74,7 @@ def build_manifest(
         "timeout_s": timeout_s,
         "concurrency": concurrency,
         "filters": filters,
+        "run_faults": faults,
         "host": {
             "name": socket.gethostname(),
             "python": sys.version.split()[0],

@@ -9,13 +9,14 @@ from __future__ import annotations
 
 import asyncio
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from proctor.run.manifest import build_manifest
 from proctor.run.result import TrialResult
 from proctor.run.trial import TrialRecord, TrialSpec, run_trial, trial_seed
+from proctor.spec.models import Fault
 from proctor.spec.suite import Suite
 from proctor.summary import DEFAULT_MAX_ERROR_RATE, TaskInfo, summarize
 
@@ -55,7 +56,9 @@ class Runner:
         run_id: str | None = None,
         filters: dict[str, Any] | None = None,
         max_error_rate: float = DEFAULT_MAX_ERROR_RATE,
+        faults: Sequence[Fault] = (),
     ) -> None:
+        """`faults` are injected into every task on top of its own (`--faults`)."""
         if trials < 1:
             raise ValueError("trials must be at least 1")
         if concurrency < 1:
@@ -69,6 +72,7 @@ class Runner:
         self.store = store
         self.run_id = run_id or uuid.uuid4().hex[:12]
         self.max_error_rate = max_error_rate
+        self.faults = tuple(faults)
         self.manifest = build_manifest(
             self.run_id,
             suite,
@@ -79,11 +83,12 @@ class Runner:
             timeout_s=timeout_s,
             concurrency=concurrency,
             filters=filters or {},
+            faults=[f.model_dump(exclude_none=True) for f in self.faults],
         )
 
     def specs(self) -> list[TrialSpec]:
         return [
-            TrialSpec(self.run_id, t.task, t.domain, i, trial_seed(self.seed, t.id, i))
+            TrialSpec(self.run_id, t.task, t.domain, i, trial_seed(self.seed, t.id, i), self.faults)
             for t in self.suite.tasks
             for i in range(self.trials)
         ]

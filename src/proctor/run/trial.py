@@ -35,7 +35,7 @@ from proctor.grade import GradeContext, grade, tool_metrics, verdict
 from proctor.grade.check import Check
 from proctor.jsonutil import copy_json
 from proctor.run.result import TrialResult
-from proctor.spec.models import Task
+from proctor.spec.models import Fault, Task
 from proctor.trace import Trace
 
 
@@ -46,6 +46,7 @@ class TrialSpec:
     domain: Domain
     trial: int
     seed: int
+    faults: tuple[Fault, ...] = ()
 
     @property
     def trace_id(self) -> str:
@@ -109,7 +110,7 @@ async def _call_sync(fn: Any, agent_input: AgentInput, toolbox: SyncToolbox) -> 
 
 async def run_trial(spec: TrialSpec, agent: Any, timeout_s: float | None) -> TrialRecord:
     task = spec.task
-    env = Environment.fresh(task, spec.domain, spec.seed)
+    env = Environment.fresh(task, spec.domain, spec.seed, spec.faults)
     agent_input = AgentInput(
         task_id=task.id,
         prompt=task.prompt,

@@ -12,10 +12,10 @@ from pathlib import Path
 from typing import Any
 
 import yaml
-from pydantic import ValidationError
+from pydantic import TypeAdapter, ValidationError
 
 from proctor.spec.errors import SpecError, SpecIssue
-from proctor.spec.models import UNION_TAGS, Task
+from proctor.spec.models import UNION_TAGS, Fault, Task
 
 TASK_SUFFIXES = (".yaml", ".yml", ".json")
 Loc = tuple[str | int, ...]
@@ -196,3 +196,24 @@ def load_task_file(path: str | Path) -> list[LoadedTask]:
     if problems:
         raise SpecError([(path, line, field, msg) for line, field, msg in problems])
     return tasks
+
+
+_FAULT_LIST = TypeAdapter(list[Fault])
+
+
+def load_faults(path: str | Path) -> list[Fault]:
+    """A run-wide fault file (`--faults`): a list of faults, or `{faults: [...]}`."""
+    path = Path(path)
+    try:
+        text = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise SpecError.one(path, 1, "", f"cannot read file: {exc}") from None
+    data, lines = parse_document(path, text)
+    prefix: Loc = ()
+    if isinstance(data, dict) and set(data) == {"faults"}:
+        data, prefix = data["faults"], ("faults",)
+    try:
+        return _FAULT_LIST.validate_python(data)
+    except ValidationError as exc:
+        problems = _issues_from_validation(path, exc, data, lines, prefix)
+        raise SpecError([(path, line, field, msg) for line, field, msg in problems]) from None
