@@ -319,7 +319,7 @@ def test_confirm_reply_records_a_confirmation() -> None:
 def test_non_confirming_replies_record_no_confirmation() -> None:
     env = make_env(user=USER)
     box = SyncToolbox(env)
-    assert box.ask_user("Which colour do you want?") == "Green, please."
+    assert box.ask_user("What colour is best for item a?") == "Green, please."
     assert box.ask_user("Tell me about the weather.") == "I don't know."
     assert events(env, "confirmation") == []
 

@@ -340,9 +340,7 @@ def test_json_field_error_names_its_line(suite_dir: Path) -> None:
         }
         """,
     )
-    assert_one_problem(
-        *cli_validate(path), path, 6, "expect.trajectory.max_tool_calls", "integer"
-    )
+    assert_one_problem(*cli_validate(path), path, 6, "expect.trajectory.max_tool_calls", "integer")
 
 
 def test_duplicate_task_ids_across_two_files(suite_dir: Path) -> None:
@@ -402,12 +400,6 @@ def test_python_object_tags_are_rejected(suite_dir: Path) -> None:
     assert info.value.lines()[0].startswith(f"{plain}:3: invalid YAML")
 
 
-@pytest.mark.xfail(
-    reason="loader.parse_document reports the problem mark of an unterminated quoted "
-    "string, which is the end of the stream (a line past the end of the file), instead "
-    "of the context mark where the string starts",
-    strict=True,
-)
 def test_unterminated_string_points_at_its_start(suite_dir: Path) -> None:
     path = write(
         suite_dir,

@@ -28,7 +28,7 @@ def tool_metrics(ctx: GradeContext) -> dict[str, float]:
     )
     made = matched = 0
     attempted = [c for c in calls if c.attempted]
-    for item in spec.required:
+    for item in spec.required_calls:
         patterns = item.patterns if isinstance(item, AnyOf) else [item]
         relevant.update(p.tool for p in patterns)
         by_name = [c for p in patterns for c in attempted if c.tool == p.tool]

@@ -109,7 +109,7 @@ def grade_trajectory(ctx: GradeContext) -> list[Check]:
     if spec is None:
         return []
     calls = ctx.calls
-    checks = [required_check(calls, item) for item in spec.required]
+    checks = [required_check(calls, item) for item in spec.required_calls]
     checks += forbidden_checks(calls, spec)
     checks += [order_check(calls, a, b) for a, b in spec.before]
     if spec.max_tool_calls is not None:

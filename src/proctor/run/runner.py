@@ -104,8 +104,8 @@ class Runner:
 
         results: list[TrialResult] = []
         status = "interrupted"
+        pending = [asyncio.ensure_future(one(spec)) for spec in self.specs()]
         try:
-            pending = [asyncio.ensure_future(one(spec)) for spec in self.specs()]
             for next_done in asyncio.as_completed(pending):
                 record = await next_done
                 if self.store is not None:
@@ -117,6 +117,8 @@ class Runner:
                     progress(record.result)
             status = "completed"
         finally:
+            for task in pending:
+                task.cancel()
             summary = summarize(
                 self.run_id,
                 results,

@@ -108,6 +108,28 @@ async def _call_sync(fn: Any, agent_input: AgentInput, toolbox: SyncToolbox) -> 
     return await future
 
 
+async def _within(coro: Any, timeout_s: float | None) -> Any:
+    """Await `coro` for at most `timeout_s`, even if it ignores cancellation.
+
+    `asyncio.wait_for` waits for the cancelled coroutine to finish, so an agent that
+    catches CancelledError would escape its limit; here the trial ends at the limit and
+    the task is left cancelled (its gateway is closed, so it can change nothing).
+    """
+    task = asyncio.ensure_future(coro)
+    done, _ = await asyncio.wait({task}, timeout=timeout_s)
+    if not done:
+        task.cancel()
+        task.add_done_callback(_consume)
+        raise TimeoutError
+    return task.result()
+
+
+def _consume(task: asyncio.Future[Any]) -> None:
+    """Retrieve a late task's outcome so asyncio does not log it as never retrieved."""
+    if not task.cancelled():
+        task.exception()
+
+
 async def run_trial(spec: TrialSpec, agent: Any, timeout_s: float | None) -> TrialRecord:
     task = spec.task
     env = Environment.fresh(task, spec.domain, spec.seed, spec.faults)
@@ -130,7 +152,7 @@ async def run_trial(spec: TrialSpec, agent: Any, timeout_s: float | None) -> Tri
             coro = fn(agent_input, Toolbox(env))
         else:
             coro = _call_sync(fn, agent_input, SyncToolbox(env))
-        result = as_result(await asyncio.wait_for(coro, timeout_s))
+        result = as_result(await _within(coro, timeout_s))
     except TimeoutError:
         status, error = "timeout", f"agent ran past its {timeout_s} s limit"
     except (EnvironmentFault, InfrastructureError) as exc:

@@ -19,7 +19,7 @@ class SpecError(Exception):
     """One or more problems in task files; `str()` gives one `file:line: field: message` each."""
 
     def __init__(self, problems: list[tuple[Path, int, str, str]]) -> None:
-        self.problems = problems
+        self.problems = sorted(problems, key=lambda p: (str(p[0]), p[1]))
         super().__init__("\n".join(self.lines()))
 
     @classmethod

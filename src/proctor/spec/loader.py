@@ -63,6 +63,8 @@ def parse_document(path: Path, text: str) -> tuple[Any, dict[Loc, int]]:
         data = loader.construct_document(node) if node is not None else None
     except yaml.MarkedYAMLError as exc:
         mark = exc.problem_mark or exc.context_mark
+        if exc.context_mark is not None and (mark is None or mark.index >= len(text)):
+            mark = exc.context_mark  # e.g. an unterminated quote: point where it opens
         line = mark.line + 1 if mark else 1
         raise SpecError.one(path, line, "", f"invalid YAML: {exc.problem or exc}") from None
     except yaml.YAMLError as exc:

@@ -14,7 +14,9 @@ from typing import Annotated, Any, Literal
 from pydantic import BaseModel, ConfigDict, Discriminator, Field, Tag, model_validator
 
 #: Discriminator tags of the unions below; error messages leave them out.
-UNION_TAGS = frozenset({"path_assertion", "effect_assertion", "call_pattern", "any_of_group"})
+UNION_TAGS = frozenset(
+    {"path_assertion", "effect_assertion", "call_pattern", "any_of_group", "tool_name"}
+)
 
 Severity = Literal["critical", "high", "medium", "low"]
 Risk = Literal["low", "medium", "high"]
@@ -123,11 +125,15 @@ class AnyOf(_Spec):
 
 
 def _required_tag(value: Any) -> str:
+    if isinstance(value, str):
+        return "tool_name"
     return "any_of_group" if _has(value, "any_of") else "call_pattern"
 
 
 RequiredCall = Annotated[
-    Annotated[CallPattern, Tag("call_pattern")] | Annotated[AnyOf, Tag("any_of_group")],
+    Annotated[str, Tag("tool_name")]
+    | Annotated[CallPattern, Tag("call_pattern")]
+    | Annotated[AnyOf, Tag("any_of_group")],
     Discriminator(_required_tag),
 ]
 
@@ -150,6 +156,11 @@ class TrajectoryExpect(_Spec):
     max_tool_calls: int | None = Field(default=None, ge=0)
     max_retries_per_tool: int | None = Field(default=None, ge=0)
     no_duplicate_calls: bool = False
+
+    @property
+    def required_calls(self) -> list[CallPattern | AnyOf]:
+        """`required` with bare tool names read as calls with any arguments."""
+        return [CallPattern(tool=r) if isinstance(r, str) else r for r in self.required]
 
     @property
     def forbidden_calls(self) -> list[ForbiddenCall]:
@@ -229,7 +240,7 @@ class Task(_Spec):
         traj = self.expect.trajectory
         if traj is not None:
             base = ("expect", "trajectory")
-            for i, req in enumerate(traj.required):
+            for i, req in enumerate(traj.required_calls):
                 if isinstance(req, AnyOf):
                     for j, p in enumerate(req.patterns):
                         refs.append(((*base, "required", i, "any_of", j), p.tool))

@@ -195,8 +195,9 @@ class Store:
         else:
             rows = self.db.execute(
                 "SELECT run_id, created_at, status, manifest, summary FROM runs"
-                " WHERE run_id LIKE ?",
-                (run_id.replace("%", "") + "%",),
+                " WHERE run_id = ?1 OR (substr(run_id, 1, length(?1)) = ?1"
+                " AND NOT EXISTS (SELECT 1 FROM runs WHERE run_id = ?1))",
+                (run_id,),
             ).fetchall()
         if len(rows) != 1:
             why = "no run" if not rows else f"{len(rows)} runs"

@@ -1,0 +1,433 @@
+"""The Runner: isolated trials, who-broke-what statuses, timeouts, seeds, the summary.
+
+Agents here are small hand-written classes and functions; the fixture domain's tools
+return live state objects, so isolation is proven by the gateway's copies, not assumed.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import copy
+import threading
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from proctor import (
+    AgentInput,
+    AgentResult,
+    InfrastructureError,
+    Misbehaviour,
+    Plan,
+    Runner,
+    ScriptedAgent,
+    Step,
+    Store,
+    SyncToolbox,
+    Toolbox,
+    load_suite,
+)
+from proctor.run import trial_seed
+
+MINI = Path(__file__).parent / "fixtures" / "mini"
+SUITE = load_suite(MINI)
+READ = SUITE.select(ids=["read-item"])
+
+PRISTINE_A = {"colour": "red", "tags": ["x"]}
+PRISTINE_IDENTITY = {"user": "u1", "tenant": "t1", "scopes": ["items:read"], "role": None}
+
+
+def run(suite: Any, agent: Any, tmp_path: Path | None = None, **kwargs: Any) -> Any:
+    store = Store(tmp_path / "p.db") if tmp_path is not None else None
+    kwargs.setdefault("timeout_s", 5.0)
+    report = Runner(suite, agent, store=store, **kwargs).run()
+    return report, store
+
+
+def statuses(report: Any) -> dict[int, str]:
+    return {r.trial: r.status for r in report.results}
+
+
+def by_trial(report: Any) -> dict[int, Any]:
+    return {r.trial: r for r in report.results}
+
+
+async def read_a(toolbox: Toolbox) -> str:
+    got = await toolbox.call("items.get", {"item_id": "a"})
+    return f"Item a is {got.value['colour']}."
+
+
+def read_a_sync(toolbox: SyncToolbox) -> str:
+    got = toolbox.call("items.get", {"item_id": "a"})
+    return f"Item a is {got.value['colour']}."
+
+
+# -- isolation ---------------------------------------------------------------------------------
+
+
+class Mutator:
+    """Trial 0 vandalises everything it was handed; later trials report what they see."""
+
+    name = "mutator"
+
+    def __init__(self) -> None:
+        self.mutated = asyncio.Event()
+        self.seen: dict[int, dict[str, Any]] = {}
+
+    async def run(self, input: AgentInput, toolbox: Toolbox) -> str:
+        if input.trial != 0:
+            await self.mutated.wait()
+        got = await toolbox.call("items.get", {"item_id": "a"})
+        listing = await toolbox.call("items.list")
+        self.seen[input.trial] = copy.deepcopy(
+            {
+                "identity": input.identity,
+                "tools": input.tools,
+                "toolbox_tools": toolbox.tools,
+                "item": got.value,
+                "listing": listing.value,
+            }
+        )
+        answer = f"Item a is {got.value['colour']}."
+        if input.trial == 0:
+            got.value["colour"] = "hacked"
+            got.value["tags"].append("evil")
+            listing.value["b"]["colour"] = "hacked"
+            listing.value["intruder"] = {"colour": "black"}
+            input.identity["scopes"].append("items:write")
+            input.identity["tenant"] = "evil"
+            input.tools[0]["parameters"]["properties"].clear()
+            input.tools.clear()
+            toolbox.tools[0]["name"] = "renamed"
+            self.mutated.set()
+        return answer
+
+
+@pytest.mark.parametrize("concurrency", [1, 3])
+def test_a_trial_cannot_change_another_trials_world(tmp_path: Path, concurrency: int) -> None:
+    agent = Mutator()
+    report, store = run(READ, agent, tmp_path, trials=3, concurrency=concurrency)
+    assert statuses(report) == {0: "passed", 1: "passed", 2: "passed"}
+    first = agent.seen[0]
+    assert first["identity"] == PRISTINE_IDENTITY
+    assert {t["name"] for t in first["tools"]} == set(READ.tasks[0].domain.tools)
+    for trial in (1, 2):
+        seen = agent.seen[trial]
+        assert seen["item"] == PRISTINE_A
+        assert seen["listing"] == {"a": PRISTINE_A, "b": {"colour": "blue", "tags": []}}
+        assert seen["identity"] == PRISTINE_IDENTITY
+        assert seen["tools"] == first["tools"]
+        assert seen["toolbox_tools"] == first["tools"]
+        _, answer, outcome = store.trace(report.run_id, "read-item", trial)
+        assert answer == "Item a is red."
+        assert outcome is not None
+        assert outcome.final_state["items"]["a"] == PRISTINE_A
+    # Not even the vandal's own world changed: it only touched copies.
+    _, _, outcome0 = store.trace(report.run_id, "read-item", 0)
+    assert outcome0.final_state["items"] == {"a": PRISTINE_A, "b": {"colour": "blue", "tags": []}}
+    assert READ.tasks[0].task.initial_state["items"]["a"] == PRISTINE_A
+    assert READ.tasks[0].task.identity.scopes == ["items:read"]
+
+
+# -- who broke: agent crash, infrastructure, environment ---------------------------------------
+
+
+class SyncCrasher:
+    def run(self, input: AgentInput, toolbox: SyncToolbox) -> str:
+        answer = read_a_sync(toolbox)
+        if input.trial == 0:
+            raise ValueError("boom")
+        return answer
+
+
+async def async_crasher(input: AgentInput, toolbox: Toolbox) -> str:
+    answer = await read_a(toolbox)
+    if input.trial == 0:
+        raise ValueError("boom")
+    return answer
+
+
+@pytest.mark.parametrize("agent", [SyncCrasher(), async_crasher], ids=["sync", "async"])
+def test_agent_exception_is_a_failed_trial_with_agent_crashed(tmp_path: Path, agent: Any) -> None:
+    report, store = run(READ, agent, tmp_path, trials=2)
+    assert statuses(report) == {0: "failed", 1: "passed"}
+    crashed = by_trial(report)[0]
+    [check] = [c for c in crashed.checks if c.name == "agent_crashed"]
+    assert check.passed is False
+    assert check.evidence["exception"] == "ValueError: boom"
+    assert "ValueError" in crashed.error
+    assert not any(c.name == "agent_crashed" for c in by_trial(report)[1].checks)
+    summary = report.summary
+    assert summary["status"] == "completed"
+    assert (summary["valid_trials"], summary["passed_trials"], summary["errors"]) == (2, 1, 0)
+    assert summary["per_task"][0]["failed_checks"]["agent_crashed"] == 1
+    assert store.run(report.run_id)["status"] == "completed"
+    # The call made before the crash is kept in the trace.
+    trace, _, _ = store.trace(report.run_id, "read-item", 0)
+    assert [e.data["tool"] for e in trace.of_kind("tool_proposal")] == ["items.get"]
+
+
+class Flaky:
+    """A provider outage on trial 0: the harness's problem, not the agent's."""
+
+    async def run(self, input: AgentInput, toolbox: Toolbox) -> str:
+        if input.trial == 0:
+            raise InfrastructureError("HTTP 503 from the provider")
+        return await read_a(toolbox)
+
+
+def test_infrastructure_error_is_excluded_from_the_denominator(tmp_path: Path) -> None:
+    report, store = run(READ, Flaky(), tmp_path, trials=4)
+    assert statuses(report) == {0: "error", 1: "passed", 2: "passed", 3: "passed"}
+    assert "HTTP 503" in by_trial(report)[0].error
+    s = report.summary
+    assert (s["trials"], s["valid_trials"], s["passed_trials"], s["errors"]) == (4, 3, 3, 1)
+    assert s["success_rate"] == 1.0
+    assert s["error_rate"] == 0.25
+    assert s["per_task"][0]["n"] == 3
+    assert s["per_task"][0]["errors"] == 1
+    # 25% errors > the default 5%: the run is invalid, in the report and in the store.
+    assert (s["valid"], s["status"]) == (False, "invalid")
+    assert store.run(report.run_id)["status"] == "invalid"
+
+
+def test_error_rate_within_the_threshold_keeps_the_run_valid() -> None:
+    report, _ = run(READ, Flaky(), trials=4, max_error_rate=0.25)
+    assert report.summary["errors"] == 1
+    assert (report.summary["valid"], report.summary["status"]) == (True, "completed")
+
+
+class FaultSwallower:
+    async def run(self, input: AgentInput, toolbox: Toolbox) -> str:
+        with contextlib.suppress(Exception):  # the agent hides the environment's fault
+            await toolbox.call("items.crash")
+        return await read_a(toolbox)
+
+
+def test_swallowed_environment_fault_still_gives_error() -> None:
+    report, _ = run(READ, FaultSwallower(), trials=2)
+    assert statuses(report) == {0: "error", 1: "error"}
+    assert "EnvironmentFault" in by_trial(report)[0].error
+    assert report.summary["valid_trials"] == 0
+    assert report.summary["status"] == "invalid"
+
+
+# -- timeouts ----------------------------------------------------------------------------------
+
+
+async def hangs_on_trial_0(input: AgentInput, toolbox: Toolbox) -> str:
+    if input.trial == 0:
+        await asyncio.sleep(1000)
+    return await read_a(toolbox)
+
+
+def test_hanging_async_agent_times_out_and_the_run_completes() -> None:
+    report, _ = run(READ, hangs_on_trial_0, trials=3, concurrency=3, timeout_s=0.2)
+    assert statuses(report) == {0: "timeout", 1: "passed", 2: "passed"}
+    assert "0.2" in by_trial(report)[0].error
+    s = report.summary
+    # A timeout is the agent's failure: a valid trial, not an error.
+    assert (s["status"], s["timeouts"], s["errors"], s["valid_trials"]) == ("completed", 1, 0, 3)
+
+
+class BlockingSync:
+    """A sync agent stuck in its thread on trial 0 (a blocking call that never returns)."""
+
+    def __init__(self) -> None:
+        self.release = threading.Event()
+        self.finished = threading.Event()
+
+    def run(self, input: AgentInput, toolbox: SyncToolbox) -> str:
+        if input.trial == 0:
+            self.release.wait(30)
+            self.finished.set()
+            return "too late"
+        return read_a_sync(toolbox)
+
+
+def test_hanging_sync_agent_times_out_and_the_run_completes() -> None:
+    agent = BlockingSync()
+    try:
+        report, _ = run(READ, agent, trials=3, concurrency=3, timeout_s=0.2)
+        assert statuses(report) == {0: "timeout", 1: "passed", 2: "passed"}
+        assert report.summary["status"] == "completed"
+        assert not agent.finished.is_set()  # the run did not wait for the stuck thread
+    finally:
+        agent.release.set()
+    assert agent.finished.wait(5)
+
+
+class LateCaller:
+    """Trial 0 wakes after its timeout and tries to change the world."""
+
+    def __init__(self) -> None:
+        self.release = threading.Event()
+        self.done = threading.Event()
+        self.late: list[str] = []
+
+    def run(self, input: AgentInput, toolbox: SyncToolbox) -> str:
+        if input.trial != 0:
+            return read_a_sync(toolbox)
+        self.release.wait(30)
+        try:
+            toolbox.call("items.get", {"item_id": "a"})
+            toolbox.call("items.bump", {"item_id": "a"})
+            self.late.append("accepted")
+        except Exception as exc:
+            self.late.append(type(exc).__name__)
+        finally:
+            self.done.set()
+        return "late"
+
+
+class WakeBeforeWrite(Store):
+    """Lets the stuck agent loose after its trial ended but before the trial is stored."""
+
+    def __init__(self, path: Path, agent: LateCaller) -> None:
+        super().__init__(path)
+        self.agent = agent
+
+    def write_trial(self, result: Any, trace: Any, answer: str, outcome: Any) -> None:
+        if result.status == "timeout":
+            self.agent.release.set()
+            assert self.agent.done.wait(10)
+        super().write_trial(result, trace, answer, outcome)
+
+
+def test_calls_after_the_timeout_cannot_reach_the_stored_trace(tmp_path: Path) -> None:
+    agent = LateCaller()
+    store = WakeBeforeWrite(tmp_path / "p.db", agent)
+    try:
+        report = Runner(READ, agent, trials=2, timeout_s=0.2, store=store).run()
+    finally:
+        agent.release.set()
+    assert agent.late == ["GatewayClosed"]
+    assert statuses(report) == {0: "timeout", 1: "passed"}
+    trace, answer, outcome = store.trace(report.run_id, "read-item", 0)
+    assert [e.kind for e in trace.events] == ["answer"]
+    assert answer == ""
+    assert outcome.ledger == []
+    assert outcome.final_state["items"]["a"] == PRISTINE_A
+
+
+class IgnoresCancellation:
+    async def run(self, input: AgentInput, toolbox: Toolbox) -> str:
+        with contextlib.suppress(asyncio.CancelledError):  # it carries on past its limit
+            await asyncio.sleep(1000)
+        return await read_a(toolbox)
+
+
+def test_agent_swallowing_cancellation_still_times_out() -> None:
+    report, _ = run(READ, IgnoresCancellation(), trials=1, timeout_s=0.2)
+    assert statuses(report) == {0: "timeout"}
+
+
+# -- agent shapes ------------------------------------------------------------------------------
+
+
+class SyncReader:
+    name = "sync-reader"
+
+    def run(self, input: AgentInput, toolbox: SyncToolbox) -> AgentResult:
+        return AgentResult(answer=read_a_sync(toolbox))
+
+
+class AsyncReader:
+    async def run(self, input: AgentInput, toolbox: Toolbox) -> str:
+        return await read_a(toolbox)
+
+
+def plain_sync(input: AgentInput, toolbox: SyncToolbox) -> str:
+    return read_a_sync(toolbox)
+
+
+async def plain_async(input: AgentInput, toolbox: Toolbox) -> str:
+    return await read_a(toolbox)
+
+
+@pytest.mark.parametrize(
+    "agent",
+    [SyncReader(), AsyncReader(), plain_sync, plain_async],
+    ids=["sync-class", "async-class", "sync-function", "async-function"],
+)
+def test_every_agent_shape_passes(agent: Any) -> None:
+    report, _ = run(READ, agent, trials=2, concurrency=2)
+    assert statuses(report) == {0: "passed", 1: "passed"}
+    assert report.results[0].metrics["tool_calls"] == 1
+
+
+def test_a_wrong_answer_fails_so_shapes_are_really_graded() -> None:
+    def wrong(input: AgentInput, toolbox: SyncToolbox) -> str:
+        toolbox.call("items.get", {"item_id": "a"})
+        return "Item a is blue."
+
+    report, _ = run(READ, wrong)
+    assert statuses(report) == {0: "failed"}
+    assert [c.name for c in report.results[0].failed_checks] == ["mentions:red"]
+
+
+# -- seeds -------------------------------------------------------------------------------------
+
+PLANS = {
+    "read-item": Plan(steps=(Step("items.get", {"item_id": "a"}),), answer="Item a is red."),
+}
+
+
+def test_same_seed_same_verdicts_and_seeds() -> None:
+    def verdicts(seed: int) -> list[tuple[int, int, str]]:
+        agent = ScriptedAgent(PLANS, Misbehaviour(skip_lookup=0.5), latency_s=0.0)
+        report, _ = run(READ, agent, trials=10, concurrency=4, seed=seed)
+        return sorted((r.trial, r.seed, r.status) for r in report.results)
+
+    first, second = verdicts(3), verdicts(3)
+    assert first == second
+    assert [s for _, s, _ in first] == [trial_seed(3, "read-item", i) for i in range(10)]
+    # The seed really drives the agent's behaviour: both verdicts occur...
+    assert {v for _, _, v in first} == {"passed", "failed"}
+    # ...and another run seed gives other trial seeds.
+    other = verdicts(4)
+    assert {s for _, s, _ in other}.isdisjoint({s for _, s, _ in first})
+
+
+# -- the summary -------------------------------------------------------------------------------
+
+
+class HalfRight:
+    """Always right on read-item; right on dated-item only in trial 0."""
+
+    async def run(self, input: AgentInput, toolbox: Toolbox) -> str:
+        if input.task_id == "read-item":
+            return await read_a(toolbox)
+        got = await toolbox.call("items.get", {"item_id": "d"})
+        return f"Made on {got.value['made']}." if input.trial == 0 else "I do not know."
+
+
+def test_summary_fields() -> None:
+    suite = SUITE.select(ids=["read-item", "dated-item"])
+    report, _ = run(suite, HalfRight(), trials=3, concurrency=2)
+    s = report.summary
+    assert (s["tasks"], s["trials"], s["expected_trials"], s["missing_trials"]) == (2, 6, 6, 0)
+    assert (s["valid_trials"], s["passed_trials"]) == (6, 4)
+    assert s["success_rate"] == pytest.approx(4 / 6)
+    assert s["statuses"] == {"passed": 4, "failed": 2, "timeout": 0, "error": 0}
+    assert list(s["pass_at_k"]) == ["1", "2", "3"]
+    assert list(s["pass_hat_k"]) == ["1", "2", "3"]
+    # Per task (c of n): read-item 3/3, dated-item 1/3.
+    assert s["pass_at_k"]["1"] == pytest.approx((1 + 1 / 3) / 2)
+    assert s["pass_at_k"]["2"] == pytest.approx((1 + 2 / 3) / 2)
+    assert s["pass_at_k"]["3"] == pytest.approx(1.0)
+    assert s["pass_hat_k"]["1"] == pytest.approx((1 + 1 / 3) / 2)
+    assert s["pass_hat_k"]["2"] == pytest.approx(0.5)
+    assert s["pass_hat_k"]["3"] == pytest.approx(0.5)
+    per_task = {t["id"]: t for t in s["per_task"]}
+    assert set(per_task) == {"read-item", "dated-item"}
+    read, dated = per_task["read-item"], per_task["dated-item"]
+    assert (read["n"], read["passed"], read["failed_checks"]) == (3, 3, {})
+    assert read["pass_hat_k"] == {"1": 1.0, "2": 1.0, "3": 1.0}
+    assert (dated["n"], dated["passed"]) == (3, 1)
+    assert dated["pass_hat_k"] == pytest.approx({"1": 1 / 3, "2": 0.0, "3": 0.0})
+    assert dated["failed_checks"] == {"mentions:2024-01-05": 2}
+    assert s["slices"]["tag:read"]["valid_trials"] == 6
+    assert s["status"] == "completed"
