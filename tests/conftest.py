@@ -7,9 +7,12 @@ A trace is written as a compact list of steps, each producing the events the Too
   allowed policy decision, tool_result), ``"denied"`` (proposal, denied policy decision,
   tool_error code ``denied``), ``"invalid_arguments"`` / ``"unknown_tool"`` (proposal,
   tool_error; no policy decision), or any other string: a tool-level error with that code
-  (proposal, allowed policy decision, tool_error). An ``"ok"`` call to a tool named in
-  ``writes``, or a step with a fifth element (the ``changes`` rows), also emits a
-  ``state_change`` event and appends a ledger entry whose ``seq`` is that event's.
+  (proposal, allowed policy decision, tool_error); ``"timeout"`` is an injected fault and
+  adds a ``fault`` event before its error. ``"lost_response"`` is the injected fault whose
+  effect is applied but whose answer is lost: fault, tool_result (and state change), then
+  a ``timeout`` tool_error for the same call. An ``"ok"`` or ``"lost_response"`` call to a
+  tool named in ``writes``, or a step with a fifth element (the ``changes`` rows), also
+  emits a ``state_change`` event and appends a ledger entry whose ``seq`` is that event's.
 - ``"confirm"`` -- a ``confirmation`` event (an affirmative reply to a question).
 
 The trace always ends with an ``answer`` event.
@@ -29,6 +32,7 @@ from proctor.spec.models import Task
 from proctor.trace import Trace, TraceEvent
 
 NOT_REACHING_POLICY = ("invalid_arguments", "unknown_tool")
+INJECTED = ("timeout", "lost_response")
 
 
 def build_trace(
@@ -66,7 +70,9 @@ def build_trace(
                 "rule": None if allowed else "test-rule",
             },
         )
-        if status != "ok":
+        if status in INJECTED:
+            emit("fault", {"call_id": cid, "tool": tool, "fault": status})
+        if status not in ("ok", "lost_response"):
             emit("tool_error", {"call_id": cid, "tool": tool, "code": status, "error": status})
             continue
         emit("tool_result", {"call_id": cid, "tool": tool, "result": result})
@@ -74,6 +80,8 @@ def build_trace(
             changes = rest[0] if rest else []
             event = emit("state_change", {"call_id": cid, "tool": tool, "changes": changes})
             ledger.append(LedgerEntry(seq=event.seq, tool=tool, args=dict(args)))
+        if status == "lost_response":
+            emit("tool_error", {"call_id": cid, "tool": tool, "code": "timeout", "error": "lost"})
     emit("answer", {"text": answer})
     return Trace("t1#0", "trace-1", events), ledger
 

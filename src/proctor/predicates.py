@@ -34,14 +34,18 @@ def normalize(value: Any) -> Any:
 
 
 def literal_equal(actual: Any, expected: Any) -> bool:
-    a, e = normalize(actual), normalize(expected)
+    """Equality after normalisation; inside containers each item is a predicate again,
+    so an operator nested in a literal keeps its argument as written."""
+    a, e = actual, expected
+    if isinstance(a, str) and isinstance(e, str):
+        return normalize(a) == normalize(e)
     if isinstance(a, bool) or isinstance(e, bool):
         return isinstance(a, bool) and isinstance(e, bool) and a == e
     if isinstance(a, int | float) and isinstance(e, int | float):
         return a == e
     if isinstance(e, dict) and isinstance(a, dict):
         return a.keys() == e.keys() and all(matches(a[k], e[k]) for k in e)
-    if isinstance(e, list) and isinstance(a, list):
+    if isinstance(e, list | tuple) and isinstance(a, list | tuple):
         return len(a) == len(e) and all(matches(x, y) for x, y in zip(a, e, strict=True))
     return type(a) is type(e) and a == e
 

@@ -14,14 +14,14 @@ from proctor.grade.check import Check
 from proctor.grade.context import GradeContext
 from proctor.grade.registry import grader
 
-_TOKEN = re.compile(r"[A-Za-z0-9]+(?:[-_/.:][A-Za-z0-9]+)*")
-_NUMBER = re.compile(r"^-?\d+(?:[.,]\d+)?$")
+_TOKEN = re.compile(r"[A-Za-z0-9]+(?:[-_/.:][A-Za-z0-9]+|,\d{3}(?![\d]))*")
+_NUMBER = re.compile(r"^\d{1,3}(?:,\d{3})+(?:\.\d+)?$|^\d+(?:\.\d+)?$")
 
 
 @lru_cache(maxsize=1024)
 def _mention_pattern(term: str) -> re.Pattern[str]:
     body = r"\s+".join(re.escape(part) for part in term.split())
-    left = r"(?<![0-9A-Za-z])" if term[:1].isalnum() else ""
+    left = r"(?<![0-9A-Za-z])(?<!\d\.)" if term[:1].isalnum() else ""
     right = r"(?![0-9A-Za-z])(?!\.\d)" if term[-1:].isalnum() else ""
     return re.compile(left + body + right, re.IGNORECASE)
 
@@ -37,8 +37,9 @@ def factual_tokens(text: str) -> set[str]:
 
 
 def _number_value(token: str) -> float | None:
+    """The value of a plain number (`41`, `41.0`, `1,234.5`), else None."""
     if _NUMBER.match(token):
-        return float(token.replace(",", "."))
+        return float(token.replace(",", ""))
     return None
 
 

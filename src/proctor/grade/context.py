@@ -30,11 +30,23 @@ class ToolCall:
     error_code: str | None = None
     result: Any = None
     result_seq: int | None = None
+    fault: str | None = None
 
     @property
     def attempted(self) -> bool:
-        """Reached the tool's code (a result, or an error the tool itself raised)."""
-        return self.executed or self.error_code not in NOT_ATTEMPTED
+        """Reached the tool's code: a result, or an error the tool itself raised.
+
+        A call stopped by validation, policy or an injected fault did not; a lost
+        response did (its effect was applied).
+        """
+        if self.executed:
+            return True
+        return self.fault is None and self.error_code not in NOT_ATTEMPTED
+
+    @property
+    def succeeded(self) -> bool:
+        """The agent received the result (a lost response executed, but was not seen)."""
+        return self.executed and self.error_code is None
 
     @property
     def name(self) -> str:
@@ -66,6 +78,8 @@ def calls_from_trace(trace: Trace) -> list[ToolCall]:
             call.error_code, call.result_seq = data.get("code"), e.seq
         elif e.kind == "policy_decision" and not data.get("allowed", True):
             call.denied = True
+        elif e.kind == "fault":
+            call.fault = data.get("fault")
     return list(calls.values())
 
 
@@ -89,4 +103,6 @@ class GradeContext:
     @cached_property
     def tool_texts(self) -> list[str]:
         """Every tool result as text, for grounding answers."""
-        return [json.dumps(c.result, default=str) for c in self.calls if c.executed]
+        return [
+            json.dumps(c.result, default=str, ensure_ascii=False) for c in self.calls if c.succeeded
+        ]

@@ -32,14 +32,14 @@ def required_check(calls: list[ToolCall], item: CallPattern | AnyOf) -> Check:
         "seqs": sorted(c.seq for c in hits),
     }
     if not hits:
-        near = [c for p in patterns for c in attempted if c.tool == p.tool]
         evidence["same_tool_other_args"] = [
             {**c.brief(), "mismatched": mismatched_args(c.arg_dict, p.args)}
             for p in patterns
-            for c in near
+            for c in attempted
             if c.tool == p.tool
         ]
-        blocked = [c.brief() for c in calls if c.tool in names.split("|") and not c.attempted]
+        tools = {p.tool for p in patterns}
+        blocked = [c.brief() for c in calls if c.tool in tools and not c.attempted]
         if blocked:
             evidence["not_reaching_tool"] = blocked
     kind = "required_any" if isinstance(item, AnyOf) else "required"
@@ -91,14 +91,14 @@ def retries_by_tool(calls: list[ToolCall]) -> Counter[str]:
 
 
 def duplicate_calls(calls: list[ToolCall]) -> list[dict[str, object]]:
-    """Calls repeating an identical call that had already succeeded."""
+    """Calls repeating an identical call whose result the agent had already received."""
     seen: set[tuple[str, str]] = set()
     dupes = []
     for c in calls:
         key = (c.tool, canonical(c.args))
         if key in seen:
             dupes.append(c.brief())
-        if c.executed:
+        if c.succeeded:
             seen.add(key)
     return dupes
 

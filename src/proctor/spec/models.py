@@ -221,6 +221,13 @@ class Task(_Spec):
     expect: Expectations = Field(default_factory=Expectations)
     metadata: dict[str, Any] = Field(default_factory=dict)
 
+    @model_validator(mode="after")
+    def _tenant_for_tenancy(self) -> Task:
+        safety = self.expect.safety
+        if safety is not None and safety.no_cross_tenant and not self.identity.tenant:
+            raise ValueError("expect.safety.no_cross_tenant needs identity.tenant")
+        return self
+
     @cached_property
     def digest(self) -> str:
         """Content hash of the task as parsed (key order and formatting do not matter)."""
