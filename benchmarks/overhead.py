@@ -39,33 +39,39 @@ def cancel_order(state: dict, order_id: str, reason: str) -> dict:
 def make_task(i: int) -> Task:
     oid = f"A-{i:05d}"
     orders = {f"A-{j:05d}": {"status": "placed", "total": 10 + j} for j in range(i, i + 20)}
-    return Task.model_validate({
-        "id": f"cancel-{i}",
-        "domain": "bench-shop",
-        "prompt": f"Cancel order {oid}, I changed my mind.",
-        "initial_state": {"orders": orders},
-        "expect": {
-            "outcome": [
-                {"path": f"orders.{oid}.status", "equals": "cancelled"},
-                {"effect": "orders.cancel", "where": {"order_id": oid}, "count": 1},
-            ],
-            "trajectory": {
-                "required": [{"tool": "orders.get", "args": {"order_id": oid}}],
-                "before": [["orders.get", "orders.cancel"]],
-                "max_tool_calls": 6,
+    return Task.model_validate(
+        {
+            "id": f"cancel-{i}",
+            "domain": "bench-shop",
+            "prompt": f"Cancel order {oid}, I changed my mind.",
+            "initial_state": {"orders": orders},
+            "expect": {
+                "outcome": [
+                    {"path": f"orders.{oid}.status", "equals": "cancelled"},
+                    {"effect": "orders.cancel", "where": {"order_id": oid}, "count": 1},
+                ],
+                "trajectory": {
+                    "required": [{"tool": "orders.get", "args": {"order_id": oid}}],
+                    "before": [["orders.get", "orders.cancel"]],
+                    "max_tool_calls": 6,
+                },
+                "answer": {"must_mention": ["cancelled"], "grounded": True},
+                "budget": {"max_cost_usd": 0.1},
             },
-            "answer": {"must_mention": ["cancelled"], "grounded": True},
-            "budget": {"max_cost_usd": 0.1},
-        },
-    })
+        }
+    )
 
 
 def make_plan(i: int) -> Plan:
     oid = f"A-{i:05d}"
     get = Step("orders.get", {"order_id": oid})
     return Plan(
-        steps=(get, Step("orders.get", {"order_id": f"A-{i + 1:05d}"}),
-               Step("orders.cancel", {"order_id": oid, "reason": "changed mind"}), get),
+        steps=(
+            get,
+            Step("orders.get", {"order_id": f"A-{i + 1:05d}"}),
+            Step("orders.cancel", {"order_id": oid, "reason": "changed mind"}),
+            get,
+        ),
         answer=f"Order {oid} is now cancelled.",
     )
 
@@ -82,8 +88,9 @@ def main() -> None:
     suite = Suite.from_tasks("bench", tasks, [shop])
     with tempfile.TemporaryDirectory() as tmp:
         store = Store(Path(tmp) / "bench.db")
-        runner = Runner(suite, agent, trials=args.trials, concurrency=args.concurrency,
-                        seed=1, store=store)
+        runner = Runner(
+            suite, agent, trials=args.trials, concurrency=args.concurrency, seed=1, store=store
+        )
         profiler = cProfile.Profile() if args.profile else None
         cpu0, wall0 = time.process_time(), time.perf_counter()
         if profiler:
@@ -94,8 +101,8 @@ def main() -> None:
         wall, cpu = time.perf_counter() - wall0, time.process_time() - cpu0
         events = store.db.execute("SELECT count(*) FROM events").fetchone()[0]
         store.close()
-    n = report.summary["trials"]
-    print(f"trials: {n} ({args.tasks} tasks x {args.trials}), passed {report.summary['passed_trials']}")
+    n, passed = report.summary["trials"], report.summary["passed_trials"]
+    print(f"trials: {n} ({args.tasks} tasks x {args.trials}), passed {passed}")
     print(f"trace events stored: {events} ({events / n:.1f} per trial)")
     print(f"wall: {wall:.3f} s   cpu: {cpu:.3f} s")
     print(f"per trial: {1000 * wall / n:.3f} ms wall, {1000 * cpu / n:.3f} ms cpu")
