@@ -81,6 +81,15 @@ def parse_document(path: Path, text: str) -> tuple[Any, dict[Loc, int]]:
     return data, lines
 
 
+def read_document(path: Path) -> tuple[Any, dict[Loc, int]]:
+    """Read and parse a YAML or JSON file; every failure is a SpecError naming the file."""
+    try:
+        text = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise SpecError.one(path, 1, "", f"cannot read file: {exc}") from None
+    return parse_document(path, text)
+
+
 def format_loc(loc: Loc) -> str:
     """`("expect", "trajectory", "required", 1, "args")` → `expect.trajectory.required[1].args`."""
     out = ""
@@ -125,18 +134,22 @@ def _is_tag(part: str) -> bool:
     return part in UNION_TAGS or "[" in part or part[:1].isupper()
 
 
+Problem = tuple[Path, int, str, str]
+
+
 def _issues_from_validation(
     path: Path, exc: ValidationError, data: Any, lines: dict[Loc, int], prefix: Loc
-) -> list[tuple[int, str, str]]:
+) -> list[Problem]:
+    """One (file, line, field, message) per distinct pydantic error."""
     seen: set[tuple[Loc, str]] = set()
-    out: list[tuple[int, str, str]] = []
+    out: list[Problem] = []
     for err in exc.errors(include_url=False):
         loc = (*prefix, *_data_loc(data, err["loc"]))
         message = _message(err)
         if (loc, message) in seen:
             continue
         seen.add((loc, message))
-        out.append((line_of(lines, loc), format_loc(loc), message))
+        out.append((path, line_of(lines, loc), format_loc(loc), message))
     return out
 
 
@@ -173,11 +186,7 @@ class LoadedTask:
 def load_task_file(path: str | Path) -> list[LoadedTask]:
     """Load one file holding a task or a list of tasks."""
     path = Path(path)
-    try:
-        text = path.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as exc:
-        raise SpecError.one(path, 1, "", f"cannot read file: {exc}") from None
-    data, lines = parse_document(path, text)
+    data, lines = read_document(path)
     items: list[tuple[Any, Loc]]
     if isinstance(data, list):
         items = [(item, (i,)) for i, item in enumerate(data)]
@@ -186,17 +195,19 @@ def load_task_file(path: str | Path) -> list[LoadedTask]:
     else:
         raise SpecError.one(path, 1, "", "a task file holds a mapping or a list of mappings")
     tasks: list[LoadedTask] = []
-    problems: list[tuple[int, str, str]] = []
+    problems: list[Problem] = []
     for item, prefix in items:
         if not isinstance(item, dict):
-            problems.append((line_of(lines, prefix), format_loc(prefix), "a task is a mapping"))
+            problems.append(
+                (path, line_of(lines, prefix), format_loc(prefix), "a task is a mapping")
+            )
             continue
         try:
             tasks.append(LoadedTask(Task.model_validate(item), path, prefix, lines))
         except ValidationError as exc:
             problems.extend(_issues_from_validation(path, exc, item, lines, prefix))
     if problems:
-        raise SpecError([(path, line, field, msg) for line, field, msg in problems])
+        raise SpecError(problems)
     return tasks
 
 
@@ -206,16 +217,11 @@ _FAULT_LIST = TypeAdapter(list[Fault])
 def load_faults(path: str | Path) -> list[Fault]:
     """A run-wide fault file (`--faults`): a list of faults, or `{faults: [...]}`."""
     path = Path(path)
-    try:
-        text = path.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as exc:
-        raise SpecError.one(path, 1, "", f"cannot read file: {exc}") from None
-    data, lines = parse_document(path, text)
+    data, lines = read_document(path)
     prefix: Loc = ()
     if isinstance(data, dict) and set(data) == {"faults"}:
         data, prefix = data["faults"], ("faults",)
     try:
         return _FAULT_LIST.validate_python(data)
     except ValidationError as exc:
-        problems = _issues_from_validation(path, exc, data, lines, prefix)
-        raise SpecError([(path, line, field, msg) for line, field, msg in problems]) from None
+        raise SpecError(_issues_from_validation(path, exc, data, lines, prefix)) from None
