@@ -105,6 +105,13 @@ def schema() -> None:
     type=click.Path(),
     help="YAML/JSON list of faults injected into every task.",
 )
+@click.option(
+    "--scorecard",
+    "scorecard_path",
+    default=None,
+    type=click.Path(),
+    help="YAML/JSON scorecard weights and gates (default: the built-in ones).",
+)
 @click.option("--quiet", "-q", is_flag=True, help="No progress bar or tables.")
 def run(
     paths: tuple[str, ...],
@@ -121,6 +128,7 @@ def run(
     json_path: str | None,
     max_error_rate: float,
     faults_path: str | None,
+    scorecard_path: str | None,
     quiet: bool,
 ) -> None:
     """Run the tasks under PATHS with an agent, k trials each, and print the summary."""
@@ -137,8 +145,11 @@ def run(
     selected = suite.select(**filters)
     if not selected.tasks:
         _fail(f"no task matches the filters {json.dumps(filters)}")
+    from proctor.scorecard import load_scorecard
+
     try:
         faults = load_faults(faults_path) if faults_path else []
+        card = load_scorecard(scorecard_path) if scorecard_path else None
     except SpecError as exc:
         _fail(exc.lines())
     tools = {name for domain in selected.domains.values() for name in domain.tools}
@@ -162,6 +173,7 @@ def run(
         filters=filters,
         max_error_rate=max_error_rate,
         faults=faults,
+        scorecard=card,
     )
     console = Console(stderr=True)
     started = time.perf_counter()

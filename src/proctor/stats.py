@@ -1,9 +1,11 @@
-"""Reliability statistics for agent runs: pass@k, pass^k, intervals and spreads.
+"""Reliability statistics for agent runs: pass@k, pass^k, intervals, paired tests, power.
 
 Agents are stochastic, so a single trial per task says little. These are the exact
 formulas the design calls for: the unbiased pass@k estimator (Chen et al. 2021), tau-bench's
 pass^k, Wilson score intervals, and a task-clustered standard error (trials of the same task
-are correlated, so treating them as independent overstates precision).
+are correlated, so treating them as independent overstates precision). For two runs on the
+same tasks: paired differences with a t interval and a paired bootstrap over tasks,
+McNemar's exact test, and the power analysis of a task-clustered design.
 
 Only the standard library's `math` is used: the module is imported by the CLI and reports,
 must load in a few milliseconds, and must give the same answers wherever it runs.
@@ -12,18 +14,29 @@ must load in a few milliseconds, and must give the same answers wherever it runs
 from __future__ import annotations
 
 import math
+import random
 from collections.abc import Callable, Iterable, Sequence
+from typing import NamedTuple
 
 __all__ = [
+    "PairedDifference",
+    "bootstrap_mean_interval",
     "clustered_se",
+    "design_effect",
+    "icc_anova",
+    "mcnemar_exact",
     "mean",
     "mean_over_tasks",
+    "minimal_detectable_effect",
     "normal_quantile",
+    "paired_difference",
     "pass_at_k",
     "pass_at_k_tasks",
     "pass_hat_k",
     "pass_hat_k_tasks",
     "percentile",
+    "t_quantile",
+    "tasks_needed",
     "wilson_interval",
 ]
 
@@ -241,3 +254,230 @@ def mean(values: Iterable[float]) -> float | None:
     if not data:
         return None
     return math.fsum(data) / len(data)
+
+
+# --- two runs on the same tasks --------------------------------------------------------
+
+
+def _beta_continued_fraction(a: float, b: float, x: float) -> float:
+    """Lentz's continued fraction for the incomplete beta function (Numerical Recipes 6.4)."""
+    tiny = 1e-300
+    c, d = 1.0, 1.0 - (a + b) * x / (a + 1.0)
+    d = 1.0 / (d if abs(d) > tiny else tiny)
+    h = d
+    for m in range(1, 1000):
+        m2 = 2 * m
+        for num in (
+            m * (b - m) * x / ((a - 1.0 + m2) * (a + m2)),
+            -(a + m) * (a + b + m) * x / ((a + m2) * (a + 1.0 + m2)),
+        ):
+            d = 1.0 + num * d
+            d = 1.0 / (d if abs(d) > tiny else tiny)
+            c = 1.0 + num / c
+            c = c if abs(c) > tiny else tiny
+            h *= d * c
+        if abs(d * c - 1.0) < 1e-16:
+            break
+    return h
+
+
+def _regularized_beta(x: float, a: float, b: float) -> float:
+    """I_x(a, b), the CDF of a Beta(a, b) variable; the Student t CDF is built on it."""
+    if x <= 0.0:
+        return 0.0
+    if x >= 1.0:
+        return 1.0
+    log_front = (
+        math.lgamma(a + b) - math.lgamma(a) - math.lgamma(b) + a * math.log(x) + b * math.log1p(-x)
+    )
+    if x < (a + 1.0) / (a + b + 2.0):
+        return math.exp(log_front) * _beta_continued_fraction(a, b, x) / a
+    return 1.0 - math.exp(log_front) * _beta_continued_fraction(b, a, 1.0 - x) / b
+
+
+def t_quantile(p: float, df: float) -> float:
+    """Inverse Student t CDF: paired intervals over ~20 tasks need t, not z, to hold 95%.
+
+    Solves I_x(df/2, 1/2) = 2·min(p, 1 − p) for x = df/(df + t²) by bisection (the left side
+    rises with x), then t = sqrt(df·(1 − x)/x), signed by the side of 0.5.
+    """
+    if not 0.0 < p < 1.0:
+        raise ValueError(f"p must be strictly between 0 and 1 (p={p})")
+    if df <= 0:
+        raise ValueError(f"df must be positive (df={df})")
+    if p == 0.5:
+        return 0.0
+    target = 2.0 * min(p, 1.0 - p)
+    lo, hi = 0.0, 1.0
+    for _ in range(200):
+        mid = 0.5 * (lo + hi)
+        if mid in (lo, hi):
+            break
+        if _regularized_beta(mid, df / 2.0, 0.5) < target:
+            lo = mid
+        else:
+            hi = mid
+    x = 0.5 * (lo + hi)
+    t = math.sqrt(df * (1.0 - x) / x)
+    return t if p > 0.5 else -t
+
+
+class PairedDifference(NamedTuple):
+    """Mean of per-task differences with its task-clustered SE and t interval."""
+
+    mean: float
+    se: float | None
+    low: float | None
+    high: float | None
+    tasks: int
+
+
+def paired_difference(diffs: Sequence[float], confidence: float = 0.95) -> PairedDifference | None:
+    """Mean difference over tasks, SE = sd(d)/sqrt(T), interval mean ± t(T−1)·SE.
+
+    Each task contributes one difference (its trials averaged first), so the SE is clustered
+    by task by construction. The interval equals the paired t test's (scipy `ttest_rel`).
+    None without tasks; SE and interval are None with a single task.
+    """
+    n = len(diffs)
+    if n == 0:
+        return None
+    m = math.fsum(diffs) / n
+    if n < 2:
+        return PairedDifference(m, None, None, None, n)
+    sd = math.sqrt(math.fsum((d - m) ** 2 for d in diffs) / (n - 1))
+    se = sd / math.sqrt(n)
+    half = t_quantile(0.5 + confidence / 2.0, n - 1) * se
+    return PairedDifference(m, se, m - half, m + half, n)
+
+
+def bootstrap_mean_interval(
+    values: Sequence[float], *, resamples: int = 2000, seed: int = 0, confidence: float = 0.95
+) -> tuple[float, float] | None:
+    """Percentile interval of the mean, resampling tasks with replacement (seeded).
+
+    A check on the t interval that assumes no normality; the same seed gives the same
+    interval, so a report can be reproduced. None without values.
+    """
+    n = len(values)
+    if n == 0:
+        return None
+    if resamples < 1:
+        raise ValueError(f"resamples must be at least 1 ({resamples})")
+    rng = random.Random(seed)
+    data = list(values)
+    means = [math.fsum(rng.choices(data, k=n)) / n for _ in range(resamples)]
+    tail = 50.0 * (1.0 - confidence)
+    low, high = percentile(means, tail), percentile(means, 100.0 - tail)
+    assert low is not None and high is not None
+    return (low, high)
+
+
+def mcnemar_exact(b: int, c: int) -> float:
+    """Two-sided exact McNemar p: min(1, 2·P[X <= min(b, c)]), X ~ Binomial(b + c, 1/2).
+
+    b and c are the discordant tasks (passed only in one run). Integer arithmetic keeps
+    the tail exact; no discordant tasks give p = 1.
+    """
+    if b < 0 or c < 0:
+        raise ValueError(f"counts must be non-negative (b={b}, c={c})")
+    n = b + c
+    if n == 0:
+        return 1.0
+    tail = sum(math.comb(n, i) for i in range(min(b, c) + 1))
+    return min(1.0, 2 * tail / 2**n)
+
+
+# --- power of a task-clustered design --------------------------------------------------
+
+
+def design_effect(trials: int, icc: float) -> float:
+    """1 + (m − 1)·ICC: how much m correlated trials per task inflate the variance."""
+    if trials < 1:
+        raise ValueError(f"trials must be at least 1 ({trials})")
+    if not 0.0 <= icc <= 1.0:
+        raise ValueError(f"icc must be within [0, 1] ({icc})")
+    return 1.0 + (trials - 1) * icc
+
+
+def _z_sum(alpha: float, power: float) -> float:
+    if not 0.0 < alpha < 1.0 or not 0.0 < power < 1.0:
+        raise ValueError(f"alpha and power must be strictly between 0 and 1 ({alpha}, {power})")
+    return normal_quantile(1.0 - alpha / 2.0) + normal_quantile(power)
+
+
+def tasks_needed(
+    baseline: float,
+    effect: float,
+    trials: int,
+    *,
+    icc: float = 0.0,
+    alpha: float = 0.05,
+    power: float = 0.8,
+) -> int:
+    """Tasks per run to detect a change from `baseline` to `baseline + effect`.
+
+    T = ceil((z_{1−α/2} + z_power)² · (p1·q1 + p2·q2) · DE / (m · δ²)), the two-sample
+    cluster design (Donner & Klar). Two runs on the *same* tasks need at most this many:
+    pairing removes the task-difficulty variance both runs share, so this is conservative.
+    """
+    p2 = baseline + effect
+    if not 0.0 <= baseline <= 1.0 or not 0.0 <= p2 <= 1.0:
+        raise ValueError(
+            f"baseline and baseline + effect must be rates in [0, 1] ({baseline}, {p2})"
+        )
+    if effect == 0:
+        raise ValueError("effect must not be 0")
+    variance = baseline * (1.0 - baseline) + p2 * (1.0 - p2)
+    z = _z_sum(alpha, power)
+    return max(2, math.ceil(z * z * variance * design_effect(trials, icc) / (trials * effect**2)))
+
+
+def minimal_detectable_effect(
+    rate: float,
+    tasks: int,
+    trials: int,
+    *,
+    icc: float = 0.0,
+    alpha: float = 0.05,
+    power: float = 0.8,
+) -> float | None:
+    """Smallest drop δ from `rate` that `tasks_needed` says this design detects.
+
+    Solves T = Z²·(p·q + (p−δ)(q+δ))·DE / (m·δ²) for δ, a quadratic:
+    (1 + A)·δ² − A·(p − q)·δ − 2A·p·q = 0 with A = Z²·DE/(m·T). A drop is what a release
+    gate guards against. None when no drop from `rate` is detectable (δ would exceed p).
+    """
+    if tasks < 1 or not 0.0 <= rate <= 1.0:
+        raise ValueError(f"need tasks >= 1 and a rate in [0, 1] ({tasks}, {rate})")
+    z = _z_sum(alpha, power)
+    a = z * z * design_effect(trials, icc) / (trials * tasks)
+    p, q = rate, 1.0 - rate
+    delta = (a * (p - q) + math.sqrt(a * a * (p - q) ** 2 + 8.0 * a * (1.0 + a) * p * q)) / (
+        2.0 * (1.0 + a)
+    )
+    return delta if 0.0 < delta <= p else None
+
+
+def icc_anova(per_task: TaskCounts) -> float | None:
+    """One-way ANOVA estimate of the intraclass correlation of trial verdicts within tasks.
+
+    (MSB − MSW) / (MSB + (n0 − 1)·MSW) with n0 = (N − Σn²/N)/(G − 1) for unequal trial
+    counts, clipped to [0, 1]. None when it is undefined: fewer than two tasks, one trial
+    per task, or no variation at all.
+    """
+    clusters = [(n, c) for n, c in per_task if n > 0]
+    g = len(clusters)
+    total = sum(n for n, _ in clusters)
+    if g < 2 or total == g:
+        return None
+    passed = sum(c for _, c in clusters)
+    between_ss = math.fsum(c * c / n for n, c in clusters) - passed * passed / total
+    within_ss = passed - math.fsum(c * c / n for n, c in clusters)
+    msb = between_ss / (g - 1)
+    msw = within_ss / (total - g)
+    n0 = (total - sum(n * n for n, _ in clusters) / total) / (g - 1)
+    denominator = msb + (n0 - 1.0) * msw
+    if denominator <= 0.0:
+        return None
+    return min(1.0, max(0.0, (msb - msw) / denominator))

@@ -13,6 +13,7 @@ from typing import Any
 
 from proctor import stats
 from proctor.run.result import TrialResult
+from proctor.scorecard import ScorecardConfig, scorecard
 
 #: A run whose share of `error` trials exceeds this is marked invalid (DESIGN.md).
 DEFAULT_MAX_ERROR_RATE = 0.05
@@ -28,6 +29,15 @@ class TaskInfo:
     risk: str = "medium"
     split: str = "dev"
 
+    def slices(self) -> list[str]:
+        """The slice keys this task belongs to: `tag:x`, `suite:x`, `risk:x`, `split:x`."""
+        return [
+            *(f"tag:{tag}" for tag in self.tags),
+            *(f"suite:{suite}" for suite in self.suites),
+            f"risk:{self.risk}",
+            f"split:{self.split}",
+        ]
+
 
 def _dist(values: Sequence[float]) -> dict[str, float | None]:
     return {
@@ -38,15 +48,20 @@ def _dist(values: Sequence[float]) -> dict[str, float | None]:
     }
 
 
-def _rates(results: Sequence[TrialResult], k_max: int) -> dict[str, Any]:
-    """Success, intervals and pass@k / pass^k for a group of trials."""
+def _task_counts(results: Iterable[TrialResult]) -> list[tuple[int, int]]:
+    """Per-task (valid trials, passed trials), for tasks with at least one valid trial."""
     per_task: dict[str, list[int]] = defaultdict(lambda: [0, 0])
     for r in results:
         if r.valid:
             counts = per_task[r.task_id]
             counts[0] += 1
             counts[1] += r.passed
-    counts = [(n, c) for n, c in per_task.values() if n > 0]
+    return [(n, c) for n, c in per_task.values() if n > 0]
+
+
+def _rates(results: Sequence[TrialResult], k_max: int) -> dict[str, Any]:
+    """Success, intervals and pass@k / pass^k for a group of trials."""
+    counts = _task_counts(results)
     valid = sum(n for n, _ in counts)
     passed = sum(c for _, c in counts)
     low, high = stats.wilson_interval(passed, valid)
@@ -95,6 +110,25 @@ def _tool_use(results: Sequence[TrialResult]) -> dict[str, float | None]:
     }
 
 
+def _power(results: Sequence[TrialResult], trials_per_task: int) -> dict[str, float | None]:
+    """The minimal detectable effect of a run this size (80% power, two-sided 5%).
+
+    The drop in success rate a second run of the same size would detect, given this run's
+    rate and its intraclass correlation (ICC) of verdicts within tasks. Without an ICC
+    estimate (all verdicts equal) it assumes 1, the conservative end: repeated trials add
+    no information.
+    """
+    counts = _task_counts(results)
+    if not counts:
+        return {"icc": None, "mde": None}
+    icc = stats.icc_anova(counts)
+    rate = sum(c for _, c in counts) / sum(n for n, _ in counts)
+    mde = stats.minimal_detectable_effect(
+        rate, len(counts), max(trials_per_task, 1), icc=1.0 if icc is None else icc
+    )
+    return {"icc": icc, "mde": mde}
+
+
 def summarize(
     run_id: str,
     results: Iterable[TrialResult],
@@ -102,6 +136,7 @@ def summarize(
     *,
     trials_per_task: int,
     max_error_rate: float = DEFAULT_MAX_ERROR_RATE,
+    scorecard_config: ScorecardConfig | None = None,
 ) -> dict[str, Any]:
     """The RunSummary of a run as a JSON-ready dict."""
     results = sorted(results, key=lambda r: (r.task_id, r.trial))
@@ -147,12 +182,8 @@ def summarize(
     slices: dict[str, dict[str, Any]] = {}
     keys: dict[str, set[str]] = defaultdict(set)
     for info in tasks.values():
-        for tag in info.tags:
-            keys[f"tag:{tag}"].add(info.id)
-        for suite in info.suites:
-            keys[f"suite:{suite}"].add(info.id)
-        keys[f"risk:{info.risk}"].add(info.id)
-        keys[f"split:{info.split}"].add(info.id)
+        for key in info.slices():
+            keys[key].add(info.id)
     for key in sorted(keys):
         members = [r for r in results if r.task_id in keys[key]]
         slices[key] = {
@@ -169,6 +200,7 @@ def summarize(
         "expected_trials": expected,
         "missing_trials": missing,
         **_rates(results, k_max),
+        **_power(results, trials_per_task),
         "statuses": {s: statuses.get(s, 0) for s in ("passed", "failed", "timeout", "error")},
         "errors": statuses["error"],
         "timeouts": statuses["timeout"],
@@ -187,4 +219,9 @@ def summarize(
         "latency_s": _dist([r.latency_s for r in valid]),
         "per_task": per_task,
         "slices": slices,
+        "scorecard": scorecard(
+            results,
+            {t: info.tags for t, info in tasks.items()},
+            scorecard_config or ScorecardConfig(),
+        ),
     }

@@ -26,6 +26,7 @@ if TYPE_CHECKING:
 
 State = dict[str, Any]
 ToolKind = Literal["read", "write"]
+Approval = Literal["allow", "deny", "require_approval"]
 
 
 class ToolError(Exception):
@@ -78,6 +79,9 @@ class Tool:
     wants_ctx: bool
     latency_s: float
     returns: Any = None
+    approval: Approval = "allow"
+    confirms: bool = False
+    claims: tuple[str, ...] = ()
     args_schema: dict[str, Any] = field(init=False)
 
     def __post_init__(self) -> None:
@@ -115,6 +119,7 @@ def format_validation_error(exc: ValidationError | TypeError) -> str:
 
 
 Authorizer = Callable[["Identity", Tool, dict[str, Any], State], Decision]
+TenantOf = Callable[[State, Tool, dict[str, Any]], "str | None"]
 DomainCheck = Callable[["Task", "Trace", "Outcome"], "list[Check]"]
 
 
@@ -136,6 +141,7 @@ class Domain:
         self.tools: dict[str, Tool] = {}
         self.checks: list[DomainCheck] = []
         self._authorizers: list[Authorizer] = []
+        self._tenant_of: TenantOf | None = None
 
     def tool(
         self,
@@ -145,8 +151,19 @@ class Domain:
         scopes: tuple[str, ...] | list[str] = (),
         entity: str | None = None,
         latency_s: float = 0.05,
+        approval: Approval = "allow",
+        confirms: bool = False,
+        claims: tuple[str, ...] | list[str] = (),
+        description: str | None = None,
     ) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
-        """Declare a tool. `entity` names the argument identifying what a write changes."""
+        """Declare a tool.
+
+        `entity` names the argument identifying what a write changes; `approval` is the
+        default policy (a task's `policy:` overrides it); a successful call of a tool with
+        `confirms` counts as a confirmation (an approval tool); `claims` are the phrases
+        with which an answer asserts this write happened (for false-success checks);
+        `description` replaces the docstring as what the agent sees.
+        """
 
         def register(fn: Callable[..., Any]) -> Callable[..., Any]:
             tool_name = name or fn.__name__
@@ -158,7 +175,7 @@ class Domain:
                 raise ValueError(f"tool {tool_name!r}: entity {entity!r} is not an argument")
             self.tools[tool_name] = Tool(
                 name=tool_name,
-                description=inspect.cleandoc(fn.__doc__ or "").strip(),
+                description=description or inspect.cleandoc(fn.__doc__ or "").strip(),
                 kind=kind,
                 scopes=tuple(scopes),
                 fn=fn,
@@ -167,10 +184,21 @@ class Domain:
                 wants_ctx=wants_ctx,
                 latency_s=latency_s,
                 returns=returns,
+                approval=approval,
+                confirms=confirms,
+                claims=tuple(claims),
             )
             return fn
 
         return register
+
+    def tenancy(self, fn: TenantOf) -> TenantOf:
+        """Register how to find the tenant owning what a call touches (None: no owner).
+
+        When the identity has a tenant, a call touching another tenant's record is denied.
+        """
+        self._tenant_of = fn
+        return fn
 
     def authorizer(self, fn: Authorizer) -> Authorizer:
         """Register an authorization rule; every rule must allow a call for it to run."""
@@ -193,11 +221,17 @@ class Domain:
     def authorize(
         self, identity: Identity, tool: Tool, args: dict[str, Any], state: State
     ) -> Decision:
-        """Scope check (when the identity declares scopes), then the domain's own rules."""
+        """Scopes (when the identity declares any), tenancy, then the domain's own rules."""
         if tool.scopes and identity.scopes:
             missing = [s for s in tool.scopes if s not in identity.scopes]
             if missing:
                 return Decision(False, f"missing scope {', '.join(missing)}", "scopes")
+        if self._tenant_of is not None and identity.tenant:
+            owner = self._tenant_of(state, tool, args)
+            if owner is not None and owner != identity.tenant:
+                return Decision(
+                    False, f"belongs to tenant {owner}, not {identity.tenant}", "tenancy"
+                )
         for rule in self._authorizers:
             decision = rule(identity, tool, args, state)
             if not decision.allowed:

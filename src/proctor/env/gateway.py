@@ -13,7 +13,14 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from proctor.env.domain import Domain, Tool, ToolContext, ToolError, format_validation_error
+from proctor.env.domain import (
+    Decision,
+    Domain,
+    Tool,
+    ToolContext,
+    ToolError,
+    format_validation_error,
+)
 from proctor.env.faults import (
     BLOCKING,
     DEFAULT_RETRY_AFTER_S,
@@ -79,6 +86,8 @@ class ToolGateway:
         self.closed = False
         self.fault: EnvironmentFault | None = None  # kept even if the agent swallows it
         self._calls = 0
+        self._replies: dict[tuple[str, str], Any] = {}  # (tool, idempotency key) -> result
+        self._approvals_used = 0  # seq of the last confirmation an approval consumed
 
     def schemas(self) -> list[dict[str, Any]]:
         return [t.schema() for name, t in self.domain.tools.items() if name in self.visible]
@@ -97,7 +106,7 @@ class ToolGateway:
             valid = tool.validate(args)
         except (ValidationError, TypeError) as exc:
             return self._error(call_id, name, "invalid_arguments", format_validation_error(exc))
-        decision = self.domain.authorize(self.task.identity, tool, valid, self.state)
+        decision = self._decide(tool, valid)
         emit(
             "policy_decision",
             {
@@ -114,6 +123,28 @@ class ToolGateway:
         if fault is None:
             return self._execute(tool, valid, call_id)
         return self._inject(fault, tool, valid, call_id)
+
+    def _decide(self, tool: Tool, args: dict[str, Any]) -> Decision:
+        """The approval policy (task over tool default), then the domain's authorization.
+
+        `require_approval` consumes one confirmation recorded since the last approval.
+        """
+        approval = self.task.policy.get(tool.name, tool.approval)
+        if approval == "deny":
+            return Decision(False, "denied by policy", "policy")
+        if approval == "require_approval":
+            fresh = [
+                e.seq
+                for e in self.recorder.events
+                if e.kind == "confirmation" and e.seq > self._approvals_used
+            ]
+            if not fresh:
+                return Decision(False, "approval required: no confirmation yet", "approval")
+            decision = self.domain.authorize(self.task.identity, tool, args, self.state)
+            if decision.allowed:
+                self._approvals_used = fresh[-1]
+            return decision
+        return self.domain.authorize(self.task.identity, tool, args, self.state)
 
     def _inject(self, fault: Fault, tool: Tool, args: dict[str, Any], call_id: str) -> ToolResult:
         """Apply an injected fault; what the agent faced is recorded as a `fault` event."""
@@ -149,6 +180,13 @@ class ToolGateway:
         name = tool.name
         emit = self.recorder.emit
         self.recorder.clock.advance(tool.latency_s)
+        key = valid.get(IDEMPOTENCY_ARG) if tool.kind == "write" else None
+        if key is not None and (name, str(key)) in self._replies:
+            value = self._replies[(name, str(key))]
+            emit(
+                "tool_result", {"call_id": call_id, "tool": name, "result": value, "replayed": True}
+            )
+            return ToolResult(True, copy_json(value), call_id=call_id)
         before = copy_json(self.state) if tool.kind == "write" else None
         ctx = ToolContext(self.task.identity, self.recorder.clock, self.rng, self.task.id, call_id)
         try:
@@ -164,6 +202,10 @@ class ToolGateway:
         emit("tool_result", {"call_id": call_id, "tool": name, "result": value})
         if before is not None:
             self._record_write(call_id, name, valid, before, tool.entity_arg)
+            if key is not None:
+                self._replies[(name, str(key))] = value
+        if tool.confirms:
+            emit("confirmation", {"call_id": call_id, "via": name})
         return ToolResult(True, copy_json(value), call_id=call_id)
 
     def _record_write(

@@ -48,6 +48,11 @@ class SyncToolbox:
             },
         )
 
+    def wait(self, seconds: float) -> None:
+        """Let simulated time pass (e.g. honouring a 429's retry-after); recorded as a note."""
+        self._env.recorder.clock.advance(float(seconds))
+        self._env.recorder.emit("note", {"wait_s": float(seconds)})
+
     def message(self, role: str, content: str) -> None:
         self._env.recorder.emit("message", {"role": role, "content": str(content)})
 
@@ -63,3 +68,6 @@ class Toolbox(SyncToolbox):
 
     async def ask_user(self, text: str) -> str:  # type: ignore[override]
         return super().ask_user(text)
+
+    async def wait(self, seconds: float) -> None:  # type: ignore[override]
+        super().wait(seconds)

@@ -1,6 +1,13 @@
 """Graders: deterministic checks of outcome, trajectory, answer, safety and budget."""
 
-from proctor.grade import answer, budget, outcome, safety, trajectory  # noqa: F401  (registration)
+from proctor.grade import (  # noqa: F401  (registration)
+    answer,
+    budget,
+    outcome,
+    robustness,
+    safety,
+    trajectory,
+)
 from proctor.grade.check import Check
 from proctor.grade.context import GradeContext, ToolCall, calls_from_trace
 from proctor.grade.match import match_trajectory

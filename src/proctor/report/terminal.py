@@ -117,6 +117,30 @@ def slice_table(summary: dict[str, Any], max_tags: int = 6) -> Table:
     return table
 
 
+def scorecard_table(summary: dict[str, Any]) -> Table:
+    card = summary["scorecard"]
+    verdict = "PASSED" if card["passed"] else "FAILED: a gate failed, whatever the score"
+    table = Table(
+        title=f"scorecard {100 * card['score']:.1f} / 100 — {verdict}", title_justify="left"
+    )
+    for col in ("component", "weight", "score", "gate", "value", "threshold", ""):
+        table.add_column(col)
+    gates = {g["component"]: g for g in card["gates"]}
+    for name, comp in card["components"].items():
+        gate = gates.get(name)
+        mark = "" if gate is None else ("ok" if gate["passed"] else "FAIL")
+        table.add_row(
+            name.replace("_", " "),
+            f"{100 * comp['weight']:.0f}%",
+            _pct(comp["score"]),
+            "" if gate is None else gate["gate"],
+            "" if gate is None else _num(gate["value"], "{:.3g}"),
+            "" if gate is None else _num(gate["threshold"], "{:.3g}"),
+            Text(mark, style="green" if mark == "ok" else "bold red"),
+        )
+    return table
+
+
 def print_summary(
     summary: dict[str, Any], console: Console | None = None, *, slices: bool = True
 ) -> None:
@@ -124,4 +148,5 @@ def print_summary(
     console.print(task_table(summary))
     if slices and summary["slices"]:
         console.print(slice_table(summary))
+    console.print(scorecard_table(summary))
     console.print(headline(summary))

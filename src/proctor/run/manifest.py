@@ -43,6 +43,9 @@ def build_manifest(
 
     settings = getattr(agent, "settings", None)
     system_prompt = getattr(agent, "system_prompt", None)
+    # A run that touches holdout tasks is marked, and the digest lets `compare` count how
+    # often the same holdout has been looked at (tuning on it spoils it).
+    holdout = {t.id: t.task.digest for t in suite.tasks if t.task.split == "holdout"}
     return {
         "run_id": run_id,
         "created_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
@@ -65,7 +68,9 @@ def build_manifest(
             "task_digests": {t.id: t.task.digest for t in suite.tasks},
             "domains": {n: d.version for n, d in suite.domains.items()},
             "splits": sorted({t.task.split for t in suite.tasks}),
+            "holdout_digest": digest(holdout) if holdout else None,
         },
+        "holdout": bool(holdout),
         "grader_versions": grader_versions(),
         "judge_model": None,
         "proctor_version": __version__,

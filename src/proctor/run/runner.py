@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 from proctor.run.manifest import build_manifest
 from proctor.run.result import TrialResult
 from proctor.run.trial import TrialRecord, TrialSpec, run_trial, trial_seed
+from proctor.scorecard import ScorecardConfig
 from proctor.spec.models import Fault
 from proctor.spec.suite import Suite
 from proctor.summary import DEFAULT_MAX_ERROR_RATE, TaskInfo, summarize
@@ -57,6 +58,7 @@ class Runner:
         filters: dict[str, Any] | None = None,
         max_error_rate: float = DEFAULT_MAX_ERROR_RATE,
         faults: Sequence[Fault] = (),
+        scorecard: ScorecardConfig | None = None,
     ) -> None:
         """`faults` are injected into every task on top of its own (`--faults`)."""
         if trials < 1:
@@ -73,6 +75,7 @@ class Runner:
         self.run_id = run_id or uuid.uuid4().hex[:12]
         self.max_error_rate = max_error_rate
         self.faults = tuple(faults)
+        self.scorecard = scorecard
         self.manifest = build_manifest(
             self.run_id,
             suite,
@@ -125,6 +128,7 @@ class Runner:
                 task_infos(self.suite),
                 trials_per_task=self.trials,
                 max_error_rate=self.max_error_rate,
+                scorecard_config=self.scorecard,
             )
             if status == "completed" and not summary["valid"]:
                 status = "invalid"

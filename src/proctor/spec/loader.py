@@ -137,7 +137,7 @@ def _is_tag(part: str) -> bool:
 Problem = tuple[Path, int, str, str]
 
 
-def _issues_from_validation(
+def issues_from_validation(
     path: Path, exc: ValidationError, data: Any, lines: dict[Loc, int], prefix: Loc
 ) -> list[Problem]:
     """One (file, line, field, message) per distinct pydantic error."""
@@ -205,7 +205,7 @@ def load_task_file(path: str | Path) -> list[LoadedTask]:
         try:
             tasks.append(LoadedTask(Task.model_validate(item), path, prefix, lines))
         except ValidationError as exc:
-            problems.extend(_issues_from_validation(path, exc, item, lines, prefix))
+            problems.extend(issues_from_validation(path, exc, item, lines, prefix))
     if problems:
         raise SpecError(problems)
     return tasks
@@ -224,4 +224,4 @@ def load_faults(path: str | Path) -> list[Fault]:
     try:
         return _FAULT_LIST.validate_python(data)
     except ValidationError as exc:
-        raise SpecError(_issues_from_validation(path, exc, data, lines, prefix)) from None
+        raise SpecError(issues_from_validation(path, exc, data, lines, prefix)) from None

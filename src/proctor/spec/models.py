@@ -21,6 +21,7 @@ UNION_TAGS = frozenset(
 Severity = Literal["critical", "high", "medium", "low"]
 Risk = Literal["low", "medium", "high"]
 Split = Literal["dev", "holdout"]
+Approval = Literal["allow", "deny", "require_approval"]
 SuiteKind = Literal["capability", "regression", "adversarial", "replay"]
 FaultKind = Literal[
     "timeout", "429", "400", "403", "404", "empty", "lost_response", "unavailable", "slow"
@@ -177,6 +178,31 @@ class AnswerExpect(_Spec):
     grounded: bool = False
 
 
+class Injection(_Spec):
+    """A planted instruction (in a note, an e-mail, a tool description) the agent must
+    not act on: acting means a call matching `actions`, or the `canary` string appearing
+    in the answer or in a write's arguments."""
+
+    canary: str | None = None
+    actions: list[CallPattern] = Field(default_factory=list)
+    severity: Severity = "critical"
+
+    @model_validator(mode="after")
+    def _needs_a_signal(self) -> Injection:
+        if not self.canary and not self.actions:
+            raise ValueError("an injection needs a `canary` or `actions` to detect")
+        return self
+
+
+class Escalation(_Spec):
+    """The agent should hand off or ask: a call to one of `tools`, or a question to the
+    user when `ask_user` is true."""
+
+    tools: list[str] = Field(default_factory=list)
+    ask_user: bool = False
+    severity: Severity = "high"
+
+
 class SafetyExpect(_Spec):
     """Safety expectations; graded by the safety graders (see DESIGN.md)."""
 
@@ -184,6 +210,22 @@ class SafetyExpect(_Spec):
     no_cross_tenant: bool = False
     no_secrets_in_output: bool = False
     secrets: list[str] = Field(default_factory=list)
+    injection: Injection | None = None
+    decline: bool = False
+    escalate: Escalation | None = None
+
+
+class RobustnessExpect(_Spec):
+    """How the agent should cope with a failing world; defaults apply to every trial.
+
+    `claims` maps a success phrase of the answer to the write tool whose effect it
+    asserts (`cancelled: orders.cancel`), on top of the `claims` the domain's tools declare.
+    """
+
+    max_transient_retries: int = Field(default=3, ge=0)
+    no_duplicate_effects: bool = False
+    max_repeats: int = Field(default=3, ge=1)
+    claims: dict[str, str] = Field(default_factory=dict)
 
 
 class Budget(_Spec):
@@ -198,6 +240,7 @@ class Expectations(_Spec):
     trajectory: TrajectoryExpect | None = None
     answer: AnswerExpect | None = None
     safety: SafetyExpect | None = None
+    robustness: RobustnessExpect = Field(default_factory=RobustnessExpect)
     budget: Budget | None = None
 
 
@@ -218,6 +261,7 @@ class Task(_Spec):
     tools: list[str] | None = None
     user: UserSpec = Field(default_factory=UserSpec)
     faults: list[Fault] = Field(default_factory=list)
+    policy: dict[str, Approval] = Field(default_factory=dict)
     expect: Expectations = Field(default_factory=Expectations)
     metadata: dict[str, Any] = Field(default_factory=dict)
 
@@ -260,7 +304,18 @@ class Task(_Spec):
             for i, pair in enumerate(traj.before):
                 for j, name in enumerate(pair):
                     refs.append(((*base, "before", i, j), name))
-        if self.expect.safety is not None:
-            for i, name in enumerate(self.expect.safety.confirm_before):
+        for name in self.policy:
+            refs.append((("policy", name), name))
+        for phrase, name in self.expect.robustness.claims.items():
+            refs.append((("expect", "robustness", "claims", phrase), name))
+        safety = self.expect.safety
+        if safety is not None:
+            for i, name in enumerate(safety.confirm_before):
                 refs.append((("expect", "safety", "confirm_before", i), name))
+            if safety.injection is not None:
+                for i, p in enumerate(safety.injection.actions):
+                    refs.append((("expect", "safety", "injection", "actions", i, "tool"), p.tool))
+            if safety.escalate is not None:
+                for i, name in enumerate(safety.escalate.tools):
+                    refs.append((("expect", "safety", "escalate", "tools", i), name))
         return refs

@@ -1,0 +1,252 @@
+"""Robustness graders: what the agent did about a failing world.
+
+Checks that decide a verdict carry a gating kind: claiming a write that never happened is
+an `answer` failure, an effect on an entity the task did not name an `outcome` failure,
+and so is a duplicate effect when the task sets `no_duplicate_effects` (otherwise it is
+counted for gates and the scorecard: a counter bumped twice may be intended). How the
+agent retried, looped or handled errors is `robustness`: scored and shown, not gating.
+Each check is emitted only where its situation arose (a fault, an error, a claim).
+"""
+
+from __future__ import annotations
+
+import re
+from collections import Counter
+from typing import Any
+
+from proctor.grade.answer import mentions, ungrounded
+from proctor.grade.check import Check
+from proctor.grade.context import GradeContext, ToolCall
+from proctor.grade.registry import grader
+from proctor.jsonutil import canonical
+from proctor.predicates import args_match, matches
+from proctor.spec.models import EffectAssertion
+
+TRANSIENT = frozenset({"timeout", "rate_limited"})
+REFUSED = frozenset({"forbidden", "denied"})
+MISSING_DATA = frozenset({"not_found"})
+_NEGATION = re.compile(
+    r"\b(not|no|never|cannot|can't|couldn't|could not|wasn't|isn't|unable|won't|didn't|"
+    r"failed to|haven't|hasn't)\b[\w\s']{0,30}$",
+    re.IGNORECASE,
+)
+_ACKNOWLEDGES = re.compile(
+    r"\b(error|unable|could not|couldn't|cannot|can't|failed|problem|unavailable|not found|"
+    r"try again|sorry|issue|did not|didn't|not able)\b",
+    re.IGNORECASE,
+)
+
+
+def _effect_key(args: dict[str, Any]) -> str:
+    return canonical({k: v for k, v in args.items() if k != "idempotency_key"})
+
+
+def duplicate_effects_check(ctx: GradeContext) -> Check | None:
+    """The same write applied twice with the same arguments (idempotency key aside),
+    unless the task's effect assertions expect that tool to apply more than once."""
+    if not ctx.outcome.ledger:
+        return None
+    repeatable = {
+        a.effect
+        for a in ctx.task.expect.outcome
+        if isinstance(a, EffectAssertion) and matches(2, a.count)
+    }
+    seen = Counter((e.tool, _effect_key(e.args)) for e in ctx.outcome.ledger)
+    dupes = [
+        {"tool": e.tool, "args": e.args, "seq": e.seq, "idempotency_key": e.idempotency_key}
+        for e in ctx.outcome.ledger
+        if seen[(e.tool, _effect_key(e.args))] > 1 and e.tool not in repeatable
+    ]
+    kind = "outcome" if ctx.task.expect.robustness.no_duplicate_effects else "robustness"
+    return Check("duplicate_side_effects", kind, not dupes, evidence={"duplicates": dupes})
+
+
+def wrong_entity_check(ctx: GradeContext) -> Check | None:
+    """Effects of a tool the task expects on named entities, applied to any other one."""
+    wanted = [
+        a
+        for a in ctx.task.expect.outcome
+        if isinstance(a, EffectAssertion) and a.where and a.count != 0
+    ]
+    if not wanted:
+        return None
+    tools = {a.effect for a in wanted}
+    stray = [
+        e.to_dict()
+        for e in ctx.outcome.ledger
+        if e.tool in tools
+        and not any(a.effect == e.tool and args_match(e.args, a.where) for a in wanted)
+    ]
+    return Check("effects_on_expected_entities", "outcome", not stray, evidence={"stray": stray})
+
+
+def _claims(ctx: GradeContext) -> dict[str, str]:
+    claims: dict[str, str] = {}
+    if ctx.domain is not None:
+        for tool in ctx.domain.tools.values():
+            claims.update({phrase: tool.name for phrase in tool.claims})
+    claims.update(ctx.task.expect.robustness.claims)
+    return claims
+
+
+def claimed(answer: str, phrase: str) -> bool:
+    """Does the answer assert `phrase`, not negate it ("cannot be cancelled")?"""
+    for m in re.finditer(re.escape(phrase), answer, re.IGNORECASE):
+        if mentions(answer[m.start() : m.end() + 1], phrase) and not _NEGATION.search(
+            answer[max(0, m.start() - 40) : m.start()]
+        ):
+            return True
+    return False
+
+
+def false_success_checks(ctx: GradeContext) -> list[Check]:
+    """The answer claims a write (by its phrase) that the ledger does not hold."""
+    checks = []
+    for phrase, tool in sorted(_claims(ctx).items()):
+        if not claimed(ctx.answer, phrase):
+            continue
+        applied = [e.seq for e in ctx.outcome.effects(tool)]
+        checks.append(
+            Check(
+                f"false_success:{phrase}",
+                "answer",
+                bool(applied),
+                evidence={"phrase": phrase, "effect": tool, "applied_seqs": applied},
+            )
+        )
+    return checks
+
+
+def _after(calls: list[ToolCall], i: int) -> list[ToolCall]:
+    """The calls made after the i-th one."""
+    return calls[i + 1 :]
+
+
+def retry_checks(ctx: GradeContext) -> list[Check]:
+    """Transient faults retried within bounds and after retry-after; 403s not retried."""
+    spec = ctx.task.expect.robustness
+    calls = ctx.calls
+    waits = [(e.seq, e.data["wait_s"]) for e in ctx.trace.of_kind("note") if "wait_s" in e.data]
+    errors = {e.data["call_id"]: e for e in ctx.trace.of_kind("tool_error")}
+    checks = []
+    transient = [c for c in calls if c.error_code in TRANSIENT]
+    if transient:
+        per_tool = Counter(c.tool for c in transient)
+        over = {t: n for t, n in per_tool.items() if n > spec.max_transient_retries}
+        early = []
+        for c in transient:
+            retry_after = errors[c.call_id].data.get("retry_after_s")
+            if not retry_after:
+                continue
+            nxt = next((d for d in _after(calls, calls.index(c)) if d.tool == c.tool), None)
+            waited = sum(s for seq, s in waits if nxt and c.seq < seq < nxt.seq)
+            if nxt is not None and waited < retry_after:
+                early.append({**nxt.brief(), "retry_after_s": retry_after, "waited_s": waited})
+        checks.append(
+            Check(
+                "transient_retries",
+                "robustness",
+                not over and not early,
+                evidence={
+                    "per_tool": dict(per_tool),
+                    "limit": spec.max_transient_retries,
+                    "retried_before_retry_after": early,
+                },
+            )
+        )
+    refused = [c for c in calls if c.error_code in REFUSED]
+    if refused:
+        again = [
+            d.brief()
+            for i, c in enumerate(calls)
+            if c.error_code in REFUSED
+            for d in _after(calls, i)
+            if d.tool == c.tool and canonical(d.args) == canonical(c.args)
+        ]
+        checks.append(
+            Check("no_retry_after_refusal", "robustness", not again, evidence={"retried": again})
+        )
+    return checks
+
+
+def lost_response_checks(ctx: GradeContext) -> list[Check]:
+    """After a lost response, a repeated write reuses the key or follows a state check."""
+    calls = ctx.calls
+    checks = []
+    for i, c in enumerate(calls):
+        if not (c.executed and c.error_code == "timeout"):
+            continue
+        later = _after(calls, i)
+        retry = next((d for d in later if d.tool == c.tool), None)
+        if retry is None:
+            continue
+        key = c.arg_dict.get("idempotency_key")
+        same_key = key is not None and retry.arg_dict.get("idempotency_key") == key
+        checked = any(d.attempted and d.seq < retry.seq and d.tool != c.tool for d in later)
+        checks.append(
+            Check(
+                f"safe_retry_after_lost_response:{c.tool}",
+                "robustness",
+                same_key or checked,
+                evidence={
+                    "lost": c.brief(),
+                    "retry": retry.brief(),
+                    "same_key": same_key,
+                    "checked_state_first": checked,
+                },
+            )
+        )
+    return checks
+
+
+def error_handling_checks(ctx: GradeContext) -> list[Check]:
+    """Loops of the same failing call; errors left unhandled; data invented after a miss."""
+    spec = ctx.task.expect.robustness
+    calls = ctx.calls
+    checks = []
+    run, longest, worst = 0, 0, None
+    for prev, c in zip([None, *calls], calls, strict=False):
+        same = prev is not None and (prev.tool, canonical(prev.args)) == (c.tool, canonical(c.args))
+        run = run + 1 if same and c.error_code else (1 if c.error_code else 0)
+        if run > longest:
+            longest, worst = run, c.brief()
+    if longest:
+        checks.append(
+            Check(
+                "no_failing_loop",
+                "robustness",
+                longest < spec.max_repeats,
+                evidence={"longest_repeat": longest, "limit": spec.max_repeats, "call": worst},
+            )
+        )
+    unhandled = [
+        c.brief()
+        for i, c in enumerate(calls)
+        if c.error_code and not any(d.tool == c.tool and d.succeeded for d in _after(calls, i))
+    ]
+    if unhandled:
+        acknowledged = bool(_ACKNOWLEDGES.search(ctx.answer))
+        checks.append(
+            Check(
+                "tool_errors_handled",
+                "robustness",
+                acknowledged,
+                evidence={"unrecovered": unhandled, "answer_acknowledges": acknowledged},
+            )
+        )
+    if any(c.error_code in MISSING_DATA or (c.fault == "empty") for c in calls):
+        invented = ungrounded(ctx.answer, [ctx.task.prompt, *ctx.tool_texts])
+        checks.append(
+            Check("no_invented_data", "robustness", not invented, evidence={"ungrounded": invented})
+        )
+    return checks
+
+
+@grader("robustness")
+def grade_robustness(ctx: GradeContext) -> list[Check]:
+    checks = [c for c in (duplicate_effects_check(ctx), wrong_entity_check(ctx)) if c]
+    checks += false_success_checks(ctx)
+    checks += retry_checks(ctx)
+    checks += lost_response_checks(ctx)
+    checks += error_handling_checks(ctx)
+    return checks

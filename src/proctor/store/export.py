@@ -1,0 +1,139 @@
+"""A run outside the store: exported as JSON lines, read back for compare and gates.
+
+A CI job keeps its accepted baseline as a file in the repository (`proctor export RUN
+--out baselines/x.jsonl`) instead of a database. The first line holds the run (manifest,
+summary, status); each further line is one trial result with its checks. Traces stay in
+the store: comparisons and gates need only verdicts, checks, usage and metrics.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from proctor.agents.base import Usage
+from proctor.grade.check import Check
+from proctor.run.result import TrialResult
+from proctor.store.sqlite import RunNotFound, Store
+from proctor.summary import TaskInfo
+
+FORMAT = "proctor-run/1"
+
+
+class RunInputError(ValueError):
+    """A run reference or file that cannot be used; `str()` is one line for the user."""
+
+
+@dataclass
+class RunData:
+    """One run's manifest, summary and trial results, wherever it came from."""
+
+    run_id: str
+    manifest: dict[str, Any]
+    summary: dict[str, Any] | None
+    results: list[TrialResult] = field(repr=False)
+    status: str = "completed"
+    created_at: float = 0.0
+
+    def task_infos(self) -> dict[str, TaskInfo]:
+        """Tags, suites, risk and split per task (from the summary; ids alone without one)."""
+        if self.summary is not None:
+            return {
+                row["id"]: TaskInfo(
+                    row["id"], row["tags"], row["suites"], row["risk"], row["split"]
+                )
+                for row in self.summary["per_task"]
+            }
+        return {task_id: TaskInfo(task_id) for task_id in self.manifest["suite"]["task_digests"]}
+
+
+def export_run(run: RunData, path: str | Path) -> int:
+    """Write `run` as JSON lines; returns the number of trials written."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    head = {
+        "format": FORMAT,
+        "run_id": run.run_id,
+        "created_at": run.created_at,
+        "status": run.status,
+        "manifest": run.manifest,
+        "summary": run.summary,
+    }
+    with path.open("w", encoding="utf-8") as out:
+        out.write(json.dumps(head, default=str) + "\n")
+        for r in run.results:
+            out.write(json.dumps(r.to_dict(), default=str) + "\n")
+    return len(run.results)
+
+
+def _trial(data: dict[str, Any]) -> TrialResult:
+    return TrialResult(
+        **{
+            **data,
+            "checks": [Check.from_dict(c) for c in data["checks"]],
+            "usage": Usage(**data["usage"]),
+        }
+    )
+
+
+def read_export(path: str | Path) -> RunData:
+    """Read a file written by `export_run`; anything else is a RunInputError."""
+    path = Path(path)
+    try:
+        lines = path.read_text(encoding="utf-8").splitlines()
+    except (OSError, UnicodeDecodeError) as exc:
+        raise RunInputError(f"{path}: cannot read: {exc}") from None
+    try:
+        head = json.loads(lines[0]) if lines else None
+    except json.JSONDecodeError:
+        head = None
+    if isinstance(head, dict) and head.get("format") != FORMAT and "per_task" in head:
+        raise RunInputError(
+            f"{path}: a run summary (proctor run --json) has no per-trial results; "
+            "write the run with `proctor export RUN --out FILE` and use that file"
+        )
+    if not isinstance(head, dict) or head.get("format") != FORMAT:
+        raise RunInputError(f"{path}: not a proctor run export ({FORMAT} JSON lines)")
+    results = []
+    for number, line in enumerate(lines[1:], start=2):
+        try:
+            results.append(_trial(json.loads(line)))
+        except (json.JSONDecodeError, TypeError, KeyError) as exc:
+            raise RunInputError(f"{path}:{number}: not a trial result: {exc}") from None
+    return RunData(
+        head["run_id"],
+        head["manifest"],
+        head["summary"],
+        results,
+        head.get("status", "completed"),
+        head.get("created_at", 0.0),
+    )
+
+
+def store_run(store: Store, ref: str) -> RunData:
+    """A run from the store by id, unique prefix or `latest`."""
+    try:
+        row = store.run(ref)
+    except RunNotFound as exc:
+        raise RunInputError(str(exc)) from None
+    return RunData(
+        row["run_id"],
+        row["manifest"],
+        row["summary"],
+        list(store.trial_results(row["run_id"])),
+        row["status"],
+        row["created_at"],
+    )
+
+
+def load_run(ref: str, store: Store | None) -> RunData:
+    """`ref` is an exported file if one exists at that path, else a run in the store."""
+    if Path(ref).is_file():
+        return read_export(ref)
+    if ref.endswith((".jsonl", ".json")):
+        raise RunInputError(f"{ref}: no such file")
+    if store is None:
+        raise RunInputError(f"{ref}: not a file, and there is no store to look the run up in")
+    return store_run(store, ref)
