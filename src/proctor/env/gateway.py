@@ -30,7 +30,7 @@ from proctor.env.faults import (
     empty_value,
 )
 from proctor.env.outcome import LedgerEntry
-from proctor.jsonutil import copy_json, diff
+from proctor.jsonutil import canonical, copy_json, diff
 from proctor.spec.models import Fault, Task
 from proctor.trace import Recorder
 
@@ -86,8 +86,9 @@ class ToolGateway:
         self.closed = False
         self.fault: EnvironmentFault | None = None  # kept even if the agent swallows it
         self._calls = 0
-        self._replies: dict[tuple[str, str], Any] = {}  # (tool, idempotency key) -> result
-        self._approvals_used = 0  # seq of the last confirmation an approval consumed
+        # (tool, idempotency key) -> (the arguments' canonical text, the result)
+        self._replies: dict[tuple[str, str], tuple[str, Any]] = {}
+        self._approved_at = 0  # seq of the last approved call that reached its tool
 
     def schemas(self) -> list[dict[str, Any]]:
         return [t.schema() for name, t in self.domain.tools.items() if name in self.visible]
@@ -120,6 +121,8 @@ class ToolGateway:
         if not decision.allowed:
             return self._error(call_id, name, "denied", f"permission denied: {decision.reason}")
         fault = self.faults.select(name, valid)
+        if decision.rule == "approval" and (fault is None or fault.error not in BLOCKING):
+            self._approved_at = self.recorder.events[-1].seq  # the approval is used up
         if fault is None:
             return self._execute(tool, valid, call_id)
         return self._inject(fault, tool, valid, call_id)
@@ -127,23 +130,25 @@ class ToolGateway:
     def _decide(self, tool: Tool, args: dict[str, Any]) -> Decision:
         """The approval policy (task over tool default), then the domain's authorization.
 
-        `require_approval` consumes one confirmation recorded since the last approval.
+        `require_approval` needs a confirmation recorded since the last approved call that
+        reached its tool (an old approval cannot be replayed); the safety grader's
+        `confirm_before` reads confirmations the same way.
         """
         approval = self.task.policy.get(tool.name, tool.approval)
         if approval == "deny":
             return Decision(False, "denied by policy", "policy")
         if approval == "require_approval":
-            fresh = [
-                e.seq
-                for e in self.recorder.events
-                if e.kind == "confirmation" and e.seq > self._approvals_used
-            ]
+            fresh = any(
+                e.kind == "confirmation" and e.seq > self._approved_at for e in self.recorder.events
+            )
             if not fresh:
-                return Decision(False, "approval required: no confirmation yet", "approval")
+                return Decision(False, "approval required: no fresh confirmation", "approval")
             decision = self.domain.authorize(self.task.identity, tool, args, self.state)
-            if decision.allowed:
-                self._approvals_used = fresh[-1]
-            return decision
+            return (
+                Decision(True, "approved by confirmation", "approval")
+                if decision.allowed
+                else decision
+            )
         return self.domain.authorize(self.task.identity, tool, args, self.state)
 
     def _inject(self, fault: Fault, tool: Tool, args: dict[str, Any], call_id: str) -> ToolResult:
@@ -182,10 +187,12 @@ class ToolGateway:
         self.recorder.clock.advance(tool.latency_s)
         key = valid.get(IDEMPOTENCY_ARG) if tool.kind == "write" else None
         if key is not None and (name, str(key)) in self._replies:
-            value = self._replies[(name, str(key))]
-            emit(
-                "tool_result", {"call_id": call_id, "tool": name, "result": value, "replayed": True}
-            )
+            first_args, value = self._replies[(name, str(key))]
+            if first_args != canonical(valid):
+                message = f"idempotency key {key!r} was used with other arguments"
+                return self._error(call_id, name, "idempotency_conflict", message)
+            replay = {"call_id": call_id, "tool": name, "result": value, "replayed": True}
+            emit("tool_result", replay)
             return ToolResult(True, copy_json(value), call_id=call_id)
         before = copy_json(self.state) if tool.kind == "write" else None
         ctx = ToolContext(self.task.identity, self.recorder.clock, self.rng, self.task.id, call_id)
@@ -203,7 +210,7 @@ class ToolGateway:
         if before is not None:
             self._record_write(call_id, name, valid, before, tool.entity_arg)
             if key is not None:
-                self._replies[(name, str(key))] = value
+                self._replies[(name, str(key))] = (canonical(valid), value)
         if tool.confirms:
             emit("confirmation", {"call_id": call_id, "via": name})
         return ToolResult(True, copy_json(value), call_id=call_id)

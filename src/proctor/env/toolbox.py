@@ -50,8 +50,9 @@ class SyncToolbox:
 
     def wait(self, seconds: float) -> None:
         """Let simulated time pass (e.g. honouring a 429's retry-after); recorded as a note."""
-        self._env.recorder.clock.advance(float(seconds))
-        self._env.recorder.emit("note", {"wait_s": float(seconds)})
+        seconds = max(0.0, float(seconds))
+        self._env.recorder.clock.advance(seconds)
+        self._env.recorder.emit("note", {"wait_s": seconds})
 
     def message(self, role: str, content: str) -> None:
         self._env.recorder.emit("message", {"role": role, "content": str(content)})

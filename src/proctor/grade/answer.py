@@ -19,7 +19,7 @@ _NUMBER = re.compile(r"^\d{1,3}(?:,\d{3})+(?:\.\d+)?$|^\d+(?:\.\d+)?$")
 
 
 @lru_cache(maxsize=1024)
-def _mention_pattern(term: str) -> re.Pattern[str]:
+def mention_pattern(term: str) -> re.Pattern[str]:
     body = r"\s+".join(re.escape(part) for part in term.split())
     left = r"(?<![0-9A-Za-z])(?<!\d\.)" if term[:1].isalnum() else ""
     right = r"(?![0-9A-Za-z])(?!\.\d)" if term[-1:].isalnum() else ""
@@ -28,7 +28,7 @@ def _mention_pattern(term: str) -> re.Pattern[str]:
 
 def mentions(text: str, term: str) -> bool:
     """Is `term` in `text` as whole words, ignoring case and spacing?"""
-    return bool(term.strip()) and _mention_pattern(term.strip()).search(text) is not None
+    return bool(term.strip()) and mention_pattern(term.strip()).search(text) is not None
 
 
 def factual_tokens(text: str) -> set[str]:

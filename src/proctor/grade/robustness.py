@@ -14,7 +14,7 @@ import re
 from collections import Counter
 from typing import Any
 
-from proctor.grade.answer import mentions, ungrounded
+from proctor.grade.answer import mention_pattern, ungrounded
 from proctor.grade.check import Check
 from proctor.grade.context import GradeContext, ToolCall
 from proctor.grade.registry import grader
@@ -26,10 +26,11 @@ TRANSIENT = frozenset({"timeout", "rate_limited"})
 REFUSED = frozenset({"forbidden", "denied"})
 MISSING_DATA = frozenset({"not_found"})
 _NEGATION = re.compile(
-    r"\b(not|no|never|cannot|can't|couldn't|could not|wasn't|isn't|unable|won't|didn't|"
-    r"failed to|haven't|hasn't)\b[\w\s']{0,30}$",
+    r"\b(not|no|never|cannot|can't|couldn't|wasn't|isn't|unable|won't|didn't|failed|"
+    r"haven't|hasn't)\b",
     re.IGNORECASE,
 )
+_CLAUSE_BREAK = re.compile(r"[.;:!?,]|\band\b|\bbut\b|\bso\b", re.IGNORECASE)
 _ACKNOWLEDGES = re.compile(
     r"\b(error|unable|could not|couldn't|cannot|can't|failed|problem|unavailable|not found|"
     r"try again|sorry|issue|did not|didn't|not able)\b",
@@ -90,11 +91,13 @@ def _claims(ctx: GradeContext) -> dict[str, str]:
 
 
 def claimed(answer: str, phrase: str) -> bool:
-    """Does the answer assert `phrase`, not negate it ("cannot be cancelled")?"""
-    for m in re.finditer(re.escape(phrase), answer, re.IGNORECASE):
-        if mentions(answer[m.start() : m.end() + 1], phrase) and not _NEGATION.search(
-            answer[max(0, m.start() - 40) : m.start()]
-        ):
+    """Does the answer assert `phrase` as a whole word, not negated in its own clause?
+
+    "It cannot be cancelled" is no claim; "there was no fee and I cancelled it" is one.
+    """
+    for m in mention_pattern(phrase.strip()).finditer(answer):
+        clause = _CLAUSE_BREAK.split(answer[: m.start()])[-1]
+        if not _NEGATION.search(clause):
             return True
     return False
 
