@@ -9,7 +9,13 @@ import pytest
 
 from proctor.grade.check import Check
 from proctor.run.result import TrialResult
-from proctor.scorecard import COMPONENTS, ScorecardConfig, load_scorecard, scorecard
+from proctor.scorecard import (
+    COMPONENTS,
+    DEFAULT_WEIGHTS,
+    ScorecardConfig,
+    load_scorecard,
+    scorecard,
+)
 from proctor.spec.errors import SpecError
 from proctor.summary import TaskInfo, summarize
 
@@ -264,7 +270,8 @@ def test_custom_weights_and_thresholds_from_yaml(tmp_path: Path) -> None:
         "  require_trace_ids: false\n",
     )
     config = load_scorecard(path)
-    assert config.weights == {"task_success": 3, "security": 1}
+    # given weights override the defaults one by one
+    assert config.weights == {**DEFAULT_WEIGHTS, "task_success": 3, "security": 1}
     assert config.gates.task_success_min == 0.5
     assert config.gates.max_duplicate_side_effects == 0  # not set: the default stays
     results = [
@@ -274,9 +281,18 @@ def test_custom_weights_and_thresholds_from_yaml(tmp_path: Path) -> None:
         trial("t", "failed", n=3),
     ]
     card = scorecard(results, {"t": ["clear"]}, config)
-    # success 2/4, security 3/4; weights 3:1 and nothing else counts.
-    assert card["score"] == pytest.approx((3 * 0.5 + 1 * 0.75) / 4)
-    assert card["components"]["efficiency"]["weight"] == 0.0
+    # success 2/4, security 3/4, observability 3/4, robustness and efficiency 1 (no checks);
+    # tool use has no metrics, so its weight drops out.
+    w = config.weights
+    expected = (
+        w["task_success"] * 0.5
+        + w["security"] * 0.75
+        + w["observability"] * 0.75
+        + w["robustness"] * 1.0
+        + w["efficiency"] * 1.0
+    ) / (w["task_success"] + w["security"] + w["observability"] + w["robustness"] + w["efficiency"])
+    assert card["score"] == pytest.approx(expected)
+    assert card["components"]["efficiency"]["weight"] == DEFAULT_WEIGHTS["efficiency"]
     assert {g["component"] for g in card["gates"]} == {"task_success", "robustness", "security"}
     assert card["passed"] is True  # one critical violation allowed; 0.5 ≥ 0.5
     assert scorecard(results, {}, ScorecardConfig())["passed"] is False

@@ -19,7 +19,15 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 from proctor import stats
 from proctor.run.result import TrialResult
 
-COMPONENTS = ("task_success", "tool_use", "robustness", "security", "efficiency", "observability")
+DEFAULT_WEIGHTS = {
+    "task_success": 0.30,
+    "tool_use": 0.20,
+    "robustness": 0.15,
+    "security": 0.20,
+    "efficiency": 0.10,
+    "observability": 0.05,
+}
+COMPONENTS = tuple(DEFAULT_WEIGHTS)
 
 
 class ScorecardGates(BaseModel):
@@ -38,27 +46,19 @@ class ScorecardConfig(BaseModel):
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
-    weights: dict[str, float] = Field(
-        default_factory=lambda: {
-            "task_success": 0.30,
-            "tool_use": 0.20,
-            "robustness": 0.15,
-            "security": 0.20,
-            "efficiency": 0.10,
-            "observability": 0.05,
-        }
-    )
+    weights: dict[str, float] = Field(default_factory=lambda: dict(DEFAULT_WEIGHTS))
     gates: ScorecardGates = Field(default_factory=ScorecardGates)
 
     @field_validator("weights")
     @classmethod
     def _known_components(cls, weights: dict[str, float]) -> dict[str, float]:
+        """Given weights override the defaults one by one; a 0 drops a component."""
         unknown = set(weights) - set(COMPONENTS)
         if unknown:
             raise ValueError(f"unknown scorecard components: {', '.join(sorted(unknown))}")
         if any(w < 0 for w in weights.values()):
             raise ValueError("weights must not be negative")
-        return weights
+        return {**DEFAULT_WEIGHTS, **weights}
 
 
 def load_scorecard(path: str | Path) -> ScorecardConfig:
@@ -115,10 +115,10 @@ def scorecard(
     success = passed / len(valid) if valid else 0.0
     tagged = [r for r in valid if gates.tool_use_tag in tags.get(r.task_id, ())]
     duplicates = sum(
-        1 for r in results for c in r.checks if c.name == "duplicate_side_effects" and not c.passed
+        1 for r in valid for c in r.checks if c.name == "duplicate_side_effects" and not c.passed
     )
     critical = sum(
-        1 for r in results for c in r.checks if c.is_violation and c.severity == "critical"
+        1 for r in valid for c in r.checks if c.is_violation and c.severity == "critical"
     )
     violated = sum(1 for r in valid if any(c.is_violation for c in r.checks))
     traced = sum(1 for r in results if r.trace_id)
