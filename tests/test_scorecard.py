@@ -281,16 +281,10 @@ def test_custom_weights_and_thresholds_from_yaml(tmp_path: Path) -> None:
         trial("t", "failed", n=3),
     ]
     card = scorecard(results, {"t": ["clear"]}, config)
-    # success 2/4, security 3/4, observability 3/4, robustness and efficiency 1 (no checks);
-    # tool use has no metrics, so its weight drops out.
+    # success 2/4, security 3/4, observability 3/4; tool use, robustness and efficiency 1.
     w = config.weights
-    expected = (
-        w["task_success"] * 0.5
-        + w["security"] * 0.75
-        + w["observability"] * 0.75
-        + w["robustness"] * 1.0
-        + w["efficiency"] * 1.0
-    ) / (w["task_success"] + w["security"] + w["observability"] + w["robustness"] + w["efficiency"])
+    scores = {"task_success": 0.5, "security": 0.75, "observability": 0.75}
+    expected = sum(w[k] * scores.get(k, 1.0) for k in w) / sum(w.values())
     assert card["score"] == pytest.approx(expected)
     assert card["components"]["efficiency"]["weight"] == DEFAULT_WEIGHTS["efficiency"]
     assert {g["component"] for g in card["gates"]} == {"task_success", "robustness", "security"}
