@@ -58,9 +58,18 @@ def main() -> None:
 
 @main.command()
 @click.argument("paths", nargs=-1, required=True, type=click.Path())
-def validate(paths: tuple[str, ...]) -> None:
+@click.option("--strict", is_flag=True, help="Duplicate and near-duplicate tasks are errors.")
+def validate(paths: tuple[str, ...], strict: bool) -> None:
     """Check every task file under PATHS; one line per problem with file:line."""
+    from proctor.spec import SpecError
+    from proctor.spec.duplicates import duplicate_tasks
+
     suite = _load_suite(paths)
+    duplicates = SpecError(duplicate_tasks(suite)).lines()
+    if strict and duplicates:
+        _fail(duplicates)
+    for line in duplicates:
+        click.echo(f"warning: {line} (an error with --strict)", err=True)
     domains = ", ".join(sorted(suite.domains))
     click.echo(
         f"ok: {len(suite.tasks)} tasks valid (domains: {domains}; suite digest {suite.digest})"
@@ -112,6 +121,12 @@ def schema() -> None:
     type=click.Path(),
     help="YAML/JSON scorecard weights and gates (default: the built-in ones).",
 )
+@click.option(
+    "--gate", "gate_path", default=None, type=click.Path(), help="Gate the run with these rules."
+)
+@click.option(
+    "--junit", "junit_path", default=None, type=click.Path(), help="Write JUnit XML here."
+)
 @click.option("--quiet", "-q", is_flag=True, help="No progress bar or tables.")
 def run(
     paths: tuple[str, ...],
@@ -129,12 +144,15 @@ def run(
     max_error_rate: float,
     faults_path: str | None,
     scorecard_path: str | None,
+    gate_path: str | None,
+    junit_path: str | None,
     quiet: bool,
 ) -> None:
     """Run the tasks under PATHS with an agent, k trials each, and print the summary."""
     from rich.console import Console
 
     from proctor.agents import AgentNotFound, load_agent
+    from proctor.gate import load_rules
     from proctor.report.terminal import print_summary
     from proctor.run import Runner
     from proctor.spec import SpecError
@@ -149,6 +167,7 @@ def run(
 
     try:
         faults = load_faults(faults_path) if faults_path else []
+        rules = load_rules(gate_path) if gate_path else None
         card = load_scorecard(scorecard_path) if scorecard_path else None
     except SpecError as exc:
         _fail(exc.lines())
@@ -192,6 +211,17 @@ def run(
         + (f"; summary in {json_path}" if json_path else "")
     )
     store.close()
+    if junit_path:
+        from proctor.report.junit import write_junit
+
+        task_ids = [t.id for t in selected.tasks]
+        write_junit(junit_path, report.run_id, selected.name, task_ids, report.results)
+    if rules is not None:
+        from proctor.store.export import RunData
+
+        data = RunData(report.run_id, report.manifest, summary, report.results, summary["status"])
+        if not _gate_verdict(data, rules, None, as_json=False):
+            sys.exit(EXIT_INVALID)
     if summary["status"] == "invalid":
         sys.exit(EXIT_INVALID)
 
@@ -243,7 +273,10 @@ def runs(store_path: str, limit: int) -> None:
             r["run_id"],
             time.strftime("%Y-%m-%d %H:%M", time.localtime(r["created_at"])),
             Text(f"{m['agent']['name']} {m['agent']['version']}".strip()),
-            Text(f"{m['suite']['name']} @{m['suite']['digest'][:8]}"),
+            Text(
+                f"{m['suite']['name']} @{m['suite']['digest'][:8]}"
+                + (" (holdout)" if m.get("holdout") else "")
+            ),
             str(s.get("trials", "—")),
             "—" if rate is None else f"{100 * rate:.1f}%",
             str((s.get("safety_violations") or {}).get("total", "—")),
@@ -277,6 +310,172 @@ def show(run_id: str, store_path: str, as_json: bool) -> None:
         click.echo(json.dumps({**summary, "manifest": run_row["manifest"]}, indent=2, default=str))
         return
     print_summary(summary, Console())
+
+
+# -- release decisions: compare, gate, power, export ------------------------------------
+
+
+def _maybe_store(path: str) -> Any:
+    """The store if there is one: a run reference may also be an exported file."""
+    return _open_store(path) if Path(path).exists() else None
+
+
+def _run_data(ref: str, store: Any) -> Any:
+    from proctor.store.export import RunInputError, load_run
+
+    try:
+        return load_run(ref, store)
+    except RunInputError as exc:
+        _fail(str(exc))
+
+
+def _gate_verdict(run: Any, rules: list[Any], baseline: Any, *, as_json: bool) -> bool:
+    """Evaluate, print (table or JSON) and return whether the gate passed."""
+    from rich.console import Console
+
+    from proctor.compare import CompareError
+    from proctor.gate import Gate
+    from proctor.report.decision import print_gate
+
+    try:
+        result = Gate(run, baseline).evaluate(rules)
+    except CompareError as exc:
+        _fail(str(exc))
+    if as_json:
+        click.echo(json.dumps(result, indent=2, default=str))
+    else:
+        print_gate(result, Console())
+    return bool(result["passed"])
+
+
+@main.command()
+@click.argument("baseline")
+@click.argument("candidate")
+@click.option("--store", "store_path", default=str(DEFAULT_PATH), show_default=True)
+@click.option("--margin", default=0.02, show_default=True, type=click.FloatRange(min=0))
+@click.option("--resamples", default=2000, show_default=True, type=click.IntRange(min=1))
+@click.option("--seed", default=0, show_default=True, type=int, help="Bootstrap seed.")
+@click.option("--json", "as_json", is_flag=True, help="Print the comparison as JSON.")
+def compare(
+    baseline: str,
+    candidate: str,
+    store_path: str,
+    margin: float,
+    resamples: int,
+    seed: int,
+    as_json: bool,
+) -> None:
+    """Compare two runs task by task (run ids, prefixes, `latest`, or exported files)."""
+    from rich.console import Console
+
+    from proctor.compare import CompareError, holdout_looks
+    from proctor.compare import compare as compare_runs
+    from proctor.report.decision import print_comparison
+
+    store = _maybe_store(store_path)
+    base, cand = _run_data(baseline, store), _run_data(candidate, store)
+    looks = holdout_looks(store.runs(limit=-1), cand) if store is not None else 0
+    try:
+        report = compare_runs(
+            base, cand, margin=margin, resamples=resamples, seed=seed, looks=looks
+        )
+    except CompareError as exc:
+        _fail(str(exc))
+    if as_json:
+        click.echo(json.dumps(report, indent=2, default=str))
+    else:
+        print_comparison(report, Console())
+
+
+@main.command()
+@click.argument("run_ref", required=False)
+@click.option("--rules", "rules_path", type=click.Path(), help="The gates file (YAML/JSON).")
+@click.option("--baseline", default=None, help="Run or exported file for relative rules.")
+@click.option("--store", "store_path", default=str(DEFAULT_PATH), show_default=True)
+@click.option("--json", "as_json", is_flag=True, help="Print the verdict as JSON.")
+@click.option("--list-metrics", is_flag=True, help="List every metric a rule can use.")
+def gate(
+    run_ref: str | None,
+    rules_path: str | None,
+    baseline: str | None,
+    store_path: str,
+    as_json: bool,
+    list_metrics: bool,
+) -> None:
+    """Gate RUN with the rules file: exit 0 all pass, 1 a rule fails, 2 bad input."""
+    from proctor.gate import list_metrics as metric_list
+    from proctor.gate import load_rules
+    from proctor.spec import SpecError
+
+    if list_metrics:
+        for name, meaning in metric_list():
+            click.echo(f"{name:34} {meaning}")
+        return
+    if run_ref is None or rules_path is None:
+        _fail("usage: proctor gate RUN --rules FILE [--baseline RUN] (or --list-metrics)")
+    try:
+        rules = load_rules(rules_path)
+    except SpecError as exc:
+        _fail(exc.lines())
+    store = _maybe_store(store_path)
+    run_data = _run_data(run_ref, store)
+    base = _run_data(baseline, store) if baseline else None
+    if not _gate_verdict(run_data, rules, base, as_json=as_json):
+        sys.exit(EXIT_INVALID)
+
+
+@main.command()
+@click.option("--baseline", "rate", required=True, type=click.FloatRange(0, 1), help="Rate now.")
+@click.option("--effect", required=True, type=float, help="Change to detect (-0.05: a drop).")
+@click.option("--trials", default=1, show_default=True, type=click.IntRange(min=1))
+@click.option("--icc", default=0.0, show_default=True, type=click.FloatRange(0, 1))
+@click.option(
+    "--alpha",
+    default=0.05,
+    show_default=True,
+    type=click.FloatRange(0, 1, min_open=True, max_open=True),
+)
+@click.option(
+    "--power",
+    "power_",
+    default=0.8,
+    show_default=True,
+    type=click.FloatRange(0, 1, min_open=True, max_open=True),
+)
+def power(rate: float, effect: float, trials: int, icc: float, alpha: float, power_: float) -> None:
+    """How many tasks two runs need to tell RATE from RATE + EFFECT apart."""
+    from proctor import stats
+
+    try:
+        tasks = stats.tasks_needed(rate, effect, trials, icc=icc, alpha=alpha, power=power_)
+    except ValueError as exc:
+        _fail(str(exc))
+    de = stats.design_effect(trials, icc)
+    click.echo(
+        f"{tasks} tasks per run detect {rate:.1%} -> {rate + effect:.1%} with {trials} "
+        f"trials per task at {power_:.0%} power, two-sided alpha {alpha:g} "
+        f"(ICC {icc:g}, design effect {de:.2f})"
+    )
+    if icc == 0 and trials > 1:
+        click.echo(
+            "note: ICC 0 treats a task's trials as independent; tasks differ in difficulty, "
+            "so pass --icc (a run's summary has its estimate: `proctor show RUN --json`)"
+        )
+
+
+@main.command()
+@click.argument("run_ref")
+@click.option("--out", "out_path", required=True, type=click.Path(), help="JSON lines file.")
+@click.option("--store", "store_path", default=str(DEFAULT_PATH), show_default=True)
+def export(run_ref: str, out_path: str, store_path: str) -> None:
+    """Write a stored run (manifest, summary, trial results) to a file for compare/gate."""
+    from proctor.store.export import export_run
+
+    if not Path(store_path).exists():
+        _fail(f"{store_path}: no store yet (run `proctor run` first)")
+    run_data = _run_data(run_ref, _open_store(store_path))
+    count = export_run(run_data, out_path)
+    click.echo(f"run {run_data.run_id}: {count} trials written to {out_path}")
 
 
 if __name__ == "__main__":

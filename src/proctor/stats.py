@@ -23,6 +23,7 @@ __all__ = [
     "bootstrap_mean_interval",
     "clustered_se",
     "design_effect",
+    "holm",
     "icc_anova",
     "mcnemar_exact",
     "mean",
@@ -295,11 +296,20 @@ def _regularized_beta(x: float, a: float, b: float) -> float:
     return 1.0 - math.exp(log_front) * _beta_continued_fraction(b, a, 1.0 - x) / b
 
 
+def _t_upper_tail(t: float, df: float) -> float:
+    """P(T > t) for t >= 0, through whichever beta argument is small (and so exact)."""
+    t2 = t * t
+    y = t2 / (df + t2)
+    if y < 0.5:
+        return 0.5 * (1.0 - _regularized_beta(y, 0.5, df / 2.0))
+    return 0.5 * _regularized_beta(df / (df + t2), df / 2.0, 0.5)
+
+
 def t_quantile(p: float, df: float) -> float:
     """Inverse Student t CDF: paired intervals over ~20 tasks need t, not z, to hold 95%.
 
-    Solves I_x(df/2, 1/2) = 2·min(p, 1 − p) for x = df/(df + t²) by bisection (the left side
-    rises with x), then t = sqrt(df·(1 − x)/x), signed by the side of 0.5.
+    Bisection on t against the upper tail (which falls as t grows), for the tail
+    min(p, 1 − p), mirrored to the side of 0.5.
     """
     if not 0.0 < p < 1.0:
         raise ValueError(f"p must be strictly between 0 and 1 (p={p})")
@@ -307,18 +317,19 @@ def t_quantile(p: float, df: float) -> float:
         raise ValueError(f"df must be positive (df={df})")
     if p == 0.5:
         return 0.0
-    target = 2.0 * min(p, 1.0 - p)
+    tail = min(p, 1.0 - p)
     lo, hi = 0.0, 1.0
+    while _t_upper_tail(hi, df) > tail:
+        lo, hi = hi, 2.0 * hi
     for _ in range(200):
         mid = 0.5 * (lo + hi)
         if mid in (lo, hi):
             break
-        if _regularized_beta(mid, df / 2.0, 0.5) < target:
+        if _t_upper_tail(mid, df) > tail:
             lo = mid
         else:
             hi = mid
-    x = 0.5 * (lo + hi)
-    t = math.sqrt(df * (1.0 - x) / x)
+    t = 0.5 * (lo + hi)
     return t if p > 0.5 else -t
 
 
@@ -386,6 +397,23 @@ def mcnemar_exact(b: int, c: int) -> float:
         return 1.0
     tail = sum(math.comb(n, i) for i in range(min(b, c) + 1))
     return min(1.0, 2 * tail / 2**n)
+
+
+def holm(p_values: Sequence[float]) -> list[float]:
+    """Holm's step-down adjustment, in the input order.
+
+    Comparing many slices, some look significant by chance alone; Holm keeps the chance of
+    any false alarm at the level without assuming the tests are independent. The i-th
+    smallest of m p-values becomes max over j <= i of min(1, (m − j + 1)·p_(j)).
+    """
+    m = len(p_values)
+    order = sorted(range(m), key=lambda i: p_values[i])
+    adjusted = [0.0] * m
+    running = 0.0
+    for rank, i in enumerate(order):
+        running = max(running, min(1.0, (m - rank) * p_values[i]))
+        adjusted[i] = running
+    return adjusted
 
 
 # --- power of a task-clustered design --------------------------------------------------

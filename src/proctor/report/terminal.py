@@ -37,6 +37,12 @@ def headline(summary: dict[str, Any]) -> Table:
             f"{_pct(summary['success_rate'])}  (95% CI {_pct(low)}–{_pct(high)}, "
             f"{summary['passed_trials']}/{summary['valid_trials']} valid trials)",
         ),
+        (
+            "minimal detectable drop",
+            "—"
+            if summary.get("mde") is None
+            else f"{_pct(summary['mde'])} in success (80% power; ICC {_num(summary['icc'])})",
+        ),
         ("pass@1", _pct(summary["pass_at_k"].get("1"))),
         (f"pass@{k}", _pct(summary["pass_at_k"].get(str(k)))),
         (f"pass^{k}", _pct(summary["pass_hat_k"].get(str(k)))),

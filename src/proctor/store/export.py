@@ -15,11 +15,21 @@ from typing import Any
 
 from proctor.agents.base import Usage
 from proctor.grade.check import Check
+from proctor.jsonutil import MISSING, get_path
 from proctor.run.result import TrialResult
 from proctor.store.sqlite import RunNotFound, Store
 from proctor.summary import TaskInfo
 
 FORMAT = "proctor-run/1"
+#: What compare and gates read from a run header, as dotted paths.
+_HEADER = (
+    "run_id",
+    "summary",
+    "manifest.trials",
+    "manifest.agent.name",
+    "manifest.suite.digest",
+    "manifest.suite.task_digests",
+)
 
 
 class RunInputError(ValueError):
@@ -78,24 +88,33 @@ def _trial(data: dict[str, Any]) -> TrialResult:
     )
 
 
+def _json(text: str) -> Any:
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError:
+        return None
+
+
 def read_export(path: str | Path) -> RunData:
     """Read a file written by `export_run`; anything else is a RunInputError."""
     path = Path(path)
     try:
-        lines = path.read_text(encoding="utf-8").splitlines()
+        text = path.read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError) as exc:
         raise RunInputError(f"{path}: cannot read: {exc}") from None
-    try:
-        head = json.loads(lines[0]) if lines else None
-    except json.JSONDecodeError:
-        head = None
-    if isinstance(head, dict) and head.get("format") != FORMAT and "per_task" in head:
-        raise RunInputError(
-            f"{path}: a run summary (proctor run --json) has no per-trial results; "
-            "write the run with `proctor export RUN --out FILE` and use that file"
-        )
+    lines = text.splitlines()
+    head = _json(lines[0]) if lines else None
     if not isinstance(head, dict) or head.get("format") != FORMAT:
+        whole = _json(text)
+        if isinstance(whole, dict) and "per_task" in whole:
+            raise RunInputError(
+                f"{path}: a run summary (proctor run --json) has no per-trial results; "
+                "write the run with `proctor export RUN --out FILE` and use that file"
+            )
         raise RunInputError(f"{path}: not a proctor run export ({FORMAT} JSON lines)")
+    missing = [key for key in _HEADER if get_path(head, key) is MISSING]
+    if missing:
+        raise RunInputError(f"{path}:1: the run header lacks {', '.join(missing)}")
     results = []
     for number, line in enumerate(lines[1:], start=2):
         try:

@@ -1,0 +1,316 @@
+"""Baseline vs candidate, paired by task, so that noise is not read as a change.
+
+Both runs are reduced to one value per task (its valid trials averaged), and every figure
+is a mean over the tasks both runs share of the per-task differences: the interval is a
+paired t interval (its SE is clustered by task by construction) with a seeded paired
+bootstrap over tasks beside it. Per-task verdicts use a majority rule: a task passes a run
+when more than half of its valid trials pass (with one trial, the trial's verdict). They
+give the four groups (both pass, both fail, improved, regressed) and McNemar's exact test;
+across slices its p-values are also given Holm-adjusted, since among thirty slices one or
+two look significant by chance alone.
+"""
+
+from __future__ import annotations
+
+import re
+from collections import defaultdict
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from proctor import stats
+from proctor.run.result import TrialResult
+from proctor.store.export import RunData
+from proctor.summary import TaskInfo
+
+DEFAULT_MARGIN = 0.02
+DEFAULT_RESAMPLES = 2000
+#: Earlier runs on the same holdout after which a candidate may be tuned to it.
+HOLDOUT_LOOKS_WARN = 3
+VERDICT_RULE = "a task passes a run when more than half of its valid trials pass"
+SUCCESS = "task_success_rate"
+
+
+class CompareError(ValueError):
+    """Two runs that cannot be compared; `str()` is one line for the user."""
+
+
+@dataclass(frozen=True)
+class PairedMetric:
+    """A per-task figure computed from one run's valid trials of that task."""
+
+    name: str
+    higher_is_better: bool
+    per_task: Callable[[Sequence[TrialResult]], float | None]
+
+
+def _mean_of(get: Callable[[TrialResult], float | None]) -> Callable[..., float | None]:
+    def per_task(trials: Sequence[TrialResult]) -> float | None:
+        return stats.mean(v for v in map(get, trials) if v is not None)
+
+    return per_task
+
+
+def _pass_hat(k: int) -> Callable[[Sequence[TrialResult]], float | None]:
+    def per_task(trials: Sequence[TrialResult]) -> float | None:
+        n = len(trials)
+        return stats.pass_hat_k(n, sum(t.passed for t in trials), k) if n >= k else None
+
+    return per_task
+
+
+_FIXED = {
+    m.name: m
+    for m in (
+        PairedMetric(SUCCESS, True, _mean_of(lambda r: float(r.passed))),
+        *(
+            PairedMetric(name, True, _mean_of(lambda r, name=name: r.metrics.get(name)))
+            for name in ("tool_precision", "tool_recall", "arg_accuracy")
+        ),
+        PairedMetric("mean_cost_usd", False, _mean_of(lambda r: r.usage.cost_usd)),
+        PairedMetric("mean_latency_s", False, _mean_of(lambda r: r.latency_s)),
+        PairedMetric("mean_tokens", False, _mean_of(lambda r: float(r.usage.total_tokens))),
+    )
+}
+_PASS_HAT = re.compile(r"pass_hat_k\[(\d+)\]")
+
+
+def paired_metric(name: str) -> PairedMetric | None:
+    """The metric called `name` (`pass_hat_k[K]` for any K >= 1), or None."""
+    if name in _FIXED:
+        return _FIXED[name]
+    match = _PASS_HAT.fullmatch(name)
+    if match and int(match.group(1)) >= 1:
+        return PairedMetric(name, True, _pass_hat(int(match.group(1))))
+    return None
+
+
+def paired_metric_names() -> list[str]:
+    return [*_FIXED, "pass_hat_k[K]"]
+
+
+def _by_task(results: Iterable[TrialResult]) -> dict[str, list[TrialResult]]:
+    out: dict[str, list[TrialResult]] = defaultdict(list)
+    for r in results:
+        if r.valid:
+            out[r.task_id].append(r)
+    return out
+
+
+def _ids(ids: Sequence[str], limit: int = 8) -> str:
+    more = f" and {len(ids) - limit} more" if len(ids) > limit else ""
+    return ", ".join(ids[:limit]) + more
+
+
+class Pairing:
+    """The tasks two runs share (same id, same content), with both runs' valid trials."""
+
+    def __init__(self, base: RunData, cand: RunData) -> None:
+        self.warnings: list[str] = []
+        b_digests = base.manifest["suite"]["task_digests"]
+        c_digests = cand.manifest["suite"]["task_digests"]
+        self.base_trials, self.cand_trials = _by_task(base.results), _by_task(cand.results)
+        if base.manifest["suite"]["digest"] != cand.manifest["suite"]["digest"]:
+            self.warnings.append(
+                f"suite versions differ (baseline @{base.manifest['suite']['digest'][:8]}, "
+                f"candidate @{cand.manifest['suite']['digest'][:8]})"
+            )
+        shared = set(b_digests) & set(c_digests)
+        changed = {t for t in shared if b_digests[t] != c_digests[t]}
+        self.excluded = {
+            "only_in_baseline": sorted(set(b_digests) - shared),
+            "only_in_candidate": sorted(set(c_digests) - shared),
+            "content_changed": sorted(changed),
+            "no_valid_trials": sorted(
+                t
+                for t in shared - changed
+                if not self.base_trials.get(t) or not self.cand_trials.get(t)
+            ),
+        }
+        for why, ids in self.excluded.items():
+            if ids:
+                self.warnings.append(f"{len(ids)} tasks left out ({why}): {_ids(ids)}")
+        left_out = {t for ids in self.excluded.values() for t in ids}
+        self.tasks = sorted(shared - left_out)
+        if not self.tasks:
+            raise CompareError(f"runs {base.run_id} and {cand.run_id} share no comparable task")
+        if any(self.excluded.values()):
+            self.warnings.append(f"comparing the {len(self.tasks)} tasks both runs share")
+        self.unequal = {
+            t: [len(self.base_trials[t]), len(self.cand_trials[t])]
+            for t in self.tasks
+            if len(self.base_trials[t]) != len(self.cand_trials[t])
+        }
+        if self.unequal:
+            shown = [f"{t} {b}/{c}" for t, (b, c) in self.unequal.items()]
+            self.warnings.append(
+                f"valid trial counts differ on {len(self.unequal)} tasks (baseline/candidate: "
+                f"{_ids(shown)}); each task is averaged first, so every task weighs the same"
+            )
+        self.k = min(min(len(self.base_trials[t]), len(self.cand_trials[t])) for t in self.tasks)
+        self.infos = {**base.task_infos(), **cand.task_infos()}
+
+    def select(self, where: Callable[[TaskInfo], bool]) -> list[str]:
+        return [t for t in self.tasks if t in self.infos and where(self.infos[t])]
+
+    def figure(
+        self,
+        metric: PairedMetric,
+        tasks: Sequence[str],
+        *,
+        margin: float | None = None,
+        resamples: int = DEFAULT_RESAMPLES,
+        seed: int = 0,
+    ) -> dict[str, Any]:
+        """Baseline, candidate, paired difference with both intervals; non-inferiority."""
+        pairs = []
+        for t in tasks:
+            b, c = metric.per_task(self.base_trials[t]), metric.per_task(self.cand_trials[t])
+            if b is not None and c is not None:
+                pairs.append((b, c))
+        diffs = [c - b for b, c in pairs]
+        paired = stats.paired_difference(diffs)
+        boot = stats.bootstrap_mean_interval(diffs, resamples=resamples, seed=seed)
+        low, high = (paired.low, paired.high) if paired else (None, None)
+        out: dict[str, Any] = {
+            "metric": metric.name,
+            "higher_is_better": metric.higher_is_better,
+            "tasks": len(pairs),
+            "baseline": stats.mean(b for b, _ in pairs),
+            "candidate": stats.mean(c for _, c in pairs),
+            "difference": paired.mean if paired else None,
+            "se": paired.se if paired else None,
+            "ci": [low, high],
+            "bootstrap_ci": list(boot) if boot else [None, None],
+            "significant": low is not None and high is not None and (low > 0 or high < 0),
+        }
+        if margin is not None:
+            # One-sided 97.5%: the far end of the two-sided 95% interval must stay in margin.
+            if metric.higher_is_better:
+                ok = low is not None and low > -margin
+            else:
+                ok = high is not None and high < margin
+            out["non_inferior"] = {"margin": margin, "passed": ok}
+        return out
+
+    def verdicts(self, tasks: Sequence[str]) -> dict[str, Any]:
+        """The four groups by majority verdict, with McNemar's exact test on them."""
+        groups: dict[str, list[dict[str, Any]]] = {
+            "both_pass": [],
+            "both_fail": [],
+            "improved": [],
+            "regressed": [],
+        }
+        for t in tasks:
+            b, c = self.base_trials[t], self.cand_trials[t]
+            b_ok, c_ok = (
+                2 * sum(r.passed for r in b) > len(b),
+                2 * sum(r.passed for r in c) > len(c),
+            )
+            group = {
+                (True, True): "both_pass",
+                (False, False): "both_fail",
+                (False, True): "improved",
+                (True, False): "regressed",
+            }[(b_ok, c_ok)]
+            groups[group].append(
+                {
+                    "id": t,
+                    "baseline": f"{sum(r.passed for r in b)}/{len(b)}",
+                    "candidate": f"{sum(r.passed for r in c)}/{len(c)}",
+                }
+            )
+        regressed, improved = len(groups["regressed"]), len(groups["improved"])
+        return {
+            "groups": groups,
+            "mcnemar": {
+                "regressed": regressed,
+                "improved": improved,
+                "p_value": stats.mcnemar_exact(regressed, improved),
+            },
+        }
+
+
+def holdout_looks(history: Iterable[dict[str, Any]], cand: RunData) -> int:
+    """How many stored runs before the candidate evaluated the same holdout tasks."""
+    digest = cand.manifest["suite"].get("holdout_digest")
+    if not digest:
+        return 0
+    return sum(
+        1
+        for row in history
+        if row["run_id"] != cand.run_id
+        and row["created_at"] < cand.created_at
+        and row["manifest"]["suite"].get("holdout_digest") == digest
+    )
+
+
+def _run_brief(run: RunData) -> dict[str, Any]:
+    m = run.manifest
+    return {
+        "run_id": run.run_id,
+        "agent": f"{m['agent']['name']} {m['agent']['version']}".strip(),
+        "suite_digest": m["suite"]["digest"],
+        "trials_per_task": m["trials"],
+        "holdout": bool(m.get("holdout")),
+    }
+
+
+def compare(
+    base: RunData,
+    cand: RunData,
+    *,
+    margin: float = DEFAULT_MARGIN,
+    resamples: int = DEFAULT_RESAMPLES,
+    seed: int = 0,
+    looks: int = 0,
+) -> dict[str, Any]:
+    """The full comparison as a JSON-ready dict (what `proctor compare --json` prints).
+
+    `looks` is `holdout_looks(...)`: earlier runs on the candidate's holdout tasks.
+    """
+    pairing = Pairing(base, cand)
+    warnings = list(pairing.warnings)
+    if looks >= HOLDOUT_LOOKS_WARN:
+        warnings.append(
+            f"the candidate's holdout tasks were evaluated in {looks} earlier runs: a candidate "
+            "picked by looking at them may be tuned to the holdout; confirm on fresh tasks"
+        )
+    names = [SUCCESS, *([f"pass_hat_k[{pairing.k}]"] if pairing.k > 1 else []), *list(_FIXED)[1:]]
+    options = {"resamples": resamples, "seed": seed}
+    metrics = []
+    for name in names:
+        metric = paired_metric(name)
+        assert metric is not None
+        margin_here = margin if name == SUCCESS else None
+        metrics.append(pairing.figure(metric, pairing.tasks, margin=margin_here, **options))
+    slices = []
+    for key in sorted({key for t in pairing.tasks for key in pairing.infos[t].slices()}):
+        tasks = pairing.select(lambda info, key=key: key in info.slices())
+        figure = pairing.figure(_FIXED[SUCCESS], tasks, **options)
+        verdicts = pairing.verdicts(tasks)
+        slices.append(
+            {
+                "slice": key,
+                **figure,
+                "regressed": (figure["difference"] or 0.0) < 0,
+                "mcnemar": verdicts["mcnemar"],
+                "regressed_tasks": [row["id"] for row in verdicts["groups"]["regressed"]],
+            }
+        )
+    for s, p in zip(slices, stats.holm([s["mcnemar"]["p_value"] for s in slices]), strict=True):
+        s["mcnemar"]["p_holm"] = p
+    return {
+        "baseline": _run_brief(base),
+        "candidate": _run_brief(cand),
+        "tasks": len(pairing.tasks),
+        "warnings": warnings,
+        "excluded": pairing.excluded,
+        "unequal_trials": pairing.unequal,
+        "verdict_rule": VERDICT_RULE,
+        **pairing.verdicts(pairing.tasks),
+        "metrics": metrics,
+        "non_inferiority": {"metric": SUCCESS, **metrics[0]["non_inferior"]},
+        "bootstrap": {"resamples": resamples, "seed": seed},
+        "slices": slices,
+    }

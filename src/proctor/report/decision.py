@@ -1,0 +1,186 @@
+"""Terminal tables for release decisions: `proctor compare` and `proctor gate`.
+
+Like the run summary, task ids, check names and rule texts go through `Text`, never
+markup. Figures are the ones in `--json`; this module only formats them.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from rich.console import Console
+from rich.table import Table
+from rich.text import Text
+
+from proctor.report.terminal import _pct, _plain
+
+_RATES = {"task_success_rate", "tool_precision", "tool_recall", "arg_accuracy"}
+
+
+def _fmt(metric: str, x: float | None, *, signed: bool = False) -> str:
+    if x is None:
+        return "—"
+    if metric in _RATES or metric.startswith("pass_hat_k"):
+        return f"{100 * x:+.1f} pts" if signed else _pct(x)
+    return f"{x:+.4g}" if signed else f"{x:.4g}"
+
+
+def _interval(metric: str, pair: list[float | None]) -> str:
+    low, high = pair
+    if low is None or high is None:
+        return "—"
+    return f"[{_fmt(metric, low, signed=True)}, {_fmt(metric, high, signed=True)}]"
+
+
+def metrics_table(report: dict[str, Any]) -> Table:
+    table = Table(title=f"paired over {report['tasks']} tasks", title_justify="left")
+    for col in (
+        "metric",
+        "baseline",
+        "candidate",
+        "difference",
+        "95% CI (t)",
+        "95% CI (bootstrap)",
+    ):
+        table.add_column(col)
+    for m in report["metrics"]:
+        name = m["metric"]
+        worse = m["significant"] and (m["difference"] < 0) == m["higher_is_better"]
+        better = m["significant"] and not worse
+        style = "bold red" if worse else ("green" if better else "")
+        table.add_row(
+            name,
+            _fmt(name, m["baseline"]),
+            _fmt(name, m["candidate"]),
+            Text(_fmt(name, m["difference"], signed=True), style=style),
+            _interval(name, m["ci"]),
+            _interval(name, m["bootstrap_ci"]),
+        )
+    return table
+
+
+def groups_table(report: dict[str, Any], limit: int = 12) -> Table:
+    table = Table(title=f"per task ({report['verdict_rule']})", title_justify="left")
+    for col in ("group", "tasks", "ids (baseline → candidate passes)"):
+        table.add_column(col)
+    styles = {"regressed": "bold red", "improved": "green"}
+    for group in ("regressed", "improved", "both_fail", "both_pass"):
+        rows = report["groups"][group]
+        shown = ", ".join(f"{r['id']} {r['baseline']}→{r['candidate']}" for r in rows[:limit])
+        more = f" … {len(rows) - limit} more in --json" if len(rows) > limit else ""
+        table.add_row(
+            Text(group.replace("_", " "), style=styles.get(group, "")),
+            str(len(rows)),
+            _plain(shown + more),
+        )
+    return table
+
+
+def slices_table(report: dict[str, Any]) -> Table | None:
+    regressed = sorted(
+        (s for s in report["slices"] if s["regressed"]), key=lambda s: s["difference"]
+    )
+    if not regressed:
+        return None
+    title = "slices that regressed (task success; red: Holm-adjusted McNemar p < 0.05)"
+    table = Table(title=title, title_justify="left")
+    for col in (
+        "slice",
+        "tasks",
+        "baseline",
+        "candidate",
+        "difference",
+        "95% CI",
+        "McNemar p",
+        "Holm p",
+        "regressed tasks",
+    ):
+        table.add_column(col)
+    for s in regressed:
+        table.add_row(
+            _plain(s["slice"]),
+            str(s["tasks"]),
+            _pct(s["baseline"]),
+            _pct(s["candidate"]),
+            Text(
+                _fmt("task_success_rate", s["difference"], signed=True),
+                style="bold red" if s["mcnemar"]["p_holm"] < 0.05 else "",
+            ),
+            _interval("task_success_rate", s["ci"]),
+            f"{s['mcnemar']['p_value']:.3g}",
+            f"{s['mcnemar']['p_holm']:.3g}",
+            _plain(", ".join(s["regressed_tasks"])),
+        )
+    return table
+
+
+def print_comparison(report: dict[str, Any], console: Console | None = None) -> None:
+    console = console or Console()
+    b, c = report["baseline"], report["candidate"]
+    console.print(
+        Text(
+            f"baseline {b['run_id']} ({b['agent']}, k={b['trials_per_task']}) vs "
+            f"candidate {c['run_id']} ({c['agent']}, k={c['trials_per_task']})",
+            style="bold",
+        )
+    )
+    for warning in report["warnings"]:
+        console.print(Text(f"warning: {warning}", style="yellow"))
+    console.print(groups_table(report))
+    console.print(metrics_table(report))
+    slices = slices_table(report)
+    if slices is not None:
+        console.print(slices)
+    mc, ni = report["mcnemar"], report["non_inferiority"]
+    verdict = "significant" if mc["p_value"] < 0.05 else "not significant"
+    console.print(
+        Text(
+            f"McNemar exact test: {mc['regressed']} regressed, {mc['improved']} improved, "
+            f"p = {mc['p_value']:.3g} ({verdict} at 5%)"
+        )
+    )
+    low = report["metrics"][0]["ci"][0]
+    console.print(
+        Text(
+            f"non-inferiority of task success at margin {100 * ni['margin']:.1f} pts: "
+            + ("PASS" if ni["passed"] else "FAIL")
+            + ("" if low is None else f" (95% CI lower bound {100 * low:+.1f} pts)"),
+            style="green" if ni["passed"] else "bold red",
+        )
+    )
+
+
+def _value(x: Any) -> str:
+    if x is None:
+        return "—"
+    return f"{x:.4g}" if isinstance(x, float) else str(x)
+
+
+def print_gate(result: dict[str, Any], console: Console | None = None) -> None:
+    console = console or Console()
+    title = f"gate on run {result['run_id']}" + (
+        f" (baseline {result['baseline_id']})" if result["baseline_id"] else ""
+    )
+    table = Table(title=title, title_justify="left")
+    for col in ("rule", "where", "value", "threshold", "result", "reason"):
+        table.add_column(col)
+    styles = {"pass": "green", "fail": "bold red", "skip": "yellow"}
+    for row in result["rules"]:
+        where = ", ".join(f"{k}={'|'.join(v)}" for k, v in row["where"].items())
+        table.add_row(
+            _plain(row["rule"]),
+            _plain(where),
+            _plain(_value(row["value"])),
+            _plain(_value(row["threshold"])),
+            Text(row["status"].upper(), style=styles[row["status"]]),
+            _plain(row["reason"]),
+        )
+    console.print(table)
+    total = len(result["rules"])
+    if result["passed"]:
+        skipped = f", {result['skipped']} skipped" if result["skipped"] else ""
+        console.print(
+            Text(f"gate PASSED ({total - result['skipped']} rules{skipped})", style="bold green")
+        )
+    else:
+        console.print(Text(f"gate FAILED ({result['failed']} of {total} rules)", style="bold red"))

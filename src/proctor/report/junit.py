@@ -1,0 +1,97 @@
+"""JUnit XML: one test case per task, so CI systems show agent failures like test failures.
+
+The common JUnit schema (Jenkins, GitLab, GitHub test-report actions, Azure) is used:
+`testsuites > testsuite > testcase` with `failure` and `error` children. A task fails when
+any of its valid trials failed or timed out; the failure carries the failed checks of
+every such trial. A task whose trials all broke in the harness is an `error` (not the
+agent's fault, but nothing was tested). Characters XML 1.0 forbids are replaced, since
+agent answers and evidence can contain anything.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import xml.etree.ElementTree as ET
+from collections import Counter, defaultdict
+from pathlib import Path
+from typing import Any
+
+from proctor.run.result import TrialResult
+
+_NOT_XML = re.compile("[^\u0009\u000a\u000d\u0020-\ud7ff\ue000-\ufffd\U00010000-\U0010ffff]")
+EVIDENCE_CHARS = 400
+
+
+def _clean(text: str) -> str:
+    return _NOT_XML.sub("?", text)
+
+
+def _trial_lines(r: TrialResult) -> list[str]:
+    lines = [f"trial {r.trial} (seed {r.seed}): {r.status}, score {r.score:.2f}"]
+    if r.error:
+        lines.append(f"  error: {r.error}")
+    for c in r.failed_checks:
+        severity = f", {c.severity}" if c.severity else ""
+        evidence = json.dumps(c.evidence, default=str, ensure_ascii=False)
+        if len(evidence) > EVIDENCE_CHARS:
+            evidence = evidence[:EVIDENCE_CHARS] + "…"
+        lines.append(f"  - {c.name} ({c.kind}{severity}): {evidence}")
+    return lines
+
+
+def _testcase(suite: str, task_id: str, trials: list[TrialResult]) -> ET.Element:
+    case = ET.Element(
+        "testcase",
+        classname=_clean(f"proctor.{suite}"),
+        name=_clean(task_id),
+        time=f"{sum(r.latency_s for r in trials):.3f}",
+    )
+    failed = [r for r in trials if r.status in ("failed", "timeout")]
+    errors = [r for r in trials if r.status == "error"]
+    if failed:
+        counts = Counter(c.name for r in failed for c in r.failed_checks)
+        checks = ", ".join(f"{name}×{n}" for name, n in counts.most_common())
+        valid = len(trials) - len(errors)
+        message = f"{len(failed)} of {valid} trials failed" + (f": {checks}" if checks else "")
+        body = "\n".join(line for r in failed for line in _trial_lines(r))
+        child = ET.SubElement(case, "failure", message=_clean(message), type="AgentFailure")
+        child.text = _clean(body)
+    elif not trials or len(errors) == len(trials):
+        message = "no trial finished" if not trials else f"all {len(trials)} trials errored"
+        child = ET.SubElement(case, "error", message=message, type="HarnessError")
+        child.text = _clean("\n".join(line for r in errors for line in _trial_lines(r)))
+    passed = sum(r.passed for r in trials)
+    out = ET.SubElement(case, "system-out")
+    out.text = _clean(f"{passed}/{len(trials)} trials passed ({len(errors)} harness errors)")
+    return case
+
+
+def junit_xml(run_id: str, suite: str, task_ids: list[str], results: list[TrialResult]) -> str:
+    """The JUnit document for a run: every task in `task_ids`, even one with no trial."""
+    by_task: dict[str, list[TrialResult]] = defaultdict(list)
+    for r in sorted(results, key=lambda r: (r.task_id, r.trial)):
+        by_task[r.task_id].append(r)
+    cases = [_testcase(suite, t, by_task.get(t, [])) for t in task_ids]
+    failures = sum(case.find("failure") is not None for case in cases)
+    errors = sum(case.find("error") is not None for case in cases)
+    totals: dict[str, Any] = {
+        "tests": str(len(cases)),
+        "failures": str(failures),
+        "errors": str(errors),
+        "skipped": "0",
+        "time": f"{sum(r.latency_s for r in results):.3f}",
+    }
+    root = ET.Element("testsuites", name="proctor", **totals)
+    testsuite = ET.SubElement(root, "testsuite", name=_clean(f"{suite} (run {run_id})"), **totals)
+    testsuite.extend(cases)
+    ET.indent(root)
+    return '<?xml version="1.0" encoding="UTF-8"?>\n' + ET.tostring(root, encoding="unicode")
+
+
+def write_junit(
+    path: str | Path, run_id: str, suite: str, task_ids: list[str], results: list[TrialResult]
+) -> None:
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(junit_xml(run_id, suite, task_ids, results) + "\n", encoding="utf-8")

@@ -1,0 +1,264 @@
+"""Paired statistics and power (proctor.stats) against scipy, brute force and simulation."""
+
+from __future__ import annotations
+
+import itertools
+import math
+
+import numpy as np
+import pytest
+
+from proctor.stats import (
+    bootstrap_mean_interval,
+    design_effect,
+    holm,
+    icc_anova,
+    mcnemar_exact,
+    minimal_detectable_effect,
+    paired_difference,
+    percentile,
+    t_quantile,
+    tasks_needed,
+)
+
+scipy_stats = pytest.importorskip("scipy.stats")
+
+# --- Student t -------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("df", [1, 2, 3, 4, 7, 19, 30, 120, 5000])
+@pytest.mark.parametrize("p", [0.0005, 0.025, 0.1, 0.4999, 0.6, 0.9, 0.975, 0.995, 0.9999])
+def test_t_quantile_matches_scipy(df: int, p: float) -> None:
+    expected = float(scipy_stats.t.ppf(p, df))
+    assert t_quantile(p, df) == pytest.approx(expected, rel=1e-9, abs=1e-12)
+
+
+def test_t_quantile_domain() -> None:
+    assert t_quantile(0.5, 3) == 0.0
+    for bad in (0.0, 1.0, -0.1):
+        with pytest.raises(ValueError):
+            t_quantile(bad, 3)
+    with pytest.raises(ValueError):
+        t_quantile(0.9, 0)
+
+
+# --- paired difference -----------------------------------------------------------------
+
+
+@pytest.mark.parametrize("seed", range(5))
+def test_paired_difference_is_the_paired_t_interval(seed: int) -> None:
+    rng = np.random.default_rng(seed)
+    tasks = int(rng.integers(3, 40))
+    base = rng.integers(0, 6, tasks) / 5  # per-task success over 5 trials
+    cand = np.clip(base + rng.normal(0.03, 0.2, tasks), 0, 1)
+    result = paired_difference(list(cand - base))
+    ref = scipy_stats.ttest_rel(cand, base).confidence_interval(0.95)
+    assert result is not None and result.tasks == tasks
+    assert result.mean == pytest.approx(float(np.mean(cand - base)), abs=1e-12)
+    assert result.se == pytest.approx(float(np.std(cand - base, ddof=1) / math.sqrt(tasks)))
+    assert (result.low, result.high) == (
+        pytest.approx(float(ref.low), abs=1e-9),
+        pytest.approx(float(ref.high), abs=1e-9),
+    )
+
+
+def test_paired_difference_degenerate() -> None:
+    assert paired_difference([]) is None
+    one = paired_difference([0.5])
+    assert one is not None and one.mean == 0.5 and one.se is None and one.low is None
+
+
+def test_sixteen_to_seventeen_of_twenty_is_not_significant() -> None:
+    # One task flips from fail to pass; nothing else changes (k = 1).
+    base = [1] * 16 + [0] * 4
+    cand = [1] * 17 + [0] * 3
+    diff = paired_difference([c - b for b, c in zip(base, cand, strict=True)])
+    assert diff is not None and diff.mean == pytest.approx(0.05)
+    assert diff.low is not None and diff.high is not None
+    assert diff.low < 0 < diff.high
+    boot = bootstrap_mean_interval([c - b for b, c in zip(base, cand, strict=True)])
+    assert boot is not None and boot[0] <= 0 <= boot[1]
+    assert mcnemar_exact(0, 1) == 1.0
+
+
+# --- McNemar ---------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(("b", "c"), [(0, 0), (0, 1), (1, 0), (3, 3), (6, 0), (2, 9), (40, 25)])
+def test_mcnemar_matches_exact_binomial_test(b: int, c: int) -> None:
+    expected = 1.0 if b + c == 0 else scipy_stats.binomtest(b, b + c, 0.5).pvalue
+    assert mcnemar_exact(b, c) == pytest.approx(expected, rel=1e-12)
+
+
+def test_mcnemar_by_enumeration() -> None:
+    # Under H0 each discordant task flips a fair coin; p = P(outcome as or more extreme).
+    b, c = 2, 7
+    n = b + c
+    extreme = min(b, c)
+    outcomes = list(itertools.product((0, 1), repeat=n))
+    tail = sum(1 for o in outcomes if min(sum(o), n - sum(o)) <= extreme)
+    assert mcnemar_exact(b, c) == pytest.approx(tail / len(outcomes), rel=1e-12)
+    with pytest.raises(ValueError):
+        mcnemar_exact(-1, 2)
+
+
+def test_holm_by_hand_and_by_its_definition() -> None:
+    assert holm([0.01, 0.04, 0.03, 0.005]) == pytest.approx([0.03, 0.06, 0.06, 0.02])
+    rng = np.random.default_rng(4)
+    p = list(rng.random(12) ** 3)
+    adjusted = holm(p)
+    order = np.argsort(p)
+    steps = [min(1.0, (len(p) - r) * p[i]) for r, i in enumerate(order)]
+    expected = np.empty(len(p))
+    expected[order] = np.maximum.accumulate(steps)
+    assert adjusted == pytest.approx(list(expected))
+    assert all(a >= b for a, b in zip(adjusted, p, strict=True))
+    assert holm([]) == []
+
+
+# --- paired bootstrap ------------------------------------------------------------------
+
+
+def test_bootstrap_is_seeded_and_resamples_tasks() -> None:
+    values = [0.0, 0.2, -0.4, 1.0, 0.0, 0.6, -0.2]
+    assert bootstrap_mean_interval(values, seed=3) == bootstrap_mean_interval(values, seed=3)
+    assert bootstrap_mean_interval(values, seed=3) != bootstrap_mean_interval(values, seed=4)
+    low, high = bootstrap_mean_interval([0.25] * 6) or (None, None)
+    assert low == high == 0.25
+    assert bootstrap_mean_interval([]) is None
+
+
+def test_bootstrap_matches_the_exact_bootstrap_distribution() -> None:
+    # With 4 tasks there are 4^4 equally likely resamples: the exact bootstrap distribution.
+    values = [0.0, 1.0, -1.0, 0.5]
+    means = [sum(s) / 4 for s in itertools.product(values, repeat=4)]
+    exact = (percentile(means, 2.5), percentile(means, 97.5))
+    got = bootstrap_mean_interval(values, resamples=40_000, seed=1)
+    assert got is not None
+    assert got[0] == pytest.approx(exact[0], abs=0.07)
+    assert got[1] == pytest.approx(exact[1], abs=0.07)
+
+
+def test_bootstrap_agrees_with_scipy_percentile_bootstrap() -> None:
+    rng = np.random.default_rng(11)
+    values = rng.normal(0.05, 0.3, 30)
+    ours = bootstrap_mean_interval(list(values), resamples=20_000, seed=2)
+    ref = scipy_stats.bootstrap(
+        (values,), np.mean, n_resamples=20_000, method="percentile", random_state=2
+    ).confidence_interval
+    assert ours is not None
+    assert ours[0] == pytest.approx(ref.low, abs=0.01)
+    assert ours[1] == pytest.approx(ref.high, abs=0.01)
+
+
+# --- power -----------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("p", "effect", "m", "icc"),
+    [(0.8, 0.05, 5, 0.0), (0.8, 0.05, 5, 0.3), (0.8, -0.05, 1, 0.0), (0.5, 0.1, 3, 0.5)],
+)
+def test_tasks_needed_matches_the_reference_formula(
+    p: float, effect: float, m: int, icc: float
+) -> None:
+    z = scipy_stats.norm.ppf(0.975) + scipy_stats.norm.ppf(0.8)
+    p2 = p + effect
+    exact = z**2 * (p * (1 - p) + p2 * (1 - p2)) * (1 + (m - 1) * icc) / (m * effect**2)
+    assert tasks_needed(p, effect, m, icc=icc) == math.ceil(exact)
+
+
+def test_power_figures_for_the_issue_example() -> None:
+    # proctor power --baseline 0.8 --effect 0.05 --trials 5 [--icc ...]
+    assert tasks_needed(0.8, 0.05, 5) == 181
+    assert tasks_needed(0.8, 0.05, 5, icc=0.3) == 398
+    assert tasks_needed(0.8, 0.05, 5, icc=1.0) == tasks_needed(0.8, 0.05, 1)
+    assert design_effect(5, 0.3) == pytest.approx(2.2)
+    for bad in ((0.98, 0.05, 1), (0.8, 0.0, 1)):
+        with pytest.raises(ValueError):
+            tasks_needed(*bad)
+
+
+def _simulated_power(tasks: int, p: float, effect: float, m: int, icc: float, seed: int) -> float:
+    """Share of simulated two-run experiments whose z test on task means rejects."""
+    rng = np.random.default_rng(seed)
+    sims = 4000
+
+    def task_means(rate: float) -> np.ndarray:
+        if icc == 0:
+            probs = np.full((sims, tasks), rate)
+        else:  # beta-binomial tasks: ICC = 1 / (a + b + 1)
+            s = 1 / icc - 1
+            probs = rng.beta(rate * s, (1 - rate) * s, (sims, tasks))
+        return rng.binomial(m, probs) / m
+
+    a, b = task_means(p), task_means(p + effect)
+    se = np.sqrt(a.var(axis=1, ddof=1) / tasks + b.var(axis=1, ddof=1) / tasks)
+    z = (b.mean(axis=1) - a.mean(axis=1)) / se
+    return float(np.mean(np.abs(z) > scipy_stats.norm.ppf(0.975)))
+
+
+@pytest.mark.parametrize(("icc", "effect"), [(0.0, 0.05), (0.3, -0.1)])
+def test_tasks_needed_achieves_the_power_in_simulation(icc: float, effect: float) -> None:
+    tasks = tasks_needed(0.8, effect, 5, icc=icc)
+    assert _simulated_power(tasks, 0.8, effect, 5, icc, seed=5) == pytest.approx(0.8, abs=0.03)
+    assert _simulated_power(tasks // 2, 0.8, effect, 5, icc, seed=6) < 0.6
+
+
+@pytest.mark.parametrize(("rate", "tasks", "m", "icc"), [(0.8, 200, 5, 0.3), (0.5, 50, 1, 0.0)])
+def test_minimal_detectable_effect_inverts_tasks_needed(
+    rate: float, tasks: int, m: int, icc: float
+) -> None:
+    delta = minimal_detectable_effect(rate, tasks, m, icc=icc)
+    assert delta is not None and 0 < delta <= rate
+    z = scipy_stats.norm.ppf(0.975) + scipy_stats.norm.ppf(0.8)
+    p2 = rate - delta
+    needed = z**2 * (rate * (1 - rate) + p2 * (1 - p2)) * (1 + (m - 1) * icc) / (m * delta**2)
+    assert needed == pytest.approx(tasks, rel=1e-9)
+    assert tasks_needed(rate, -delta * 1.01, m, icc=icc) <= tasks
+
+
+def test_minimal_detectable_effect_edges() -> None:
+    # All passing: only the candidate's rate varies; closed form A / (1 + A).
+    z = scipy_stats.norm.ppf(0.975) + scipy_stats.norm.ppf(0.8)
+    a = z**2 * 3 / (3 * 20)
+    assert minimal_detectable_effect(1.0, 20, 3, icc=1.0) == pytest.approx(a / (1 + a))
+    assert minimal_detectable_effect(0.0, 20, 3) is None  # nothing can drop
+    assert minimal_detectable_effect(0.1, 3, 1) is None  # too few tasks for any drop
+    more = minimal_detectable_effect(0.8, 400, 5, icc=0.3)
+    fewer = minimal_detectable_effect(0.8, 100, 5, icc=0.3)
+    assert more is not None and fewer is not None and more < fewer
+
+
+# --- ICC -------------------------------------------------------------------------------
+
+
+def _anova_icc(groups: list[np.ndarray]) -> float:
+    """Textbook one-way ANOVA ICC from raw 0/1 observations."""
+    data = np.concatenate(groups)
+    n_total, g = len(data), len(groups)
+    grand = data.mean()
+    ssb = sum(len(x) * (x.mean() - grand) ** 2 for x in groups)
+    ssw = sum(((x - x.mean()) ** 2).sum() for x in groups)
+    msb, msw = ssb / (g - 1), ssw / (n_total - g)
+    n0 = (n_total - sum(len(x) ** 2 for x in groups) / n_total) / (g - 1)
+    return float((msb - msw) / (msb + (n0 - 1) * msw))
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_icc_matches_anova_on_raw_trials(seed: int) -> None:
+    rng = np.random.default_rng(seed)
+    groups = [(rng.random(int(rng.integers(2, 8))) < rng.random()).astype(float) for _ in range(25)]
+    counts = [(len(x), int(x.sum())) for x in groups]
+    expected = min(1.0, max(0.0, _anova_icc(groups)))
+    assert icc_anova(counts) == pytest.approx(expected, abs=1e-12)
+
+
+def test_icc_recovers_a_simulated_correlation_and_handles_edges() -> None:
+    rng = np.random.default_rng(9)
+    probs = rng.beta(0.8 * 4, 0.2 * 4, 3000)  # ICC = 1 / (4 + 1) = 0.2
+    counts = [(5, int(c)) for c in rng.binomial(5, probs)]
+    assert icc_anova(counts) == pytest.approx(0.2, abs=0.03)
+    assert icc_anova([(3, 3), (3, 0), (3, 3)]) == 1.0  # tasks fully consistent
+    assert icc_anova([(3, 3), (3, 3)]) is None  # no variation at all
+    assert icc_anova([(1, 1), (1, 0)]) is None  # one trial per task
+    assert icc_anova([(5, 2)]) is None
