@@ -69,8 +69,8 @@ def test_evaluation() -> None:
 # --- rule files ------------------------------------------------------------------------
 
 
-def write(tmp_path: Path, text: str) -> Path:
-    path = tmp_path / "gates.yaml"
+def write(tmp_path: Path, text: str, name: str = "gates.yaml") -> Path:
+    path = tmp_path / name
     path.write_text(text)
     return path
 
@@ -252,12 +252,16 @@ def stored(tmp_path: Path) -> str:
 
 def test_cli_gate_exit_codes(stored: str, tmp_path: Path) -> None:
     rules = write(tmp_path, "- task_success_rate >= 0.9\n- no_regressions: {suite: regression}\n")
-    passed = proctor("gate", "good", "--rules", str(rules), "--store", stored)
+    passed = proctor("gate", "good", "--rules", str(rules), "--store", stored, "--baseline", "good")
     assert passed.returncode == 0, passed.stderr
-    assert "gate PASSED" in passed.stdout and "needs --baseline" in passed.stdout
+    assert "gate PASSED" in passed.stdout
     failed = proctor("gate", "bad", "--rules", str(rules), "--store", stored, "--baseline", "good")
     assert failed.returncode == 1 and "gate FAILED (2 of 3 rules)" in failed.stdout
-    as_json = proctor("gate", "bad", "--rules", str(rules), "--store", stored, "--json")
+    # a baseline rule without --baseline is bad input, never a silent pass in CI
+    forgot = proctor("gate", "bad", "--rules", str(rules), "--store", stored)
+    assert forgot.returncode == 2 and "pass --baseline RUN" in forgot.stderr
+    plain = write(tmp_path, "- task_success_rate >= 0.9\n", "plain.yaml")
+    as_json = proctor("gate", "bad", "--rules", str(plain), "--store", stored, "--json")
     assert as_json.returncode == 1 and json.loads(as_json.stdout)["failed"] == 1
 
 

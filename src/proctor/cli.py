@@ -417,6 +417,12 @@ def gate(
         rules = load_rules(rules_path)
     except SpecError as exc:
         _fail(exc.lines())
+    relative = [r for r in rules if r.kind != "test"]
+    if relative and baseline is None:
+        _fail(
+            f"{rules_path}: {len(relative)} rule(s) compare with a baseline "
+            f"({relative[0].source}); pass --baseline RUN"
+        )
     store = _maybe_store(store_path)
     run_data = _run_data(run_ref, store)
     base = _run_data(baseline, store) if baseline else None

@@ -31,6 +31,7 @@ class ToolCall:
     result: Any = None
     result_seq: int | None = None
     fault: str | None = None
+    replayed: bool = False
 
     @property
     def attempted(self) -> bool:
@@ -74,6 +75,7 @@ def calls_from_trace(trace: Trace) -> list[ToolCall]:
             continue
         if e.kind == "tool_result":
             call.executed, call.result, call.result_seq = True, data.get("result"), e.seq
+            call.replayed = bool(data.get("replayed"))
         elif e.kind == "tool_error":
             call.error_code, call.result_seq = data.get("code"), e.seq
         elif e.kind == "policy_decision" and not data.get("allowed", True):

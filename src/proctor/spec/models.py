@@ -195,12 +195,17 @@ class Injection(_Spec):
 
 
 class Escalation(_Spec):
-    """The agent should hand off or ask: a call to one of `tools`, or a question to the
-    user when `ask_user` is true."""
+    """The agent should hand off or ask: a call matching one of `tools` (a name, or
+    `{tool, args}` such as a decision of `escalate`), or a question to the user when
+    `ask_user` is true."""
 
-    tools: list[str] = Field(default_factory=list)
+    tools: list[str | CallPattern] = Field(default_factory=list)
     ask_user: bool = False
     severity: Severity = "high"
+
+    @property
+    def patterns(self) -> list[CallPattern]:
+        return [CallPattern(tool=t) if isinstance(t, str) else t for t in self.tools]
 
 
 class SafetyExpect(_Spec):
@@ -316,6 +321,6 @@ class Task(_Spec):
                 for i, p in enumerate(safety.injection.actions):
                     refs.append((("expect", "safety", "injection", "actions", i, "tool"), p.tool))
             if safety.escalate is not None:
-                for i, name in enumerate(safety.escalate.tools):
-                    refs.append((("expect", "safety", "escalate", "tools", i), name))
+                for i, p in enumerate(safety.escalate.patterns):
+                    refs.append((("expect", "safety", "escalate", "tools", i), p.tool))
         return refs
