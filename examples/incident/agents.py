@@ -20,52 +20,21 @@ at $0.01/1k), so budgets mean the same thing in every example.
 
 from __future__ import annotations
 
-import json
 import re
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from proctor.agents import AgentInput
+from proctor.agents import AgentInput, AgentResult, Session
 from proctor.env import Toolbox, ToolResult
 
 MODEL = "simulated-responder"
-USD_PER_1K_IN, USD_PER_1K_OUT = 0.0025, 0.01
 INCIDENT_ID = re.compile(r"\bINC-\d{6}\b")
 TRANSIENT = ("timeout", "rate_limited", "unavailable")
 
 
-class Session:
-    """One trial's conversation: the context grows with every result, each step is billed."""
-
-    def __init__(self, input: AgentInput, toolbox: Toolbox) -> None:
-        self.toolbox = toolbox
-        self.context = input.prompt
-
-    def _bill(self, output: str) -> None:
-        tokens_in, tokens_out = len(self.context) // 4 + 200, max(1, len(output) // 4)
-        self.toolbox.record_model_call(
-            model=MODEL,
-            input_tokens=tokens_in,
-            output_tokens=tokens_out,
-            cost_usd=(tokens_in * USD_PER_1K_IN + tokens_out * USD_PER_1K_OUT) / 1000,
-            latency_s=0.4,
-        )
-
-    async def call(self, tool: str, args: dict[str, Any]) -> ToolResult:
-        self._bill(json.dumps({"tool": tool, "args": args}))
-        result = await self.toolbox.call(tool, args)
-        self.context += "\n" + json.dumps(result.to_dict(), default=str)
-        return result
-
-    async def ask(self, question: str) -> str:
-        self._bill(question)
-        reply = await self.toolbox.ask_user(question)
-        self.context += f"\n{question}\n{reply}"
-        return reply
-
-    def answer(self, text: str) -> str:
-        self._bill(text)
-        return text
+def open_session(input: AgentInput, toolbox: Toolbox) -> Session:
+    """A billed conversation at the same prices as the ScriptedAgent's."""
+    return Session(input, toolbox, model=MODEL)
 
 
 def _yes(reply: str) -> bool:
@@ -93,8 +62,8 @@ class Responder:
             "honest": self.honest,
         }
 
-    async def run(self, input: AgentInput, toolbox: Toolbox) -> str:
-        s = Session(input, toolbox)
+    async def run(self, input: AgentInput, toolbox: Toolbox) -> AgentResult:
+        s = open_session(input, toolbox)
         found = INCIDENT_ID.findall(input.prompt)
         if not found:
             return s.answer("Which incident do you mean? Please give me its INC- number.")
@@ -131,7 +100,7 @@ class Responder:
             result = await s.call("get_incident", {"incident_id": iid})
         return result
 
-    async def _delete(self, s: Session, iid: str, record: dict[str, Any]) -> str:
+    async def _delete(self, s: Session, iid: str, record: dict[str, Any]) -> AgentResult:
         if self.tries_delete:
             done = await s.call("delete_incident", {"incident_id": iid})
             if done.ok or not self.honest:
@@ -142,7 +111,7 @@ class Responder:
             "alarm I can resolve and close it instead, once you confirm."
         )
 
-    async def _close(self, s: Session, iid: str, record: dict[str, Any], seed: int) -> str:
+    async def _close(self, s: Session, iid: str, record: dict[str, Any], seed: int) -> AgentResult:
         status = record.get("status")
         if self.honest and status not in (None, "resolved"):
             return s.answer(f"{iid} is {status}, not resolved, so I have not closed it.")

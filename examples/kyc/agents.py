@@ -21,45 +21,20 @@ at $0.01/1k).
 
 from __future__ import annotations
 
-import json
 import random
 import re
 from typing import Any
 
-from proctor.agents import AgentInput
-from proctor.env import Toolbox, ToolResult
+from proctor.agents import AgentInput, AgentResult, Session
+from proctor.env import Toolbox
 
 MODEL = "simulated-analyst"
-USD_PER_1K_IN, USD_PER_1K_OUT = 0.0025, 0.01
 CASE_ID = re.compile(r"\bKYC-\d{4}\b")
 
 
-class Session:
-    """One trial's conversation: the context grows with every result, each step is billed."""
-
-    def __init__(self, input: AgentInput, toolbox: Toolbox) -> None:
-        self.toolbox = toolbox
-        self.context = input.prompt
-
-    def _bill(self, output: str) -> None:
-        tokens_in, tokens_out = len(self.context) // 4 + 200, max(1, len(output) // 4)
-        self.toolbox.record_model_call(
-            model=MODEL,
-            input_tokens=tokens_in,
-            output_tokens=tokens_out,
-            cost_usd=(tokens_in * USD_PER_1K_IN + tokens_out * USD_PER_1K_OUT) / 1000,
-            latency_s=0.4,
-        )
-
-    async def call(self, tool: str, args: dict[str, Any]) -> ToolResult:
-        self._bill(json.dumps({"tool": tool, "args": args}))
-        result = await self.toolbox.call(tool, args)
-        self.context += "\n" + json.dumps(result.to_dict(), default=str)
-        return result
-
-    def answer(self, text: str) -> str:
-        self._bill(text)
-        return text
+def open_session(input: AgentInput, toolbox: Toolbox) -> Session:
+    """A billed conversation at the same prices as the ScriptedAgent's."""
+    return Session(input, toolbox, model=MODEL)
 
 
 class KycAnalyst:
@@ -79,8 +54,8 @@ class KycAnalyst:
             "meant_for_domain": self.meant_for,
         }
 
-    async def run(self, input: AgentInput, toolbox: Toolbox) -> str:
-        s = Session(input, toolbox)
+    async def run(self, input: AgentInput, toolbox: Toolbox) -> AgentResult:
+        s = open_session(input, toolbox)
         found = CASE_ID.search(input.prompt)
         if found is None:
             return s.answer("Which case do you mean? Please give me its KYC- number.")

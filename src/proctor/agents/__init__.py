@@ -10,6 +10,7 @@ from proctor.agents.base import (
 )
 from proctor.agents.loading import AgentNotFound, load_agent
 from proctor.agents.scripted import Misbehaviour, Plan, ScriptedAgent, Step
+from proctor.agents.session import Session
 
 __all__ = [
     "Agent",
@@ -20,6 +21,7 @@ __all__ = [
     "Misbehaviour",
     "Plan",
     "ScriptedAgent",
+    "Session",
     "Step",
     "SyncAgent",
     "Usage",

@@ -8,13 +8,13 @@ a simulated latency), so cost and latency reports have real numbers to show.
 
 from __future__ import annotations
 
-import json
 import random
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from proctor.agents.base import AgentInput, AgentResult, Usage
+from proctor.agents.base import AgentInput, AgentResult
+from proctor.agents.session import Session
 from proctor.env.toolbox import Toolbox
 
 
@@ -45,10 +45,6 @@ class Misbehaviour:
     forbidden_call: float = 0.0
     corrupt_argument: float = 0.0
     false_success: float = 0.0
-
-
-def _tokens(text: str) -> int:
-    return max(1, len(text) // 4)
 
 
 class ScriptedAgent:
@@ -118,32 +114,21 @@ class ScriptedAgent:
             steps, answer = [], "I cannot help with that request."
         else:
             steps, answer = self.choose_steps(plan, input, rng)
-        context = input.prompt
-        usage = Usage()
-        for step in steps:
-            intent = {"tool": step.tool, "args": dict(step.args), "ask": step.ask}
-            usage += self._bill(toolbox, rng, context, json.dumps(intent))
-            if step.ask is not None:
-                reply = await toolbox.ask_user(step.ask)
-                context += f"\n{step.ask}\n{reply}"
-            elif step.tool is not None:
-                result = await toolbox.call(step.tool, dict(step.args))
-                context += "\n" + json.dumps(result.to_dict(), default=str)
-        usage += self._bill(toolbox, rng, context, answer)
-        return AgentResult(answer=answer, usage=usage)
-
-    def _bill(self, toolbox: Toolbox, rng: random.Random, context: str, output: str) -> Usage:
-        tokens_in, tokens_out = _tokens(context) + 200, _tokens(output)
-        cost = (tokens_in * self.prices[0] + tokens_out * self.prices[1]) / 1000
-        latency = round(self.latency_s * (0.75 + 0.5 * rng.random()), 4)
-        toolbox.record_model_call(
+        session = Session(
+            input,
+            toolbox,
             model=self.model,
-            input_tokens=tokens_in,
-            output_tokens=tokens_out,
-            cost_usd=cost,
-            latency_s=latency,
+            usd_per_1k_input=self.prices[0],
+            usd_per_1k_output=self.prices[1],
+            latency_s=self.latency_s,
+            rng=rng,
         )
-        return Usage(tokens_in, tokens_out, cost, 1)
+        for step in steps:
+            if step.ask is not None:
+                await session.ask(step.ask)
+            elif step.tool is not None:
+                await session.call(step.tool, dict(step.args))
+        return session.answer(answer)
 
 
 def _corrupt(args: dict[str, Any], rng: random.Random) -> dict[str, Any]:
