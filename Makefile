@@ -15,6 +15,10 @@ $(STAMP): pyproject.toml
 demo: $(STAMP)
 	$(BIN)/proctor run examples/clinical --agent examples/clinical/agents.py:scripted \
 		--trials 5 --seed 7 --store .proctor/demo.db --json .proctor/demo-summary.json
+	$(BIN)/proctor report latest --store .proctor/demo.db --tasks examples/clinical \
+		--rules examples/clinical/gates.yaml \
+		--html .proctor/demo-report.html --md .proctor/demo-report.md
+	@echo "open .proctor/demo-report.html in a browser; .proctor/demo-report.md is the one-pager"
 
 test: $(STAMP)
 	$(BIN)/ruff check .

@@ -5,6 +5,7 @@ from __future__ import annotations
 import hashlib
 import json
 import marshal
+from collections.abc import Callable
 from typing import Any
 
 _ATOMS = (str, int, float, bool, type(None))
@@ -32,9 +33,36 @@ def _walk_copy(value: Any) -> Any:
     return json.loads(json.dumps(value, default=str))
 
 
+def json_encoder(
+    *,
+    separators: tuple[str, str] = (", ", ": "),
+    sort_keys: bool = False,
+    ensure_ascii: bool = True,
+) -> Callable[[Any], str]:
+    """`json.dumps(value, default=str, ...)` with these options, as a function made once.
+
+    `json.dumps` builds a new C encoder on every call, most of the cost of a small value;
+    this builds it once (the same encoder, so the same text).
+    """
+    try:
+        from json.encoder import c_encode_basestring, c_encode_basestring_ascii, c_make_encoder
+
+        strings = c_encode_basestring_ascii if ensure_ascii else c_encode_basestring
+        item, key = separators
+        encode = c_make_encoder(None, str, strings, None, key, item, sort_keys, False, True)
+    except (ImportError, TypeError):  # no C accelerator: json's own Python encoder
+        return json.JSONEncoder(
+            separators=separators, sort_keys=sort_keys, ensure_ascii=ensure_ascii, default=str
+        ).encode
+    return lambda value: "".join(encode(value, 0))
+
+
+_canonical = json_encoder(separators=(",", ":"), sort_keys=True)
+
+
 def canonical(value: Any) -> str:
     """Stable text of a JSON value (sorted keys, no spaces), for hashing and equality."""
-    return json.dumps(value, sort_keys=True, separators=(",", ":"), default=str)
+    return _canonical(value)
 
 
 def digest(value: Any, length: int = 16) -> str:
@@ -77,10 +105,16 @@ def get_path(data: Any, path: str | list[str]) -> Any:
 
 
 def diff(before: Any, after: Any, path: str = "") -> list[dict[str, Any]]:
-    """The changed leaves between two JSON values as `{path, before, after}` rows."""
+    """The changed leaves between two JSON values as `{path, before, after}` rows.
+
+    A write touches a few leaves of a state that may be large: subtrees that `marshal`
+    writes to the same bytes (same types, same values) are skipped without a walk.
+    """
     if isinstance(before, dict) and isinstance(after, dict):
         out: list[dict[str, Any]] = []
         for key in before.keys() | after.keys():
+            if key in before and key in after and _same(before[key], after[key]):
+                continue
             sub = f"{path}.{key}" if path else str(key)
             if key not in after:
                 out.append({"path": sub, "before": before[key], "after": None, "op": "remove"})
@@ -92,3 +126,20 @@ def diff(before: Any, after: Any, path: str = "") -> list[dict[str, Any]]:
     if json_equal(before, after):
         return []
     return [{"path": path, "before": before, "after": after, "op": "replace"}]
+
+
+def _same(a: Any, b: Any) -> bool:
+    """Surely equal containers; False means "walk it", not "different".
+
+    `==` is quick but takes `true` for `1`; equal marshal bytes (format 2: no back-references,
+    which depend on reference counts) also mean equal types.
+    """
+    if type(a) not in _CONTAINERS or type(b) is not type(a) or a != b:
+        return False
+    try:
+        return marshal.dumps(a, 2) == marshal.dumps(b, 2)
+    except ValueError:
+        return False
+
+
+_CONTAINERS = frozenset({dict, list})

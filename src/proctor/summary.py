@@ -8,15 +8,22 @@ from __future__ import annotations
 
 from collections import Counter, defaultdict
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
+from functools import lru_cache
 from typing import Any
 
 from proctor import stats
+from proctor.grade.check import Check
 from proctor.run.result import TrialResult
 from proctor.scorecard import ScorecardConfig, scorecard
 
 #: A run whose share of `error` trials exceeds this is marked invalid (DESIGN.md).
 DEFAULT_MAX_ERROR_RATE = 0.05
+
+# pass@k and pass^k for every k, task and slice repeat the same (n, c, k): exact big-integer
+# ratios worth computing once.
+_pass_at_k = lru_cache(maxsize=1 << 16)(stats.pass_at_k)
+_pass_hat_k = lru_cache(maxsize=1 << 16)(stats.pass_hat_k)
 
 
 @dataclass
@@ -37,6 +44,29 @@ class TaskInfo:
             f"risk:{self.risk}",
             f"split:{self.split}",
         ]
+
+
+class Tally:
+    """The trial results a summary reads, kept small while a run streams past.
+
+    A summary never reads a check's evidence or a trial's error text, most of a result's
+    memory. Kept here: each result without them, its checks shared with every trial that
+    has the same verdicts, and its metrics shared likewise: well under a kilobyte a trial
+    (benchmarks/memory.py). `summarize(tally.results)` is the summary of the full results.
+    """
+
+    def __init__(self) -> None:
+        self.results: list[TrialResult] = []
+        self._checks: dict[tuple[Any, ...], list[Check]] = {}
+        self._metrics: dict[tuple[Any, ...], dict[str, float]] = {}
+
+    def add(self, result: TrialResult) -> None:
+        key = tuple((c.name, c.kind, c.passed, c.score, c.severity) for c in result.checks)
+        checks = self._checks.get(key)
+        if checks is None:
+            checks = self._checks[key] = [Check(*fields) for fields in key]
+        metrics = self._metrics.setdefault(tuple(result.metrics.items()), result.metrics)
+        self.results.append(replace(result, checks=checks, metrics=metrics, error=None))
 
 
 def _dist(values: Sequence[float]) -> dict[str, float | None]:
@@ -72,8 +102,8 @@ def _rates(results: Sequence[TrialResult], k_max: int) -> dict[str, Any]:
         "success_rate": passed / valid if valid else None,
         "success_ci": [low, high],
         "success_se": stats.clustered_se(counts),
-        "pass_at_k": {str(k): stats.pass_at_k_tasks(counts, k) for k in ks},
-        "pass_hat_k": {str(k): stats.pass_hat_k_tasks(counts, k) for k in ks},
+        "pass_at_k": {str(k): stats.mean_over_tasks(counts, k, _pass_at_k) for k in ks},
+        "pass_hat_k": {str(k): stats.mean_over_tasks(counts, k, _pass_hat_k) for k in ks},
     }
 
 
@@ -168,7 +198,7 @@ def summarize(
                 "errors": sum(r.status == "error" for r in rs),
                 "timeouts": sum(r.status == "timeout" for r in rs),
                 "success_rate": c / n if n else None,
-                "pass_hat_k": {str(k): stats.pass_hat_k(n, c, k) for k in range(1, n + 1)},
+                "pass_hat_k": {str(k): _pass_hat_k(n, c, k) for k in range(1, n + 1)},
                 "failed_checks": dict(failed.most_common()),
                 "tags": info.tags,
                 "suites": info.suites,
@@ -185,7 +215,7 @@ def summarize(
         for key in info.slices():
             keys[key].add(info.id)
     for key in sorted(keys):
-        members = [r for r in results if r.task_id in keys[key]]
+        members = [r for task_id in sorted(keys[key]) for r in by_task.get(task_id, [])]
         slices[key] = {
             "tasks": len(keys[key]),
             **_rates(members, k_max),

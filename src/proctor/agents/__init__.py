@@ -8,6 +8,7 @@ from proctor.agents.base import (
     SyncAgent,
     Usage,
 )
+from proctor.agents.chat import ChatAgent
 from proctor.agents.loading import AgentNotFound, load_agent
 from proctor.agents.scripted import Misbehaviour, Plan, ScriptedAgent, Step
 from proctor.agents.session import Session
@@ -17,6 +18,7 @@ __all__ = [
     "AgentInput",
     "AgentNotFound",
     "AgentResult",
+    "ChatAgent",
     "InfrastructureError",
     "Misbehaviour",
     "Plan",

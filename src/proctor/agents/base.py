@@ -61,6 +61,15 @@ class AgentInput:
     tools: list[dict[str, Any]]
     seed: int
     trial: int = 0
+    #: Per-task agent settings from the task's `metadata.agent` (system prompt,
+    #: temperature, max steps): tasks may tune the agent, never reveal expectations.
+    settings: dict[str, Any] = field(default_factory=dict)
+
+
+def task_agent_settings(metadata: dict[str, Any]) -> dict[str, Any]:
+    """The `agent` mapping of a task's metadata (empty when absent or not a mapping)."""
+    settings = metadata.get("agent")
+    return dict(settings) if isinstance(settings, dict) else {}
 
 
 @dataclass(slots=True)

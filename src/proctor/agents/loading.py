@@ -1,10 +1,12 @@
-"""Resolve `--agent` references: `path/to/file.py:attr` or `package.module:attr`."""
+"""Resolve `--agent` references: `path/to/file.py:attr`, `package.module:attr`, or
+`chat:MODEL[?option=value&...]` for the built-in ChatAgent."""
 
 from __future__ import annotations
 
 import importlib
 from pathlib import Path
 from typing import Any
+from urllib.parse import parse_qsl
 
 from proctor.agents.base import agent_callable
 from proctor.env.loading import load_module_from_path
@@ -14,8 +16,13 @@ class AgentNotFound(LookupError):
     pass
 
 
+CHAT_PREFIX = "chat:"
+
+
 def load_agent(ref: str) -> Any:
     """The agent named by `ref`; a class is instantiated without arguments."""
+    if ref.startswith(CHAT_PREFIX):
+        return _chat_agent(ref)
     where, sep, attr = ref.rpartition(":")
     if not sep or not where or not attr:
         raise AgentNotFound(f"--agent {ref!r}: expected FILE.py:NAME or MODULE:NAME")
@@ -43,3 +50,19 @@ def load_agent(ref: str) -> Any:
     except TypeError as exc:
         raise AgentNotFound(f"--agent {ref!r}: {exc}") from None
     return agent
+
+
+def _chat_agent(ref: str) -> Any:
+    """`chat:MODEL?temperature=0&seed=1&max_steps=8&system_prompt=@file&prices=FILE`.
+
+    The model name may itself hold colons (`chat:llama3.1:8b`); options follow a `?`.
+    """
+    from proctor.agents.chat import ChatAgent
+
+    model, _, query = ref[len(CHAT_PREFIX) :].partition("?")
+    if not model:
+        raise AgentNotFound(f"--agent {ref!r}: name a model, e.g. chat:gpt-4o-mini")
+    try:
+        return ChatAgent.from_options(model, dict(parse_qsl(query, keep_blank_values=True)))
+    except ValueError as exc:
+        raise AgentNotFound(f"--agent {ref!r}: {exc}") from None

@@ -34,9 +34,14 @@ class SimulatedUser:
                 answer = rule.say
                 break
         self.recorder.emit("message", {"role": "user", "content": answer})
-        if answer and _AFFIRMATIVE.match(answer):
+        if is_affirmative(answer):
             self.recorder.emit("confirmation", {"question": question, "reply": answer})
         return answer
+
+
+def is_affirmative(reply: str) -> bool:
+    """A yes to a question: recorded as a `confirmation` (here and in imported sessions)."""
+    return bool(reply and _AFFIRMATIVE.match(reply))
 
 
 def _matches(when: str, question: str) -> bool:

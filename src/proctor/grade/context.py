@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Any
@@ -10,8 +9,11 @@ from typing import Any
 from proctor.agents.base import Usage
 from proctor.env.domain import Domain
 from proctor.env.outcome import Outcome
+from proctor.jsonutil import json_encoder
 from proctor.spec.models import Task
 from proctor.trace import Trace
+
+_text = json_encoder(ensure_ascii=False)
 
 #: Error codes of calls stopped before the tool ran.
 NOT_ATTEMPTED = frozenset({"denied", "invalid_arguments", "unknown_tool"})
@@ -105,6 +107,4 @@ class GradeContext:
     @cached_property
     def tool_texts(self) -> list[str]:
         """Every tool result as text, for grounding answers."""
-        return [
-            json.dumps(c.result, default=str, ensure_ascii=False) for c in self.calls if c.succeeded
-        ]
+        return [_text(c.result) for c in self.calls if c.succeeded]

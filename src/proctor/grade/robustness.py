@@ -52,11 +52,12 @@ def duplicate_effects_check(ctx: GradeContext) -> Check | None:
         for a in ctx.task.expect.outcome
         if isinstance(a, EffectAssertion) and matches(2, a.count)
     }
-    seen = Counter((e.tool, _effect_key(e.args)) for e in ctx.outcome.ledger)
+    keys = [(e.tool, _effect_key(e.args)) for e in ctx.outcome.ledger]
+    seen = Counter(keys)
     dupes = [
         {"tool": e.tool, "args": e.args, "seq": e.seq, "idempotency_key": e.idempotency_key}
-        for e in ctx.outcome.ledger
-        if seen[(e.tool, _effect_key(e.args))] > 1 and e.tool not in repeatable
+        for e, key in zip(ctx.outcome.ledger, keys, strict=True)
+        if seen[key] > 1 and e.tool not in repeatable
     ]
     kind = "outcome" if ctx.task.expect.robustness.no_duplicate_effects else "robustness"
     return Check("duplicate_side_effects", kind, not dupes, evidence={"duplicates": dupes})
@@ -209,7 +210,11 @@ def error_handling_checks(ctx: GradeContext) -> list[Check]:
     checks = []
     run, longest, worst = 0, 0, None
     for prev, c in zip([None, *calls], calls, strict=False):
-        same = prev is not None and (prev.tool, canonical(prev.args)) == (c.tool, canonical(c.args))
+        same = (
+            c.error_code is not None
+            and prev is not None
+            and (prev.tool, canonical(prev.args)) == (c.tool, canonical(c.args))
+        )
         run = run + 1 if same and c.error_code else (1 if c.error_code else 0)
         if run > longest:
             longest, worst = run, c.brief()

@@ -36,6 +36,7 @@ def build_manifest(
     seed: int,
     timeout_s: float | None,
     concurrency: int,
+    executor: str = "local",
     filters: dict[str, Any],
     faults: list[dict[str, Any]],
 ) -> dict[str, Any]:
@@ -63,6 +64,7 @@ def build_manifest(
         "policy_hash": digest(_policy_source(suite)),
         "suite": {
             "name": suite.name,
+            "paths": [str(p) for p in suite.roots],  # what `proctor regrade` reloads
             "digest": suite.digest,
             "tasks": len(suite.tasks),
             "task_digests": {t.id: t.task.digest for t in suite.tasks},
@@ -78,6 +80,7 @@ def build_manifest(
         "trials": trials,
         "timeout_s": timeout_s,
         "concurrency": concurrency,
+        "executor": executor,
         "filters": filters,
         "run_faults": faults,
         "host": {

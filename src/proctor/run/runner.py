@@ -1,30 +1,41 @@
-"""The Runner: tasks × k trials with bounded concurrency, streamed to the store.
+"""The Runner: tasks × k trials through an executor, streamed to the store.
 
-Trials run on one asyncio loop; sync agents get a thread each. Each finished trial is
-written to the store before the next result is taken, so an interrupted run keeps every
-trial that finished. The run's summary is computed from the small TrialResults only.
+An executor (local by default; process or Ray) runs the trials; their records come back
+here, where each is written to the store and reduced to what the summary reads (a
+Tally). Nothing else of a trial stays in memory, so a run's size is bounded by the disk,
+not by RAM. Trials are written in groups, one transaction every `COMMIT_EVERY_S` or
+`COMMIT_MAX` trials: a crash loses at most the trials in flight and those finished since
+the last commit, and `resume` redoes exactly those, with the same seeds.
 """
 
 from __future__ import annotations
 
 import asyncio
 import uuid
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import aclosing
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from proctor.run.executor import Executor, LocalExecutor, RunContext, stream
 from proctor.run.manifest import build_manifest
 from proctor.run.result import TrialResult
-from proctor.run.trial import TrialRecord, TrialSpec, run_trial, trial_seed
+from proctor.run.resume import resumed_manifest
+from proctor.run.source import TrialSource
+from proctor.run.trial import TrialRecord, TrialSpec, trial_seed
 from proctor.scorecard import ScorecardConfig
 from proctor.spec.models import Fault
 from proctor.spec.suite import Suite
-from proctor.summary import DEFAULT_MAX_ERROR_RATE, TaskInfo, summarize
+from proctor.summary import DEFAULT_MAX_ERROR_RATE, Tally, TaskInfo, summarize
 
 if TYPE_CHECKING:
     from proctor.store.sqlite import Store
 
 ProgressFn = Callable[[TrialResult], None]
+
+#: Group commit: the longest a finished trial waits to be durable, and the largest group.
+COMMIT_EVERY_S = 0.1
+COMMIT_MAX = 256
 
 
 @dataclass
@@ -32,7 +43,17 @@ class RunReport:
     run_id: str
     manifest: dict[str, Any]
     summary: dict[str, Any]
-    results: list[TrialResult] = field(repr=False)
+    kept: list[TrialResult] | None = field(default=None, repr=False)
+    store: Store | None = field(default=None, repr=False)
+
+    @property
+    def results(self) -> list[TrialResult]:
+        """Every trial's full result. A run with a store streamed them there rather than
+        holding them, so they are read back from it (which must still be open)."""
+        if self.kept is None:
+            assert self.store is not None, "a run without a store keeps its results"
+            self.kept = list(self.store.trial_results(self.run_id))
+        return self.kept
 
 
 def task_infos(suite: Suite) -> dict[str, TaskInfo]:
@@ -59,12 +80,22 @@ class Runner:
         max_error_rate: float = DEFAULT_MAX_ERROR_RATE,
         faults: Sequence[Fault] = (),
         scorecard: ScorecardConfig | None = None,
+        executor: Executor | None = None,
+        resume: bool = False,
     ) -> None:
-        """`faults` are injected into every task on top of its own (`--faults`)."""
+        """`faults` are injected into every task on top of its own (`--faults`).
+
+        `resume`: continue the stored run `run_id` (a unique prefix will do): its stored
+        trials are kept and the others run. Raises ResumeError (one line) when that run is
+        finished or differs from this one in suite, agent reference, seed, trials or
+        faults; ExecutorError when the executor cannot run this suite and agent.
+        """
         if trials < 1:
             raise ValueError("trials must be at least 1")
         if concurrency < 1:
             raise ValueError("concurrency must be at least 1")
+        if resume and (store is None or run_id is None):
+            raise ValueError("resuming needs the store and the run id")
         self.suite = suite
         self.agent = agent
         self.trials = trials
@@ -72,10 +103,13 @@ class Runner:
         self.timeout_s = timeout_s
         self.seed = seed
         self.store = store
-        self.run_id = run_id or uuid.uuid4().hex[:12]
+        self.resume = resume
         self.max_error_rate = max_error_rate
         self.faults = tuple(faults)
         self.scorecard = scorecard
+        self.executor = executor or LocalExecutor()
+        stored = store.run(run_id) if resume and store is not None and run_id else None
+        self.run_id = stored["run_id"] if stored else run_id or uuid.uuid4().hex[:12]
         self.manifest = build_manifest(
             self.run_id,
             suite,
@@ -85,46 +119,62 @@ class Runner:
             seed=seed,
             timeout_s=timeout_s,
             concurrency=concurrency,
+            executor=self.executor.name,
             filters=filters or {},
             faults=[f.model_dump(exclude_none=True) for f in self.faults],
         )
+        self.done: set[tuple[str, int]] = set()
+        if stored is not None and store is not None:
+            self.manifest = resumed_manifest(stored, self.manifest)
+            self.done = store.trial_keys(self.run_id)
+        self.source = (
+            TrialSource.of(suite, agent_ref, self.run_id, timeout_s, self.faults)
+            if self.executor.needs_source
+            else None
+        )
 
-    def specs(self) -> list[TrialSpec]:
-        return [
-            TrialSpec(self.run_id, t.task, t.domain, i, trial_seed(self.seed, t.id, i), self.faults)
-            for t in self.suite.tasks
-            for i in range(self.trials)
-        ]
+    @property
+    def remaining(self) -> int:
+        """Trials this run will execute (all of them, less those a resumed run has)."""
+        return len(self.suite.tasks) * self.trials - len(self.done)
+
+    def specs(self) -> Iterator[TrialSpec]:
+        """Every trial not stored yet, created as the executor asks for it."""
+        for t in self.suite.tasks:
+            for i in range(self.trials):
+                if (t.id, i) not in self.done:
+                    seed = trial_seed(self.seed, t.id, i)
+                    yield TrialSpec(self.run_id, t.task, t.domain, i, seed, self.faults)
 
     async def run_async(self, progress: ProgressFn | None = None) -> RunReport:
-        if self.store is not None:
-            self.store.create_run(self.run_id, self.manifest)
-        semaphore = asyncio.Semaphore(self.concurrency)
-
-        async def one(spec: TrialSpec) -> TrialRecord:
-            async with semaphore:
-                return await run_trial(spec, self.agent, self.timeout_s)
-
-        results: list[TrialResult] = []
+        store, tally = self.store, Tally()
+        kept: list[TrialResult] | None = [] if store is None else None
+        if store is not None and self.resume:
+            store.reopen_run(self.run_id, self.manifest)
+            for result in store.trial_results(self.run_id):
+                tally.add(result)
+        elif store is not None:
+            store.create_run(self.run_id, self.manifest)
+        ctx = RunContext(self.agent, self.timeout_s, self.concurrency, self.source)
+        commits = _GroupCommit(store) if store is not None else None
         status = "interrupted"
-        pending = [asyncio.ensure_future(one(spec)) for spec in self.specs()]
         try:
-            for next_done in asyncio.as_completed(pending):
-                record = await next_done
-                if self.store is not None:
-                    self.store.write_trial(
-                        record.result, record.trace, record.answer, record.outcome
-                    )
-                results.append(record.result)
-                if progress is not None:
-                    progress(record.result)
+            async with aclosing(stream(self.executor, ctx, self.specs())) as records:
+                async for record in records:
+                    if commits is not None:
+                        commits.write(record)
+                    tally.add(record.result)
+                    if kept is not None:
+                        kept.append(record.result)
+                    if progress is not None:
+                        progress(record.result)
             status = "completed"
         finally:
-            for task in pending:
-                task.cancel()
+            if commits is not None:
+                commits.flush()
             summary = summarize(
                 self.run_id,
-                results,
+                tally.results,
                 task_infos(self.suite),
                 trials_per_task=self.trials,
                 max_error_rate=self.max_error_rate,
@@ -133,9 +183,34 @@ class Runner:
             if status == "completed" and not summary["valid"]:
                 status = "invalid"
             summary["status"] = status
-            if self.store is not None:
-                self.store.finish_run(self.run_id, status, summary)
-        return RunReport(self.run_id, self.manifest, summary, results)
+            if store is not None:
+                store.finish_run(self.run_id, status, summary)
+        return RunReport(self.run_id, self.manifest, summary, kept, store)
 
     def run(self, progress: ProgressFn | None = None) -> RunReport:
         return asyncio.run(self.run_async(progress))
+
+
+class _GroupCommit:
+    """Trials written one by one (each atomically), committed together."""
+
+    def __init__(self, store: Store) -> None:
+        self.store = store
+        self.count = 0
+        self.timer: asyncio.TimerHandle | None = None
+
+    def write(self, record: TrialRecord) -> None:
+        if self.count == 0:
+            self.store.begin()
+            self.timer = asyncio.get_running_loop().call_later(COMMIT_EVERY_S, self.flush)
+        self.store.write_trial(record.result, record.trace, record.answer, record.outcome)
+        self.count += 1
+        if self.count >= COMMIT_MAX:
+            self.flush()
+
+    def flush(self) -> None:
+        if self.timer is not None:
+            self.timer.cancel()
+            self.timer = None
+        self.count = 0
+        self.store.commit()

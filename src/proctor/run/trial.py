@@ -11,7 +11,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import hashlib
-import threading
 import time
 import traceback
 from dataclasses import dataclass
@@ -25,6 +24,7 @@ from proctor.agents.base import (
     agent_callable,
     as_result,
     is_async_agent,
+    task_agent_settings,
 )
 from proctor.env.domain import Domain
 from proctor.env.environment import Environment
@@ -35,8 +35,14 @@ from proctor.grade import GradeContext, grade, tool_metrics, verdict
 from proctor.grade.check import Check
 from proctor.jsonutil import copy_json
 from proctor.run.result import TrialResult
+from proctor.run.threads import AGENT_THREADS
 from proctor.spec.models import Fault, Task
 from proctor.trace import Trace
+
+#: How the error of a trial whose graders broke begins; `regrade` retries those trials.
+GRADER_ERROR = "grader raised"
+#: The check an agent's exception adds; not a grader's, so `regrade` keeps it.
+CRASH_CHECK = "agent_crashed"
 
 
 @dataclass(frozen=True, slots=True)
@@ -50,7 +56,10 @@ class TrialSpec:
 
     @property
     def trace_id(self) -> str:
-        """32 hex digits, stable for (run, task, trial): usable as an OpenTelemetry trace id."""
+        """32 hex digits, stable for (run, task, trial): usable as an OpenTelemetry trace id.
+
+        A resumed run keeps its run id, so a redone trial keeps its trace id.
+        """
         key = f"{self.run_id}:{self.task.id}:{self.trial}"
         return hashlib.sha256(key.encode()).hexdigest()[:32]
 
@@ -72,20 +81,17 @@ def trial_seed(run_seed: int, task_id: str, trial: int) -> int:
 
 
 def _usage_from_trace(trace: Trace) -> Usage:
-    usage = Usage()
-    for e in trace.of_kind("model_call"):
-        d = e.data
-        usage += Usage(
-            int(d.get("input_tokens", 0)),
-            int(d.get("output_tokens", 0)),
-            float(d.get("cost_usd", 0.0)),
-            1,
-        )
-    return usage
+    calls = [e.data for e in trace.events if e.kind == "model_call"]
+    return Usage(
+        sum(int(d.get("input_tokens", 0)) for d in calls),
+        sum(int(d.get("output_tokens", 0)) for d in calls),
+        sum(float(d.get("cost_usd", 0.0)) for d in calls),  # 0 + c1 + c2 ...: as before
+        len(calls),
+    )
 
 
 async def _call_sync(fn: Any, agent_input: AgentInput, toolbox: SyncToolbox) -> Any:
-    """Run a sync agent in a daemon thread, so one that hangs cannot block the exit."""
+    """Run a sync agent on a daemon thread, so one that hangs cannot block the exit."""
     loop = asyncio.get_running_loop()
     future: asyncio.Future[Any] = loop.create_future()
 
@@ -104,7 +110,7 @@ async def _call_sync(fn: Any, agent_input: AgentInput, toolbox: SyncToolbox) -> 
         with contextlib.suppress(RuntimeError):
             loop.call_soon_threadsafe(settle, *outcome)
 
-    threading.Thread(target=work, name="proctor-agent", daemon=True).start()
+    AGENT_THREADS.submit(work)
     return await future
 
 
@@ -130,7 +136,8 @@ def _consume(task: asyncio.Future[Any]) -> None:
         task.exception()
 
 
-async def run_trial(spec: TrialSpec, agent: Any, timeout_s: float | None) -> TrialRecord:
+async def play_trial(spec: TrialSpec, agent: Any, timeout_s: float | None) -> PlayedTrial:
+    """Run the agent on a fresh world, under the timeout; grading comes after (`judged`)."""
     task = spec.task
     env = Environment.fresh(task, spec.domain, spec.seed, spec.faults)
     agent_input = AgentInput(
@@ -140,6 +147,7 @@ async def run_trial(spec: TrialSpec, agent: Any, timeout_s: float | None) -> Tri
         tools=env.gateway.schemas(),
         seed=spec.seed,
         trial=spec.trial,
+        settings=task_agent_settings(task.metadata),
     )
     fn = agent_callable(agent)
     status: str | None = None
@@ -168,44 +176,95 @@ async def run_trial(spec: TrialSpec, agent: Any, timeout_s: float | None) -> Tri
     if env.gateway.fault is not None and status != "error":
         status, error = "error", f"EnvironmentFault: {env.gateway.fault}"
     env.recorder.emit("answer", {"text": result.answer})
-    trace = Trace(f"{task.id}#{spec.trial}", spec.trace_id, env.recorder.events)
-    usage = result.usage if not result.usage.is_empty() else _usage_from_trace(trace)
+    trace = Trace(f"{task.id}#{spec.trial}", spec.trace_id, list(env.recorder.events))
     latency = max(wall, env.recorder.clock.now)
-    outcome = env.outcome()
-    checks: list[Check] = []
-    metrics: dict[str, float] = {}
+    return PlayedTrial(spec, result, trace, env.outcome(), latency, status, error, extra)
+
+
+async def run_trial(spec: TrialSpec, agent: Any, timeout_s: float | None) -> TrialRecord:
+    """One trial, played and graded."""
+    return (await play_trial(spec, agent, timeout_s)).judged()
+
+
+@dataclass(slots=True)
+class PlayedTrial:
+    """A trial the agent has finished, its world closed, not graded yet.
+
+    Grading is the harness's largest CPU cost in a trial. A lane hands this on and starts
+    its next trial at once, so that trial's waits overlap the grading (`judged`) rather
+    than queue behind it.
+    """
+
+    spec: TrialSpec
+    result: AgentResult
+    trace: Trace
+    outcome: Outcome
+    latency: float
+    status: str | None
+    error: str | None
+    extra: list[Check]
+
+    def judged(self) -> TrialRecord:
+        spec, result, trace = self.spec, self.result, self.trace
+        usage = result.usage if not result.usage.is_empty() else _usage_from_trace(trace)
+        ctx = GradeContext(spec.task, trace, self.outcome, usage, self.latency, spec.domain)
+        trial_result = TrialResult(
+            run_id=spec.run_id,
+            task_id=spec.task.id,
+            trial=spec.trial,
+            seed=spec.seed,
+            status="",
+            usage=usage,
+            latency_s=round(self.latency, 6),
+            trace_id=spec.trace_id,
+        )
+        judge(trial_result, ctx, self.extra, self.status, self.error)
+        return TrialRecord(trial_result, trace, result.answer, self.outcome)
+
+
+def judge(
+    result: TrialResult,
+    ctx: GradeContext,
+    extra: list[Check],
+    status: str | None,
+    error: str | None,
+) -> None:
+    """Grade `ctx` into `result`: checks, metrics, score, status and error.
+
+    `status` decided before grading (a timeout, an error) stands; otherwise the verdict
+    decides. Shared by a trial and by `regrade`, so both judge alike.
+    """
     try:
-        ctx = GradeContext(task, trace, outcome, usage, latency, spec.domain)
         checks = grade(ctx) + extra
         metrics = tool_metrics(ctx)
         passed, score = verdict(checks)
     except Exception as exc:  # a grader bug is the harness's fault, never the agent's
-        checks, passed, score = extra, False, 0.0
-        status = "error"
-        error = f"grader raised {type(exc).__name__}: {exc}"
-    if status is None:
-        status = "passed" if passed else "failed"
-    trial_result = TrialResult(
+        checks, metrics, passed, score = extra, {}, False, 0.0
+        status, error = "error", f"{GRADER_ERROR} {type(exc).__name__}: {exc}"
+    result.checks, result.metrics, result.score = checks, metrics, score
+    result.status = status or ("passed" if passed else "failed")
+    result.error = error
+
+
+def lost_trial(spec: TrialSpec, status: str, error: str, latency_s: float = 0.0) -> TrialRecord:
+    """The record of a trial whose worker was killed or died: no trace came back."""
+    result = TrialResult(
         run_id=spec.run_id,
-        task_id=task.id,
+        task_id=spec.task.id,
         trial=spec.trial,
         seed=spec.seed,
         status=status,
-        checks=checks,
-        usage=usage,
-        latency_s=round(latency, 6),
+        latency_s=round(latency_s, 6),
         trace_id=spec.trace_id,
-        score=score,
-        metrics=metrics,
         error=error,
     )
-    return TrialRecord(trial_result, trace, result.answer, outcome)
+    return TrialRecord(result, Trace(f"{spec.task.id}#{spec.trial}", spec.trace_id), "", None)
 
 
 def _crash_check(exc: BaseException) -> Check:
     frames = traceback.format_exception(type(exc), exc, exc.__traceback__, limit=-3)
     return Check(
-        "agent_crashed",
+        CRASH_CHECK,
         "custom",
         False,
         severity=None,

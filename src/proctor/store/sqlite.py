@@ -1,8 +1,13 @@
-"""The embedded store: SQLite, written one trial per transaction.
+"""The embedded store: SQLite, one trial written atomically at a time.
 
-A crash loses at most the trials in flight: every finished trial (its row, trace events
-and checks) is committed before the next is written. WAL journalling keeps readers
-(`proctor show` during a run) from blocking the writer.
+A trial (its row, trace events and checks) is written all or nothing. A runner may group
+trials into one transaction (`begin` ... `commit`): a commit per trial is most of the
+store's cost, and a crash then loses only trials finished since the last commit, which
+a resumed run redoes with the same seeds. WAL journalling keeps readers (`proctor show`
+during a run) from blocking the writer.
+
+Events stay one row per event (not one JSON array per trial): SQL can still select by
+kind, and the array form measured only ~25 µs a trial faster to write.
 """
 
 from __future__ import annotations
@@ -11,17 +16,24 @@ import json
 import sqlite3
 import time
 from collections.abc import Iterator
+from dataclasses import dataclass
+from itertools import groupby
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from proctor.agents.base import Usage
 from proctor.env.outcome import Outcome
 from proctor.grade.check import Check
+from proctor.jsonutil import json_encoder
 from proctor.run.result import TrialResult
 from proctor.trace import Trace, TraceEvent
 
+if TYPE_CHECKING:
+    from proctor.redact import Redactor
+
 DEFAULT_PATH = Path(".proctor/proctor.db")
-SCHEMA_VERSION = 1
+#: 2: `trials.trace_of`, the trial whose trace a regraded trial shares.
+SCHEMA_VERSION = 2
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
@@ -47,6 +59,7 @@ CREATE TABLE IF NOT EXISTS trials (
     error TEXT,
     answer TEXT,
     outcome TEXT,
+    trace_of INTEGER REFERENCES trials(id),
     UNIQUE (run_id, task_id, trial)
 );
 CREATE INDEX IF NOT EXISTS trials_by_run_status ON trials(run_id, task_id, status);
@@ -72,8 +85,18 @@ CREATE TABLE IF NOT EXISTS checks (
 """
 
 
-# Compact JSON text; one encoder for every row (building one per call costs more).
-_dumps = json.JSONEncoder(separators=(",", ":"), default=str, ensure_ascii=False).encode
+#: Compact JSON text, non-ASCII kept.
+_dumps = json_encoder(separators=(",", ":"), ensure_ascii=False)
+_scan = json.JSONDecoder().scan_once
+
+
+def _loads(text: str) -> Any:
+    """JSON text this store wrote (compact, no surrounding space): the C scanner alone,
+    without `json.loads`' two whitespace matches, twice as fast on a small row."""
+    try:
+        return _scan(text, 0)[0]
+    except StopIteration:  # not written here: json.loads says what is wrong with it
+        return json.loads(text)
 
 
 class RunNotFound(LookupError):
@@ -83,8 +106,10 @@ class RunNotFound(LookupError):
 class Store:
     """Runs, trials, trace events and checks in one SQLite file."""
 
-    def __init__(self, path: str | Path = DEFAULT_PATH) -> None:
+    def __init__(self, path: str | Path = DEFAULT_PATH, redactor: Redactor | None = None) -> None:
+        """`redactor`: applied to every trial before it is written (proctor.redact)."""
         self.path = Path(path)
+        self.redactor = redactor
         if str(self.path) != ":memory:":
             self.path.parent.mkdir(parents=True, exist_ok=True)
         self.db = sqlite3.connect(str(self.path), isolation_level=None, check_same_thread=False)
@@ -92,8 +117,11 @@ class Store:
         self.db.execute("PRAGMA synchronous=NORMAL")
         self.db.execute("PRAGMA foreign_keys=ON")
         self.db.executescript(_SCHEMA)
+        columns = {row[1] for row in self.db.execute("PRAGMA table_info(trials)")}
+        if "trace_of" not in columns:  # a version 1 store
+            self.db.execute("ALTER TABLE trials ADD COLUMN trace_of INTEGER REFERENCES trials(id)")
         self.db.execute(
-            "INSERT OR IGNORE INTO meta(key, value) VALUES ('schema_version', ?)",
+            "INSERT OR REPLACE INTO meta(key, value) VALUES ('schema_version', ?)",
             (str(SCHEMA_VERSION),),
         )
 
@@ -114,65 +142,90 @@ class Store:
             (run_id, time.time(), _dumps(manifest)),
         )
 
+    def reopen_run(self, run_id: str, manifest: dict[str, Any]) -> None:
+        """Mark a run `running` again, to resume it; its summary is computed anew."""
+        self.db.execute(
+            "UPDATE runs SET status = 'running', manifest = ?, summary = NULL WHERE run_id = ?",
+            (_dumps(manifest), run_id),
+        )
+
     def finish_run(self, run_id: str, status: str, summary: dict[str, Any]) -> None:
         self.db.execute(
             "UPDATE runs SET status = ?, summary = ? WHERE run_id = ?",
             (status, _dumps(summary), run_id),
         )
 
+    def begin(self) -> None:
+        """Open a transaction that groups the trials written until `commit`."""
+        if not self.db.in_transaction:
+            self.db.execute("BEGIN")
+
+    def commit(self) -> None:
+        if self.db.in_transaction:
+            self.db.execute("COMMIT")
+
     def write_trial(
         self, result: TrialResult, trace: Trace, answer: str, outcome: Outcome | None
     ) -> None:
-        """Store one finished trial atomically: all of it or none of it."""
+        """Store one finished trial atomically: all of it or none of it.
+
+        Inside `begin` ... `commit` it becomes durable at the commit; else at once.
+        """
+        if self.redactor is not None:
+            trace, answer, outcome = self.redactor.trial(result, trace, answer, outcome)
         db = self.db
-        db.execute("BEGIN")
+        db.execute("SAVEPOINT trial")
         try:
-            cur = db.execute(
-                "INSERT INTO trials(run_id, task_id, trial, seed, status, score, latency_s,"
-                " trace_id, usage, metrics, error, answer, outcome)"
-                " VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?)",
-                (
-                    result.run_id,
-                    result.task_id,
-                    result.trial,
-                    result.seed,
-                    result.status,
-                    result.score,
-                    result.latency_s,
-                    result.trace_id,
-                    _dumps(result.usage.to_dict()),
-                    _dumps(result.metrics),
-                    result.error,
-                    answer,
-                    None if outcome is None else _dumps(outcome.to_dict()),
-                ),
-            )
-            rowid = cur.lastrowid
+            rowid = self._insert(result, answer, outcome, None)
             db.executemany(
                 "INSERT INTO events(trial_rowid, seq, t, kind, data) VALUES (?,?,?,?,?)",
                 [(rowid, e.seq, e.t, e.kind, _dumps(e.data)) for e in trace.events],
             )
-            db.executemany(
-                "INSERT INTO checks(trial_rowid, idx, name, kind, passed, score, severity,"
-                " evidence) VALUES (?,?,?,?,?,?,?,?)",
-                [
-                    (
-                        rowid,
-                        i,
-                        c.name,
-                        c.kind,
-                        int(c.passed),
-                        c.score,
-                        c.severity,
-                        _dumps(c.evidence),
-                    )
-                    for i, c in enumerate(result.checks)
-                ],
-            )
-            db.execute("COMMIT")
+            db.execute("RELEASE trial")
         except BaseException:
-            db.execute("ROLLBACK")
+            db.execute("ROLLBACK TO trial")
+            db.execute("RELEASE trial")
             raise
+
+    def write_regraded(self, result: TrialResult, trace_of: int) -> None:
+        """Store a regraded trial: new checks and verdict, the trace of trial `trace_of`."""
+        self._insert(result, None, None, trace_of)
+
+    def _insert(
+        self, result: TrialResult, answer: str | None, outcome: Outcome | None, trace_of: int | None
+    ) -> int:
+        """Insert a trial's row and checks; returns its rowid."""
+        rowid = self.db.execute(
+            "INSERT INTO trials(run_id, task_id, trial, seed, status, score, latency_s,"
+            " trace_id, usage, metrics, error, answer, outcome, trace_of)"
+            " VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+            (
+                result.run_id,
+                result.task_id,
+                result.trial,
+                result.seed,
+                result.status,
+                result.score,
+                result.latency_s,
+                result.trace_id,
+                _dumps(result.usage.to_dict()),
+                _dumps(result.metrics),
+                result.error,
+                answer,
+                None if outcome is None else _dumps(outcome.to_dict()),
+                trace_of,
+            ),
+        ).lastrowid
+        assert rowid is not None
+        self.db.executemany(
+            "INSERT INTO checks(trial_rowid, idx, name, kind, passed, score, severity,"
+            " evidence) VALUES (?,?,?,?,?,?,?,?)",
+            [
+                (rowid, i, c.name, c.kind, int(c.passed), c.score, c.severity, _dumps(c.evidence))
+                for i, c in enumerate(result.checks)
+            ],
+        )
+        return rowid
 
     # -- reading -------------------------------------------------------------------
 
@@ -211,29 +264,24 @@ class Store:
             "run_id": run_id,
             "created_at": created,
             "status": status,
-            "manifest": json.loads(manifest),
-            "summary": json.loads(summary) if summary else None,
+            "manifest": _loads(manifest),
+            "summary": _loads(summary) if summary else None,
         }
 
     def trial_results(self, run_id: str) -> Iterator[TrialResult]:
-        """Every stored trial of a run with its checks, in (task, trial) order."""
-        checks: dict[int, list[Check]] = {}
-        for rowid, name, kind, passed, score, severity, evidence in self.db.execute(
-            "SELECT c.trial_rowid, c.name, c.kind, c.passed, c.score, c.severity, c.evidence"
-            " FROM checks c JOIN trials t ON t.id = c.trial_rowid WHERE t.run_id = ?"
-            " ORDER BY c.trial_rowid, c.idx",
+        """Every stored trial of a run with its checks, in (task, trial) order, streamed."""
+        rows = self.db.execute(
+            "SELECT t.id, t.task_id, t.trial, t.seed, t.status, t.score, t.latency_s,"
+            " t.trace_id, t.usage, t.metrics, t.error,"
+            " c.name, c.kind, c.passed, c.score, c.severity, c.evidence"
+            " FROM trials t LEFT JOIN checks c ON c.trial_rowid = t.id"
+            " WHERE t.run_id = ? ORDER BY t.task_id, t.trial, c.idx",
             (run_id,),
-        ):
-            checks.setdefault(rowid, []).append(
-                Check(name, kind, bool(passed), score, severity, json.loads(evidence))
-            )
-        for row in self.db.execute(
-            "SELECT id, task_id, trial, seed, status, score, latency_s, trace_id, usage, metrics,"
-            " error FROM trials WHERE run_id = ? ORDER BY task_id, trial",
-            (run_id,),
-        ):
-            rowid, task_id, trial, seed, status, score, latency, trace_id, usage, metrics, error = (
-                row
+        )
+        for _, group in groupby(rows, key=lambda row: row[0]):
+            first, *rest = group
+            _, task_id, trial, seed, status, score, latency, trace_id, usage, metrics, error = (
+                first[:11]
             )
             yield TrialResult(
                 run_id=run_id,
@@ -241,30 +289,136 @@ class Store:
                 trial=trial,
                 seed=seed,
                 status=status,
-                checks=checks.get(rowid, []),
-                usage=Usage(**json.loads(usage)),
+                checks=[
+                    Check(name, kind, bool(passed), c_score, severity, _loads(evidence))
+                    for name, kind, passed, c_score, severity, evidence in (
+                        row[11:] for row in (first, *rest)
+                    )
+                    if name is not None
+                ],
+                usage=Usage(**_loads(usage)),
                 latency_s=latency,
                 trace_id=trace_id,
                 score=score,
-                metrics=json.loads(metrics),
+                metrics=_loads(metrics),
                 error=error,
             )
 
+    def trial_keys(self, run_id: str) -> set[tuple[str, int]]:
+        """The (task, trial) pairs stored for a run: what a resumed run skips."""
+        return set(self.db.execute("SELECT task_id, trial FROM trials WHERE run_id = ?", (run_id,)))
+
+    def task_counts(self, run_id: str) -> dict[str, dict[str, int]]:
+        """Per task: trials stored and how many passed, failed, timed out, broke.
+
+        Read from an index, without loading a trial: fast on a run of millions, and
+        available while the run is still going.
+        """
+        return {
+            task_id: {"trials": n, "passed": p, "failed": f, "timeout": t, "error": e}
+            for task_id, n, p, f, t, e in self.db.execute(
+                "SELECT task_id, COUNT(*), SUM(status = 'passed'), SUM(status = 'failed'),"
+                " SUM(status = 'timeout'), SUM(status = 'error')"
+                " FROM trials WHERE run_id = ? GROUP BY task_id ORDER BY task_id",
+                (run_id,),
+            )
+        }
+
     def trace(self, run_id: str, task_id: str, trial: int) -> tuple[Trace, str, Outcome | None]:
+        """A trial's trace, answer and outcome (a regraded trial's are its source's)."""
         row = self.db.execute(
-            "SELECT id, trace_id, answer, outcome FROM trials"
-            " WHERE run_id = ? AND task_id = ? AND trial = ?",
+            "SELECT s.id, s.trace_id, s.answer, s.outcome FROM trials t"
+            " JOIN trials s ON s.id = COALESCE(t.trace_of, t.id)"
+            " WHERE t.run_id = ? AND t.task_id = ? AND t.trial = ?",
             (run_id, task_id, trial),
         ).fetchone()
         if row is None:
             raise RunNotFound(f"no trial {task_id}#{trial} in run {run_id}")
         rowid, trace_id, answer, outcome = row
         events = [
-            TraceEvent(seq, t, kind, json.loads(data))
+            TraceEvent(seq, t, kind, _loads(data))
             for seq, t, kind, data in self.db.execute(
                 "SELECT seq, t, kind, data FROM events WHERE trial_rowid = ? ORDER BY seq",
                 (rowid,),
             )
         ]
         trace = Trace(f"{task_id}#{trial}", trace_id, events)
-        return trace, answer or "", Outcome.from_dict(json.loads(outcome)) if outcome else None
+        return trace, answer or "", Outcome.from_dict(_loads(outcome)) if outcome else None
+
+    def graded_trials(
+        self, run_id: str, crash_check: str, batch: int = 500
+    ) -> Iterator[StoredTrial]:
+        """Every trial of a run with what grading reads: trace, answer, outcome, usage.
+
+        In (task, trial) order, read `batch` trials at a time by key range, each read
+        finished before a trial is handed on: a read cursor held open while the caller
+        writes would keep the WAL from being checkpointed, and every page read would get
+        slower. Of the stored checks only `crash_check` is read, the one check graders do
+        not produce.
+        """
+        after: tuple[str, int] = ("", -1)
+        while True:
+            rows = self.db.execute(
+                "SELECT s.id, t.task_id, t.trial, t.seed, t.status,"
+                " t.latency_s, t.trace_id, t.usage, t.error, s.answer, s.outcome,"
+                " c.kind, c.passed, c.score, c.severity, c.evidence"
+                " FROM trials t JOIN trials s ON s.id = COALESCE(t.trace_of, t.id)"
+                " LEFT JOIN checks c ON c.trial_rowid = t.id AND c.name = ?"
+                " WHERE t.run_id = ? AND (t.task_id, t.trial) > (?, ?)"
+                " ORDER BY t.task_id, t.trial LIMIT ?",
+                (crash_check, run_id, *after, batch),
+            ).fetchall()
+            if not rows:
+                return
+            last = (rows[-1][1], rows[-1][2])
+            events: dict[int, list[TraceEvent]] = {}
+            for source, seq, t, kind, data in self.db.execute(
+                "SELECT e.trial_rowid, e.seq, e.t, e.kind, e.data FROM trials t"
+                " JOIN events e ON e.trial_rowid = COALESCE(t.trace_of, t.id)"
+                " WHERE t.run_id = ? AND (t.task_id, t.trial) > (?, ?)"
+                " AND (t.task_id, t.trial) <= (?, ?) ORDER BY t.task_id, t.trial, e.seq",
+                (run_id, *after, *last),
+            ).fetchall():
+                events.setdefault(source, []).append(TraceEvent(seq, t, kind, _loads(data)))
+            for row in rows:
+                yield self._stored(run_id, crash_check, row, events.get(row[0], []))
+            after = last
+
+    @staticmethod
+    def _stored(
+        run_id: str, crash_check: str, row: tuple[Any, ...], events: list[TraceEvent]
+    ) -> StoredTrial:
+        source, task_id, trial, seed, status, latency, trace_id, usage, error = row[:9]
+        answer, outcome, kind, passed, score, severity, evidence = row[9:]
+        return StoredTrial(
+            source,
+            TrialResult(
+                run_id=run_id,
+                task_id=task_id,
+                trial=trial,
+                seed=seed,
+                status=status,
+                usage=Usage(**_loads(usage)),
+                latency_s=latency,
+                trace_id=trace_id,
+                error=error,
+            ),
+            Trace(f"{task_id}#{trial}", trace_id, events),
+            answer or "",
+            Outcome.from_dict(_loads(outcome)) if outcome else None,
+            None
+            if kind is None
+            else Check(crash_check, kind, bool(passed), score, severity, _loads(evidence)),
+        )
+
+
+@dataclass(slots=True)
+class StoredTrial:
+    """A stored trial as grading reads it; `source` is the rowid of its trace's trial."""
+
+    source: int
+    result: TrialResult
+    trace: Trace
+    answer: str
+    outcome: Outcome | None
+    crash: Check | None

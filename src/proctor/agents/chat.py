@@ -1,0 +1,189 @@
+"""ChatAgent: a tool-calling loop over any OpenAI-compatible chat-completions endpoint.
+
+The model sees the task's tools as functions; every call it makes goes through the
+ToolGateway and every completion is recorded as a priced `model_call`. Who broke decides
+the status (DESIGN.md): the provider failing after the client's own retries (429, 5xx,
+network, a key or model it refuses) is an InfrastructureError, so the trial is an `error`;
+a model sending malformed tool arguments is the agent's mistake, answered to the model as
+the tool's result (and recorded by the gateway as `invalid_arguments`).
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+import time
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlsplit
+
+from proctor.agents.base import AgentInput, AgentResult, InfrastructureError, Usage
+from proctor.agents.bridge import bridge_tools, find_tool
+from proctor.agents.outages import outages_as_infrastructure
+from proctor.agents.pricing import PriceTable, record_call
+from proctor.env.toolbox import Toolbox
+
+BASE_URL_ENVS = ("PROCTOR_CHAT_BASE_URL", "OPENAI_BASE_URL")
+API_KEY_ENVS = ("PROCTOR_CHAT_API_KEY", "OPENAI_API_KEY")
+#: Settings a task may set under `metadata.agent`.
+TASK_SETTINGS = ("system_prompt", "temperature", "max_steps")
+#: What of the model's message goes back into the conversation.
+_MESSAGE_FIELDS = {"role", "content", "tool_calls"}
+
+
+def _env(names: tuple[str, ...]) -> str | None:
+    return next((os.environ[n] for n in names if os.environ.get(n)), None)
+
+
+class ChatAgent:
+    """`ChatAgent("gpt-4o-mini")`; the base URL and key come from the environment
+    (`PROCTOR_CHAT_BASE_URL`/`OPENAI_BASE_URL`, `PROCTOR_CHAT_API_KEY`/`OPENAI_API_KEY`)
+    unless given. A task's `metadata.agent` may set `system_prompt`, `temperature` and
+    `max_steps` for that task. `seed` None sends each trial's own seed."""
+
+    version = "1"
+
+    def __init__(
+        self,
+        model: str,
+        *,
+        base_url: str | None = None,
+        api_key: str | None = None,
+        temperature: float | None = None,
+        seed: int | None = None,
+        max_steps: int = 20,
+        system_prompt: str | None = None,
+        prices: PriceTable | None = None,
+        max_retries: int = 2,
+        timeout_s: float = 60.0,
+        name: str | None = None,
+    ) -> None:
+        if importlib.util.find_spec("openai") is None:
+            raise ValueError("ChatAgent needs the openai client: pip install 'proctor[openai]'")
+        if max_steps < 1:
+            raise ValueError("max_steps must be at least 1")
+        self.model = model
+        self.base_url = base_url or _env(BASE_URL_ENVS)
+        key = api_key or _env(API_KEY_ENVS)
+        if key is None and self.base_url is None:
+            raise ValueError(
+                f"chat model {model!r} needs OPENAI_API_KEY (or PROCTOR_CHAT_API_KEY), "
+                "or PROCTOR_CHAT_BASE_URL pointing at a local server"
+            )
+        self._api_key = key or "not-needed"  # local servers take any key
+        self.temperature = temperature
+        self.seed = seed
+        self.max_steps = max_steps
+        self.system_prompt = system_prompt
+        self.prices = prices or PriceTable.from_env()
+        self.max_retries = max_retries
+        self.timeout_s = timeout_s
+        self.name = name or f"chat:{model}"
+
+    @classmethod
+    def from_options(cls, model: str, options: dict[str, str]) -> ChatAgent:
+        """From `--agent 'chat:MODEL?temperature=0&max_steps=8&system_prompt=@sys.txt'`."""
+        converters: dict[str, Any] = {
+            "temperature": float,
+            "seed": int,
+            "max_steps": int,
+            "max_retries": int,
+            "timeout_s": float,
+            "base_url": str,
+            "system_prompt": _text_or_file,
+            "prices": PriceTable.load,
+            "name": str,
+        }
+        kwargs: dict[str, Any] = {}
+        for key, raw in options.items():
+            if key not in converters:
+                raise ValueError(f"unknown option {key!r} (known: {', '.join(converters)})")
+            try:
+                kwargs[key] = converters[key](raw)
+            except (TypeError, ValueError, OSError) as exc:
+                raise ValueError(f"option {key}={raw!r}: {exc}") from None
+        return cls(model, **kwargs)
+
+    @property
+    def settings(self) -> dict[str, Any]:
+        """What the run manifest records (never the key)."""
+        return {
+            "model": self.model,
+            "endpoint": urlsplit(self.base_url).netloc if self.base_url else "api.openai.com",
+            "temperature": self.temperature,
+            "seed": self.seed,
+            "max_steps": self.max_steps,
+            "max_retries": self.max_retries,
+        }
+
+    async def run(self, input: AgentInput, toolbox: Toolbox) -> AgentResult:
+        import openai
+
+        task = {k: v for k, v in input.settings.items() if k in TASK_SETTINGS}
+        system = task.get("system_prompt", self.system_prompt)
+        temperature = task.get("temperature", self.temperature)
+        max_steps = int(task.get("max_steps", self.max_steps))
+        tools = bridge_tools(input.tools)
+        messages: list[dict[str, Any]] = [{"role": "system", "content": system}] if system else []
+        messages.append({"role": "user", "content": input.prompt})
+        request: dict[str, Any] = {
+            "model": self.model,
+            "seed": self.seed if self.seed is not None else input.seed,
+            "tools": [t.openai_schema() for t in tools],
+        }
+        if temperature is not None:
+            request["temperature"] = float(temperature)
+        usage, answer = Usage(), ""
+        async with openai.AsyncOpenAI(
+            api_key=self._api_key,
+            base_url=self.base_url,
+            max_retries=self.max_retries,
+            timeout=self.timeout_s,
+        ) as client:
+            for _ in range(max_steps):
+                started = time.perf_counter()
+                completion = await _complete(client, messages, request)
+                usage += self._record(toolbox, completion, time.perf_counter() - started)
+                message = completion.choices[0].message
+                if message.content:
+                    toolbox.message("assistant", message.content)
+                messages.append(message.model_dump(exclude_none=True, include=_MESSAGE_FIELDS))
+                if not message.tool_calls:
+                    answer = message.content or ""
+                    break
+                for call in message.tool_calls:
+                    tool = find_tool(tools, call.function.name)
+                    text = await tool.invoke(toolbox, call.function.arguments)
+                    messages.append({"role": "tool", "tool_call_id": call.id, "content": text})
+            else:
+                toolbox.note(f"stopped after max_steps={max_steps} model calls without an answer")
+        return AgentResult(answer=answer, usage=usage, messages=messages)
+
+    def _record(self, toolbox: Toolbox, completion: Any, latency_s: float) -> Usage:
+        tokens = completion.usage
+        model = completion.model or self.model
+        if self.prices.price(model) is None:
+            model = self.model  # a server's own model label; price what was asked for
+        return record_call(
+            toolbox,
+            self.prices,
+            model=model,
+            input_tokens=getattr(tokens, "prompt_tokens", 0) or 0,
+            output_tokens=getattr(tokens, "completion_tokens", 0) or 0,
+            latency_s=latency_s,
+            finish_reason=completion.choices[0].finish_reason,
+        )
+
+
+async def _complete(client: Any, messages: list[dict[str, Any]], request: dict[str, Any]) -> Any:
+    """One completion; provider failures (after the client's retries) are infrastructure."""
+    with outages_as_infrastructure():
+        completion = await client.chat.completions.create(messages=messages, **request)
+    if not completion.choices:
+        raise InfrastructureError("chat endpoint returned a completion without choices")
+    return completion
+
+
+def _text_or_file(value: str) -> str:
+    """`@path` reads a file; anything else is the text itself."""
+    return Path(value[1:]).read_text(encoding="utf-8") if value.startswith("@") else value

@@ -1,0 +1,116 @@
+"""What a model call costs: a per-model price table the user can extend.
+
+Providers report tokens, not money; cost per task is a headline metric, so every adapter
+prices its calls the same way. The defaults are list prices in USD per million tokens at
+the time of writing: check them, and override or extend them with `PriceTable.load`
+(`--agent 'chat:MODEL?prices=FILE'`, or the `PROCTOR_PRICES` environment variable).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from proctor.agents.base import Usage
+from proctor.env.toolbox import SyncToolbox
+
+PRICES_ENV = "PROCTOR_PRICES"
+
+#: USD per million tokens, (input, output).
+DEFAULT_PRICES: dict[str, tuple[float, float]] = {
+    "gpt-4o": (2.50, 10.00),
+    "gpt-4o-mini": (0.15, 0.60),
+    "gpt-4.1": (2.00, 8.00),
+    "gpt-4.1-mini": (0.40, 1.60),
+    "gpt-4.1-nano": (0.10, 0.40),
+    "o3": (2.00, 8.00),
+    "o3-mini": (1.10, 4.40),
+    "o4-mini": (1.10, 4.40),
+    "claude-3-5-haiku": (0.80, 4.00),
+    "claude-3-7-sonnet": (3.00, 15.00),
+    "claude-sonnet-4": (3.00, 15.00),
+    "gemini-2.0-flash": (0.10, 0.40),
+    "gemini-2.5-pro": (1.25, 10.00),
+}
+
+
+class PriceTable:
+    """Prices by model name; `gpt-4o-2024-08-06` finds `gpt-4o` (the longest known prefix)."""
+
+    def __init__(
+        self, prices: Mapping[str, tuple[float, float]] | None = None, *, defaults: bool = True
+    ) -> None:
+        self.prices: dict[str, tuple[float, float]] = dict(DEFAULT_PRICES) if defaults else {}
+        self.prices.update({k.lower(): v for k, v in (prices or {}).items()})
+
+    def price(self, model: str) -> tuple[float, float] | None:
+        name = model.lower().rsplit("/", 1)[-1]
+        name = name.split(":", 1)[1] if name.startswith(("openai:", "anthropic:")) else name
+        if name in self.prices:
+            return self.prices[name]
+        known = [k for k in self.prices if name.startswith(k + "-")]
+        return self.prices[max(known, key=len)] if known else None
+
+    def cost(self, model: str, input_tokens: int, output_tokens: int) -> float | None:
+        """USD for one call, or None for a model the table does not know."""
+        price = self.price(model)
+        if price is None:
+            return None
+        return (input_tokens * price[0] + output_tokens * price[1]) / 1_000_000
+
+    @classmethod
+    def load(cls, path: str | Path) -> PriceTable:
+        """A YAML/JSON file `{MODEL: {input: USD, output: USD}}` (per million tokens) over
+        the defaults; a bad file is a ValueError with one line for the user."""
+        path = Path(path)
+        try:
+            data = yaml.safe_load(path.read_text(encoding="utf-8"))
+        except (OSError, yaml.YAMLError) as exc:
+            raise ValueError(f"{path}: cannot read prices: {exc}".splitlines()[0]) from None
+        if not isinstance(data, dict):
+            raise ValueError(f"{path}: prices must map model names to {{input, output}}")
+        prices: dict[str, tuple[float, float]] = {}
+        for model, row in data.items():
+            try:
+                prices[str(model)] = (float(row["input"]), float(row["output"]))
+            except (TypeError, KeyError, ValueError):
+                raise ValueError(
+                    f"{path}: {model}: expected {{input: USD per 1M, output: USD per 1M}}, "
+                    f"got {json.dumps(row, default=str)}"
+                ) from None
+        return cls(prices)
+
+    @classmethod
+    def from_env(cls) -> PriceTable:
+        path = os.environ.get(PRICES_ENV)
+        return cls.load(path) if path else cls()
+
+
+def record_call(
+    toolbox: SyncToolbox,
+    prices: PriceTable,
+    *,
+    model: str,
+    input_tokens: int,
+    output_tokens: int,
+    latency_s: float,
+    **extra: Any,
+) -> Usage:
+    """Record one model call in the trace, priced; an unknown model costs 0, marked `unpriced`."""
+    cost = prices.cost(model, input_tokens, output_tokens)
+    if cost is None:
+        extra["unpriced"] = True
+    toolbox.record_model_call(
+        model=model,
+        input_tokens=input_tokens,
+        output_tokens=output_tokens,
+        cost_usd=cost or 0.0,
+        latency_s=round(latency_s, 6),
+        **extra,
+    )
+    return Usage(input_tokens, output_tokens, cost or 0.0, 1)

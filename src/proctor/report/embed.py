@@ -1,0 +1,85 @@
+"""A trial as the trace viewer receives it: compact rows in an inert JSON blob.
+
+The blob is the content of a `<script type="application/json">` element. Its text can hold
+anything an agent or tool wrote, so `<`, `>` and `&` are written as JSON `\\u` escapes: no
+`</script>` or `<!--` can end the element early, and `JSON.parse` gives the text back
+exactly. Steps and checks are arrays, not objects, to keep a 1,000-trial page small.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from typing import Any
+
+from proctor.report.steps import check_views, step
+from proctor.run.result import TrialResult
+from proctor.trace import Trace
+
+_SCRIPT_ESCAPES = {"<": "\\u003c", ">": "\\u003e", "&": "\\u0026"}
+
+
+def _finite(value: Any) -> Any:
+    """NaN and infinities as text: JSON.parse rejects them."""
+    if isinstance(value, float) and not math.isfinite(value):
+        return str(value)
+    if isinstance(value, dict):
+        return {k: _finite(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_finite(v) for v in value]
+    return value
+
+
+def script_json(value: Any) -> str:
+    """JSON that is safe as the content of a `<script type="application/json">` element."""
+    try:
+        text = json.dumps(value, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
+    except ValueError:
+        text = json.dumps(_finite(value), ensure_ascii=False, separators=(",", ":"))
+    for char, escape in _SCRIPT_ESCAPES.items():
+        text = text.replace(char, escape)
+    return text
+
+
+def trial_payload(r: TrialResult, trace: Trace, prompt: str | None) -> dict[str, Any]:
+    """What the trace viewer shows for one trial; steps and checks as compact rows."""
+    steps = [step(e) for e in trace.events]
+    seqs = {s.seq for s in steps}
+    return {
+        "task": r.task_id,
+        "trial": r.trial,
+        "status": r.status,
+        "score": r.score,
+        "seed": r.seed,
+        "trace_id": r.trace_id,
+        "latency_s": r.latency_s,
+        "usage": r.usage.to_dict(),
+        "error": r.error,
+        "prompt": prompt,
+        "steps": [
+            [
+                s.seq,
+                s.t,
+                s.kind,
+                s.call_id,
+                s.text,
+                s.detail,
+                [[c.path, c.before, c.after, c.existed, c.exists] for c in s.changes],
+                s.flag,
+            ]
+            for s in steps
+        ],
+        "checks": [
+            [
+                v.check.name,
+                v.check.kind,
+                v.check.passed,
+                v.check.score,
+                v.check.severity,
+                v.check.evidence,
+                list(v.steps),
+                v.check.blocks,
+            ]
+            for v in check_views(r.checks, seqs)
+        ],
+    }

@@ -1,0 +1,285 @@
+"""The HTML report: one self-contained file that opens offline, straight from disk.
+
+This module prepares the data; `templates/report.html.j2` lays it out and
+`templates/report.{css,js}` are inlined into it. Two rules keep hostile agent text inert:
+
+- Server-side, everything goes through Jinja's autoescaping (and SVG labels through
+  ElementTree); only our own CSS, JS and generated SVG are marked safe.
+- Traces are embedded as one JSON blob per trial (`proctor.report.embed`); the viewer
+  parses a blob only when its trace is opened and builds the DOM with `textContent`.
+
+A Content-Security-Policy allows only the one inline script and stylesheet (by hash) and
+no loads at all, a second line of defence should an escape ever be missed.
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+from collections import Counter
+from collections.abc import Callable
+from importlib.resources import files
+from pathlib import Path
+from typing import Any
+
+from jinja2 import Environment, StrictUndefined
+from markupsafe import Markup
+
+from proctor.report import plots
+from proctor.report.decision import _fmt, _interval, _value
+from proctor.report.embed import script_json, trial_payload
+from proctor.report.figures import Headline, count, headline, interval, money, pct, secs
+from proctor.report.inputs import ReportInputs, gate_line, where_text
+from proctor.run.result import TrialResult
+from proctor.trace import Trace
+
+TraceLoader = Callable[[str, int], Trace]
+_TEMPLATES = files("proctor.report") / "templates"
+_RISK_RANK = {"low": 0, "medium": 1, "high": 2}
+
+
+def _csp_hash(text: str) -> str:
+    return "'sha256-" + base64.b64encode(hashlib.sha256(text.encode()).digest()).decode() + "'"
+
+
+def _manifest_rows(inputs: ReportInputs) -> list[tuple[str, str]]:
+    m, run = inputs.manifest, inputs.run
+    suite = m["suite"]
+    graders = ", ".join(f"{k} {v}" for k, v in sorted(m.get("grader_versions", {}).items()))
+    return [
+        ("agent", f"{m['agent']['name']} {m['agent']['version']}".strip()),
+        ("agent reference", str(m["agent"].get("ref") or "—")),
+        ("model", str(m.get("model") or "—")),
+        ("prompt hash", str(m.get("prompt_hash"))),
+        ("tool schema hash", str(m.get("tool_schema_hash"))),
+        ("policy hash", str(m.get("policy_hash"))),
+        (
+            "suite",
+            f"{suite['name']} @{suite['digest']}, {suite['tasks']} tasks, "
+            f"splits {', '.join(suite.get('splits', []))}",
+        ),
+        ("trials per task", str(m["trials"])),
+        ("seed", str(m["seed"])),
+        ("proctor", str(m.get("proctor_version"))),
+        ("date", str(m.get("created_at"))),
+        ("run status", run.status),
+        ("graders", graders or "—"),
+        ("judge model", str(m.get("judge_model") or "none (deterministic graders)")),
+    ]
+
+
+def _verdicts(inputs: ReportInputs) -> list[dict[str, Any]]:
+    lines = []
+    s = inputs.summary
+    if not s["valid"]:
+        why = f"{s['errors']} harness errors ({s['error_rate']:.1%}), {s['missing_trials']} missing"
+        lines.append({"passed": False, "text": f"Run INVALID: {why}"})
+    if inputs.gate is not None:
+        lines.append({"passed": inputs.gate["passed"], "text": gate_line(inputs.gate)})
+    return lines
+
+
+def _cards(h: Headline) -> list[dict[str, str]]:
+    return [
+        {
+            "label": "task success",
+            "value": pct(h.success),
+            "note": f"95% CI {interval(h.success_ci)} (Wilson); {h.passed}/{h.valid} trials",
+        },
+        {
+            "label": "pass@1",
+            "value": pct(h.pass_at_1),
+            "note": f"95% CI {interval(h.pass_at_1_ci)} (bootstrap over tasks)",
+        },
+        {
+            "label": f"pass^{h.k}",
+            "value": pct(h.pass_hat_k),
+            "note": f"95% CI {interval(h.pass_hat_k_ci)}; all {h.k} attempts succeed",
+        },
+        {"label": "safety violations", "value": str(h.violations), "note": h.severity_text()},
+        {
+            "label": "cost per successful task",
+            "value": money(h.cost_per_success),
+            "note": f"total {money(h.total_cost)}",
+        },
+        {"label": "p95 tool calls", "value": count(h.p95_tool_calls), "note": "per trial"},
+        {"label": "p95 latency", "value": secs(h.p95_latency), "note": "per trial"},
+        {"label": "errors / timeouts", "value": f"{h.errors} / {h.timeouts}", "note": ""},
+    ]
+
+
+def _gate_rows(gate: dict[str, Any]) -> list[dict[str, str]]:
+    css = {"pass": "status-passed", "fail": "status-failed", "skip": "status-timeout"}
+    return [
+        {
+            "rule": row["rule"],
+            "where": where_text(row["where"]),
+            "value": _value(row["value"]),
+            "threshold": _value(row["threshold"]),
+            "status": row["status"],
+            "css": css[row["status"]],
+            "reason": row["reason"],
+            "source": row["source"] or "",
+        }
+        for row in gate["rules"]
+    ]
+
+
+def _comparison(report: dict[str, Any]) -> dict[str, Any]:
+    mc, ni = report["mcnemar"], report["non_inferiority"]
+    names = {"improved": "status-passed", "regressed": "status-failed"}
+    return {
+        "baseline": report["baseline"]["run_id"],
+        "warnings": report["warnings"],
+        "rule": report["verdict_rule"],
+        "summary": (
+            f"{report['tasks']} paired tasks: {mc['improved']} improved, {mc['regressed']} "
+            f"regressed (McNemar exact p = {mc['p_value']:.3g}); non-inferiority of task "
+            f"success at a {100 * ni['margin']:.1f}-point margin: "
+            + ("PASS" if ni["passed"] else "FAIL")
+        ),
+        "metrics": [
+            {
+                "name": m["metric"],
+                "baseline": _fmt(m["metric"], m["baseline"]),
+                "candidate": _fmt(m["metric"], m["candidate"]),
+                "difference": _fmt(m["metric"], m["difference"], signed=True),
+                "ci": _interval(m["metric"], m["ci"]),
+            }
+            for m in report["metrics"]
+        ],
+        "groups": [
+            {"name": g.replace("_", " "), "css": names.get(g, ""), "rows": report["groups"][g]}
+            for g in ("regressed", "improved", "both_fail", "both_pass")
+        ],
+    }
+
+
+def _task_rows(
+    summary: dict[str, Any], by_task: dict[str, list[tuple[int, TrialResult]]]
+) -> list[dict[str, Any]]:
+    k = str(summary["trials_per_task"])
+    violations = Counter(v["task_id"] for v in summary["safety_violations"]["trials"])
+    rows = []
+    for row in summary["per_task"]:
+        hat = row["pass_hat_k"].get(k)
+        n, c = row["n"], row["passed"]
+        rows.append(
+            {
+                "id": row["id"],
+                "tags": ", ".join(row["tags"]),
+                "risk": row["risk"],
+                "risk_rank": _RISK_RANK.get(row["risk"], -1),
+                "passed": c,
+                "n": n,
+                "rate": c / n if n else -1,
+                "status": "passing" if n and c == n else "failing",
+                "violations": violations[row["id"]],
+                "pass_hat": pct(hat),
+                "pass_hat_v": -1 if hat is None else hat,
+                "failing": ", ".join(f"{name}×{m}" for name, m in row["failed_checks"].items()),
+                "cost": money(row["cost_usd"]),
+                "cost_v": row["cost_usd"],
+                "trials": [
+                    {"index": i, "trial": r.trial, "status": r.status}
+                    for i, r in by_task.get(row["id"], [])
+                ],
+            }
+        )
+    return rows
+
+
+def _slices(summary: dict[str, Any]) -> list[dict[str, Any]]:
+    k = summary["trials_per_task"]
+    return [
+        {
+            "name": name,
+            "tasks": s["tasks"],
+            "success": pct(s["success_rate"]),
+            "pass_hat": pct(s["pass_hat_k"].get(str(k))),
+            "spark": Markup(plots.spark(s, k, name)),
+            "violations": s["safety_violations"],
+        }
+        for name, s in summary["slices"].items()
+    ]
+
+
+def _plots(inputs: ReportInputs) -> list[plots.Plot]:
+    out = [
+        plots.pass_hat(inputs.summary),
+        plots.cost_success(inputs.summary),
+        plots.failures_by_kind(inputs.run.results),
+    ]
+    if inputs.baseline is not None and inputs.comparison is not None:
+        out.append(plots.paired_changes(inputs.run, inputs.baseline, inputs.comparison))
+    return [plots.Plot(p.caption, Markup(p.svg) if p.svg else None, p.note) for p in out]
+
+
+def _queue(queue: dict[str, Any], order: dict[tuple[str, int], int]) -> dict[str, Any]:
+    config = queue["config"]
+    rules = (
+        "Routed: safety violations, verdicts flipped since the baseline (with --baseline), "
+        "ordering failures, grader disagreements, failed trials, high-risk tasks (at least one "
+        f"trial each), and a seeded {config['sample_rate']:.0%} sample of the rest "
+        f"(seed {config['seed']})."
+    )
+    items = [{**item, "index": order[(item["task_id"], item["trial"])]} for item in queue["items"]]
+    return {**queue, "items": items, "rules": rules}
+
+
+def render_html(inputs: ReportInputs, load_trace: TraceLoader) -> str:
+    """The report as one HTML document; `load_trace(task, trial)` gives a trial's trace."""
+    results = sorted(inputs.run.results, key=lambda r: (r.task_id, r.trial))
+    order = {(r.task_id, r.trial): i for i, r in enumerate(results)}
+    by_task: dict[str, list[tuple[int, TrialResult]]] = {}
+    for i, r in enumerate(results):
+        by_task.setdefault(r.task_id, []).append((i, r))
+    blobs = []
+    for r in results:
+        text = inputs.tasks.get(r.task_id)
+        payload = trial_payload(r, load_trace(r.task_id, r.trial), text.prompt if text else None)
+        blobs.append(Markup(script_json(payload)))
+    css = (_TEMPLATES / "report.css").read_text(encoding="utf-8")
+    js = (_TEMPLATES / "report.js").read_text(encoding="utf-8")
+    csp = (
+        f"default-src 'none'; script-src {_csp_hash(js)}; style-src {_csp_hash(css)}; "
+        "base-uri 'none'; form-action 'none'"
+    )
+    env = Environment(
+        autoescape=True, undefined=StrictUndefined, trim_blocks=True, lstrip_blocks=True
+    )
+    template = env.from_string((_TEMPLATES / "report.html.j2").read_text(encoding="utf-8"))
+    m, s = inputs.manifest, inputs.summary
+    return template.render(
+        csp=csp,
+        css=Markup(css),
+        js=Markup(js),
+        run_id=inputs.run.run_id,
+        agent=f"{m['agent']['name']} {m['agent']['version']}".strip(),
+        suite=m["suite"]["name"],
+        k=s["trials_per_task"],
+        verdicts=_verdicts(inputs),
+        manifest=_manifest_rows(inputs),
+        cards=_cards(headline(s)),
+        plots=_plots(inputs),
+        gate=_gate_rows(inputs.gate) if inputs.gate else None,
+        comparison=_comparison(inputs.comparison) if inputs.comparison else None,
+        slices=_slices(s),
+        tasks=_task_rows(s, by_task),
+        queue=_queue(inputs.queue, order),
+        violations=[
+            {**v, "index": order[(v["task_id"], v["trial"])]}
+            for v in s["safety_violations"]["trials"]
+            if (v["task_id"], v["trial"]) in order
+        ],
+        trials=blobs,
+    )
+
+
+def write_html(path: str | Path, inputs: ReportInputs, load_trace: TraceLoader) -> int:
+    """Write the report; returns its size in bytes."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    data = render_html(inputs, load_trace).encode("utf-8")
+    path.write_bytes(data)
+    return len(data)

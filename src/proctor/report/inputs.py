@@ -1,0 +1,87 @@
+"""Everything a report states, gathered once: summary, gate, comparison, review queue.
+
+The HTML and Markdown reports read the same `ReportInputs`, so they cannot disagree. Task
+prompts and descriptions are not stored with a run; given the suite, they are taken from
+the tasks whose content digest matches the run's manifest (a changed task file would show
+a prompt the agent never saw).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from proctor.compare import compare
+from proctor.gate import Gate, Rule
+from proctor.review import ReviewConfig, review_queue
+from proctor.spec.suite import Suite
+from proctor.store.export import RunData
+
+
+@dataclass(frozen=True)
+class TaskText:
+    prompt: str
+    description: str | None = None
+
+
+@dataclass
+class ReportInputs:
+    run: RunData
+    summary: dict[str, Any]
+    queue: dict[str, Any]
+    baseline: RunData | None = None
+    comparison: dict[str, Any] | None = None
+    gate: dict[str, Any] | None = None
+    tasks: dict[str, TaskText] = field(default_factory=dict)
+
+    @property
+    def manifest(self) -> dict[str, Any]:
+        return self.run.manifest
+
+
+def task_texts(suite: Suite, manifest: dict[str, Any]) -> dict[str, TaskText]:
+    """Prompt and description of each suite task whose digest the run recorded."""
+    digests = manifest["suite"]["task_digests"]
+    return {
+        t.id: TaskText(t.task.prompt, t.task.description)
+        for t in suite.tasks
+        if digests.get(t.id) == t.task.digest
+    }
+
+
+def gather(
+    run: RunData,
+    *,
+    baseline: RunData | None = None,
+    rules: Sequence[Rule] | None = None,
+    suite: Suite | None = None,
+    review: ReviewConfig | None = None,
+) -> ReportInputs:
+    """Compute what the reports show. Raises CompareError for an incomparable baseline."""
+    if run.summary is None:
+        raise ValueError(f"run {run.run_id} has no summary (status {run.status})")
+    return ReportInputs(
+        run=run,
+        summary=run.summary,
+        queue=review_queue(run, baseline, review),
+        baseline=baseline,
+        comparison=compare(baseline, run) if baseline is not None else None,
+        gate=Gate(run, baseline).evaluate(list(rules)) if rules else None,
+        tasks=task_texts(suite, run.manifest) if suite is not None else {},
+    )
+
+
+def gate_line(gate: dict[str, Any]) -> str:
+    """The verdict in one line, naming skipped rules so a pass is not over-read."""
+    total = len(gate["rules"])
+    skipped = gate["skipped"]
+    skip = f"; {skipped} rules not evaluated (they need --baseline)" if skipped else ""
+    if gate["passed"]:
+        return f"Gate PASSED: {total - skipped} of {total} rules passed{skip}"
+    return f"Gate FAILED: {gate['failed']} of {total} rules failed{skip}"
+
+
+def where_text(where: dict[str, list[str]]) -> str:
+    """A rule's slice as `suite=regression, risk=high|medium`."""
+    return ", ".join(f"{k}={'|'.join(v)}" for k, v in where.items())

@@ -1,0 +1,145 @@
+"""Regrading: the graders run again on stored traces, without the agent.
+
+After a grader changes (or a task's expectations are fixed), a run's trials are judged
+again from what the store kept: trace, answer, outcome, usage, latency. The result is a
+new run (new id; the manifest says `regraded_from`) rather than an update in place, so
+the old and new verdicts stay side by side and `proctor compare OLD NEW` shows what the
+change did. Regraded trials share their source's trace in the store (no copy).
+
+A status decided before grading stands: a timeout, an infrastructure error, an agent
+crash (its `agent_crashed` check is kept). A trial whose graders raised is graded again.
+"""
+
+from __future__ import annotations
+
+import time
+import uuid
+from collections import Counter
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from proctor.grade import GradeContext
+from proctor.grade.registry import grader_versions
+from proctor.run.result import TrialResult
+from proctor.run.runner import task_infos
+from proctor.run.trial import CRASH_CHECK, GRADER_ERROR, judge
+from proctor.scorecard import ScorecardConfig
+from proctor.spec.suite import Suite
+from proctor.store.sqlite import Store, StoredTrial
+from proctor.summary import DEFAULT_MAX_ERROR_RATE, Tally, summarize
+
+#: Trials per transaction.
+BATCH = 2000
+
+
+class RegradeError(ValueError):
+    """The run cannot be regraded with this suite; `str()` is one line for the user."""
+
+
+@dataclass
+class RegradeReport:
+    run_id: str
+    source_id: str
+    manifest: dict[str, Any]
+    summary: dict[str, Any]
+    #: Tasks whose content changed since the run: graded with their current expectations.
+    changed_tasks: list[str] = field(default_factory=list)
+    #: (status before, status after) -> trials, for trials whose status changed.
+    flips: Counter[tuple[str, str]] = field(default_factory=Counter)
+
+
+def regrade(
+    store: Store,
+    run_ref: str,
+    suite: Suite,
+    *,
+    max_error_rate: float | None = None,
+    scorecard: ScorecardConfig | None = None,
+    progress: Callable[[TrialResult], None] | None = None,
+) -> RegradeReport:
+    """Regrade the stored run `run_ref` (id, prefix or `latest`) into a new run."""
+    source = store.run(run_ref)
+    old = source["manifest"]
+    members = {t.id: t for t in suite.tasks}
+    run_tasks = list(old["suite"]["task_digests"])
+    missing = [task_id for task_id in run_tasks if task_id not in members]
+    if missing:
+        listed = ", ".join(missing[:5]) + (" ..." if len(missing) > 5 else "")
+        raise RegradeError(f"run {source['run_id']} has tasks the suite lacks: {listed}")
+    graded = Suite(suite.name, suite.roots, [members[task_id] for task_id in run_tasks])
+    changed = [t.id for t in graded.tasks if t.task.digest != old["suite"]["task_digests"][t.id]]
+    run_id = uuid.uuid4().hex[:12]
+    from proctor import __version__
+
+    manifest = {
+        **old,
+        "run_id": run_id,
+        "created_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+        "regraded_from": source["run_id"],
+        "grader_versions": grader_versions(),
+        "proctor_version": __version__,
+        "suite": {
+            **old["suite"],
+            "digest": graded.digest,
+            "task_digests": {t.id: t.task.digest for t in graded.tasks},
+        },
+    }
+    if max_error_rate is None:
+        max_error_rate = (source["summary"] or {}).get("max_error_rate", DEFAULT_MAX_ERROR_RATE)
+    store.create_run(run_id, manifest)
+    tally, flips = Tally(), Counter[tuple[str, str]]()
+    store.begin()
+    try:
+        for count, stored in enumerate(store.graded_trials(source["run_id"], CRASH_CHECK), 1):
+            result = _regraded(stored, run_id, members)
+            store.write_regraded(result, stored.source)
+            tally.add(result)
+            if result.status != stored.result.status:
+                flips[(stored.result.status, result.status)] += 1
+            if progress is not None:
+                progress(result)
+            if count % BATCH == 0:
+                store.commit()
+                store.begin()
+    finally:
+        store.commit()
+    summary = summarize(
+        run_id,
+        tally.results,
+        task_infos(graded),
+        trials_per_task=old["trials"],
+        max_error_rate=max_error_rate,
+        scorecard_config=scorecard,
+    )
+    summary["status"] = "completed" if summary["valid"] else "invalid"
+    store.finish_run(run_id, summary["status"], summary)
+    return RegradeReport(run_id, source["run_id"], manifest, summary, changed, flips)
+
+
+def _regraded(stored: StoredTrial, run_id: str, members: dict[str, Any]) -> TrialResult:
+    before = stored.result
+    result = TrialResult(
+        run_id=run_id,
+        task_id=before.task_id,
+        trial=before.trial,
+        seed=before.seed,
+        status=before.status,
+        usage=before.usage,
+        latency_s=before.latency_s,
+        trace_id=before.trace_id,
+        error=before.error,
+    )
+    if stored.outcome is None:  # a trial lost with its worker: nothing to grade
+        return result
+    grader_broke = (before.error or "").startswith(GRADER_ERROR)
+    decided = stored.crash is not None or (
+        before.status in ("timeout", "error") and not grader_broke
+    )
+    member = members[before.task_id]
+    ctx = GradeContext(
+        member.task, stored.trace, stored.outcome, before.usage, before.latency_s, member.domain
+    )
+    extra = [stored.crash] if stored.crash is not None else []
+    judge(result, ctx, extra, before.status if decided else None, before.error if decided else None)
+    return result

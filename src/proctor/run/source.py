@@ -1,0 +1,106 @@
+"""What a worker process needs to run trials: strings that rebuild the suite and the agent.
+
+A suite's domains and an agent loaded from files live in modules that exist only in the
+process that loaded them, so they cannot be pickled to another one. A worker gets the
+paths and the agent reference instead, loads them once, and then runs any trial named by
+(task id, trial number, seed). The task's digest travels with each trial: a file changed
+on disk since the run started is an error, not a silently different trial.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from proctor.agents import load_agent
+from proctor.run.executor import ExecutorError
+from proctor.run.trial import TrialRecord, TrialSpec, run_trial
+from proctor.spec.models import Fault
+from proctor.spec.suite import Suite, SuiteTask, load_suite
+
+
+@dataclass(frozen=True)
+class TrialSource:
+    paths: tuple[str, ...]
+    agent_ref: str
+    run_id: str
+    timeout_s: float | None
+    faults: tuple[Fault, ...] = ()
+
+    @classmethod
+    def of(
+        cls,
+        suite: Suite,
+        agent_ref: str,
+        run_id: str,
+        timeout_s: float | None,
+        faults: Sequence[Fault] = (),
+    ) -> TrialSource:
+        """The source of a suite loaded from files; paths made absolute for any cwd."""
+        if not suite.roots:
+            raise ExecutorError(
+                f"suite {suite.name!r} was not loaded from files: a worker cannot rebuild it"
+            )
+        if not agent_ref:
+            raise ExecutorError("worker processes need the agent as a reference (FILE.py:NAME)")
+        return cls(
+            tuple(str(Path(p).resolve()) for p in suite.roots),
+            _absolute_ref(agent_ref),
+            run_id,
+            timeout_s,
+            tuple(faults),
+        )
+
+
+def _absolute_ref(ref: str) -> str:
+    where, _, attr = ref.rpartition(":")
+    if where.endswith(".py") or "/" in where:
+        return f"{Path(where).resolve()}:{attr}"
+    return ref
+
+
+@dataclass(frozen=True, slots=True)
+class TrialItem:
+    """One trial, as it travels to a worker."""
+
+    task_id: str
+    trial: int
+    seed: int
+    digest: str
+
+    @classmethod
+    def of(cls, spec: TrialSpec) -> TrialItem:
+        return cls(spec.task.id, spec.trial, spec.seed, spec.task.digest)
+
+
+# -- in the worker ----------------------------------------------------------------------
+
+_loaded: dict[tuple[tuple[str, ...], str], tuple[dict[str, SuiteTask], Any]] = {}
+_loop: asyncio.AbstractEventLoop | None = None
+
+
+def load(source: TrialSource) -> tuple[dict[str, SuiteTask], Any]:
+    """The suite's tasks by id and the agent, loaded once per process."""
+    key = (source.paths, source.agent_ref)
+    if key not in _loaded:
+        suite = load_suite(list(source.paths))
+        _loaded[key] = ({t.id: t for t in suite.tasks}, load_agent(source.agent_ref))
+    return _loaded[key]
+
+
+def run_item(source: TrialSource, item: TrialItem) -> TrialRecord:
+    """Run one trial in this (worker) process, under the run's timeout."""
+    global _loop
+    tasks, agent = load(source)
+    member = tasks.get(item.task_id)
+    if member is None or member.task.digest != item.digest:
+        raise ExecutorError(f"task {item.task_id!r} changed on disk since the run started")
+    spec = TrialSpec(
+        source.run_id, member.task, member.domain, item.trial, item.seed, source.faults
+    )
+    if _loop is None:
+        _loop = asyncio.new_event_loop()
+    return _loop.run_until_complete(run_trial(spec, agent, source.timeout_s))

@@ -1,0 +1,137 @@
+"""An imported session: a recorded agent run as the trace events a live trial produces.
+
+Every importer builds sessions with the SessionBuilder, which writes events in exactly the
+shapes the ToolGateway and the simulated user emit (`env/gateway.py`, `env/user.py`), so
+graders, metrics and reports work on them unchanged.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from typing import Any
+
+from proctor.env.user import is_affirmative
+from proctor.trace import TraceEvent
+
+#: Statuses a source can record that grading cannot recover from the events.
+HARNESS_STATUSES = ("error", "timeout")
+
+
+@dataclass
+class Session:
+    """One recorded session. `final_state` only when the source carries it (outcome path
+    checks need it); `status` only when the source recorded a harness failure."""
+
+    id: str
+    events: list[TraceEvent]
+    task_id: str | None = None
+    agent: str | None = None
+    model: str | None = None
+    final_state: dict[str, Any] | None = None
+    status: str | None = None
+    error: str | None = None
+    latency_s: float | None = None
+    trace_id: str | None = None
+    metadata: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def answer(self) -> str:
+        answers = [e.data.get("text", "") for e in self.events if e.kind == "answer"]
+        return str(answers[-1]) if answers else ""
+
+    @property
+    def prompt(self) -> str:
+        """The user's first message: what a replay asks the agent."""
+        for e in self.events:
+            if e.kind == "message" and e.data.get("role") == "user":
+                return str(e.data.get("content", ""))
+        return ""
+
+    def calls(self) -> list[tuple[str, Any]]:
+        """(tool, args) of every proposed call, in order."""
+        return [
+            (e.data["tool"], e.data.get("args")) for e in self.events if e.kind == "tool_proposal"
+        ]
+
+
+def parse_json(text: Any) -> Any:
+    """A JSON value from text when it is JSON; otherwise the text itself."""
+    if not isinstance(text, str):
+        return text
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError:
+        return text
+
+
+class SessionBuilder:
+    """Appends gateway-shaped events with increasing `seq`."""
+
+    def __init__(self) -> None:
+        self.events: list[TraceEvent] = []
+        self._tools: dict[str, str] = {}  # call id -> tool name
+        self._calls = 0
+
+    def emit(self, kind: str, data: dict[str, Any], t: float = 0.0) -> TraceEvent:
+        event = TraceEvent(len(self.events) + 1, round(t, 6), kind, data)
+        self.events.append(event)
+        return event
+
+    def model_call(
+        self,
+        model: str,
+        input_tokens: int,
+        output_tokens: int,
+        *,
+        cost_usd: float = 0.0,
+        latency_s: float = 0.0,
+        t: float = 0.0,
+    ) -> None:
+        data = {
+            "model": model,
+            "input_tokens": int(input_tokens),
+            "output_tokens": int(output_tokens),
+            "cost_usd": cost_usd,
+            "latency_s": latency_s,
+        }
+        self.emit("model_call", data, t)
+
+    def message(self, role: str, content: str, t: float = 0.0) -> None:
+        """A message; a user message after an assistant's marks that one as a question to
+        the user, and a yes is a confirmation (as with the simulated user)."""
+        last = self.events[-1] if self.events else None
+        asked = (
+            role == "user"
+            and last is not None
+            and last.kind == "message"
+            and last.data.get("role") == "assistant"
+        )
+        if asked and last is not None:
+            last.data["to"] = "user"
+        self.emit("message", {"role": role, "content": content}, t)
+        if asked and last is not None and is_affirmative(content):
+            self.emit("confirmation", {"question": last.data["content"], "reply": content}, t)
+
+    def tool_call(self, tool: str, args: Any, call_id: str | None = None, t: float = 0.0) -> str:
+        self._calls += 1
+        call_id = call_id or f"c{self._calls}"
+        self._tools[call_id] = tool
+        self.emit("tool_proposal", {"call_id": call_id, "tool": tool, "args": args}, t)
+        return call_id
+
+    def tool_result(self, call_id: str, result: Any, t: float = 0.0) -> None:
+        tool = self._tools.get(call_id, "")
+        self.emit("tool_result", {"call_id": call_id, "tool": tool, "result": result}, t)
+
+    def tool_error(self, call_id: str, code: str, message: str, t: float = 0.0) -> None:
+        data = {"call_id": call_id, "tool": self._tools.get(call_id, ""), "code": code}
+        self.emit("tool_error", {**data, "error": message}, t)
+
+    def answer(self, text: str, t: float = 0.0) -> None:
+        self.emit("answer", {"text": text}, t)
+
+    def build(self, session_id: str, **fields: Any) -> Session:
+        if not any(e.kind == "answer" for e in self.events):
+            self.answer("", self.events[-1].t if self.events else 0.0)
+        return Session(session_id, self.events, **fields)

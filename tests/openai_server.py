@@ -1,0 +1,105 @@
+"""A scripted OpenAI-compatible chat-completions server on loopback, for offline tests.
+
+Each POST to `/v1/chat/completions` takes the next scripted reply: a completion built by
+`completion(...)`, or an `(http_status, headers)` error. Requests are recorded. When the
+script runs out the server answers 500, so an agent that calls too often fails its test
+instead of hanging; it stops when its `with` block ends.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+from collections.abc import Iterator
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+Reply = dict[str, Any] | tuple[int, dict[str, str]]
+
+
+def tool_call(call_id: str, name: str, arguments: str | dict[str, Any]) -> dict[str, Any]:
+    args = arguments if isinstance(arguments, str) else json.dumps(arguments)
+    return {"id": call_id, "type": "function", "function": {"name": name, "arguments": args}}
+
+
+def completion(
+    content: str | None = None,
+    calls: tuple[dict[str, Any], ...] | list[dict[str, Any]] = (),
+    *,
+    prompt_tokens: int = 100,
+    completion_tokens: int = 20,
+    model: str = "gpt-4o-mini-2024-07-18",
+) -> dict[str, Any]:
+    message: dict[str, Any] = {"role": "assistant", "content": content}
+    if calls:
+        message["tool_calls"] = list(calls)
+    return {
+        "id": "chatcmpl-test",
+        "object": "chat.completion",
+        "created": 0,
+        "model": model,
+        "choices": [
+            {
+                "index": 0,
+                "message": message,
+                "finish_reason": "tool_calls" if calls else "stop",
+            }
+        ],
+        "usage": {
+            "prompt_tokens": prompt_tokens,
+            "completion_tokens": completion_tokens,
+            "total_tokens": prompt_tokens + completion_tokens,
+        },
+    }
+
+
+class ScriptedChatServer:
+    def __init__(self, replies: list[Reply]) -> None:
+        self.replies = list(replies)
+        self.requests: list[dict[str, Any]] = []
+        self._lock = threading.Lock()
+        server = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def do_POST(self) -> None:
+                body = self.rfile.read(int(self.headers.get("content-length", 0)))
+                with server._lock:
+                    server.requests.append(json.loads(body or b"{}"))
+                    reply = server.replies.pop(0) if server.replies else (500, {})
+                if self.path.rstrip("/") != "/v1/chat/completions":
+                    reply = (404, {})
+                if isinstance(reply, tuple):
+                    status, headers = reply
+                    payload = json.dumps({"error": {"message": f"scripted {status}"}}).encode()
+                else:
+                    status, headers, payload = 200, {}, json.dumps(reply).encode()
+                self.send_response(status)
+                self.send_header("content-type", "application/json")
+                self.send_header("content-length", str(len(payload)))
+                for key, value in headers.items():
+                    self.send_header(key, value)
+                self.end_headers()
+                self.wfile.write(payload)
+
+            def log_message(self, *args: Any) -> None:
+                pass
+
+        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.thread = threading.Thread(target=self.httpd.serve_forever, daemon=True)
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.httpd.server_address[1]}/v1"
+
+    def __enter__(self) -> ScriptedChatServer:
+        self.thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.httpd.shutdown()
+        self.httpd.server_close()
+        self.thread.join(timeout=5)
+
+    def tool_messages(self, request: int) -> Iterator[dict[str, Any]]:
+        """The tool results the agent sent in its `request`-th request (0-based)."""
+        return (m for m in self.requests[request]["messages"] if m["role"] == "tool")

@@ -1,0 +1,33 @@
+"""Run one task of the support example with any agent, keeping the whole trial record."""
+
+from __future__ import annotations
+
+import asyncio
+from functools import cache
+from pathlib import Path
+from typing import Any
+
+from proctor.run import TrialRecord, TrialSpec, run_trial
+from proctor.spec import Suite, load_suite
+
+SUPPORT = Path(__file__).resolve().parents[1] / "examples" / "support"
+
+
+@cache
+def support_suite() -> Suite:
+    return load_suite(SUPPORT)
+
+
+def run_support(task_id: str, agent: Any, *, seed: int = 7, timeout_s: float = 30) -> TrialRecord:
+    member = next(t for t in support_suite().tasks if t.id == task_id)
+    spec = TrialSpec("test-run", member.task, member.domain, 0, seed)
+    return asyncio.run(run_trial(spec, agent, timeout_s))
+
+
+def calls(record: TrialRecord) -> list[tuple[str, Any]]:
+    """(tool, args) of every proposal in the trace, in order."""
+    return [(e.data["tool"], e.data["args"]) for e in record.trace.of_kind("tool_proposal")]
+
+
+def failed(record: TrialRecord) -> list[str]:
+    return [c.name for c in record.result.failed_checks]

@@ -1,0 +1,257 @@
+"""Executors: local, process isolation and Ray give the same verdicts; hung workers die.
+
+The Ray test runs on a local Ray instance it starts (usage stats and dashboard off, bound
+to loopback) and is skipped when Ray is not installed (`pip install 'proctor[ray]'`).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import importlib.util
+import subprocess
+import sys
+import threading
+from collections.abc import Iterator
+from contextlib import aclosing
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from proctor import AgentInput, Runner, Store, Task, Toolbox, load_suite
+from proctor.run.executor import ExecutorError, LocalExecutor, RunContext, stream
+from proctor.run.process import ProcessExecutor
+from proctor.run.threads import AgentThreads
+from proctor.spec.suite import Suite
+
+FIXTURES = Path(__file__).parent / "fixtures"
+MINI = FIXTURES / "mini"
+AGENTS = FIXTURES / "exec_agents.py"
+SUITE = load_suite(MINI)
+
+
+def agent_ref(name: str) -> str:
+    return f"{AGENTS}:{name}"
+
+
+def load(name: str) -> Any:
+    from proctor import load_agent
+
+    return load_agent(agent_ref(name))
+
+
+def verdicts(report: Any) -> dict[tuple[str, int], tuple[Any, ...]]:
+    """What must not depend on the executor: status, seed, and every check's verdict."""
+    return {
+        (r.task_id, r.trial): (r.status, r.seed, [(c.name, c.passed) for c in r.checks])
+        for r in report.results
+    }
+
+
+def run_with(executor: Any, tmp_path: Path, name: str = "flaky", **kwargs: Any) -> Any:
+    kwargs.setdefault("trials", 6)
+    kwargs.setdefault("seed", 4)
+    kwargs.setdefault("timeout_s", 30.0)
+    store = Store(tmp_path / f"{executor.name}.db")
+    runner = Runner(
+        SUITE, load(name), store=store, agent_ref=agent_ref(name), executor=executor, **kwargs
+    )
+    return runner.run(), store
+
+
+@pytest.fixture(scope="module")
+def local_verdicts(tmp_path_factory: pytest.TempPathFactory) -> dict[Any, Any]:
+    report, _ = run_with(LocalExecutor(), tmp_path_factory.mktemp("local"), concurrency=3)
+    found = verdicts(report)
+    statuses = {status for status, _, _ in found.values()}
+    assert statuses == {"passed", "failed"}  # the comparison below means something
+    return found
+
+
+# -- the core never imports Ray ------------------------------------------------------------
+
+
+def test_the_core_does_not_import_ray() -> None:
+    code = (
+        "import sys, proctor, proctor.run, proctor.cli, proctor.run.process;"
+        "from proctor.cli import main;"
+        "assert 'ray' not in sys.modules, 'ray was imported'"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+
+
+# -- same verdicts everywhere --------------------------------------------------------------
+
+
+def test_process_isolation_gives_the_local_verdicts(
+    tmp_path: Path, local_verdicts: dict[Any, Any]
+) -> None:
+    report, store = run_with(ProcessExecutor(), tmp_path, concurrency=2)
+    assert verdicts(report) == local_verdicts
+    assert report.summary["status"] == "completed"
+    assert store.run(report.run_id)["manifest"]["executor"] == "process"
+    # The trace came back from the worker and was stored by the parent.
+    trace, answer, outcome = store.trace(report.run_id, "read-item", 0)
+    assert trace.events[-1].data == {"text": answer} and outcome is not None
+
+
+@pytest.fixture(scope="module")
+def ray_instance() -> Iterator[Any]:
+    ray = pytest.importorskip("ray")
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("RAY_USAGE_STATS_ENABLED", "0")
+        ray.init(
+            num_cpus=2,
+            include_dashboard=False,
+            _node_ip_address="127.0.0.1",
+            configure_logging=False,
+            log_to_driver=False,
+        )
+        yield ray
+        ray.shutdown()
+
+
+def test_ray_gives_the_local_verdicts(
+    tmp_path: Path, local_verdicts: dict[Any, Any], ray_instance: Any
+) -> None:
+    from proctor.run.ray_executor import RayExecutor
+
+    report, store = run_with(RayExecutor(), tmp_path, concurrency=4)
+    assert verdicts(report) == local_verdicts
+    assert store.run(report.run_id)["manifest"]["executor"] == "ray"
+    assert ray_instance.is_initialized()  # a Ray the caller started is left running
+
+
+def test_without_ray_the_ray_executor_is_one_line(tmp_path: Path) -> None:
+    if importlib.util.find_spec("ray") is not None:
+        pytest.skip("Ray is installed")
+    proctor = Path(sys.executable).parent / "proctor"
+    store = tmp_path / "p.db"
+    args = [str(MINI), "--agent", agent_ref("flaky"), "--executor", "ray", "--store", str(store)]
+    done = subprocess.run([str(proctor), "run", *args], capture_output=True, text=True)
+    assert done.returncode == 2
+    assert done.stderr.strip() == "the ray executor needs Ray: pip install 'proctor[ray]'"
+    assert Store(store).runs() == []  # refused before a run was created
+
+
+# -- hung agents under process isolation ---------------------------------------------------
+
+
+def pids(store: Store, run_id: str, task_id: str, trial: int) -> list[str]:
+    trace, _, _ = store.trace(run_id, task_id, trial)
+    return [e.data["text"] for e in trace.events if e.kind == "note"]
+
+
+@pytest.mark.parametrize(
+    "name",
+    [
+        "Wedges",  # blocks its worker's event loop: the parent kills it at the deadline
+        "Spins",  # a sync agent spinning in a thread: the worker reports the timeout
+    ],
+)
+def test_a_hung_agent_is_killed_and_its_worker_replaced(tmp_path: Path, name: str) -> None:
+    suite = SUITE.select(ids=["read-item"])
+    store = Store(tmp_path / "p.db")
+    runner = Runner(
+        suite,
+        load(name),
+        trials=3,
+        concurrency=1,  # one lane, one worker at a time
+        timeout_s=0.5,
+        store=store,
+        agent_ref=agent_ref(name),
+        executor=ProcessExecutor(grace_s=0.5),
+    )
+    report = runner.run()
+    by_trial = {r.trial: r for r in report.results}
+    assert {t: r.status for t, r in by_trial.items()} == {0: "passed", 1: "timeout", 2: "passed"}
+    assert "0.5 s" in (by_trial[1].error or "")
+    assert report.summary["status"] == "completed"  # a timeout is the agent's failure
+    first, last = (pids(store, report.run_id, "read-item", t) for t in (0, 2))
+    assert first and last and first != last  # the hung worker was replaced
+
+
+def test_process_isolation_needs_files_and_an_agent_reference() -> None:
+    from proctor.env.loading import load_module_from_path
+
+    task = Task.model_validate({"id": "t", "domain": "mini", "prompt": "hi"})
+    domain = load_module_from_path(MINI / "domain.py").domain  # type: ignore[attr-defined]
+    in_memory = Suite.from_tasks("mem", [task], [domain])
+    with pytest.raises(ExecutorError, match="not loaded from files"):
+        Runner(in_memory, load("flaky"), agent_ref="x.py:a", executor=ProcessExecutor())
+    with pytest.raises(ExecutorError, match="agent as a reference"):
+        Runner(SUITE, load("flaky"), executor=ProcessExecutor())
+
+
+# -- the local executor: lazy specs, bounded lanes, pooled threads -------------------------
+
+
+class Counting:
+    """Records how many trials run at once."""
+
+    def __init__(self) -> None:
+        self.running = 0
+        self.most = 0
+
+    async def run(self, input: AgentInput, toolbox: Toolbox) -> str:
+        self.running += 1
+        self.most = max(self.most, self.running)
+        await asyncio.sleep(0.001)
+        self.running -= 1
+        return "done"
+
+
+def test_specs_are_drawn_lazily_and_lanes_are_bounded() -> None:
+    agent = Counting()
+    runner = Runner(SUITE.select(ids=["read-item"]), agent, trials=200, concurrency=4)
+    drawn = 0
+
+    def counted() -> Iterator[Any]:
+        nonlocal drawn
+        for spec in runner.specs():
+            drawn += 1
+            yield spec
+
+    async def consume() -> tuple[int, int]:
+        ctx = RunContext(agent, 5.0, 4)
+        seen = 0
+        async with aclosing(stream(LocalExecutor(), ctx, counted())) as records:
+            async for _ in records:
+                if seen == 0:
+                    at_first = drawn
+                seen += 1
+        return at_first, seen
+
+    at_first, seen = asyncio.run(consume())
+    assert seen == drawn == 200
+    assert at_first <= 2 * 4 + 1  # lanes plus a queue as long, not the 200 trials
+    assert agent.most == 4
+
+
+def test_agent_threads_are_reused_and_a_stuck_one_is_replaced() -> None:
+    pool = AgentThreads()
+    used: list[threading.Thread] = []
+    release = threading.Event()
+
+    def job(stick: bool = False) -> None:
+        used.append(threading.current_thread())
+        if stick:
+            release.wait(30)
+
+    def until_idle() -> None:  # a thread counts itself idle just after its job returns
+        for _ in range(500):
+            if pool._idle:
+                return
+            threading.Event().wait(0.01)
+
+    for _ in range(10):
+        pool.submit(job)
+        until_idle()
+    assert len(used) == 10 and len(set(used)) == 1  # one thread served ten trials
+    pool.submit(lambda: job(stick=True))
+    later = threading.Event()
+    pool.submit(lambda: (job(), later.set()))
+    assert later.wait(5)  # not queued behind the stuck job
+    assert len(set(used)) == 2 and all(t.daemon for t in used)
+    release.set()

@@ -1,0 +1,138 @@
+"""Regrade: graders run again on stored traces, into a new run that shares them."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from proctor import Check, Runner, Store, load_agent, load_suite
+from proctor.grade import registry
+from proctor.run.regrade import RegradeError, regrade
+
+FIXTURES = Path(__file__).parent / "fixtures"
+MINI = FIXTURES / "mini"
+AGENTS = FIXTURES / "exec_agents.py"
+PROCTOR = Path(sys.executable).parent / "proctor"
+
+
+def full(store: Store, run_id: str) -> dict[tuple[str, int], dict[str, Any]]:
+    """Each trial's result without its run id."""
+    return {
+        (r.task_id, r.trial): {k: v for k, v in r.to_dict().items() if k != "run_id"}
+        for r in store.trial_results(run_id)
+    }
+
+
+@pytest.fixture
+def ran(tmp_path: Path) -> tuple[Store, Any, Any]:
+    suite = load_suite(MINI)
+    store = Store(tmp_path / "p.db")
+    agent = load_agent(f"{AGENTS}:flaky")
+    report = Runner(suite, agent, trials=5, seed=2, store=store, agent_ref="a.py:flaky").run()
+    assert {r.status for r in report.results} == {"passed", "failed"}
+    return store, suite, report
+
+
+def test_regrading_unchanged_graders_reproduces_every_result(ran: tuple[Store, Any, Any]) -> None:
+    store, suite, report = ran
+    done = regrade(store, report.run_id[:5], suite)
+    assert done.run_id != report.run_id and done.source_id == report.run_id
+    assert full(store, done.run_id) == full(store, report.run_id)  # checks, evidence, metrics
+    assert not done.flips and not done.changed_tasks
+    row = store.run(done.run_id)
+    assert row["manifest"]["regraded_from"] == report.run_id
+    assert row["status"] == "completed"
+    same = {k: v for k, v in report.summary.items() if k not in ("run_id", "status")}
+    assert {k: v for k, v in row["summary"].items() if k not in ("run_id", "status")} == same
+    # The regraded trials share their source's trace, answer and outcome.
+    for task_id, trial in (("paint-item", 0), ("read-item", 3)):
+        assert store.trace(done.run_id, task_id, trial) == store.trace(
+            report.run_id, task_id, trial
+        )
+    (events,) = store.db.execute("SELECT COUNT(*) FROM events").fetchone()
+    assert events == sum(
+        len(store.trace(report.run_id, *k)[0].events) for k in full(store, report.run_id)
+    )
+
+
+def test_a_changed_grader_changes_verdicts(
+    ran: tuple[Store, Any, Any], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    store, suite, report = ran
+
+    def strict(ctx: Any) -> list[Check]:
+        return [Check("strict_answer", "answer", ctx.answer.endswith("!"))]
+
+    monkeypatch.setitem(registry._GRADERS, "answer", registry.Grader("answer", "2", strict))
+    done = regrade(store, report.run_id, suite)
+    after = list(store.trial_results(done.run_id))
+    assert {r.status for r in after} == {"failed"}
+    assert all(any(c.name == "strict_answer" for c in r.checks) for r in after)
+    passed_before = report.summary["passed_trials"]
+    assert done.flips == {("passed", "failed"): passed_before}
+    assert store.run(done.run_id)["manifest"]["grader_versions"]["answer"] == "2"
+    # Regrading the regraded run reads the original traces through it.
+    again = regrade(store, done.run_id, suite)
+    assert store.trace(again.run_id, "read-item", 1) == store.trace(report.run_id, "read-item", 1)
+
+
+def test_timeouts_errors_and_crashes_stand(tmp_path: Path) -> None:
+    suite = load_suite(MINI).select(ids=["read-item"])
+    store = Store(tmp_path / "p.db")
+    agent = load_agent(f"{AGENTS}:CrashesOrStalls")
+    report = Runner(suite, agent, trials=3, timeout_s=0.2, store=store).run()
+    before = full(store, report.run_id)
+    assert [before[("read-item", t)]["status"] for t in range(3)] == ["failed", "timeout", "passed"]
+    done = regrade(store, report.run_id, suite)
+    after = full(store, done.run_id)
+    assert after == before
+    assert any(c["name"] == "agent_crashed" for c in after[("read-item", 0)]["checks"])
+
+
+def test_a_task_changed_since_the_run(ran: tuple[Store, Any, Any], tmp_path: Path) -> None:
+    store, _, report = ran
+    copy = tmp_path / "mini"
+    shutil.copytree(MINI, copy)
+    task_file = copy / "tasks" / "read-item.yaml"
+    task_file.write_text(
+        task_file.read_text().replace("must_mention: [red]", "must_mention: [blue]")
+    )
+    done = regrade(store, report.run_id, load_suite(copy))
+    assert done.changed_tasks == ["read-item"]
+    after = [r for r in store.trial_results(done.run_id) if r.task_id == "read-item"]
+    assert after and all("mentions:blue" in [c.name for c in r.failed_checks] for r in after)
+    with pytest.raises(RegradeError, match="tasks the suite lacks: count-item"):
+        regrade(store, report.run_id, load_suite(copy / "tasks" / "read-item.yaml"))
+
+
+def cli(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([str(PROCTOR), *args], capture_output=True, text=True, cwd=cwd)
+
+
+def test_the_regrade_command(tmp_path: Path) -> None:
+    db = tmp_path / "p.db"
+    made = cli("run", str(MINI), "--agent", f"{AGENTS}:flaky", "-k", "3", "--store", str(db), "-q")
+    assert made.returncode == 0, made.stderr
+    source = Store(db).run("latest")["run_id"]
+    done = cli("regrade", "latest", "--store", str(db), "-q", "--json", str(tmp_path / "s.json"))
+    assert done.returncode == 0, done.stderr
+    assert f"12 trials of run {source} regraded" in done.stdout
+    assert "verdicts changed: none" in done.stdout
+    new = Store(db).run("latest")
+    assert new["run_id"] != source and new["manifest"]["regraded_from"] == source
+    assert (tmp_path / "s.json").is_file()
+    # The run's suite paths were absolute here; relative ones elsewhere need PATHS.
+    relative = cli(
+        "run", "mini", "--agent", f"{AGENTS}:flaky", "--store", str(db), "-q", cwd=FIXTURES
+    )
+    assert relative.returncode == 0, relative.stderr
+    elsewhere = cli("regrade", "latest", "--store", str(db), cwd=tmp_path)
+    assert elsewhere.returncode == 2 and "pass PATHS" in elsewhere.stderr
+    assert cli("regrade", "latest", str(MINI), "--store", str(db), cwd=tmp_path).returncode == 0
+    unknown = cli("regrade", "nope", "--store", str(db))
+    assert unknown.returncode == 2 and "Traceback" not in unknown.stderr
