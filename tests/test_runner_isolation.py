@@ -306,7 +306,7 @@ def test_calls_after_the_timeout_cannot_reach_the_stored_trace(tmp_path: Path) -
     assert agent.late == ["GatewayClosed"]
     assert statuses(report) == {0: "timeout", 1: "passed"}
     trace, answer, outcome = store.trace(report.run_id, "read-item", 0)
-    assert [e.kind for e in trace.events] == ["answer"]
+    assert [e.kind for e in trace.events] == ["message", "answer"]  # the prompt, then the answer
     assert answer == ""
     assert outcome.ledger == []
     assert outcome.final_state["items"]["a"] == PRISTINE_A

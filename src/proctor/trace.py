@@ -48,6 +48,14 @@ class Trace:
         return (e for e in self.events if e.kind in kinds)
 
     @property
+    def prompt(self) -> str | None:
+        """The first user message: the task prompt as the agent received it."""
+        for event in self.events:
+            if event.kind == "message" and event.data.get("role") == "user":
+                return str(event.data.get("content", ""))
+        return None
+
+    @property
     def answer(self) -> str:
         for event in reversed(self.events):
             if event.kind == "answer":

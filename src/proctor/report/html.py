@@ -237,7 +237,9 @@ def render_html(inputs: ReportInputs, load_trace: TraceLoader) -> str:
     blobs = []
     for r in results:
         text = inputs.tasks.get(r.task_id)
-        payload = trial_payload(r, load_trace(r.task_id, r.trial), text.prompt if text else None)
+        trace = load_trace(r.task_id, r.trial)
+        prompt = text.prompt if text else trace.prompt
+        payload = trial_payload(r, trace, prompt)
         blobs.append(Markup(script_json(payload)))
     css = (_TEMPLATES / "report.css").read_text(encoding="utf-8")
     js = (_TEMPLATES / "report.js").read_text(encoding="utf-8")

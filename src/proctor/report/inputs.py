@@ -1,9 +1,9 @@
 """Everything a report states, gathered once: summary, gate, comparison, review queue.
 
-The HTML and Markdown reports read the same `ReportInputs`, so they cannot disagree. Task
-prompts and descriptions are not stored with a run; given the suite, they are taken from
-the tasks whose content digest matches the run's manifest (a changed task file would show
-a prompt the agent never saw).
+The HTML and Markdown reports read the same `ReportInputs`, so they cannot disagree. A
+trace records the prompt as its first user message; task descriptions are not stored with
+a run: given the suite, they are taken from the tasks whose content digest matches the
+run's manifest (a changed task file would show text the agent never saw).
 """
 
 from __future__ import annotations

@@ -140,6 +140,7 @@ async def play_trial(spec: TrialSpec, agent: Any, timeout_s: float | None) -> Pl
     """Run the agent on a fresh world, under the timeout; grading comes after (`judged`)."""
     task = spec.task
     env = Environment.fresh(task, spec.domain, spec.seed, spec.faults)
+    env.recorder.emit("message", {"role": "user", "content": task.prompt})  # what the agent saw
     agent_input = AgentInput(
         task_id=task.id,
         prompt=task.prompt,

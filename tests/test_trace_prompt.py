@@ -1,0 +1,25 @@
+"""A trace starts with the prompt the agent received, so a stored run can show it alone."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from proctor import Runner, Store, load_suite
+
+TASK = Path(__file__).resolve().parents[1] / "examples/support/tasks/missing-order.yaml"
+
+
+async def agent(input, toolbox):
+    await toolbox.call("orders.get", {"order_id": "C-404"})
+    return "I could not find an order C-404."
+
+
+def test_the_stored_trace_begins_with_the_prompt(tmp_path: Path) -> None:
+    suite = load_suite(TASK)
+    store = Store(tmp_path / "p.db")
+    report = Runner(suite, agent, store=store).run()
+    trace, _, _ = store.trace(report.run_id, "missing-order", 0)
+    first = trace.events[0]
+    assert (first.kind, first.data["role"]) == ("message", "user")
+    assert trace.prompt == suite.tasks[0].task.prompt
+    store.close()
