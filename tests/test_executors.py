@@ -255,3 +255,15 @@ def test_agent_threads_are_reused_and_a_stuck_one_is_replaced() -> None:
     assert later.wait(5)  # not queued behind the stuck job
     assert len(set(used)) == 2 and all(t.daemon for t in used)
     release.set()
+
+
+def test_worker_agent_references_are_absolute_except_chat_models(tmp_path: Path) -> None:
+    from proctor.run.source import _absolute_ref
+
+    assert _absolute_ref("chat:openai/gpt-4o:free?temperature=0") == (
+        "chat:openai/gpt-4o:free?temperature=0"
+    )
+    assert _absolute_ref("examples/support/agents.py:scripted") == (
+        f"{Path('examples/support/agents.py').resolve()}:scripted"
+    )
+    assert _absolute_ref("mypkg.agents:build") == "mypkg.agents:build"

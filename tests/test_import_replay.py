@@ -161,6 +161,15 @@ def test_graded_run_passes_and_fails_like_a_live_one(log_file: Path, tmp_path: P
         main, ["export", "latest", "--out", str(tmp_path / "r.jsonl"), "--store", str(db)]
     )
     assert export.exit_code == 0
+    # regrading leaves the state checks out as the import did, instead of failing them on {}
+    regraded = CliRunner().invoke(
+        main, ["regrade", run["run_id"], str(SUPPORT), "--store", str(db), "-q"]
+    )
+    assert regraded.exit_code == 0, regraded.output
+    with Store(db) as store:
+        again = {r.task_id: r for r in store.trial_results(store.run("latest")["run_id"])}
+    assert {k: r.status for k, r in again.items()} == {k: r.status for k, r in results.items()}
+    assert not any(c.name.startswith("state:") for r in again.values() for c in r.checks)
 
 
 def test_grade_input_errors_are_one_line(log_file: Path, tmp_path: Path) -> None:

@@ -8,6 +8,8 @@ change did. Regraded trials share their source's trace in the store (no copy).
 
 A status decided before grading stands: a timeout, an infrastructure error, an agent
 crash (its `agent_crashed` check is kept). A trial whose graders raised is graded again.
+An imported session that carried no final state is regraded without state checks, as it
+was graded on import.
 """
 
 from __future__ import annotations
@@ -28,6 +30,7 @@ from proctor.scorecard import ScorecardConfig
 from proctor.spec.suite import Suite
 from proctor.store.sqlite import Store, StoredTrial
 from proctor.summary import DEFAULT_MAX_ERROR_RATE, Tally, summarize
+from proctor.traces.grading import state_recorded, without_state_checks
 
 #: Trials per transaction.
 BATCH = 2000
@@ -137,8 +140,11 @@ def _regraded(stored: StoredTrial, run_id: str, members: dict[str, Any]) -> Tria
         before.status in ("timeout", "error") and not grader_broke
     )
     member = members[before.task_id]
+    task = member.task
+    if not state_recorded(stored.trace):  # an imported session without its final state
+        task, _ = without_state_checks(task)
     ctx = GradeContext(
-        member.task, stored.trace, stored.outcome, before.usage, before.latency_s, member.domain
+        task, stored.trace, stored.outcome, before.usage, before.latency_s, member.domain
     )
     extra = [stored.crash] if stored.crash is not None else []
     judge(result, ctx, extra, before.status if decided else None, before.error if decided else None)

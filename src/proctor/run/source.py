@@ -56,6 +56,10 @@ class TrialSource:
 
 
 def _absolute_ref(ref: str) -> str:
+    """A file reference made absolute for workers in other directories; a `chat:` model
+    reference (which may hold slashes and colons) travels as it is."""
+    if ref.startswith("chat:"):
+        return ref
     where, _, attr = ref.rpartition(":")
     if where.endswith(".py") or "/" in where:
         return f"{Path(where).resolve()}:{attr}"
