@@ -1,0 +1,5 @@
+"""`python -m proctor.cli`: the same entry point as the `proctor` script."""
+
+from proctor.cli import main
+
+main()

@@ -1,0 +1,73 @@
+"""What every command shares: exit codes, one-line failures, opening suites and stores."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import Any, NoReturn
+
+import click
+
+DEFAULT_PATH = (
+    ".proctor/proctor.db"  # also proctor.store.DEFAULT_PATH; kept here so --help stays light
+)
+
+EXIT_INVALID = 1
+EXIT_BAD_INPUT = 2
+
+
+def fail(lines: list[str] | str, code: int = EXIT_BAD_INPUT) -> NoReturn:
+    for line in [lines] if isinstance(lines, str) else lines:
+        click.echo(line, err=True)
+    sys.exit(code)
+
+
+def split_csv(values: tuple[str, ...]) -> list[str]:
+    return [v.strip() for value in values for v in value.split(",") if v.strip()]
+
+
+def suite_or_exit(paths: tuple[str, ...]) -> Any:
+    from proctor.spec import SpecError, load_suite
+
+    try:
+        return load_suite(list(paths))
+    except SpecError as exc:
+        fail(exc.lines())
+
+
+def open_store(path: str, redact_path: str | None = None) -> Any:
+    """The store; trials written to it are redacted per `redact_path` or $PROCTOR_REDACT."""
+    from proctor.store import Store
+
+    redactor = redactor_for(redact_path)
+    try:
+        return Store(path, redactor=redactor)
+    except Exception as exc:  # sqlite3.DatabaseError, OSError
+        fail(f"{path}: cannot open store: {exc}")
+
+
+def redactor_for(path: str | None) -> Any:
+    """The Redactor of `--redact FILE`, else of $PROCTOR_REDACT, else None."""
+    from proctor.redact import Redactor
+
+    try:
+        return Redactor.load(path) if path else Redactor.from_env()
+    except ValueError as exc:
+        fail(str(exc))
+
+
+# -- release decisions: compare, gate, power, export ------------------------------------
+
+
+def maybe_store(path: str) -> Any:
+    """The store if there is one: a run reference may also be an exported file."""
+    return open_store(path) if Path(path).exists() else None
+
+
+def run_data_or_exit(ref: str, store: Any) -> Any:
+    from proctor.store.export import RunInputError, load_run
+
+    try:
+        return load_run(ref, store)
+    except RunInputError as exc:
+        fail(str(exc))

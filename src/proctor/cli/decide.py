@@ -1,0 +1,158 @@
+"""Commands that turn runs into decisions: compare, gate, power."""
+
+from __future__ import annotations
+
+import json
+import sys
+from typing import Any
+
+import click
+
+from proctor.cli.app import main
+from proctor.cli.common import (
+    DEFAULT_PATH,
+    EXIT_INVALID,
+    fail,
+    maybe_store,
+    run_data_or_exit,
+)
+
+
+def gate_verdict(run: Any, rules: list[Any], baseline: Any, *, as_json: bool) -> bool:
+    """Evaluate, print (table or JSON) and return whether the gate passed."""
+    from rich.console import Console
+
+    from proctor.compare import CompareError
+    from proctor.gate import Gate
+    from proctor.report.decision import print_gate
+
+    try:
+        result = Gate(run, baseline).evaluate(rules)
+    except CompareError as exc:
+        fail(str(exc))
+    if as_json:
+        click.echo(json.dumps(result, indent=2, default=str))
+    else:
+        print_gate(result, Console())
+    return bool(result["passed"])
+
+
+@main.command()
+@click.argument("baseline")
+@click.argument("candidate")
+@click.option("--store", "store_path", default=str(DEFAULT_PATH), show_default=True)
+@click.option("--margin", default=0.02, show_default=True, type=click.FloatRange(min=0))
+@click.option("--resamples", default=2000, show_default=True, type=click.IntRange(min=1))
+@click.option("--seed", default=0, show_default=True, type=int, help="Bootstrap seed.")
+@click.option("--json", "as_json", is_flag=True, help="Print the comparison as JSON.")
+def compare(
+    baseline: str,
+    candidate: str,
+    store_path: str,
+    margin: float,
+    resamples: int,
+    seed: int,
+    as_json: bool,
+) -> None:
+    """Compare two runs task by task (run ids, prefixes, `latest`, or exported files)."""
+    from rich.console import Console
+
+    from proctor.compare import CompareError, holdout_looks
+    from proctor.compare import compare as compare_runs
+    from proctor.report.decision import print_comparison
+
+    store = maybe_store(store_path)
+    base, cand = run_data_or_exit(baseline, store), run_data_or_exit(candidate, store)
+    looks = holdout_looks(store.runs(limit=-1), cand) if store is not None else 0
+    try:
+        report = compare_runs(
+            base, cand, margin=margin, resamples=resamples, seed=seed, looks=looks
+        )
+    except CompareError as exc:
+        fail(str(exc))
+    if as_json:
+        click.echo(json.dumps(report, indent=2, default=str))
+    else:
+        print_comparison(report, Console())
+
+
+@main.command()
+@click.argument("run_ref", required=False)
+@click.option("--rules", "rules_path", type=click.Path(), help="The gates file (YAML/JSON).")
+@click.option("--baseline", default=None, help="Run or exported file for relative rules.")
+@click.option("--store", "store_path", default=str(DEFAULT_PATH), show_default=True)
+@click.option("--json", "as_json", is_flag=True, help="Print the verdict as JSON.")
+@click.option("--list-metrics", is_flag=True, help="List every metric a rule can use.")
+def gate(
+    run_ref: str | None,
+    rules_path: str | None,
+    baseline: str | None,
+    store_path: str,
+    as_json: bool,
+    list_metrics: bool,
+) -> None:
+    """Gate RUN with the rules file: exit 0 all pass, 1 a rule fails, 2 bad input."""
+    from proctor.gate import list_metrics as metric_list
+    from proctor.gate import load_rules
+    from proctor.spec import SpecError
+
+    if list_metrics:
+        for name, meaning in metric_list():
+            click.echo(f"{name:34} {meaning}")
+        return
+    if run_ref is None or rules_path is None:
+        fail("usage: proctor gate RUN --rules FILE [--baseline RUN] (or --list-metrics)")
+    try:
+        rules = load_rules(rules_path)
+    except SpecError as exc:
+        fail(exc.lines())
+    relative = [r for r in rules if r.kind != "test"]
+    if relative and baseline is None:
+        fail(
+            f"{rules_path}: {len(relative)} rule(s) compare with a baseline "
+            f"({relative[0].source}); pass --baseline RUN"
+        )
+    store = maybe_store(store_path)
+    run_data = run_data_or_exit(run_ref, store)
+    base = run_data_or_exit(baseline, store) if baseline else None
+    if not gate_verdict(run_data, rules, base, as_json=as_json):
+        sys.exit(EXIT_INVALID)
+
+
+@main.command()
+@click.option("--baseline", "rate", required=True, type=click.FloatRange(0, 1), help="Rate now.")
+@click.option("--effect", required=True, type=float, help="Change to detect (-0.05: a drop).")
+@click.option("--trials", default=1, show_default=True, type=click.IntRange(min=1))
+@click.option("--icc", default=0.0, show_default=True, type=click.FloatRange(0, 1))
+@click.option(
+    "--alpha",
+    default=0.05,
+    show_default=True,
+    type=click.FloatRange(0, 1, min_open=True, max_open=True),
+)
+@click.option(
+    "--power",
+    "power_",
+    default=0.8,
+    show_default=True,
+    type=click.FloatRange(0, 1, min_open=True, max_open=True),
+)
+def power(rate: float, effect: float, trials: int, icc: float, alpha: float, power_: float) -> None:
+    """How many tasks two runs need to tell RATE from RATE + EFFECT apart."""
+    from proctor import stats
+
+    try:
+        tasks = stats.tasks_needed(rate, effect, trials, icc=icc, alpha=alpha, power=power_)
+    except ValueError as exc:
+        fail(str(exc))
+    de = stats.design_effect(trials, icc)
+    click.echo(
+        f"{tasks} tasks per run detect {rate:.1%} -> {rate + effect:.1%} with {trials} "
+        f"trials per task at {power_:.0%} power, two-sided alpha {alpha:g} "
+        f"(ICC {icc:g}, design effect {de:.2f})"
+    )
+    if icc == 0 and trials > 1:
+        click.echo(
+            "note: ICC 0 treats a task's trials as independent; tasks differ in difficulty, "
+            "so pass --icc (a run's summary has its estimate: `proctor show RUN --json`)"
+        )

@@ -1,0 +1,264 @@
+"""Commands that read stored runs: runs, show, export, report, review-queue."""
+
+from __future__ import annotations
+
+import json
+import time
+from pathlib import Path
+from typing import Any
+
+import click
+
+from proctor.cli.app import main
+from proctor.cli.common import (
+    DEFAULT_PATH,
+    EXIT_INVALID,
+    fail,
+    maybe_store,
+    open_store,
+    run_data_or_exit,
+    suite_or_exit,
+)
+
+
+@main.command()
+@click.option("--store", "store_path", default=str(DEFAULT_PATH), show_default=True)
+@click.option("--limit", default=20, show_default=True)
+def runs(store_path: str, limit: int) -> None:
+    """List stored runs, newest first."""
+    from rich.console import Console
+    from rich.table import Table
+    from rich.text import Text
+
+    if not Path(store_path).exists():
+        fail(f"{store_path}: no store yet (run `proctor run` first)")
+    store = open_store(store_path)
+    table = Table(title=f"runs in {store_path}", title_justify="left")
+    table.add_column("run", no_wrap=True, min_width=12)
+    for col in ("created", "agent", "suite", "trials", "success", "violations", "status"):
+        table.add_column(col, overflow="fold")
+    for r in store.runs(limit):
+        m, s = r["manifest"], r["summary"] or {}
+        rate = s.get("success_rate")
+        table.add_row(
+            r["run_id"],
+            time.strftime("%Y-%m-%d %H:%M", time.localtime(r["created_at"])),
+            Text(f"{m['agent']['name']} {m['agent']['version']}".strip()),
+            Text(
+                f"{m['suite']['name']} @{m['suite']['digest'][:8]}"
+                + (" (holdout)" if m.get("holdout") else "")
+            ),
+            str(s.get("trials", "—")),
+            "—" if rate is None else f"{100 * rate:.1f}%",
+            str((s.get("safety_violations") or {}).get("total", "—")),
+            r["status"],
+        )
+    Console().print(table)
+
+
+@main.command()
+@click.argument("run_id")
+@click.option("--store", "store_path", default=str(DEFAULT_PATH), show_default=True)
+@click.option("--json", "as_json", is_flag=True, help="Print the stored summary as JSON.")
+@click.option("--task", "task_id", default=None, help="Print this task's trace instead.")
+@click.option("--trial", default=None, type=click.IntRange(min=0), help="Trial number (0).")
+def show(
+    run_id: str, store_path: str, as_json: bool, task_id: str | None, trial: int | None
+) -> None:
+    """Show the summary of a stored run (RUN_ID, a unique prefix, or `latest`).
+
+    With --task (and --trial, default 0): one trial's trace, step by step, and its checks.
+    """
+    from rich.console import Console
+
+    from proctor.report.terminal import print_summary
+    from proctor.store import RunNotFound
+
+    if trial is not None and task_id is None:
+        fail("--trial needs --task: proctor show RUN --task ID --trial N")
+    if not Path(store_path).exists():
+        fail(f"{store_path}: no store yet (run `proctor run` first)")
+    store = open_store(store_path)
+    try:
+        run_row = store.run(run_id)
+    except RunNotFound as exc:
+        fail(str(exc))
+    if task_id is not None:
+        _show_trace(store, run_row["run_id"], task_id, trial or 0, as_json)
+        return
+    summary = run_row["summary"]
+    if summary is None:
+        fail(f"run {run_row['run_id']} has no summary (status {run_row['status']})", EXIT_INVALID)
+    if as_json:
+        click.echo(json.dumps({**summary, "manifest": run_row["manifest"]}, indent=2, default=str))
+        return
+    print_summary(summary, Console())
+
+
+def _show_trace(store: Any, run_id: str, task_id: str, trial: int, as_json: bool) -> None:
+    """One trial's trace, readable in the terminal (or as JSON)."""
+    from rich.console import Console
+
+    from proctor.report.trace_text import print_trace
+    from proctor.store import RunNotFound
+
+    try:
+        trace, _, _ = store.trace(run_id, task_id, trial)
+    except RunNotFound as exc:
+        fail(str(exc))
+    result = next(
+        r for r in store.trial_results(run_id) if r.task_id == task_id and r.trial == trial
+    )
+    if as_json:
+        out = {**result.to_dict(), "events": [e.to_dict() for e in trace.events]}
+        click.echo(json.dumps(out, indent=2, default=str))
+        return
+    print_trace(result, trace, Console())
+
+
+@main.command()
+@click.argument("run_ref")
+@click.option("--out", "out_path", required=True, type=click.Path(), help="JSON lines file.")
+@click.option("--store", "store_path", default=str(DEFAULT_PATH), show_default=True)
+def export(run_ref: str, out_path: str, store_path: str) -> None:
+    """Write a stored run (manifest, summary, trial results) to a file for compare/gate."""
+    from proctor.store.export import export_run
+
+    if not Path(store_path).exists():
+        fail(f"{store_path}: no store yet (run `proctor run` first)")
+    run_data = run_data_or_exit(run_ref, open_store(store_path))
+    count = export_run(run_data, out_path)
+    click.echo(f"run {run_data.run_id}: {count} trials written to {out_path}")
+
+
+# -- reports for people: HTML, Markdown, review queue -----------------------------------
+
+
+def _review_config(sample_rate: float, seed: int) -> Any:
+    from proctor.review import ReviewConfig
+
+    return ReviewConfig(sample_rate=sample_rate, seed=seed)
+
+
+_sample_rate = click.option(
+    "--sample-rate",
+    default=0.05,
+    show_default=True,
+    type=click.FloatRange(0, 1),
+    help="Share of the trials no rule routed that is sampled for review.",
+)
+
+
+@main.command()
+@click.argument("run_ref")
+@click.option("--html", "html_path", type=click.Path(), help="Write the HTML report here.")
+@click.option("--md", "md_path", type=click.Path(), help="Write the Markdown one-pager here.")
+@click.option("--baseline", default=None, help="Run or exported file to compare with.")
+@click.option("--rules", "rules_path", type=click.Path(), help="Evaluate these gate rules.")
+@click.option(
+    "--tasks",
+    "task_paths",
+    multiple=True,
+    type=click.Path(),
+    help="The run's task files or folders, for prompts (tasks whose content is unchanged).",
+)
+@_sample_rate
+@click.option("--review-seed", default=0, show_default=True, type=int)
+@click.option("--store", "store_path", default=str(DEFAULT_PATH), show_default=True)
+def report(
+    run_ref: str,
+    html_path: str | None,
+    md_path: str | None,
+    baseline: str | None,
+    rules_path: str | None,
+    task_paths: tuple[str, ...],
+    sample_rate: float,
+    review_seed: int,
+    store_path: str,
+) -> None:
+    """Write the HTML report (with every trace) and/or the Markdown one-pager of a run."""
+    from proctor.compare import CompareError
+    from proctor.gate import load_rules
+    from proctor.report.inputs import gather
+    from proctor.spec import SpecError
+    from proctor.store.export import RunInputError, store_run
+
+    if not html_path and not md_path:
+        fail("nothing to write: pass --html PATH and/or --md PATH")
+    if not Path(store_path).exists():
+        fail(f"{store_path}: no store yet (run `proctor run` first)")
+    try:
+        rules = load_rules(rules_path) if rules_path else None
+    except SpecError as exc:
+        fail(exc.lines())
+    suite = suite_or_exit(task_paths) if task_paths else None
+    store = open_store(store_path)
+    try:
+        run_data = store_run(store, run_ref)
+    except RunInputError as exc:
+        fail(str(exc))
+    base = run_data_or_exit(baseline, store) if baseline else None
+    try:
+        inputs = gather(
+            run_data,
+            baseline=base,
+            rules=rules,
+            suite=suite,
+            review=_review_config(sample_rate, review_seed),
+        )
+    except CompareError as exc:
+        fail(str(exc))
+    except ValueError as exc:
+        fail(str(exc), EXIT_INVALID)
+    from proctor.report.html import write_html
+    from proctor.report.markdown import write_markdown
+
+    written = []
+    try:
+        if html_path:
+            size = write_html(
+                html_path, inputs, lambda task, trial: store.trace(run_data.run_id, task, trial)[0]
+            )
+            written.append(f"HTML {html_path} ({size / 1e6:.1f} MB)")
+        if md_path:
+            write_markdown(md_path, inputs)
+            written.append(f"Markdown {md_path}")
+    except OSError as exc:
+        fail(f"cannot write the report: {exc}")
+    click.echo(f"report of run {run_data.run_id}: " + "; ".join(written))
+
+
+@main.command("review-queue")
+@click.argument("run_ref")
+@click.option("--baseline", default=None, help="Run or exported file: route flipped verdicts.")
+@_sample_rate
+@click.option("--seed", default=0, show_default=True, type=int, help="Sampling seed.")
+@click.option("--store", "store_path", default=str(DEFAULT_PATH), show_default=True)
+@click.option("--json", "as_json", is_flag=True, help="Print the queue as JSON.")
+def review_queue(
+    run_ref: str,
+    baseline: str | None,
+    sample_rate: float,
+    seed: int,
+    store_path: str,
+    as_json: bool,
+) -> None:
+    """The trials of RUN a person should read, each with why (see proctor.review)."""
+    from proctor.compare import CompareError
+    from proctor.review import review_queue as route
+
+    store = maybe_store(store_path)
+    run_data = run_data_or_exit(run_ref, store)
+    base = run_data_or_exit(baseline, store) if baseline else None
+    try:
+        queue = route(run_data, base, _review_config(sample_rate, seed))
+    except CompareError as exc:
+        fail(str(exc))
+    if as_json:
+        click.echo(json.dumps(queue, indent=2, default=str))
+        return
+    from rich.console import Console
+
+    from proctor.report.review_table import print_queue
+
+    print_queue(queue, Console())

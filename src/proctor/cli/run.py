@@ -1,0 +1,353 @@
+"""Commands that load suites and run them: validate, schema, run, regrade."""
+
+from __future__ import annotations
+
+import json
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import click
+
+from proctor.cli.app import main
+from proctor.cli.common import (
+    DEFAULT_PATH,
+    EXIT_INVALID,
+    fail,
+    open_store,
+    split_csv,
+    suite_or_exit,
+)
+from proctor.cli.decide import gate_verdict
+
+
+@main.command()
+@click.argument("paths", nargs=-1, required=True, type=click.Path())
+@click.option("--strict", is_flag=True, help="Duplicate and near-duplicate tasks are errors.")
+def validate(paths: tuple[str, ...], strict: bool) -> None:
+    """Check every task file under PATHS; one line per problem with file:line."""
+    from proctor.spec import SpecError
+    from proctor.spec.duplicates import duplicate_tasks
+
+    suite = suite_or_exit(paths)
+    duplicates = SpecError(duplicate_tasks(suite)).lines()
+    if strict and duplicates:
+        fail(duplicates)
+    for line in duplicates:
+        click.echo(f"warning: {line} (an error with --strict)", err=True)
+    domains = ", ".join(sorted(suite.domains))
+    click.echo(
+        f"ok: {len(suite.tasks)} tasks valid (domains: {domains}; suite digest {suite.digest})"
+    )
+
+
+@main.command()
+def schema() -> None:
+    """Print the JSON Schema of task files (for editors)."""
+    from proctor.spec import task_schema
+
+    click.echo(json.dumps(task_schema(), indent=2))
+
+
+@main.command()
+@click.argument("paths", nargs=-1, required=True, type=click.Path())
+@click.option("--agent", "agent_ref", required=True, help="FILE.py:NAME or MODULE:NAME")
+@click.option("--trials", "-k", default=1, show_default=True, type=click.IntRange(min=1))
+@click.option("--concurrency", "-j", default=8, show_default=True, type=click.IntRange(min=1))
+@click.option(
+    "--timeout",
+    "timeout_s",
+    default=60.0,
+    show_default=True,
+    type=float,
+    help="Per-trial limit in seconds (0: none).",
+)
+@click.option("--seed", default=0, show_default=True, type=int)
+@click.option("--tags", multiple=True, help="Only tasks with any of these tags (comma-separated).")
+@click.option("--suite", "suite_kind", default=None, help="Only tasks in this suite.")
+@click.option("--split", type=click.Choice(["dev", "holdout"]), default=None)
+@click.option("--task", "task_ids", multiple=True, help="Only these task ids.")
+@click.option("--store", "store_path", default=str(DEFAULT_PATH), show_default=True)
+@click.option(
+    "--json", "json_path", default=None, type=click.Path(), help="Write the summary here."
+)
+@click.option("--max-error-rate", default=0.05, show_default=True, type=float)
+@click.option(
+    "--faults",
+    "faults_path",
+    default=None,
+    type=click.Path(),
+    help="YAML/JSON list of faults injected into every task.",
+)
+@click.option(
+    "--scorecard",
+    "scorecard_path",
+    default=None,
+    type=click.Path(),
+    help="YAML/JSON scorecard weights and gates (default: the built-in ones).",
+)
+@click.option(
+    "--gate", "gate_path", default=None, type=click.Path(), help="Gate the run with these rules."
+)
+@click.option(
+    "--junit", "junit_path", default=None, type=click.Path(), help="Write JUnit XML here."
+)
+@click.option("--quiet", "-q", is_flag=True, help="No progress bar or tables.")
+@click.option(
+    "--isolation",
+    type=click.Choice(["thread", "process"]),
+    default="thread",
+    show_default=True,
+    help="process: each trial in a worker process, killed and replaced at its timeout.",
+)
+@click.option(
+    "--executor",
+    "executor_name",
+    type=click.Choice(["local", "ray"]),
+    default="local",
+    show_default=True,
+    help="ray: trials as Ray tasks (pip install 'proctor[ray]').",
+)
+@click.option("--address", default=None, help="Ray cluster: auto or ray://HOST:PORT.")
+@click.option(
+    "--resume", "resume_id", default=None, help="Continue this interrupted run (same options)."
+)
+def run(
+    paths: tuple[str, ...],
+    agent_ref: str,
+    trials: int,
+    concurrency: int,
+    timeout_s: float,
+    seed: int,
+    tags: tuple[str, ...],
+    suite_kind: str | None,
+    split: str | None,
+    task_ids: tuple[str, ...],
+    store_path: str,
+    json_path: str | None,
+    max_error_rate: float,
+    faults_path: str | None,
+    scorecard_path: str | None,
+    gate_path: str | None,
+    junit_path: str | None,
+    quiet: bool,
+    isolation: str,
+    executor_name: str,
+    address: str | None,
+    resume_id: str | None,
+) -> None:
+    """Run the tasks under PATHS with an agent, k trials each, and print the summary."""
+    from rich.console import Console
+
+    from proctor.agents import AgentNotFound, load_agent
+    from proctor.gate import load_rules
+    from proctor.report.terminal import print_summary
+    from proctor.run import Runner
+    from proctor.spec import SpecError
+    from proctor.spec.loader import load_faults
+
+    suite = suite_or_exit(paths)
+    filters = {
+        "tags": split_csv(tags),
+        "suite": suite_kind,
+        "split": split,
+        "ids": split_csv(task_ids),
+    }
+    selected = suite.select(**filters)
+    if not selected.tasks:
+        fail(f"no task matches the filters {json.dumps(filters)}")
+    from proctor.scorecard import load_scorecard
+
+    try:
+        faults = load_faults(faults_path) if faults_path else []
+        rules = load_rules(gate_path) if gate_path else None
+        card = load_scorecard(scorecard_path) if scorecard_path else None
+    except SpecError as exc:
+        fail(exc.lines())
+    tools = {name for domain in selected.domains.values() for name in domain.tools}
+    unknown = sorted({f.tool for f in faults} - tools)
+    if unknown:
+        fail(f"{faults_path}: faults name tools no selected domain has: {', '.join(unknown)}")
+    try:
+        agent = load_agent(agent_ref)
+    except AgentNotFound as exc:
+        fail(str(exc))
+    if address is not None and executor_name != "ray":
+        fail("--address names a Ray cluster: use it with --executor ray")
+    from proctor.run.executor import ExecutorError
+    from proctor.run.resume import ResumeError
+    from proctor.store import RunNotFound
+
+    store = open_store(store_path)
+    try:
+        runner = Runner(
+            selected,
+            agent,
+            trials=trials,
+            concurrency=concurrency,
+            timeout_s=timeout_s or None,
+            seed=seed,
+            store=store,
+            agent_ref=agent_ref,
+            run_id=resume_id,
+            filters=filters,
+            max_error_rate=max_error_rate,
+            faults=faults,
+            scorecard=card,
+            executor=_executor(executor_name, isolation, address),
+            resume=resume_id is not None,
+        )
+    except (ResumeError, RunNotFound, ExecutorError) as exc:
+        fail(str(exc))
+    console = Console(stderr=True)
+    started = time.perf_counter()
+    try:
+        report = _with_progress(runner, runner.remaining, console, quiet)
+    except ExecutorError as exc:
+        fail(f"{exc} (run {runner.run_id} is interrupted: `--resume {runner.run_id}`)")
+    elapsed = time.perf_counter() - started
+    summary = report.summary
+    if json_path:
+        out = {**summary, "manifest": report.manifest}
+        Path(json_path).parent.mkdir(parents=True, exist_ok=True)
+        Path(json_path).write_text(json.dumps(out, indent=2, default=str) + "\n")
+    if not quiet:
+        print_summary(summary, Console())
+    click.echo(
+        f"run {report.run_id}: {summary['trials']} trials in {elapsed:.2f} s, status "
+        f"{summary['status']}; stored in {store_path}"
+        + (f"; summary in {json_path}" if json_path else "")
+    )
+    if junit_path:
+        from proctor.report.junit import write_junit
+
+        task_ids = [t.id for t in selected.tasks]
+        write_junit(junit_path, report.run_id, selected.name, task_ids, report.results)
+    if rules is not None:
+        from proctor.store.export import RunData
+
+        data = RunData(report.run_id, report.manifest, summary, report.results, summary["status"])
+        if not gate_verdict(data, rules, None, as_json=False):
+            sys.exit(EXIT_INVALID)
+    store.close()
+    if summary["status"] == "invalid":
+        sys.exit(EXIT_INVALID)
+
+
+def _executor(name: str, isolation: str, address: str | None) -> Any:
+    """The executor the options name; Ray trials always run in worker processes."""
+    if name == "ray":
+        from proctor.run.ray_executor import RayExecutor
+
+        return RayExecutor(address)
+    if isolation == "process":
+        from proctor.run.process import ProcessExecutor
+
+        return ProcessExecutor()
+    from proctor.run.executor import LocalExecutor
+
+    return LocalExecutor()
+
+
+def _with_progress(runner: Any, total: int, console: Any, quiet: bool) -> Any:
+    if quiet:
+        return runner.run()
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+    columns = (
+        TextColumn("trials"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TextColumn("{task.fields[tally]}"),
+        TimeElapsedColumn(),
+    )
+    with Progress(*columns, console=console, transient=True) as progress:
+        bar = progress.add_task("trials", total=total, tally="")
+        tally = {"passed": 0, "failed": 0, "timeout": 0, "error": 0}
+
+        def advance(result: Any) -> None:
+            tally[result.status] = tally.get(result.status, 0) + 1
+            text = " ".join(f"{k} {v}" for k, v in tally.items() if v)
+            progress.update(bar, advance=1, tally=text)
+
+        return runner.run(progress=advance)
+
+
+@main.command()
+@click.argument("run_ref")
+@click.argument("paths", nargs=-1, type=click.Path())
+@click.option("--store", "store_path", default=str(DEFAULT_PATH), show_default=True)
+@click.option(
+    "--json", "json_path", default=None, type=click.Path(), help="Write the summary here."
+)
+@click.option(
+    "--scorecard",
+    "scorecard_path",
+    default=None,
+    type=click.Path(),
+    help="YAML/JSON scorecard weights and gates (default: the built-in ones).",
+)
+@click.option("--quiet", "-q", is_flag=True, help="No summary tables.")
+def regrade(
+    run_ref: str,
+    paths: tuple[str, ...],
+    store_path: str,
+    json_path: str | None,
+    scorecard_path: str | None,
+    quiet: bool,
+) -> None:
+    """Grade RUN's stored traces again (after a grader or expectation change) as a new run.
+
+    The tasks and domains come from PATHS, by default the paths the run was made with.
+    """
+    from rich.console import Console
+
+    from proctor.report.terminal import print_summary
+    from proctor.run.regrade import RegradeError
+    from proctor.run.regrade import regrade as regrade_run
+    from proctor.scorecard import load_scorecard
+    from proctor.spec import SpecError
+    from proctor.store import RunNotFound
+
+    if not Path(store_path).exists():
+        fail(f"{store_path}: no store yet (run `proctor run` first)")
+    store = open_store(store_path)
+    try:
+        source = store.run(run_ref)
+        card = load_scorecard(scorecard_path) if scorecard_path else None
+    except RunNotFound as exc:
+        fail(str(exc))
+    except SpecError as exc:
+        fail(exc.lines())
+    if not paths:
+        paths = tuple(source["manifest"]["suite"].get("paths") or ())
+        if not paths or not all(Path(p).exists() for p in paths):
+            fail(
+                f"run {source['run_id']}'s suite paths {list(paths)} are not found here "
+                "(they are relative to where it ran): pass PATHS"
+            )
+    suite = suite_or_exit(paths)
+    started = time.perf_counter()
+    try:
+        done = regrade_run(store, source["run_id"], suite, scorecard=card)
+    except RegradeError as exc:
+        fail(str(exc))
+    elapsed = time.perf_counter() - started
+    summary = done.summary
+    if done.changed_tasks:
+        listed = ", ".join(done.changed_tasks)
+        click.echo(f"warning: tasks changed since the run, graded as they are now: {listed}")
+    if json_path:
+        out = {**summary, "manifest": done.manifest}
+        Path(json_path).parent.mkdir(parents=True, exist_ok=True)
+        Path(json_path).write_text(json.dumps(out, indent=2, default=str) + "\n")
+    if not quiet:
+        print_summary(summary, Console())
+    flips = ", ".join(f"{a} -> {b}: {n}" for (a, b), n in sorted(done.flips.items()))
+    rate = summary["trials"] / elapsed if elapsed > 0 else 0.0
+    click.echo(
+        f"run {done.run_id}: {summary['trials']} trials of run {done.source_id} regraded in "
+        f"{elapsed:.2f} s ({rate:,.0f}/s); verdicts changed: {flips or 'none'}"
+    )
+    store.close()

@@ -1,0 +1,224 @@
+"""Commands for traces from outside: grade, replay, export-otel."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+import click
+
+from proctor.cli.app import main
+from proctor.cli.common import (
+    DEFAULT_PATH,
+    EXIT_INVALID,
+    fail,
+    open_store,
+    redactor_for,
+    suite_or_exit,
+)
+
+# -- real traces: grade, replay, export-otel (proctor.traces, proctor.replay) ------------
+
+_TRACE_FORMATS = "auto (default), openai, otel (GenAI spans, proctor's export), openinference"
+
+
+def _sessions(traces: str, fmt: str, map_path: str | None) -> tuple[list[Any], Any]:
+    from proctor.traces import TraceInputError, load_sessions
+    from proctor.traces.grading import load_mapping
+
+    try:
+        return load_sessions(traces, fmt), load_mapping(map_path) if map_path else None
+    except (TraceInputError, ValueError) as exc:
+        fail(str(exc))
+
+
+@main.command()
+@click.argument("traces", type=click.Path())
+@click.option("--suite", "suite_paths", multiple=True, required=True, help="Tasks to grade by.")
+@click.option("--map", "map_path", type=click.Path(), help="YAML/JSON {session id: task id}.")
+@click.option("--format", "fmt", default="auto", help=_TRACE_FORMATS)
+@click.option("--store", "store_path", default=str(DEFAULT_PATH), show_default=True)
+@click.option("--redact", "redact_path", type=click.Path(), help="Redaction config file.")
+@click.option("--max-error-rate", default=0.05, show_default=True, type=float)
+@click.option("--json", "json_path", type=click.Path(), help="Write the summary here.")
+@click.option("--quiet", "-q", is_flag=True, help="No tables.")
+def grade(
+    traces: str,
+    suite_paths: tuple[str, ...],
+    map_path: str | None,
+    fmt: str,
+    store_path: str,
+    redact_path: str | None,
+    max_error_rate: float,
+    json_path: str | None,
+    quiet: bool,
+) -> None:
+    """Grade recorded sessions in TRACES against the tasks of --suite; stored as a run.
+
+    A session meets its task by the task id it carries or by --map.
+    """
+    from rich.console import Console
+
+    from proctor.report.terminal import print_summary
+    from proctor.traces.grading import grade_sessions
+
+    suite = suite_or_exit(suite_paths)
+    sessions, mapping = _sessions(traces, fmt, map_path)
+    store = open_store(store_path, redact_path)
+    try:
+        graded = grade_sessions(
+            sessions,
+            suite,
+            store=store,
+            mapping=mapping,
+            source=traces,
+            fmt=fmt,
+            max_error_rate=max_error_rate,
+        )
+    except ValueError as exc:
+        fail(str(exc))
+    store.close()
+    summary = graded.summary
+    if json_path:
+        Path(json_path).parent.mkdir(parents=True, exist_ok=True)
+        out = {**summary, "manifest": graded.manifest}
+        Path(json_path).write_text(json.dumps(out, indent=2, default=str) + "\n")
+    if not quiet:
+        print_summary(summary, Console())
+    if graded.unmatched:
+        shown = ", ".join(graded.unmatched[:5]) + (" ..." if len(graded.unmatched) > 5 else "")
+        click.echo(f"warning: {len(graded.unmatched)} sessions match no task: {shown}", err=True)
+    click.echo(
+        f"run {graded.run_id}: {summary['trials']} sessions graded against "
+        f"{summary['tasks']} tasks, status {summary['status']}; stored in {store_path}"
+    )
+    if summary["status"] == "invalid":
+        sys.exit(EXIT_INVALID)
+
+
+@main.command()
+@click.argument("traces", type=click.Path())
+@click.option("--agent", "agent_ref", required=True, help="FILE.py:NAME, MODULE:NAME, chat:MODEL")
+@click.option("--suite", "suite_paths", multiple=True, help="Tasks the sessions belong to.")
+@click.option("--map", "map_path", type=click.Path(), help="YAML/JSON {session id: task id}.")
+@click.option("--format", "fmt", default="auto", help=_TRACE_FORMATS)
+@click.option("--store", "store_path", default=str(DEFAULT_PATH), show_default=True)
+@click.option("--redact", "redact_path", type=click.Path(), help="Redaction config file.")
+@click.option("--timeout", "timeout_s", default=60.0, show_default=True, type=float)
+@click.option("--concurrency", "-j", default=4, show_default=True, type=click.IntRange(min=1))
+@click.option("--json", "json_path", type=click.Path(), help="Write the replay report here.")
+def replay(
+    traces: str,
+    agent_ref: str,
+    suite_paths: tuple[str, ...],
+    map_path: str | None,
+    fmt: str,
+    store_path: str,
+    redact_path: str | None,
+    timeout_s: float,
+    concurrency: int,
+    json_path: str | None,
+) -> None:
+    """Re-run an agent on the sessions in TRACES, tool calls answered from the recording.
+
+    A call the recording lacks is a divergence; the replay is stored as a run.
+    """
+    from rich.console import Console
+    from rich.table import Table
+
+    from proctor.agents import AgentNotFound, load_agent
+    from proctor.replay import replay as replay_sessions
+
+    suite = suite_or_exit(suite_paths) if suite_paths else None
+    sessions, mapping = _sessions(traces, fmt, map_path)
+    try:
+        agent = load_agent(agent_ref)
+    except AgentNotFound as exc:
+        fail(str(exc))
+    store = open_store(store_path, redact_path)
+    try:
+        done = replay_sessions(
+            sessions,
+            agent,
+            suite=suite,
+            mapping=mapping,
+            store=store,
+            agent_ref=agent_ref,
+            timeout_s=timeout_s or None,
+            concurrency=concurrency,
+        )
+    except ValueError as exc:
+        fail(str(exc))
+    store.close()
+    table = Table(title=f"replay {done.run_id}", title_justify="left")
+    for col in ("session", "trial", "status", "recorded", "replayed", "unrecorded", "missing"):
+        table.add_column(col)
+    table.add_column("diverges at")
+    for s in done.sessions:
+        table.add_row(
+            s.session,
+            f"{s.task_id}#{s.trial}",
+            s.status,
+            str(s.recorded),
+            str(s.replayed),
+            str(len(s.unrecorded)),
+            str(len(s.missing)),
+            "—" if s.first_divergence is None else f"call {s.first_divergence + 1}",
+        )
+    Console().print(table)
+    if json_path:
+        Path(json_path).parent.mkdir(parents=True, exist_ok=True)
+        report = {"run_id": done.run_id, "sessions": [s.to_dict() for s in done.sessions]}
+        Path(json_path).write_text(json.dumps(report, indent=2, default=str) + "\n")
+    diverged = sum(s.diverged for s in done.sessions)
+    click.echo(
+        f"run {done.run_id}: {len(done.sessions)} sessions replayed, {diverged} diverged "
+        f"from the recording; stored in {store_path}"
+    )
+
+
+@main.command("export-otel")
+@click.argument("run_ref")
+@click.option("--out", "out_path", type=click.Path(), help="Write OTLP JSON lines here.")
+@click.option("--endpoint", help="OTLP/HTTP traces URL, e.g. http://localhost:4318/v1/traces.")
+@click.option("--header", "headers", multiple=True, help="KEY=VALUE sent to the endpoint.")
+@click.option(
+    "--include-content", is_flag=True, help="Also arguments, results, messages, answers, state."
+)
+@click.option("--redact", "redact_path", type=click.Path(), help="Redaction config file.")
+@click.option("--store", "store_path", default=str(DEFAULT_PATH), show_default=True)
+def export_otel(
+    run_ref: str,
+    out_path: str | None,
+    endpoint: str | None,
+    headers: tuple[str, ...],
+    include_content: bool,
+    redact_path: str | None,
+    store_path: str,
+) -> None:
+    """Export a stored run as OpenTelemetry spans (GenAI semantic conventions)."""
+    from proctor.store import RunNotFound
+    from proctor.traces.otel_export import EndpointError, ExportError, export_run
+
+    if not Path(store_path).exists():
+        fail(f"{store_path}: no store yet (run `proctor run` first)")
+    pairs = [h.partition("=") for h in headers]
+    if any(not sep or not key for key, sep, _ in pairs):
+        fail("--header takes KEY=VALUE")
+    try:
+        run_id, count = export_run(
+            open_store(store_path),
+            run_ref,
+            out=out_path,
+            endpoint=endpoint,
+            include_content=include_content,
+            redactor=redactor_for(redact_path),
+            headers={k: v for k, _, v in pairs} or None,
+        )
+    except EndpointError as exc:
+        fail(str(exc), EXIT_INVALID)
+    except (RunNotFound, ExportError) as exc:
+        fail(str(exc))
+    click.echo(f"run {run_id}: {count} spans exported to {out_path or endpoint}")
