@@ -315,3 +315,34 @@ def test_run_with_gate_and_a_bad_gates_file(tmp_path: Path) -> None:
     )
     assert done.returncode == 2 and "unknown metric 'nonsense'" in done.stderr
     assert len(Store(db).runs(limit=-1)) == before  # rejected before anything ran
+
+
+def test_run_gate_evaluates_baseline_rules_with_a_baseline(tmp_path: Path) -> None:
+    db = tmp_path / "p.db"
+    gates = str(SUPPORT / "gates.yaml")
+    common = ("--store", str(db), "--trials", "3", "-q", "--gate", gates)
+    base = proctor("run", str(SUPPORT), "--agent", f"{SUPPORT}/agents.py:scripted", *common)
+    assert base.returncode == 0, base.stderr
+    base_id = Store(db).run("latest")["run_id"]
+    worse = proctor(
+        "run",
+        str(SUPPORT),
+        "--agent",
+        f"{SUPPORT}/agents.py:careless",
+        *common,
+        "--baseline",
+        base_id,
+    )
+    assert worse.returncode == 1 and "SKIP" not in worse.stdout
+    assert "no_regressions" in worse.stdout
+    alone = proctor(
+        "run",
+        str(SUPPORT),
+        "--agent",
+        f"{SUPPORT}/agents.py:scripted",
+        "--store",
+        str(db),
+        "--baseline",
+        base_id,
+    )
+    assert alone.returncode == 2 and "--baseline goes with --gate" in alone.stderr

@@ -16,6 +16,7 @@ from proctor.cli.common import (
     EXIT_INVALID,
     fail,
     open_store,
+    run_data_or_exit,
     split_csv,
     suite_or_exit,
 )
@@ -91,6 +92,12 @@ def schema() -> None:
     "--gate", "gate_path", default=None, type=click.Path(), help="Gate the run with these rules."
 )
 @click.option(
+    "--baseline",
+    "baseline_ref",
+    default=None,
+    help="A stored run for --gate's baseline rules (without it they show as SKIP).",
+)
+@click.option(
     "--junit", "junit_path", default=None, type=click.Path(), help="Write JUnit XML here."
 )
 @click.option("--quiet", "-q", is_flag=True, help="No progress bar or tables.")
@@ -130,6 +137,7 @@ def run(
     faults_path: str | None,
     scorecard_path: str | None,
     gate_path: str | None,
+    baseline_ref: str | None,
     junit_path: str | None,
     quiet: bool,
     isolation: str,
@@ -180,6 +188,9 @@ def run(
     from proctor.store import RunNotFound
 
     store = open_store(store_path)
+    if baseline_ref is not None and rules is None:
+        fail("--baseline goes with --gate")
+    baseline = run_data_or_exit(baseline_ref, store) if baseline_ref else None  # before running
     try:
         runner = Runner(
             selected,
@@ -228,7 +239,7 @@ def run(
         from proctor.store.export import RunData
 
         data = RunData(report.run_id, report.manifest, summary, report.results, summary["status"])
-        if not gate_verdict(data, rules, None, as_json=False):
+        if not gate_verdict(data, rules, baseline, as_json=False):
             sys.exit(EXIT_INVALID)
     store.close()
     if summary["status"] == "invalid":

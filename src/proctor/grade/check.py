@@ -27,10 +27,10 @@ BLOCKING_SEVERITIES = frozenset({"critical", "high"})
 @dataclass(slots=True)
 class Check:
     name: str
-    kind: str
+    kind: CheckKind
     passed: bool
     score: float | None = None
-    severity: str | None = None
+    severity: Severity | None = None
     evidence: dict[str, Any] = field(default_factory=dict)
 
     def __post_init__(self) -> None:

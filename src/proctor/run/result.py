@@ -17,7 +17,7 @@ class TrialResult:
     task_id: str
     trial: int
     seed: int
-    status: str
+    status: TrialStatus
     checks: list[Check] = field(default_factory=list)
     usage: Usage = field(default_factory=Usage)
     latency_s: float = 0.0
