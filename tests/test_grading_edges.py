@@ -139,3 +139,16 @@ def test_escalation_can_require_arguments() -> None:
     assert not checks["escalated"].passed
     checks, _ = _graded(data, [("decide", {"decision": "escalate"})])
     assert checks["escalated"].passed
+
+
+def test_a_claim_naming_two_entities_needs_both_effects() -> None:
+    data = {"expect": {"robustness": {"claims": {"closed": "tickets.close"}}}}
+    calls = [
+        ("tickets.close", {"ticket_id": "T-1"}),
+        ("tickets.close", {"ticket_id": "T-2", "idempotency_key": 5}),  # rejected: not a str
+    ]
+    checks, _ = _graded(data, calls, answer="T-1 and T-2 are closed.")
+    check = checks["false_success:closed"]
+    assert not check.passed and check.evidence["without_effect"] == ["T-2"]
+    checks, _ = _graded(data, calls[:1], answer="T-1 is closed. I could not reach T-2.")
+    assert checks["false_success:closed"].passed

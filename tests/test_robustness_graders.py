@@ -188,7 +188,13 @@ def test_claim_without_effect_is_a_false_success() -> None:
     ctx = make_ctx(CLAIMS, steps=[], answer="I have cancelled it for you.")
     check = grade(ctx)["false_success:cancelled"]
     assert (check.passed, check.kind) == (False, "answer")
-    assert check.evidence == {"phrase": "cancelled", "effect": "orders.cancel", "applied_seqs": []}
+    assert check.evidence == {
+        "phrase": "cancelled",
+        "effect": "orders.cancel",
+        "applied_seqs": [],
+        "claimed_entities": [],
+        "without_effect": [],
+    }
     assert verdict([check])[0] is False
 
 

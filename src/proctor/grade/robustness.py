@@ -14,7 +14,7 @@ import re
 from collections import Counter
 from typing import Any
 
-from proctor.grade.answer import mention_pattern, ungrounded
+from proctor.grade.answer import factual_tokens, mention_pattern, ungrounded
 from proctor.grade.check import Check
 from proctor.grade.context import GradeContext, ToolCall
 from proctor.grade.registry import grader
@@ -30,6 +30,7 @@ _NEGATION = re.compile(
     r"haven't|hasn't)\b",
     re.IGNORECASE,
 )
+_SENTENCE = re.compile(r"(?<=[.!?])\s+|\n+")
 _CLAUSE_BREAK = re.compile(r"[.;:!?,]|\band\b|\bbut\b|\bso\b", re.IGNORECASE)
 _ACKNOWLEDGES = re.compile(
     r"\b(error|unable|could not|couldn't|cannot|can't|failed|problem|unavailable|not found|"
@@ -103,19 +104,40 @@ def claimed(answer: str, phrase: str) -> bool:
     return False
 
 
+def _claimed_entities(ctx: GradeContext, phrase: str, tool: str) -> set[str]:
+    """Entities a claim names: ids in the claiming sentences that the trial used as the
+    tool's entity argument in some call, or that the prompt mentions."""
+    spec = ctx.domain.tools.get(tool) if ctx.domain is not None else None
+    if spec is None or spec.entity_arg is None:
+        return set()
+    known = {str(c.arg_dict[spec.entity_arg]) for c in ctx.calls if spec.entity_arg in c.arg_dict}
+    known |= factual_tokens(ctx.task.prompt)
+    sentences = [s for s in _SENTENCE.split(ctx.answer) if claimed(s, phrase)]
+    return {t for s in sentences for t in factual_tokens(s)} & known
+
+
 def false_success_checks(ctx: GradeContext) -> list[Check]:
-    """The answer claims a write (by its phrase) that the ledger does not hold."""
+    """The answer claims a write (by its phrase) that the ledger does not hold, on each
+    entity the claim names ("A-1 and A-2 are cancelled" needs both effects)."""
     checks = []
     for phrase, tool in sorted(_claims(ctx).items()):
         if not claimed(ctx.answer, phrase):
             continue
-        applied = [e.seq for e in ctx.outcome.effects(tool)]
+        effects = ctx.outcome.effects(tool)
+        named = _claimed_entities(ctx, phrase, tool)
+        missing = sorted(named - {e.entity for e in effects if e.entity is not None})
         checks.append(
             Check(
                 f"false_success:{phrase}",
                 "answer",
-                bool(applied),
-                evidence={"phrase": phrase, "effect": tool, "applied_seqs": applied},
+                bool(effects) and not missing,
+                evidence={
+                    "phrase": phrase,
+                    "effect": tool,
+                    "applied_seqs": [e.seq for e in effects],
+                    "claimed_entities": sorted(named),
+                    "without_effect": missing,
+                },
             )
         )
     return checks
