@@ -14,10 +14,9 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-import yaml
-
 from proctor.agents.base import Usage
 from proctor.env.toolbox import SyncToolbox
+from proctor.spec.loader import read_yaml
 
 PRICES_ENV = "PROCTOR_PRICES"
 
@@ -68,10 +67,7 @@ class PriceTable:
         """A YAML/JSON file `{MODEL: {input: USD, output: USD}}` (per million tokens) over
         the defaults; a bad file is a ValueError with one line for the user."""
         path = Path(path)
-        try:
-            data = yaml.safe_load(path.read_text(encoding="utf-8"))
-        except (OSError, yaml.YAMLError) as exc:
-            raise ValueError(f"{path}: cannot read prices: {exc}".splitlines()[0]) from None
+        data = read_yaml(path)
         if not isinstance(data, dict):
             raise ValueError(f"{path}: prices must map model names to {{input, output}}")
         prices: dict[str, tuple[float, float]] = {}

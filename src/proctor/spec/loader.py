@@ -90,6 +90,15 @@ def read_document(path: Path) -> tuple[Any, dict[Loc, int]]:
     return parse_document(path, text)
 
 
+def read_yaml(path: Path) -> Any:
+    """The data of a small YAML/JSON side file (prices, mappings); a ValueError with the
+    first `file:line: message` when it cannot be read or parsed."""
+    try:
+        return read_document(path)[0]
+    except SpecError as exc:
+        raise ValueError(exc.lines()[0]) from None
+
+
 def format_loc(loc: Loc) -> str:
     """`("expect", "trajectory", "required", 1, "args")` → `expect.trajectory.required[1].args`."""
     out = ""

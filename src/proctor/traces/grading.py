@@ -21,8 +21,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-import yaml
-
 from proctor.agents.base import Usage
 from proctor.env.domain import Domain
 from proctor.env.outcome import LedgerEntry, Outcome
@@ -31,6 +29,7 @@ from proctor.run.manifest import build_manifest
 from proctor.run.result import TrialResult
 from proctor.run.runner import task_infos
 from proctor.run.trial import TrialRecord, judge
+from proctor.spec.loader import read_yaml
 from proctor.spec.models import PathAssertion, Task
 from proctor.spec.suite import Suite, SuiteTask
 from proctor.summary import DEFAULT_MAX_ERROR_RATE, summarize
@@ -70,10 +69,7 @@ class GradedRun:
 def load_mapping(path: str | Path) -> dict[str, str]:
     """A `{session id: task id}` YAML/JSON file; a bad one is a ValueError (one line)."""
     path = Path(path)
-    try:
-        data = yaml.safe_load(path.read_text(encoding="utf-8"))
-    except (OSError, yaml.YAMLError) as exc:
-        raise ValueError(f"{path}: cannot read the mapping: {exc}".splitlines()[0]) from None
+    data = read_yaml(path)
     if not isinstance(data, dict):
         raise ValueError(f"{path}: the mapping must be `session id: task id` pairs")
     return {str(k): str(v) for k, v in data.items()}
