@@ -20,7 +20,11 @@ The trace always ends with an ``answer`` event.
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
 from collections.abc import Callable, Iterable, Sequence
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -143,3 +147,19 @@ def ctx_of() -> Callable[..., GradeContext]:
 @pytest.fixture
 def seqs_of() -> Callable[[Trace], list[int]]:
     return proposal_seqs
+
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def proctor(*args: str, cwd: Path = ROOT, timeout: float = 120) -> subprocess.CompletedProcess[str]:
+    """Run the real command line (`python -m proctor.cli`), with wide tables so that
+    rich does not wrap ids the tests look for."""
+    return subprocess.run(
+        [sys.executable, "-m", "proctor.cli", *args],
+        cwd=cwd,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        env={**os.environ, "COLUMNS": "200"},
+    )

@@ -3,25 +3,15 @@
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
+from conftest import proctor
+
 ROOT = Path(__file__).resolve().parents[1]
 CLINICAL = ROOT / "examples" / "clinical"
 SUPPORT = ROOT / "examples" / "support"
-
-
-def proctor(*args: str, cwd: Path = ROOT) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "proctor.cli", *args],
-        cwd=cwd,
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
 
 
 def run_json(tmp_path: Path, suite: Path, agent: str, *extra: str) -> dict:

@@ -7,15 +7,13 @@ expected figure can be worked out by hand. `make_run` is reused by the gate and 
 from __future__ import annotations
 
 import json
-import os
 import shutil
-import subprocess
-import sys
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 import pytest
 
+from conftest import proctor
 from proctor.agents.base import Usage
 from proctor.compare import Pairing, compare, holdout_looks, paired_metric
 from proctor.grade.check import Check
@@ -263,17 +261,6 @@ def test_holdout_reuse_is_counted_and_warned(tmp_path: Path) -> None:
 
 
 # --- through the CLI -----------------------------------------------------------------
-
-
-def proctor(*args: str, cwd: Path = ROOT) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "proctor.cli", *args],
-        cwd=cwd,
-        capture_output=True,
-        text=True,
-        timeout=120,
-        env={**os.environ, "COLUMNS": "200"},
-    )
 
 
 def test_cli_compare_json_and_bad_input(

@@ -16,6 +16,7 @@ from typing import Any
 
 import pytest
 
+from conftest import proctor
 from proctor import Runner, Store, load_agent, load_suite
 from proctor.grade.check import Check
 from proctor.run.runner import RunReport
@@ -52,16 +53,6 @@ def check(result: Any, name: str) -> Check:
 
 def failed(result: Any) -> set[str]:
     return {c.name for c in result.checks if not c.passed}
-
-
-def proctor(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "proctor.cli", *args],
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
 
 
 @pytest.fixture(scope="module")

@@ -6,13 +6,12 @@ import base64
 import hashlib
 import json
 import re
-import subprocess
-import sys
 from html.parser import HTMLParser
 from pathlib import Path
 
 import pytest
 
+from conftest import proctor
 from proctor import Store
 from proctor.gate import load_rules
 from proctor.grade.check import Check
@@ -22,7 +21,7 @@ from proctor.report.html import render_html
 from proctor.report.inputs import gather
 from proctor.report.steps import check_views, diff, evidence_seqs
 from proctor.store.export import store_run
-from report_runs import EXAMPLES, PAYLOAD, PWN, ROOT, StoredRun, run_example, run_hostile
+from report_runs import EXAMPLES, PAYLOAD, PWN, StoredRun, run_example, run_hostile
 
 
 class Page(HTMLParser):
@@ -208,16 +207,6 @@ def test_steps_diff_evidence_and_check_order() -> None:
     views = check_views(checks, {1, 2, 3})
     assert [v.check.name for v in views] == ["crit", "outcome", "low", "robust", "ok"]
     assert views[0].steps == (3,)  # seq 99 is not in the trace
-
-
-def proctor(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "proctor.cli", *args],
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
 
 
 def test_report_command(tmp_path: Path) -> None:

@@ -4,30 +4,19 @@ from __future__ import annotations
 
 import json
 import re
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
+from conftest import proctor
 from proctor import Store
 from proctor.gate import load_rules
 from proctor.report.inputs import gather
 from proctor.report.markdown import code, esc, render_markdown
-from report_runs import EXAMPLES, PWN, ROOT, StoredRun, run_example, run_hostile
+from report_runs import EXAMPLES, PWN, StoredRun, run_example, run_hostile
 
 #: A printed page holds about 60 lines of rendered Markdown at a normal size.
 PAGE_LINES = 60
-
-
-def proctor(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "proctor.cli", *args],
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
 
 
 def pct(x: float) -> str:

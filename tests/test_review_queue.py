@@ -3,12 +3,11 @@
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
+from conftest import proctor
 from proctor import Store
 from proctor.compare import CompareError
 from proctor.grade.check import Check
@@ -16,7 +15,7 @@ from proctor.review import ReviewConfig, review_queue
 from proctor.run.result import TrialResult
 from proctor.store.export import RunData, export_run
 from proctor.summary import TaskInfo, summarize
-from report_runs import ROOT, run_example
+from report_runs import run_example
 
 NO_SAMPLE = ReviewConfig(sample_rate=0.0)
 
@@ -165,16 +164,6 @@ def test_flipped_verdicts_against_a_baseline() -> None:
     other = make_run("other", [trial("zzz", 0, [ok("x")])])
     with pytest.raises(CompareError):
         review_queue(cand, other)
-
-
-def proctor(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "proctor.cli", *args],
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
 
 
 def test_review_queue_command(tmp_path: Path) -> None:
