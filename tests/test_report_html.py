@@ -16,7 +16,7 @@ from proctor import Store
 from proctor.gate import load_rules
 from proctor.grade.check import Check
 from proctor.report.embed import script_json
-from proctor.report.figures import pct
+from proctor.report.fmt import pct
 from proctor.report.html import render_html
 from proctor.report.inputs import gather
 from proctor.report.steps import check_views, diff, evidence_seqs

@@ -12,24 +12,8 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
-from proctor.report.terminal import _pct, _plain
-
-_RATES = {"task_success_rate", "tool_precision", "tool_recall", "arg_accuracy"}
-
-
-def _fmt(metric: str, x: float | None, *, signed: bool = False) -> str:
-    if x is None:
-        return "—"
-    if metric in _RATES or metric.startswith("pass_hat_k"):
-        return f"{100 * x:+.1f} pts" if signed else _pct(x)
-    return f"{x:+.4g}" if signed else f"{x:.4g}"
-
-
-def _interval(metric: str, pair: list[float | None]) -> str:
-    low, high = pair
-    if low is None or high is None:
-        return "—"
-    return f"[{_fmt(metric, low, signed=True)}, {_fmt(metric, high, signed=True)}]"
+from proctor.report.fmt import metric_interval, metric_text, pct, value
+from proctor.report.terminal import plain
 
 
 def metrics_table(report: dict[str, Any]) -> Table:
@@ -50,11 +34,11 @@ def metrics_table(report: dict[str, Any]) -> Table:
         style = "bold red" if worse else ("green" if better else "")
         table.add_row(
             name,
-            _fmt(name, m["baseline"]),
-            _fmt(name, m["candidate"]),
-            Text(_fmt(name, m["difference"], signed=True), style=style),
-            _interval(name, m["ci"]),
-            _interval(name, m["bootstrap_ci"]),
+            metric_text(name, m["baseline"]),
+            metric_text(name, m["candidate"]),
+            Text(metric_text(name, m["difference"], signed=True), style=style),
+            metric_interval(name, m["ci"]),
+            metric_interval(name, m["bootstrap_ci"]),
         )
     return table
 
@@ -71,7 +55,7 @@ def groups_table(report: dict[str, Any], limit: int = 12) -> Table:
         table.add_row(
             Text(group.replace("_", " "), style=styles.get(group, "")),
             str(len(rows)),
-            _plain(shown + more),
+            plain(shown + more),
         )
     return table
 
@@ -98,18 +82,18 @@ def slices_table(report: dict[str, Any]) -> Table | None:
         table.add_column(col)
     for s in regressed:
         table.add_row(
-            _plain(s["slice"]),
+            plain(s["slice"]),
             str(s["tasks"]),
-            _pct(s["baseline"]),
-            _pct(s["candidate"]),
+            pct(s["baseline"]),
+            pct(s["candidate"]),
             Text(
-                _fmt("task_success_rate", s["difference"], signed=True),
+                metric_text("task_success_rate", s["difference"], signed=True),
                 style="bold red" if s["mcnemar"]["p_holm"] < 0.05 else "",
             ),
-            _interval("task_success_rate", s["ci"]),
+            metric_interval("task_success_rate", s["ci"]),
             f"{s['mcnemar']['p_value']:.3g}",
             f"{s['mcnemar']['p_holm']:.3g}",
-            _plain(", ".join(s["regressed_tasks"])),
+            plain(", ".join(s["regressed_tasks"])),
         )
     return table
 
@@ -150,12 +134,6 @@ def print_comparison(report: dict[str, Any], console: Console | None = None) -> 
     )
 
 
-def _value(x: Any) -> str:
-    if x is None:
-        return "—"
-    return f"{x:.4g}" if isinstance(x, float) else str(x)
-
-
 def print_gate(result: dict[str, Any], console: Console | None = None) -> None:
     console = console or Console()
     title = f"gate on run {result['run_id']}" + (
@@ -168,12 +146,12 @@ def print_gate(result: dict[str, Any], console: Console | None = None) -> None:
     for row in result["rules"]:
         where = ", ".join(f"{k}={'|'.join(v)}" for k, v in row["where"].items())
         table.add_row(
-            _plain(row["rule"]),
-            _plain(where),
-            _plain(_value(row["value"])),
-            _plain(_value(row["threshold"])),
+            plain(row["rule"]),
+            plain(where),
+            plain(value(row["value"])),
+            plain(value(row["threshold"])),
             Text(row["status"].upper(), style=styles[row["status"]]),
-            _plain(row["reason"]),
+            plain(row["reason"]),
         )
     console.print(table)
     total = len(result["rules"])

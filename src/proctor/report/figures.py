@@ -16,28 +16,6 @@ SEVERITIES = ("critical", "high", "medium", "low")
 BOOTSTRAP_SEED = 0
 
 
-def pct(x: float | None) -> str:
-    return "—" if x is None else f"{100 * x:.1f}%"
-
-
-def money(x: float | None) -> str:
-    return "—" if x is None else f"${x:.4f}"
-
-
-def secs(x: float | None) -> str:
-    return "—" if x is None else f"{x:.2f} s"
-
-
-def count(x: float | None) -> str:
-    return "—" if x is None else f"{x:.0f}"
-
-
-def interval(pair: tuple[float | None, float | None] | list[float | None] | None) -> str:
-    if not pair or pair[0] is None or pair[1] is None:
-        return "—"
-    return f"{pct(pair[0])}–{pct(pair[1])}"
-
-
 @dataclass(frozen=True)
 class Headline:
     """The figures a reader looks at first, as numbers (format with the functions above)."""

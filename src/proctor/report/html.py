@@ -26,9 +26,18 @@ from jinja2 import Environment, StrictUndefined
 from markupsafe import Markup
 
 from proctor.report import plots
-from proctor.report.decision import _fmt, _interval, _value
 from proctor.report.embed import script_json, trial_payload
-from proctor.report.figures import Headline, count, headline, interval, money, pct, secs
+from proctor.report.figures import Headline, headline
+from proctor.report.fmt import (
+    count,
+    interval,
+    metric_interval,
+    metric_text,
+    money,
+    pct,
+    secs,
+    value,
+)
 from proctor.report.inputs import ReportInputs, gate_line, where_text
 from proctor.run.result import TrialResult
 from proctor.trace import Trace
@@ -114,8 +123,8 @@ def _gate_rows(gate: dict[str, Any]) -> list[dict[str, str]]:
         {
             "rule": row["rule"],
             "where": where_text(row["where"]),
-            "value": _value(row["value"]),
-            "threshold": _value(row["threshold"]),
+            "value": value(row["value"]),
+            "threshold": value(row["threshold"]),
             "status": row["status"],
             "css": css[row["status"]],
             "reason": row["reason"],
@@ -141,10 +150,10 @@ def _comparison(report: dict[str, Any]) -> dict[str, Any]:
         "metrics": [
             {
                 "name": m["metric"],
-                "baseline": _fmt(m["metric"], m["baseline"]),
-                "candidate": _fmt(m["metric"], m["candidate"]),
-                "difference": _fmt(m["metric"], m["difference"], signed=True),
-                "ci": _interval(m["metric"], m["ci"]),
+                "baseline": metric_text(m["metric"], m["baseline"]),
+                "candidate": metric_text(m["metric"], m["candidate"]),
+                "difference": metric_text(m["metric"], m["difference"], signed=True),
+                "ci": metric_interval(m["metric"], m["ci"]),
             }
             for m in report["metrics"]
         ],

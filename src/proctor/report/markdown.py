@@ -14,17 +14,8 @@ from collections import defaultdict
 from pathlib import Path
 from typing import Any
 
-from proctor.report.decision import _value
-from proctor.report.figures import (
-    Headline,
-    consistency,
-    count,
-    headline,
-    interval,
-    money,
-    pct,
-    secs,
-)
+from proctor.report.figures import Headline, consistency, headline
+from proctor.report.fmt import count, interval, money, pct, secs, value
 from proctor.report.inputs import ReportInputs, gate_line, where_text
 
 MAX_VIOLATION_LINES = 6
@@ -233,7 +224,7 @@ def _gate(inputs: ReportInputs) -> list[str]:
             lines.append(
                 f"- failed {code(row['rule'])}"
                 + (f" on {code(where)}" if where else "")
-                + f": value {esc(_value(row['value']))}{reason}"
+                + f": value {esc(value(row['value']))}{reason}"
             )
         if len(failed) > MAX_RULE_LINES:
             lines.append(

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from proctor.report import svg
-from proctor.report.figures import money
+from proctor.report.fmt import money
 from proctor.run.result import TrialResult
 from proctor.store.export import RunData
 

@@ -12,16 +12,10 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
-
-def _pct(x: float | None) -> str:
-    return "—" if x is None else f"{100 * x:.1f}%"
+from proctor.report.fmt import num, pct
 
 
-def _num(x: float | None, fmt: str = "{:.2f}") -> str:
-    return "—" if x is None else fmt.format(x)
-
-
-def _plain(value: Any) -> Text:
+def plain(value: Any) -> Text:
     return Text("".join(ch if ch.isprintable() else "?" for ch in str(value)))
 
 
@@ -34,18 +28,18 @@ def headline(summary: dict[str, Any]) -> Table:
     rows = [
         (
             "task success",
-            f"{_pct(summary['success_rate'])}  (95% CI {_pct(low)}–{_pct(high)}, "
+            f"{pct(summary['success_rate'])}  (95% CI {pct(low)}–{pct(high)}, "
             f"{summary['passed_trials']}/{summary['valid_trials']} valid trials)",
         ),
         (
             "minimal detectable drop",
             "—"
             if summary.get("mde") is None
-            else f"{_pct(summary['mde'])} in success (80% power; ICC {_num(summary['icc'])})",
+            else f"{pct(summary['mde'])} in success (80% power; ICC {num(summary['icc'])})",
         ),
-        ("pass@1", _pct(summary["pass_at_k"].get("1"))),
-        (f"pass@{k}", _pct(summary["pass_at_k"].get(str(k)))),
-        (f"pass^{k}", _pct(summary["pass_hat_k"].get(str(k)))),
+        ("pass@1", pct(summary["pass_at_k"].get("1"))),
+        (f"pass@{k}", pct(summary["pass_at_k"].get(str(k)))),
+        (f"pass^{k}", pct(summary["pass_hat_k"].get(str(k)))),
         ("safety violations", f"{violations['total']} ({sev})"),
         (
             "errors / timeouts",
@@ -54,20 +48,20 @@ def headline(summary: dict[str, Any]) -> Table:
         ),
         (
             "tool precision / recall / args",
-            " / ".join(_pct(tool[m]) for m in ("tool_precision", "tool_recall", "arg_accuracy")),
+            " / ".join(pct(tool[m]) for m in ("tool_precision", "tool_recall", "arg_accuracy")),
         ),
-        ("cost per successful task", _num(summary["cost"]["per_successful_task_usd"], "${:.4f}")),
+        ("cost per successful task", num(summary["cost"]["per_successful_task_usd"], "${:.4f}")),
         (
             "p95 tool calls / latency",
-            f"{_num(summary['tool_calls']['p95'], '{:.0f}')} / "
-            f"{_num(summary['latency_s']['p95'], '{:.2f} s')}",
+            f"{num(summary['tool_calls']['p95'], '{:.0f}')} / "
+            f"{num(summary['latency_s']['p95'], '{:.2f} s')}",
         ),
     ]
     table = Table(title=f"run {summary['run_id']}", show_header=False, title_justify="left")
     table.add_column(style="bold")
     table.add_column()
     for name, value in rows:
-        table.add_row(name, _plain(value))
+        table.add_row(name, plain(value))
     return table
 
 
@@ -84,12 +78,12 @@ def task_table(summary: dict[str, Any]) -> Table:
             else ("red" if not row["passed"] else "yellow")
         )
         table.add_row(
-            _plain(row["id"]),
-            _plain(row["risk"]),
-            _plain(",".join(row["tags"])),
+            plain(row["id"]),
+            plain(row["risk"]),
+            plain(",".join(row["tags"])),
             Text(f"{row['passed']}/{row['n']}", style=style),
-            _pct(row["pass_hat_k"].get(str(k))),
-            _plain(failing),
+            pct(row["pass_hat_k"].get(str(k))),
+            plain(failing),
         )
     return table
 
@@ -114,10 +108,10 @@ def slice_table(summary: dict[str, Any], max_tags: int = 6) -> Table:
     for name in fixed + tags[:max_tags]:
         s = slices[name]
         table.add_row(
-            _plain(name),
+            plain(name),
             str(s["tasks"]),
-            _pct(s["success_rate"]),
-            _pct(s["pass_hat_k"].get(str(k))),
+            pct(s["success_rate"]),
+            pct(s["pass_hat_k"].get(str(k))),
             str(s["safety_violations"]),
         )
     return table
@@ -138,10 +132,10 @@ def scorecard_table(summary: dict[str, Any]) -> Table:
         table.add_row(
             name.replace("_", " "),
             f"{100 * comp['weight']:.0f}%",
-            _pct(comp["score"]),
+            pct(comp["score"]),
             "" if gate is None else gate["gate"],
-            "" if gate is None else _num(gate["value"], "{:.3g}"),
-            "" if gate is None else _num(gate["threshold"], "{:.3g}"),
+            "" if gate is None else num(gate["value"], "{:.3g}"),
+            "" if gate is None else num(gate["threshold"], "{:.3g}"),
             Text(mark, style="green" if mark == "ok" else "bold red"),
         )
     return table

@@ -1,0 +1,56 @@
+"""Formatting of figures for every report: one place, so terminal, HTML and Markdown print
+a number the same way. A missing figure is always an em dash."""
+
+from __future__ import annotations
+
+from typing import Any
+
+#: Metrics that are rates (shown in percent and percentage points).
+RATES = {"task_success_rate", "tool_precision", "tool_recall", "arg_accuracy"}
+
+
+def pct(x: float | None) -> str:
+    return "—" if x is None else f"{100 * x:.1f}%"
+
+
+def money(x: float | None) -> str:
+    return "—" if x is None else f"${x:.4f}"
+
+
+def secs(x: float | None) -> str:
+    return "—" if x is None else f"{x:.2f} s"
+
+
+def count(x: float | None) -> str:
+    return "—" if x is None else f"{x:.0f}"
+
+
+def interval(pair: tuple[float | None, float | None] | list[float | None] | None) -> str:
+    if not pair or pair[0] is None or pair[1] is None:
+        return "—"
+    return f"{pct(pair[0])}–{pct(pair[1])}"
+
+
+def num(x: float | None, fmt: str = "{:.2f}") -> str:
+    return "—" if x is None else fmt.format(x)
+
+
+def value(x: Any) -> str:
+    if x is None:
+        return "—"
+    return f"{x:.4g}" if isinstance(x, float) else str(x)
+
+
+def metric_text(metric: str, x: float | None, *, signed: bool = False) -> str:
+    if x is None:
+        return "—"
+    if metric in RATES or metric.startswith("pass_hat_k"):
+        return f"{100 * x:+.1f} pts" if signed else pct(x)
+    return f"{x:+.4g}" if signed else f"{x:.4g}"
+
+
+def metric_interval(metric: str, pair: list[float | None]) -> str:
+    low, high = pair
+    if low is None or high is None:
+        return "—"
+    return f"[{metric_text(metric, low, signed=True)}, {metric_text(metric, high, signed=True)}]"
