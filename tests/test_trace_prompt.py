@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import io
 from pathlib import Path
 
 from proctor import Runner, Store, load_suite
+from proctor.trace import read_jsonl, write_jsonl
 
 TASK = Path(__file__).resolve().parents[1] / "examples/support/tasks/missing-order.yaml"
 
@@ -22,4 +24,20 @@ def test_the_stored_trace_begins_with_the_prompt(tmp_path: Path) -> None:
     first = trace.events[0]
     assert (first.kind, first.data["role"]) == ("message", "user")
     assert trace.prompt == suite.tasks[0].task.prompt
+    store.close()
+
+
+def test_traces_round_trip_through_json_lines(tmp_path: Path) -> None:
+    suite = load_suite(TASK)
+    store = Store(tmp_path / "p.db")
+    report = Runner(suite, agent, trials=2, store=store).run()
+    traces = [store.trace(report.run_id, "missing-order", i)[0] for i in range(2)]
+    out = io.StringIO()
+    write_jsonl(traces, out)
+    assert len(out.getvalue().splitlines()) == sum(len(t.events) for t in traces)
+    back = read_jsonl(out.getvalue().splitlines())
+    assert [(t.trial_id, t.trace_id) for t in back] == [(t.trial_id, t.trace_id) for t in traces]
+    assert [[e.to_dict() for e in t.events] for t in back] == [
+        [e.to_dict() for e in t.events] for t in traces
+    ]
     store.close()

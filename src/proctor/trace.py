@@ -24,7 +24,6 @@ EventKind = Literal[
     "answer",
     "note",
 ]
-EVENT_KINDS: tuple[str, ...] = EventKind.__args__  # type: ignore[attr-defined]
 
 
 @dataclass(slots=True)
@@ -72,7 +71,7 @@ class Recorder:
         self.clock = clock
         self.events: list[TraceEvent] = []
 
-    def emit(self, kind: str, data: dict[str, Any]) -> TraceEvent:
+    def emit(self, kind: EventKind, data: dict[str, Any]) -> TraceEvent:
         event = TraceEvent(len(self.events) + 1, round(self.clock.now, 6), kind, data)
         self.events.append(event)
         return event
