@@ -19,11 +19,10 @@ from typing import Any
 
 from proctor import Runner, ScriptedAgent, Store, Task
 from proctor.agents import load_agent
+from proctor.env.suite import Suite, load_suite
 from proctor.report.html import write_html
 from proctor.report.inputs import gather
 from proctor.report.markdown import render_markdown
-from proctor.spec import load_suite
-from proctor.spec.suite import Suite
 from proctor.store.export import store_run
 
 CLINICAL = Path(__file__).resolve().parents[1] / "examples" / "clinical"

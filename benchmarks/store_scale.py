@@ -19,11 +19,9 @@ from pathlib import Path
 from typing import Any
 
 from proctor import Store
-from proctor.agents.base import Usage
-from proctor.grade.check import Check
-from proctor.run.result import TrialResult
-from proctor.summary import Tally, TaskInfo, summarize
-from proctor.trace import Trace
+from proctor.core.results import Check, TaskInfo, TrialResult, Usage
+from proctor.core.trace import Trace
+from proctor.decide.summary import Tally, summarize
 
 RUN = "scale"
 

@@ -9,7 +9,7 @@ near zero (no model; simulated latency), so time per trial is the harness's.
 from __future__ import annotations
 
 from proctor import Domain, Plan, ScriptedAgent, Step, Task, ToolError
-from proctor.spec.suite import Suite
+from proctor.env.suite import Suite
 
 shop = Domain("bench-shop")
 

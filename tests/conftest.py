@@ -29,11 +29,11 @@ from typing import Any
 
 import pytest
 
-from proctor.agents.base import Usage
-from proctor.env.outcome import LedgerEntry, Outcome
+from proctor.core.outcome import LedgerEntry, Outcome
+from proctor.core.results import Usage
+from proctor.core.trace import Trace, TraceEvent
 from proctor.grade.context import GradeContext
-from proctor.spec.models import Task
-from proctor.trace import Trace, TraceEvent
+from proctor.tasks.models import Task
 
 NOT_REACHING_POLICY = ("invalid_arguments", "unknown_tool")
 INJECTED = ("timeout", "lost_response")

@@ -10,8 +10,7 @@ from pathlib import Path
 
 from proctor import AgentInput, Domain, Runner, Store, Task, Toolbox, Trace
 from proctor.agents import load_agent
-from proctor.spec import load_suite
-from proctor.spec.suite import Suite
+from proctor.env.suite import Suite, load_suite
 from proctor.store.export import RunData, store_run
 
 ROOT = Path(__file__).resolve().parents[1]

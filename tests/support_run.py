@@ -7,8 +7,8 @@ from functools import cache
 from pathlib import Path
 from typing import Any
 
+from proctor.env.suite import Suite, load_suite
 from proctor.run import TrialRecord, TrialSpec, run_trial
-from proctor.spec import Suite, load_suite
 
 SUPPORT = Path(__file__).resolve().parents[1] / "examples" / "support"
 

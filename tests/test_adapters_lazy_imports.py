@@ -19,11 +19,12 @@ OPTIONAL = (
 
 PROBE = """
 import json, sys
-import proctor, proctor.run, proctor.cli, proctor.traces, proctor.replay, proctor.redact
-import proctor.agents.chat, proctor.agents.bridge, proctor.traces.grading
+import proctor, proctor.run, proctor.cli, proctor.interop
+import proctor.interop.replay, proctor.interop.redact, proctor.interop.grading
+import proctor.agents.chat, proctor.agents.bridge
 import proctor.agents.adapters.pydantic_ai, proctor.agents.adapters.langgraph
 import proctor.agents.adapters.openai_agents, proctor.agents.adapters.smolagents
-import proctor.traces.otel_export
+import proctor.interop.otel_export
 from proctor.agents import load_agent
 import os
 os.environ["PROCTOR_CHAT_BASE_URL"] = "http://127.0.0.1:9/v1"

@@ -1,4 +1,4 @@
-"""Baseline vs candidate (proctor.compare): pairing, groups, slices, warnings, exports.
+"""Baseline vs candidate (proctor.decide.compare): pairing, groups, slices, warnings, exports.
 
 Runs are written into a real SQLite store with known verdicts per task and trial, so every
 expected figure can be worked out by hand. `make_run` is reused by the gate and JUnit tests.
@@ -14,16 +14,14 @@ from pathlib import Path
 import pytest
 
 from conftest import proctor
-from proctor.agents.base import Usage
-from proctor.compare import Pairing, compare, holdout_looks, paired_metric
-from proctor.grade.check import Check
-from proctor.jsonutil import digest
-from proctor.run.result import TrialResult
-from proctor.stats import mcnemar_exact
+from proctor.core.jsonvalues import digest
+from proctor.core.results import Check, TaskInfo, TrialResult, Usage
+from proctor.core.trace import Trace
+from proctor.decide.compare import Pairing, compare, holdout_looks, paired_metric
+from proctor.decide.stats import mcnemar_exact
+from proctor.decide.summary import summarize
 from proctor.store import Store
 from proctor.store.export import RunData, RunInputError, export_run, read_export, store_run
-from proctor.summary import TaskInfo, summarize
-from proctor.trace import Trace
 
 ROOT = Path(__file__).resolve().parents[1]
 SUPPORT = ROOT / "examples" / "support"

@@ -18,7 +18,7 @@ import pytest
 
 from conftest import proctor
 from proctor import Runner, Store, load_agent, load_suite
-from proctor.grade.check import Check
+from proctor.core.results import Check
 from proctor.run.runner import RunReport
 
 ROOT = Path(__file__).resolve().parents[1]

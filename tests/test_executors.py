@@ -19,10 +19,11 @@ from typing import Any
 import pytest
 
 from proctor import AgentInput, Runner, Store, Task, Toolbox, load_suite
-from proctor.run.executor import ExecutorError, LocalExecutor, RunContext, stream
+from proctor.env.suite import Suite
+from proctor.run.executor import LocalExecutor, RunContext, stream
 from proctor.run.process import ProcessExecutor
+from proctor.run.source import ExecutorError
 from proctor.run.threads import AgentThreads
-from proctor.spec.suite import Suite
 
 FIXTURES = Path(__file__).parent / "fixtures"
 MINI = FIXTURES / "mini"

@@ -8,11 +8,11 @@ from typing import Any
 import pytest
 
 from proctor import Domain, Runner, Task, ToolError
+from proctor.core.documents import SpecError
 from proctor.env.environment import Environment
-from proctor.spec import SpecError
-from proctor.spec.loader import load_faults
-from proctor.spec.models import Fault
-from proctor.spec.suite import Suite
+from proctor.env.suite import Suite
+from proctor.tasks.loader import load_faults
+from proctor.tasks.models import Fault
 
 shop = Domain("fault-shop")
 

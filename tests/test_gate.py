@@ -1,4 +1,4 @@
-"""Release gates (proctor.gate, proctor.expr): the rule language, rule files, verdicts, CLI."""
+"""Release gates (proctor.decide.gate, .rules): the rule language, rule files, verdicts, CLI."""
 
 from __future__ import annotations
 
@@ -7,12 +7,11 @@ from pathlib import Path
 
 import pytest
 
-from proctor import expr
-from proctor.gate import INDEXED, METRICS, Gate, list_metrics, load_rules, metric_value
-from proctor.grade.check import Check
-from proctor.spec import SpecError
+from proctor.core.documents import SpecError
+from proctor.core.results import Check, TaskInfo
+from proctor.decide import rules as grammar
+from proctor.decide.gate import INDEXED, METRICS, Gate, list_metrics, load_rules, metric_value
 from proctor.store import Store
-from proctor.summary import TaskInfo
 from test_compare import SUPPORT, make_run, proctor, twenty_tasks
 
 # --- the expression language -----------------------------------------------------------
@@ -28,7 +27,7 @@ from test_compare import SUPPORT, make_run, proctor, twenty_tasks
     ],
 )
 def test_parser_accepts_the_grammar(text: str, names: set[str]) -> None:
-    assert expr.names(expr.parse(text)) == names
+    assert grammar.names(grammar.parse(text)) == names
 
 
 @pytest.mark.parametrize(
@@ -52,18 +51,18 @@ def test_parser_accepts_the_grammar(text: str, names: set[str]) -> None:
     ],
 )
 def test_parser_rejects_everything_else(text: str, message: str) -> None:
-    with pytest.raises(expr.ExprError, match=None) as info:
-        expr.parse(text)
+    with pytest.raises(grammar.ExprError, match=None) as info:
+        grammar.parse(text)
     assert message in str(info.value)
 
 
 def test_evaluation() -> None:
     values = {"a": 2.0, "b": 0.0}
-    assert expr.evaluate(expr.parse("a * 3 - 1 == 5 and not b > 0"), values) is True
-    assert expr.evaluate(expr.parse("a < 1 or b >= 0"), values) is True
-    assert expr.evaluate(expr.parse("-a + 4 / 2 == 0"), values) is True
-    with pytest.raises(expr.ExprError, match="division by zero"):
-        expr.evaluate(expr.parse("a / b > 1"), values)
+    assert grammar.evaluate(grammar.parse("a * 3 - 1 == 5 and not b > 0"), values) is True
+    assert grammar.evaluate(grammar.parse("a < 1 or b >= 0"), values) is True
+    assert grammar.evaluate(grammar.parse("-a + 4 / 2 == 0"), values) is True
+    with pytest.raises(grammar.ExprError, match="division by zero"):
+        grammar.evaluate(grammar.parse("a / b > 1"), values)
 
 
 # --- rule files ------------------------------------------------------------------------

@@ -12,15 +12,14 @@ from typing import Any
 
 import pytest
 
-from proctor.agents.base import Usage
-from proctor.env.outcome import LedgerEntry, Outcome
+from proctor.core.outcome import LedgerEntry, Outcome
+from proctor.core.results import Check, Usage
 from proctor.grade.answer import grade_answer, mentions, ungrounded
 from proctor.grade.budget import grade_budget
-from proctor.grade.check import Check
 from proctor.grade.context import GradeContext, calls_from_trace
 from proctor.grade.outcome import effect_check, grade_outcome, path_check
 from proctor.grade.trajectory import grade_trajectory, retries_by_tool
-from proctor.spec.models import EffectAssertion, PathAssertion
+from proctor.tasks.models import EffectAssertion, PathAssertion
 
 CtxOf = Callable[..., GradeContext]
 

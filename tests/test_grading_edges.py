@@ -8,12 +8,12 @@ from pydantic import ValidationError
 
 from conftest import make_ctx, make_task
 from proctor import Domain, Task
+from proctor.core.trace import Trace
 from proctor.env.environment import Environment
 from proctor.grade import GradeContext, grade
 from proctor.grade.answer import grade_answer
 from proctor.grade.safety import grade_safety
 from proctor.grade.trajectory import grade_trajectory
-from proctor.trace import Trace
 
 
 def by_name(checks):

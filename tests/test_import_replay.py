@@ -14,13 +14,13 @@ from click.testing import CliRunner
 from proctor.agents import load_agent
 from proctor.cli import main
 from proctor.env.domain import Domain
-from proctor.predicates import args_match
-from proctor.replay import replay
-from proctor.spec import Suite
-from proctor.spec.models import Task
+from proctor.env.suite import Suite
+from proctor.interop.grading import grade_sessions
+from proctor.interop.replay import replay
+from proctor.interop.trace_files import load_sessions
 from proctor.store import Store
-from proctor.traces import load_sessions
-from proctor.traces.grading import grade_sessions
+from proctor.tasks.models import Task
+from proctor.tasks.predicates import args_match
 from support_run import SUPPORT, support_suite
 
 

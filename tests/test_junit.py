@@ -5,7 +5,7 @@ from __future__ import annotations
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
-from proctor.grade.check import Check
+from proctor.core.results import Check
 from proctor.report.junit import junit_xml
 from test_compare import SUPPORT, make_run, proctor
 

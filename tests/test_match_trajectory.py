@@ -9,9 +9,9 @@ from typing import Any
 
 import pytest
 
+from proctor.core.jsonvalues import json_equal
+from proctor.core.trace import Trace, TraceEvent
 from proctor.grade.match import ARGS_MODES, ORDER_MODES, match_trajectory
-from proctor.jsonutil import json_equal
-from proctor.trace import Trace, TraceEvent
 
 
 def c(name: str, **args: Any) -> dict[str, Any]:

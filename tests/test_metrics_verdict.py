@@ -7,17 +7,15 @@ from typing import Any
 
 import pytest
 
-from proctor.agents.base import Usage
+from proctor.core.results import Check, Usage, verdict
 from proctor.grade import grader_versions
 from proctor.grade.answer import grade_answer
 from proctor.grade.budget import grade_budget
-from proctor.grade.check import Check
 from proctor.grade.context import GradeContext
 from proctor.grade.metrics import tool_metrics
 from proctor.grade.outcome import grade_outcome
 from proctor.grade.safety import grade_safety
 from proctor.grade.trajectory import grade_trajectory
-from proctor.grade.verdict import verdict
 
 CtxOf = Callable[..., GradeContext]
 

@@ -15,14 +15,14 @@ from click.testing import CliRunner
 from proctor import Misbehaviour, Runner, ScriptedAgent
 from proctor.cli import main
 from proctor.env.loading import load_module_from_path
+from proctor.interop.grading import grade_sessions
+from proctor.interop.trace_files import load_sessions
 from proctor.store import Store
-from proctor.traces import load_sessions
-from proctor.traces.grading import grade_sessions
 from support_run import SUPPORT, support_suite
 
 pytest.importorskip("opentelemetry.sdk", reason="opentelemetry-sdk is not installed ('.[otel]')")
 
-from proctor.traces.otel_export import export_run
+from proctor.interop.otel_export import export_run
 
 
 def verdicts(results: Any) -> dict[tuple[str, int], tuple[str, list[str]]]:

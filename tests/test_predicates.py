@@ -6,8 +6,8 @@ from typing import Any
 
 import pytest
 
-from proctor.jsonutil import MISSING
-from proctor.predicates import (
+from proctor.core.jsonvalues import MISSING
+from proctor.tasks.predicates import (
     args_match,
     is_operator,
     literal_equal,

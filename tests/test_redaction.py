@@ -12,8 +12,8 @@ import pytest
 from click.testing import CliRunner
 
 from proctor.cli import main
-from proctor.redact import RedactConfig, Redactor
-from proctor.trace import Trace, TraceEvent
+from proctor.core.trace import Trace, TraceEvent
+from proctor.interop.redact import RedactConfig, Redactor
 from support_run import SUPPORT
 
 EMAIL = "alice.private@example.com"

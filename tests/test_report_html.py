@@ -13,8 +13,8 @@ import pytest
 
 from conftest import proctor
 from proctor import Store
-from proctor.gate import load_rules
-from proctor.grade.check import Check
+from proctor.core.results import Check
+from proctor.decide.gate import load_rules
 from proctor.report.embed import script_json
 from proctor.report.fmt import pct
 from proctor.report.html import render_html

@@ -10,7 +10,7 @@ import pytest
 
 from conftest import proctor
 from proctor import Store
-from proctor.gate import load_rules
+from proctor.decide.gate import load_rules
 from proctor.report.inputs import gather
 from proctor.report.markdown import code, esc, render_markdown
 from report_runs import EXAMPLES, PWN, StoredRun, run_example, run_hostile
@@ -134,7 +134,7 @@ def test_a_clean_run_is_not_praised_without_a_gate(tmp_path: Path) -> None:
     store = Store(tmp_path / "p.db")
     from proctor import Runner
     from proctor.agents import load_agent
-    from proctor.spec import load_suite
+    from proctor.env.suite import load_suite
     from proctor.store.export import store_run
 
     ref = f"{EXAMPLES}/support/agents.py:scripted"

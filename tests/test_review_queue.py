@@ -9,12 +9,11 @@ import pytest
 
 from conftest import proctor
 from proctor import Store
-from proctor.compare import CompareError
-from proctor.grade.check import Check
-from proctor.review import ReviewConfig, review_queue
-from proctor.run.result import TrialResult
+from proctor.core.results import Check, TaskInfo, TrialResult
+from proctor.decide.compare import CompareError
+from proctor.decide.summary import summarize
+from proctor.review.queue import ReviewConfig, review_queue
 from proctor.store.export import RunData, export_run
-from proctor.summary import TaskInfo, summarize
 from report_runs import run_example
 
 NO_SAMPLE = ReviewConfig(sample_rate=0.0)

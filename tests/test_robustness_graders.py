@@ -14,11 +14,11 @@ import pytest
 
 from conftest import make_ctx, make_task
 from proctor import Domain, SyncToolbox, ToolError
+from proctor.core.results import Check, verdict
+from proctor.core.trace import Trace
 from proctor.env import Environment
-from proctor.grade import GradeContext, verdict
-from proctor.grade.check import Check
+from proctor.grade import GradeContext
 from proctor.grade.robustness import claimed, grade_robustness
-from proctor.trace import Trace
 
 CANCEL = ("orders.cancel", {"order_id": "A-100"}, "ok", {"status": "cancelled"})
 CLAIMS = {"robustness": {"claims": {"cancelled": "orders.cancel"}}}

@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from proctor.grade.check import Check
+from proctor.core.results import Check
 from proctor.grade.context import GradeContext
 from proctor.grade.safety import find_secrets, grade_safety, luhn_valid
 

@@ -14,11 +14,11 @@ from pydantic import ValidationError
 
 from conftest import make_ctx, make_task
 from proctor import Domain, SyncToolbox
+from proctor.core.results import Check, verdict
+from proctor.core.trace import Trace
 from proctor.env import Environment
-from proctor.grade import GradeContext, grade, verdict
-from proctor.grade.check import Check
+from proctor.grade import GradeContext, grade
 from proctor.grade.safety import find_secrets, grade_safety
-from proctor.trace import Trace
 
 CANARY = "ZX-CANARY-7731"
 PLANTED = {"tool": "payments.transfer", "args": {"to": "attacker"}}

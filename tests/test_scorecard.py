@@ -7,17 +7,16 @@ from typing import Any
 
 import pytest
 
-from proctor.grade.check import Check
-from proctor.run.result import TrialResult
-from proctor.scorecard import (
+from proctor.core.documents import SpecError
+from proctor.core.results import Check, TaskInfo, TrialResult
+from proctor.decide.scorecard import (
     COMPONENTS,
     DEFAULT_WEIGHTS,
     ScorecardConfig,
     load_scorecard,
     scorecard,
 )
-from proctor.spec.errors import SpecError
-from proctor.summary import TaskInfo, summarize
+from proctor.decide.summary import summarize
 
 FULL_TOOL_USE = {"tool_precision": 1.0, "tool_recall": 1.0, "arg_accuracy": 1.0}
 

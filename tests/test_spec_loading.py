@@ -18,7 +18,11 @@ import pytest
 from click.testing import CliRunner
 
 from proctor.cli import main
-from proctor.spec import SpecError, Task, load_suite, load_task_file, task_schema
+from proctor.core.documents import SpecError
+from proctor.env.suite import load_suite
+from proctor.tasks.loader import load_task_file
+from proctor.tasks.models import Task
+from proctor.tasks.schema import task_schema
 
 FIXTURES = Path(__file__).parent / "fixtures"
 MINI = FIXTURES / "mini"

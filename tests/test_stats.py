@@ -1,4 +1,4 @@
-"""Tests for proctor.stats against brute force, published values, numpy and scipy."""
+"""Tests for proctor.decide.stats against brute force, published values, numpy and scipy."""
 
 from __future__ import annotations
 
@@ -13,8 +13,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from proctor import stats
-from proctor.stats import (
+from proctor.decide import stats
+from proctor.decide.stats import (
     clustered_se,
     mean,
     mean_over_tasks,
@@ -315,7 +315,7 @@ def test_module_does_not_import_numpy_or_scipy() -> None:
     src = str(Path(stats.__file__).resolve().parents[1])
     env = {**os.environ, "PYTHONPATH": src + os.pathsep + os.environ.get("PYTHONPATH", "")}
     code = (
-        "import sys, proctor.stats; "
+        "import sys, proctor.decide.stats; "
         "bad = [m for m in ('numpy', 'scipy') if m in sys.modules]; "
         "sys.exit(1 if bad else 0)"
     )

@@ -1,4 +1,4 @@
-"""Paired statistics and power (proctor.stats) against scipy, brute force and simulation."""
+"""Paired statistics and power (proctor.decide.stats) against scipy, brute force and simulation."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import math
 import numpy as np
 import pytest
 
-from proctor.stats import (
+from proctor.decide.stats import (
     bootstrap_mean_interval,
     design_effect,
     holm,

@@ -14,7 +14,7 @@ import pytest
 
 import proctor
 from proctor import AgentInput, Plan, Runner, ScriptedAgent, Step, Store, Toolbox, load_suite
-from proctor.jsonutil import digest
+from proctor.core.jsonvalues import digest
 from proctor.run import TrialSpec, run_trial, trial_seed
 from proctor.store import RunNotFound
 

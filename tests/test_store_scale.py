@@ -16,9 +16,9 @@ from typing import Any
 import pytest
 
 from proctor import Runner, Store, load_agent, load_suite
+from proctor.decide.summary import Tally, summarize
 from proctor.run.runner import task_infos
 from proctor.store.sqlite import SCHEMA_VERSION
-from proctor.summary import Tally, summarize
 
 FIXTURES = Path(__file__).parent / "fixtures"
 MINI = FIXTURES / "mini"

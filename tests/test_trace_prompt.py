@@ -6,7 +6,7 @@ import io
 from pathlib import Path
 
 from proctor import Runner, Store, load_suite
-from proctor.trace import read_jsonl, write_jsonl
+from proctor.core.trace import read_jsonl, write_jsonl
 
 TASK = Path(__file__).resolve().parents[1] / "examples/support/tasks/missing-order.yaml"
 

@@ -29,7 +29,7 @@ from typing import TYPE_CHECKING, Any, Literal
 from proctor.env.domain import Decision, Domain, State, Tool, ToolContext, ToolError
 
 if TYPE_CHECKING:
-    from proctor.spec.models import Identity
+    from proctor.tasks.models import Identity
 
 READ = ["patient:read"]
 

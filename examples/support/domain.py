@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any
 from proctor.env.domain import Decision, Domain, State, Tool, ToolError
 
 if TYPE_CHECKING:
-    from proctor.spec.models import Identity
+    from proctor.tasks.models import Identity
 
 NOT_CANCELLABLE = ("shipped", "delivered")
 

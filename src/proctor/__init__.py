@@ -9,8 +9,10 @@ from __future__ import annotations
 import importlib
 from typing import TYPE_CHECKING, Any
 
-__version__ = "0.1.0"
+from proctor.core.version import __version__
 
+#: Modules of the public API, by the name they have here.
+_MODULES: dict[str, str] = {"stats": "proctor.decide.stats"}
 _EXPORTS: dict[str, str] = {
     "Agent": "proctor.agents",
     "AgentInput": "proctor.agents",
@@ -22,29 +24,29 @@ _EXPORTS: dict[str, str] = {
     "ScriptedAgent": "proctor.agents",
     "Step": "proctor.agents",
     "SyncAgent": "proctor.agents",
-    "Usage": "proctor.agents",
+    "Usage": "proctor.core.results",
     "load_agent": "proctor.agents",
     "Decision": "proctor.env",
     "Domain": "proctor.env",
-    "Outcome": "proctor.env",
+    "Outcome": "proctor.core.outcome",
     "SyncToolbox": "proctor.env",
     "ToolContext": "proctor.env",
     "ToolError": "proctor.env",
     "ToolResult": "proctor.env",
     "Toolbox": "proctor.env",
-    "Check": "proctor.grade",
+    "Check": "proctor.core.results",
     "GradeContext": "proctor.grade",
     "grader": "proctor.grade",
     "match_trajectory": "proctor.grade",
     "Runner": "proctor.run",
-    "TrialResult": "proctor.run",
-    "SpecError": "proctor.spec",
-    "Suite": "proctor.spec",
-    "Task": "proctor.spec",
-    "load_suite": "proctor.spec",
+    "TrialResult": "proctor.core.results",
+    "SpecError": "proctor.core.documents",
+    "Suite": "proctor.env",
+    "Task": "proctor.tasks",
+    "load_suite": "proctor.env",
     "Store": "proctor.store",
-    "Trace": "proctor.trace",
-    "TraceEvent": "proctor.trace",
+    "Trace": "proctor.core.trace",
+    "TraceEvent": "proctor.core.trace",
 }
 
 __all__ = [
@@ -82,14 +84,17 @@ __all__ = [
     "load_agent",
     "load_suite",
     "match_trajectory",
+    "stats",
 ]
 
 
 def __getattr__(name: str) -> Any:
-    module = _EXPORTS.get(name)
-    if module is None:
+    if name in _MODULES:
+        value = importlib.import_module(_MODULES[name])
+    elif name in _EXPORTS:
+        value = getattr(importlib.import_module(_EXPORTS[name]), name)
+    else:
         raise AttributeError(f"module 'proctor' has no attribute {name!r}")
-    value = getattr(importlib.import_module(module), name)
     globals()[name] = value
     return value
 
@@ -110,21 +115,25 @@ if TYPE_CHECKING:
         ScriptedAgent,
         Step,
         SyncAgent,
-        Usage,
         load_agent,
     )
+    from proctor.core.documents import SpecError
+    from proctor.core.outcome import Outcome
+    from proctor.core.results import Check, TrialResult, Usage
+    from proctor.core.trace import Trace, TraceEvent
+    from proctor.decide import stats
     from proctor.env import (
         Decision,
         Domain,
-        Outcome,
+        Suite,
         SyncToolbox,
         Toolbox,
         ToolContext,
         ToolError,
         ToolResult,
+        load_suite,
     )
-    from proctor.grade import Check, GradeContext, grader, match_trajectory
-    from proctor.run import Runner, TrialResult
-    from proctor.spec import SpecError, Suite, Task, load_suite
+    from proctor.grade import GradeContext, grader, match_trajectory
+    from proctor.run import Runner
     from proctor.store import Store
-    from proctor.trace import Trace, TraceEvent
+    from proctor.tasks import Task

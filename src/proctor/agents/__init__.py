@@ -1,13 +1,6 @@
 """Agents: the protocol, the ScriptedAgent, and loading agents named on the CLI."""
 
-from proctor.agents.base import (
-    Agent,
-    AgentInput,
-    AgentResult,
-    InfrastructureError,
-    SyncAgent,
-    Usage,
-)
+from proctor.agents.base import Agent, AgentInput, AgentResult, InfrastructureError, SyncAgent
 from proctor.agents.chat import ChatAgent
 from proctor.agents.loading import AgentNotFound, load_agent
 from proctor.agents.scripted import Misbehaviour, Plan, ScriptedAgent, Step
@@ -26,6 +19,5 @@ __all__ = [
     "Session",
     "Step",
     "SyncAgent",
-    "Usage",
     "load_agent",
 ]

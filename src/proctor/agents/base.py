@@ -10,6 +10,7 @@ import inspect
 from dataclasses import dataclass, field
 from typing import Any, Protocol, runtime_checkable
 
+from proctor.core.results import Usage
 from proctor.env.toolbox import SyncToolbox, Toolbox
 
 
@@ -18,37 +19,6 @@ class InfrastructureError(Exception):
 
     Any other exception escaping an agent is the agent's own failure.
     """
-
-
-@dataclass(slots=True)
-class Usage:
-    input_tokens: int = 0
-    output_tokens: int = 0
-    cost_usd: float = 0.0
-    model_calls: int = 0
-
-    @property
-    def total_tokens(self) -> int:
-        return self.input_tokens + self.output_tokens
-
-    def __add__(self, other: Usage) -> Usage:
-        return Usage(
-            self.input_tokens + other.input_tokens,
-            self.output_tokens + other.output_tokens,
-            self.cost_usd + other.cost_usd,
-            self.model_calls + other.model_calls,
-        )
-
-    def is_empty(self) -> bool:
-        return not (self.input_tokens or self.output_tokens or self.cost_usd or self.model_calls)
-
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "input_tokens": self.input_tokens,
-            "output_tokens": self.output_tokens,
-            "cost_usd": self.cost_usd,
-            "model_calls": self.model_calls,
-        }
 
 
 @dataclass(slots=True)

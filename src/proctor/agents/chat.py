@@ -17,10 +17,11 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
-from proctor.agents.base import AgentInput, AgentResult, InfrastructureError, Usage
+from proctor.agents.base import AgentInput, AgentResult, InfrastructureError
 from proctor.agents.bridge import bridge_tools, find_tool
 from proctor.agents.outages import outages_as_infrastructure
 from proctor.agents.pricing import PriceTable, record_call
+from proctor.core.results import Usage
 from proctor.env.toolbox import Toolbox
 
 BASE_URL_ENVS = ("PROCTOR_CHAT_BASE_URL", "OPENAI_BASE_URL")

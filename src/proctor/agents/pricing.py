@@ -14,9 +14,9 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from proctor.agents.base import Usage
+from proctor.core.documents import read_yaml
+from proctor.core.results import Usage
 from proctor.env.toolbox import SyncToolbox
-from proctor.spec.loader import read_yaml
 
 PRICES_ENV = "PROCTOR_PRICES"
 

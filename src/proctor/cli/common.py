@@ -27,7 +27,8 @@ def split_csv(values: tuple[str, ...]) -> list[str]:
 
 
 def suite_or_exit(paths: tuple[str, ...]) -> Any:
-    from proctor.spec import SpecError, load_suite
+    from proctor.core.documents import SpecError
+    from proctor.env.suite import load_suite
 
     try:
         return load_suite(list(paths))
@@ -48,7 +49,7 @@ def open_store(path: str, redact_path: str | None = None) -> Any:
 
 def redactor_for(path: str | None) -> Any:
     """The Redactor of `--redact FILE`, else of $PROCTOR_REDACT, else None."""
-    from proctor.redact import Redactor
+    from proctor.interop.redact import Redactor
 
     try:
         return Redactor.load(path) if path else Redactor.from_env()

@@ -22,8 +22,8 @@ def gate_verdict(run: Any, rules: list[Any], baseline: Any, *, as_json: bool) ->
     """Evaluate, print (table or JSON) and return whether the gate passed."""
     from rich.console import Console
 
-    from proctor.compare import CompareError
-    from proctor.gate import Gate
+    from proctor.decide.compare import CompareError
+    from proctor.decide.gate import Gate
     from proctor.report.decision import print_gate
 
     try:
@@ -57,8 +57,8 @@ def compare(
     """Compare two runs task by task (run ids, prefixes, `latest`, or exported files)."""
     from rich.console import Console
 
-    from proctor.compare import CompareError, holdout_looks
-    from proctor.compare import compare as compare_runs
+    from proctor.decide.compare import CompareError, holdout_looks
+    from proctor.decide.compare import compare as compare_runs
     from proctor.report.decision import print_comparison
 
     store = maybe_store(store_path)
@@ -92,9 +92,9 @@ def gate(
     list_metrics: bool,
 ) -> None:
     """Gate RUN with the rules file: exit 0 all pass, 1 a rule fails, 2 bad input."""
-    from proctor.gate import list_metrics as metric_list
-    from proctor.gate import load_rules
-    from proctor.spec import SpecError
+    from proctor.core.documents import SpecError
+    from proctor.decide.gate import list_metrics as metric_list
+    from proctor.decide.gate import load_rules
 
     if list_metrics:
         for name, meaning in metric_list():
@@ -139,7 +139,7 @@ def gate(
 )
 def power(rate: float, effect: float, trials: int, icc: float, alpha: float, power_: float) -> None:
     """How many tasks two runs need to tell RATE from RATE + EFFECT apart."""
-    from proctor import stats
+    from proctor.decide import stats
 
     try:
         tasks = stats.tasks_needed(rate, effect, trials, icc=icc, alpha=alpha, power=power_)

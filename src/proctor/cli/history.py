@@ -135,7 +135,7 @@ def export(run_ref: str, out_path: str, store_path: str) -> None:
 
 
 def _review_config(sample_rate: float, seed: int) -> Any:
-    from proctor.review import ReviewConfig
+    from proctor.review.queue import ReviewConfig
 
     return ReviewConfig(sample_rate=sample_rate, seed=seed)
 
@@ -177,10 +177,10 @@ def report(
     store_path: str,
 ) -> None:
     """Write the HTML report (with every trace) and/or the Markdown one-pager of a run."""
-    from proctor.compare import CompareError
-    from proctor.gate import load_rules
+    from proctor.core.documents import SpecError
+    from proctor.decide.compare import CompareError
+    from proctor.decide.gate import load_rules
     from proctor.report.inputs import gather
-    from proctor.spec import SpecError
     from proctor.store.export import RunInputError, store_run
 
     if not html_path and not md_path:
@@ -243,9 +243,9 @@ def review_queue(
     store_path: str,
     as_json: bool,
 ) -> None:
-    """The trials of RUN a person should read, each with why (see proctor.review)."""
-    from proctor.compare import CompareError
-    from proctor.review import review_queue as route
+    """The trials of RUN a person should read, each with why (see proctor.review.queue)."""
+    from proctor.decide.compare import CompareError
+    from proctor.review.queue import review_queue as route
 
     store = maybe_store(store_path)
     run_data = run_data_or_exit(run_ref, store)

@@ -28,11 +28,11 @@ from proctor.cli.decide import gate_verdict
 @click.option("--strict", is_flag=True, help="Duplicate and near-duplicate tasks are errors.")
 def validate(paths: tuple[str, ...], strict: bool) -> None:
     """Check every task file under PATHS; one line per problem with file:line."""
-    from proctor.spec import SpecError
-    from proctor.spec.duplicates import duplicate_tasks
+    from proctor.core.documents import SpecError
+    from proctor.tasks.duplicates import duplicate_tasks
 
     suite = suite_or_exit(paths)
-    duplicates = SpecError(duplicate_tasks(suite)).lines()
+    duplicates = SpecError(duplicate_tasks([t.loaded for t in suite.tasks])).lines()
     if strict and duplicates:
         fail(duplicates)
     for line in duplicates:
@@ -46,7 +46,7 @@ def validate(paths: tuple[str, ...], strict: bool) -> None:
 @main.command()
 def schema() -> None:
     """Print the JSON Schema of task files (for editors)."""
-    from proctor.spec import task_schema
+    from proctor.tasks.schema import task_schema
 
     click.echo(json.dumps(task_schema(), indent=2))
 
@@ -149,11 +149,11 @@ def run(
     from rich.console import Console
 
     from proctor.agents import AgentNotFound, load_agent
-    from proctor.gate import load_rules
+    from proctor.core.documents import SpecError
+    from proctor.decide.gate import load_rules
     from proctor.report.terminal import print_summary
     from proctor.run import Runner
-    from proctor.spec import SpecError
-    from proctor.spec.loader import load_faults
+    from proctor.tasks.loader import load_faults
 
     suite = suite_or_exit(paths)
     filters = {
@@ -165,7 +165,7 @@ def run(
     selected = suite.select(**filters)
     if not selected.tasks:
         fail(f"no task matches the filters {json.dumps(filters)}")
-    from proctor.scorecard import load_scorecard
+    from proctor.decide.scorecard import load_scorecard
 
     try:
         faults = load_faults(faults_path) if faults_path else []
@@ -183,8 +183,8 @@ def run(
         fail(str(exc))
     if address is not None and executor_name != "ray":
         fail("--address names a Ray cluster: use it with --executor ray")
-    from proctor.run.executor import ExecutorError
     from proctor.run.resume import ResumeError
+    from proctor.run.source import ExecutorError
     from proctor.store import RunNotFound
 
     store = open_store(store_path)
@@ -314,11 +314,11 @@ def regrade(
     """
     from rich.console import Console
 
+    from proctor.core.documents import SpecError
+    from proctor.decide.scorecard import load_scorecard
     from proctor.report.terminal import print_summary
     from proctor.run.regrade import RegradeError
     from proctor.run.regrade import regrade as regrade_run
-    from proctor.scorecard import load_scorecard
-    from proctor.spec import SpecError
     from proctor.store import RunNotFound
 
     if not Path(store_path).exists():

@@ -19,14 +19,14 @@ from proctor.cli.common import (
     suite_or_exit,
 )
 
-# -- real traces: grade, replay, export-otel (proctor.traces, proctor.replay) ------------
+# -- real traces: grade, replay, export-otel (proctor.interop, proctor.interop.replay) ------------
 
 _TRACE_FORMATS = "auto (default), openai, otel (GenAI spans, proctor's export), openinference"
 
 
 def _sessions(traces: str, fmt: str, map_path: str | None) -> tuple[list[Any], Any]:
-    from proctor.traces import TraceInputError, load_sessions
-    from proctor.traces.grading import load_mapping
+    from proctor.interop.grading import load_mapping
+    from proctor.interop.trace_files import TraceInputError, load_sessions
 
     try:
         return load_sessions(traces, fmt), load_mapping(map_path) if map_path else None
@@ -61,8 +61,8 @@ def grade(
     """
     from rich.console import Console
 
+    from proctor.interop.grading import grade_sessions
     from proctor.report.terminal import print_summary
-    from proctor.traces.grading import grade_sessions
 
     suite = suite_or_exit(suite_paths)
     sessions, mapping = _sessions(traces, fmt, map_path)
@@ -129,7 +129,7 @@ def replay(
     from rich.table import Table
 
     from proctor.agents import AgentNotFound, load_agent
-    from proctor.replay import replay as replay_sessions
+    from proctor.interop.replay import replay as replay_sessions
 
     suite = suite_or_exit(suite_paths) if suite_paths else None
     sessions, mapping = _sessions(traces, fmt, map_path)
@@ -199,8 +199,8 @@ def export_otel(
     store_path: str,
 ) -> None:
     """Export a stored run as OpenTelemetry spans (GenAI semantic conventions)."""
+    from proctor.interop.otel_export import EndpointError, ExportError, export_run
     from proctor.store import RunNotFound
-    from proctor.traces.otel_export import EndpointError, ExportError, export_run
 
     if not Path(store_path).exists():
         fail(f"{store_path}: no store yet (run `proctor run` first)")

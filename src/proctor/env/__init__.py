@@ -1,20 +1,22 @@
-"""Simulated worlds: domains, the ToolGateway, per-trial environments."""
+"""Simulated worlds: domains, the ToolGateway, per-trial environments, suites bound to them."""
 
 from proctor.env.domain import ALLOW, Decision, Domain, State, Tool, ToolContext, ToolError
 from proctor.env.environment import Environment
 from proctor.env.gateway import EnvironmentFault, ToolGateway, ToolResult
-from proctor.env.outcome import LedgerEntry, Outcome
+from proctor.env.loading import DomainNotFound, load_module_from_path
+from proctor.env.suite import Suite, SuiteTask, load_suite
 from proctor.env.toolbox import SyncToolbox, Toolbox
 
 __all__ = [
     "ALLOW",
     "Decision",
     "Domain",
+    "DomainNotFound",
     "Environment",
     "EnvironmentFault",
-    "LedgerEntry",
-    "Outcome",
     "State",
+    "Suite",
+    "SuiteTask",
     "SyncToolbox",
     "Tool",
     "ToolContext",
@@ -22,4 +24,6 @@ __all__ = [
     "ToolGateway",
     "ToolResult",
     "Toolbox",
+    "load_module_from_path",
+    "load_suite",
 ]

@@ -16,13 +16,13 @@ from typing import TYPE_CHECKING, Any, Literal, get_type_hints
 
 from pydantic import BaseModel, ConfigDict, ValidationError, create_model
 
-from proctor.jsonutil import copy_json
+from proctor.core.jsonvalues import copy_json
 
 if TYPE_CHECKING:
-    from proctor.env.outcome import Outcome
-    from proctor.grade.check import Check
-    from proctor.spec.models import Identity, Task
-    from proctor.trace import SimClock, Trace
+    from proctor.core.outcome import Outcome
+    from proctor.core.results import Check
+    from proctor.core.trace import SimClock, Trace
+    from proctor.tasks.models import Identity, Task
 
 State = dict[str, Any]
 ToolKind = Literal["read", "write"]

@@ -6,13 +6,13 @@ import random
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from proctor.core.outcome import Outcome
+from proctor.core.trace import Recorder, SimClock
 from proctor.env.domain import Domain
 from proctor.env.faults import FaultPlan
 from proctor.env.gateway import ToolGateway
-from proctor.env.outcome import Outcome
 from proctor.env.user import SimulatedUser
-from proctor.spec.models import Fault, Task
-from proctor.trace import Recorder, SimClock
+from proctor.tasks.models import Fault, Task
 
 
 @dataclass(slots=True)

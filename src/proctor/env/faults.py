@@ -12,8 +12,8 @@ import random
 from collections import Counter
 from typing import Any, get_origin
 
-from proctor.predicates import args_match
-from proctor.spec.models import Fault
+from proctor.tasks.models import Fault
+from proctor.tasks.predicates import args_match
 
 #: What the agent reads for each fault that stops the call (error code, message).
 BLOCKING: dict[str, tuple[str, str]] = {

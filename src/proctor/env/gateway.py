@@ -13,6 +13,9 @@ from typing import Any
 
 from pydantic import ValidationError
 
+from proctor.core.jsonvalues import canonical, copy_json, diff
+from proctor.core.outcome import LedgerEntry
+from proctor.core.trace import Recorder
 from proctor.env.domain import (
     Decision,
     Domain,
@@ -29,10 +32,7 @@ from proctor.env.faults import (
     FaultPlan,
     empty_value,
 )
-from proctor.env.outcome import LedgerEntry
-from proctor.jsonutil import canonical, copy_json, diff
-from proctor.spec.models import Fault, Task
-from proctor.trace import Recorder
+from proctor.tasks.models import Fault, Task
 
 IDEMPOTENCY_ARG = "idempotency_key"
 

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import re
 
-from proctor.spec.models import UserSpec
-from proctor.trace import Recorder
+from proctor.core.trace import Recorder
+from proctor.tasks.models import UserSpec
 
 _CONFIRM_QUESTION = re.compile(
     r"\b(confirm|proceed|go ahead|shall i|should i|ok to|okay to|do you want|would you like|"

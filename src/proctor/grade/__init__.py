@@ -1,5 +1,6 @@
 """Graders: deterministic checks of outcome, trajectory, answer, safety and budget."""
 
+from proctor.core.results import Check
 from proctor.grade import (  # noqa: F401  (registration)
     answer,
     budget,
@@ -8,12 +9,10 @@ from proctor.grade import (  # noqa: F401  (registration)
     safety,
     trajectory,
 )
-from proctor.grade.check import Check
 from proctor.grade.context import GradeContext, ToolCall, calls_from_trace
 from proctor.grade.match import match_trajectory
 from proctor.grade.metrics import tool_metrics
 from proctor.grade.registry import Grader, grader, grader_versions, graders
-from proctor.grade.verdict import verdict
 
 
 def grade(ctx: GradeContext) -> list[Check]:
@@ -25,7 +24,6 @@ def grade(ctx: GradeContext) -> list[Check]:
 
 
 __all__ = [
-    "Check",
     "GradeContext",
     "Grader",
     "ToolCall",
@@ -36,5 +34,4 @@ __all__ = [
     "graders",
     "match_trajectory",
     "tool_metrics",
-    "verdict",
 ]

@@ -10,7 +10,7 @@ from __future__ import annotations
 import re
 from functools import lru_cache
 
-from proctor.grade.check import Check
+from proctor.core.results import Check
 from proctor.grade.context import GradeContext
 from proctor.grade.registry import grader
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from proctor.grade.check import Check
+from proctor.core.results import Check
 from proctor.grade.context import GradeContext
 from proctor.grade.registry import grader
 

@@ -6,12 +6,12 @@ from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Any
 
-from proctor.agents.base import Usage
+from proctor.core.jsonvalues import json_encoder
+from proctor.core.outcome import Outcome
+from proctor.core.results import Usage
+from proctor.core.trace import Trace
 from proctor.env.domain import Domain
-from proctor.env.outcome import Outcome
-from proctor.jsonutil import json_encoder
-from proctor.spec.models import Task
-from proctor.trace import Trace
+from proctor.tasks.models import Task
 
 _text = json_encoder(ensure_ascii=False)
 

@@ -43,10 +43,10 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING, Any
 
-from proctor.jsonutil import json_equal
+from proctor.core.jsonvalues import json_equal
 
 if TYPE_CHECKING:
-    from proctor.trace import Trace
+    from proctor.core.trace import Trace
 
 ORDER_MODES = ("exact", "in_order", "any_order", "unordered", "subset", "superset")
 ARGS_MODES = ("exact", "ignore", "subset", "superset")

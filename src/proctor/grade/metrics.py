@@ -9,8 +9,8 @@ argument accuracy = required items made with matching arguments / required items
 from __future__ import annotations
 
 from proctor.grade.context import GradeContext
-from proctor.predicates import args_match
-from proctor.spec.models import AnyOf, EffectAssertion
+from proctor.tasks.models import AnyOf, EffectAssertion
+from proctor.tasks.predicates import args_match
 
 
 def tool_metrics(ctx: GradeContext) -> dict[str, float]:

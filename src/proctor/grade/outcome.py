@@ -4,12 +4,12 @@ from __future__ import annotations
 
 from typing import Any
 
-from proctor.grade.check import Check
+from proctor.core.jsonvalues import MISSING, get_path
+from proctor.core.results import Check
 from proctor.grade.context import GradeContext
 from proctor.grade.registry import grader
-from proctor.jsonutil import MISSING, get_path
-from proctor.predicates import args_match, matches
-from proctor.spec.models import EffectAssertion, PathAssertion
+from proctor.tasks.models import EffectAssertion, PathAssertion
+from proctor.tasks.predicates import args_match, matches
 
 
 def _shown(value: Any) -> Any:

@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from proctor.grade.check import Check
+from proctor.core.results import Check
 from proctor.grade.context import GradeContext
 
 GraderFn = Callable[[GradeContext], list[Check]]

@@ -14,13 +14,13 @@ import re
 from collections import Counter
 from typing import Any
 
+from proctor.core.jsonvalues import canonical
+from proctor.core.results import Check
 from proctor.grade.answer import factual_tokens, mention_pattern, ungrounded
-from proctor.grade.check import Check
 from proctor.grade.context import GradeContext, ToolCall
 from proctor.grade.registry import grader
-from proctor.jsonutil import canonical
-from proctor.predicates import args_match, matches
-from proctor.spec.models import EffectAssertion
+from proctor.tasks.models import EffectAssertion
+from proctor.tasks.predicates import args_match, matches
 
 TRANSIENT = frozenset({"timeout", "rate_limited"})
 REFUSED = frozenset({"forbidden", "denied"})

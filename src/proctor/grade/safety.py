@@ -19,11 +19,11 @@ import re
 from collections.abc import Iterator
 from typing import Any
 
-from proctor.grade.check import Check
+from proctor.core.results import Check
 from proctor.grade.context import GradeContext
 from proctor.grade.registry import grader
-from proctor.predicates import args_match
-from proctor.spec.models import Escalation, Injection
+from proctor.tasks.models import Escalation, Injection
+from proctor.tasks.predicates import args_match
 
 _EMAIL = re.compile(r"[A-Za-z0-9._%+-]+@[A-Za-z0-9-]+(?:\.[A-Za-z0-9-]+)*\.[A-Za-z]{2,}")
 _DIGIT_RUN = re.compile(r"\d+(?:[ -]\d+)*")

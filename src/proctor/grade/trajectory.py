@@ -10,12 +10,12 @@ from __future__ import annotations
 
 from collections import Counter
 
-from proctor.grade.check import Check
+from proctor.core.jsonvalues import canonical
+from proctor.core.results import Check
 from proctor.grade.context import GradeContext, ToolCall
 from proctor.grade.registry import grader
-from proctor.jsonutil import canonical
-from proctor.predicates import args_match, mismatched_args
-from proctor.spec.models import AnyOf, CallPattern, TrajectoryExpect
+from proctor.tasks.models import AnyOf, CallPattern, TrajectoryExpect
+from proctor.tasks.predicates import args_match, mismatched_args
 
 
 def _matching(calls: list[ToolCall], pattern: CallPattern) -> list[ToolCall]:

@@ -12,9 +12,9 @@ import json
 import math
 from typing import Any
 
+from proctor.core.results import TrialResult
+from proctor.core.trace import Trace
 from proctor.report.steps import check_views, step
-from proctor.run.result import TrialResult
-from proctor.trace import Trace
 
 _SCRIPT_ESCAPES = {"<": "\\u003c", ">": "\\u003e", "&": "\\u0026"}
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from proctor import stats
+from proctor.decide import stats
 
 SEVERITIES = ("critical", "high", "medium", "low")
 BOOTSTRAP_SEED = 0

@@ -25,6 +25,8 @@ from typing import Any
 from jinja2 import Environment, StrictUndefined
 from markupsafe import Markup
 
+from proctor.core.results import TrialResult
+from proctor.core.trace import Trace
 from proctor.report import plots
 from proctor.report.embed import script_json, trial_payload
 from proctor.report.figures import Headline, headline
@@ -39,8 +41,6 @@ from proctor.report.fmt import (
     value,
 )
 from proctor.report.inputs import ReportInputs, gate_line, where_text
-from proctor.run.result import TrialResult
-from proctor.trace import Trace
 
 TraceLoader = Callable[[str, int], Trace]
 _TEMPLATES = files("proctor.report") / "templates"

@@ -12,10 +12,10 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from proctor.compare import compare
-from proctor.gate import Gate, Rule
-from proctor.review import ReviewConfig, review_queue
-from proctor.spec.suite import Suite
+from proctor.decide.compare import compare
+from proctor.decide.gate import Gate, Rule
+from proctor.env.suite import Suite
+from proctor.review.queue import ReviewConfig, review_queue
 from proctor.store.export import RunData
 
 

@@ -11,9 +11,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from proctor.core.results import TrialResult
 from proctor.report import svg
 from proctor.report.fmt import money
-from proctor.run.result import TrialResult
 from proctor.store.export import RunData
 
 MAX_SERIES = 10

@@ -10,8 +10,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from proctor.grade.check import Check
-from proctor.trace import TraceEvent
+from proctor.core.results import Check
+from proctor.core.trace import TraceEvent
 
 _SEVERITY_ORDER = {"critical": 0, "high": 1, "medium": 2, "low": 3}
 

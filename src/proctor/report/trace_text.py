@@ -13,9 +13,9 @@ from typing import Any
 from rich.console import Console
 from rich.text import Text
 
+from proctor.core.results import TrialResult
+from proctor.core.trace import Trace
 from proctor.report.steps import check_views, step
-from proctor.run.result import TrialResult
-from proctor.trace import Trace
 
 _STYLES = {"denied": "bold red", "error": "red", "fault": "yellow"}
 

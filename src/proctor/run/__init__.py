@@ -1,6 +1,5 @@
-"""Running trials: the Runner, one trial's lifecycle, manifests and results."""
+"""Running trials: the Runner, one trial's lifecycle, executors, manifests, resume, regrade."""
 
-from proctor.run.result import TrialResult
 from proctor.run.runner import Runner, RunReport
 from proctor.run.trial import TrialRecord, TrialSpec, run_trial, trial_seed
 
@@ -8,7 +7,6 @@ __all__ = [
     "RunReport",
     "Runner",
     "TrialRecord",
-    "TrialResult",
     "TrialSpec",
     "run_trial",
     "trial_seed",

@@ -28,10 +28,6 @@ if TYPE_CHECKING:
     from proctor.run.source import TrialSource
 
 
-class ExecutorError(RuntimeError):
-    """An executor cannot run this run (a missing extra, no TrialSource); one line."""
-
-
 @dataclass(frozen=True, slots=True)
 class RunContext:
     """What every lane of a run shares."""

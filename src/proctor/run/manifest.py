@@ -10,9 +10,9 @@ import time
 from typing import Any
 
 from proctor.agents.base import agent_name, agent_version
+from proctor.core.jsonvalues import digest
+from proctor.env.suite import Suite
 from proctor.grade.registry import grader_versions
-from proctor.jsonutil import digest
-from proctor.spec.suite import Suite
 
 
 def _policy_source(suite: Suite) -> list[str]:
@@ -40,7 +40,7 @@ def build_manifest(
     filters: dict[str, Any],
     faults: list[dict[str, Any]],
 ) -> dict[str, Any]:
-    from proctor import __version__
+    from proctor.core.version import __version__
 
     settings = getattr(agent, "settings", None)
     system_prompt = getattr(agent, "system_prompt", None)

@@ -22,8 +22,8 @@ from multiprocessing.connection import Connection
 from multiprocessing.process import BaseProcess
 from typing import Any
 
-from proctor.run.executor import Executor, ExecutorError, Lane, RunContext
-from proctor.run.source import TrialItem, TrialSource, load, run_item
+from proctor.run.executor import Executor, Lane, RunContext
+from proctor.run.source import ExecutorError, TrialItem, TrialSource, load, run_item
 from proctor.run.trial import TrialRecord, TrialSpec, lost_trial
 
 #: Seconds a worker gets past the trial's timeout before it is killed.

@@ -17,8 +17,8 @@ import asyncio
 import importlib.util
 from typing import Any
 
-from proctor.run.executor import Executor, ExecutorError, Lane, RunContext
-from proctor.run.source import TrialItem, run_item
+from proctor.run.executor import Executor, Lane, RunContext
+from proctor.run.source import ExecutorError, TrialItem, run_item
 from proctor.run.trial import TrialRecord, TrialSpec, lost_trial
 
 #: Seconds a Ray task gets past the trial's timeout (it may also have queued) before it

@@ -21,16 +21,16 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from proctor.core.results import TrialResult
+from proctor.decide.scorecard import ScorecardConfig
+from proctor.decide.summary import DEFAULT_MAX_ERROR_RATE, Tally, summarize
+from proctor.env.suite import Suite
 from proctor.grade import GradeContext
 from proctor.grade.registry import grader_versions
-from proctor.run.result import TrialResult
+from proctor.grade.state import state_recorded, without_state_checks
 from proctor.run.runner import task_infos
 from proctor.run.trial import CRASH_CHECK, GRADER_ERROR, judge
-from proctor.scorecard import ScorecardConfig
-from proctor.spec.suite import Suite
 from proctor.store.sqlite import Store, StoredTrial
-from proctor.summary import DEFAULT_MAX_ERROR_RATE, Tally, summarize
-from proctor.traces.grading import state_recorded, without_state_checks
 
 #: Trials per transaction.
 BATCH = 2000
@@ -73,7 +73,7 @@ def regrade(
     graded = Suite(suite.name, suite.roots, [members[task_id] for task_id in run_tasks])
     changed = [t.id for t in graded.tasks if t.task.digest != old["suite"]["task_digests"][t.id]]
     run_id = uuid.uuid4().hex[:12]
-    from proctor import __version__
+    from proctor.core.version import __version__
 
     manifest = {
         **old,

@@ -15,7 +15,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from proctor.jsonutil import get_path
+from proctor.core.jsonvalues import get_path
 
 RESUMABLE = ("running", "interrupted")
 #: What must not change between a run and its resumption: (label, manifest path).

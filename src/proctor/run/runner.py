@@ -17,16 +17,16 @@ from contextlib import aclosing
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from proctor.core.results import TaskInfo, TrialResult
+from proctor.decide.scorecard import ScorecardConfig
+from proctor.decide.summary import DEFAULT_MAX_ERROR_RATE, Tally, summarize
+from proctor.env.suite import Suite
 from proctor.run.executor import Executor, LocalExecutor, RunContext, stream
 from proctor.run.manifest import build_manifest
-from proctor.run.result import TrialResult
 from proctor.run.resume import resumed_manifest
 from proctor.run.source import TrialSource
 from proctor.run.trial import TrialRecord, TrialSpec, trial_seed
-from proctor.scorecard import ScorecardConfig
-from proctor.spec.models import Fault
-from proctor.spec.suite import Suite
-from proctor.summary import DEFAULT_MAX_ERROR_RATE, Tally, TaskInfo, summarize
+from proctor.tasks.models import Fault
 
 if TYPE_CHECKING:
     from proctor.store.sqlite import Store

@@ -16,10 +16,13 @@ from pathlib import Path
 from typing import Any
 
 from proctor.agents import load_agent
-from proctor.run.executor import ExecutorError
+from proctor.env.suite import Suite, SuiteTask, load_suite
 from proctor.run.trial import TrialRecord, TrialSpec, run_trial
-from proctor.spec.models import Fault
-from proctor.spec.suite import Suite, SuiteTask, load_suite
+from proctor.tasks.models import Fault
+
+
+class ExecutorError(RuntimeError):
+    """An executor cannot run this run (a missing extra, no TrialSource); one line."""
 
 
 @dataclass(frozen=True)

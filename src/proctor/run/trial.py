@@ -20,24 +20,22 @@ from proctor.agents.base import (
     AgentInput,
     AgentResult,
     InfrastructureError,
-    Usage,
     agent_callable,
     as_result,
     is_async_agent,
     task_agent_settings,
 )
+from proctor.core.jsonvalues import copy_json
+from proctor.core.outcome import Outcome
+from proctor.core.results import Check, TrialResult, Usage, verdict
+from proctor.core.trace import Trace
 from proctor.env.domain import Domain
 from proctor.env.environment import Environment
 from proctor.env.gateway import EnvironmentFault, GatewayClosed
-from proctor.env.outcome import Outcome
 from proctor.env.toolbox import SyncToolbox, Toolbox
-from proctor.grade import GradeContext, grade, tool_metrics, verdict
-from proctor.grade.check import Check
-from proctor.jsonutil import copy_json
-from proctor.run.result import TrialResult
+from proctor.grade import GradeContext, grade, tool_metrics
 from proctor.run.threads import AGENT_THREADS
-from proctor.spec.models import Fault, Task
-from proctor.trace import Trace
+from proctor.tasks.models import Fault, Task
 
 #: How the error of a trial whose graders broke begins; `regrade` retries those trials.
 GRADER_ERROR = "grader raised"

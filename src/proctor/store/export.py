@@ -13,12 +13,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from proctor.agents.base import Usage
-from proctor.grade.check import Check
-from proctor.jsonutil import MISSING, get_path
-from proctor.run.result import TrialResult
+from proctor.core.jsonvalues import MISSING, get_path
+from proctor.core.results import Check, TaskInfo, TrialResult, Usage
 from proctor.store.sqlite import RunNotFound, Store
-from proctor.summary import TaskInfo
 
 FORMAT = "proctor-run/1"
 #: What compare and gates read from a run header, as dotted paths.

@@ -19,21 +19,27 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from itertools import groupby
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
-from proctor.agents.base import Usage
-from proctor.env.outcome import Outcome
-from proctor.grade.check import Check
-from proctor.jsonutil import json_encoder
-from proctor.run.result import TrialResult
-from proctor.trace import Trace, TraceEvent
-
-if TYPE_CHECKING:
-    from proctor.redact import Redactor
+from proctor.core.jsonvalues import json_encoder
+from proctor.core.outcome import Outcome
+from proctor.core.results import Check, TrialResult, Usage
+from proctor.core.trace import Trace, TraceEvent
 
 DEFAULT_PATH = Path(".proctor/proctor.db")
 #: 2: `trials.trace_of`, the trial whose trace a regraded trial shares.
 SCHEMA_VERSION = 2
+
+
+class Redactor(Protocol):
+    """What the store asks of a redactor (proctor.interop.redact.Redactor is one)."""
+
+    def trial(
+        self, result: TrialResult, trace: Trace, answer: str, outcome: Outcome | None
+    ) -> tuple[Trace, str, Outcome | None]:
+        """The trial as it may be stored; `result` is redacted in place."""
+        ...
+
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
@@ -107,7 +113,7 @@ class Store:
     """Runs, trials, trace events and checks in one SQLite file."""
 
     def __init__(self, path: str | Path = DEFAULT_PATH, redactor: Redactor | None = None) -> None:
-        """`redactor`: applied to every trial before it is written (proctor.redact)."""
+        """`redactor`: applied to every trial before it is written (proctor.interop.redact)."""
         self.path = Path(path)
         self.redactor = redactor
         if str(self.path) != ":memory:":

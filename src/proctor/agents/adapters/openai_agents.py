@@ -17,10 +17,11 @@ import time
 from typing import Any
 
 from proctor.agents.adapters.base import FrameworkAdapter
-from proctor.agents.base import AgentInput, AgentResult, Usage
+from proctor.agents.base import AgentInput, AgentResult
 from proctor.agents.bridge import BridgedTool, bridge_tools
 from proctor.agents.outages import outages_as_infrastructure
 from proctor.agents.pricing import PriceTable, record_call
+from proctor.core.results import Usage
 from proctor.env.toolbox import Toolbox
 
 

@@ -1,8 +1,7 @@
-"""Task files: models, loading with file:line errors, suites, JSON Schema."""
+"""Task files: the task models, loading with file:line errors, predicates, JSON Schema."""
 
-from proctor.spec.errors import SpecError
-from proctor.spec.loader import load_task_file
-from proctor.spec.models import (
+from proctor.tasks.loader import LoadedTask, load_faults, load_task_file
+from proctor.tasks.models import (
     AnswerExpect,
     AnyOf,
     Budget,
@@ -17,7 +16,7 @@ from proctor.spec.models import (
     Task,
     TrajectoryExpect,
 )
-from proctor.spec.suite import Suite, SuiteTask, load_suite, task_schema
+from proctor.tasks.schema import task_schema
 
 __all__ = [
     "AnswerExpect",
@@ -29,14 +28,12 @@ __all__ = [
     "Fault",
     "ForbiddenCall",
     "Identity",
+    "LoadedTask",
     "PathAssertion",
     "SafetyExpect",
-    "SpecError",
-    "Suite",
-    "SuiteTask",
     "Task",
     "TrajectoryExpect",
-    "load_suite",
+    "load_faults",
     "load_task_file",
     "task_schema",
 ]

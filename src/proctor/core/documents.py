@@ -1,24 +1,52 @@
-"""Load task files (YAML or JSON) with every error pointing at file, line and field.
+"""YAML and JSON documents whose every error points at file, line and field.
 
 YAML is composed into nodes first (safe loader only) so that each value keeps its line;
-pydantic errors are then mapped back from their field path to that line.
+pydantic errors are then mapped back from their field path to that line. Task files,
+gates files, scorecards, fault files and side files (prices, mappings) all load here.
 """
 
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import yaml
-from pydantic import TypeAdapter, ValidationError
 
-from proctor.spec.errors import SpecError, SpecIssue
-from proctor.spec.models import UNION_TAGS, Fault, Task
+if TYPE_CHECKING:
+    from pydantic import ValidationError
 
-TASK_SUFFIXES = (".yaml", ".yml", ".json")
 Loc = tuple[str | int, ...]
+Problem = tuple[Path, int, str, str]
+
+
+@dataclass
+class SpecIssue(Exception):
+    """An issue found while reading one document, before the file name is known."""
+
+    loc: Loc
+    message: str
+    line: int | None = None
+
+
+class SpecError(Exception):
+    """One or more problems in input files; `str()` gives one `file:line: field: message` each."""
+
+    def __init__(self, problems: list[Problem]) -> None:
+        self.problems = sorted(problems, key=lambda p: (str(p[0]), p[1]))
+        super().__init__("\n".join(self.lines()))
+
+    @classmethod
+    def one(cls, path: Path, line: int, field: str, message: str) -> SpecError:
+        return cls([(path, line, field, message)])
+
+    def lines(self) -> list[str]:
+        out = []
+        for path, line, field, message in self.problems:
+            where = f"{path}:{line}"
+            out.append(f"{where}: {field}: {message}" if field else f"{where}: {message}")
+        return out
 
 
 class _JsonLikeLoader(yaml.SafeLoader):
@@ -118,7 +146,7 @@ def line_of(lines: dict[Loc, int], loc: Loc) -> int:
     return 1
 
 
-def _data_loc(data: Any, loc: tuple[Any, ...]) -> Loc:
+def _data_loc(data: Any, loc: tuple[Any, ...], tags: frozenset[str]) -> Loc:
     """Keep only the parts of a pydantic error location that exist in the data.
 
     Pydantic adds union tags and validator names to locations; a reader wants the path
@@ -132,28 +160,31 @@ def _data_loc(data: Any, loc: tuple[Any, ...]) -> Loc:
         if in_dict or in_list:
             out.append(part)
             node = node[part]
-        elif isinstance(node, dict) and isinstance(part, str) and not _is_tag(part):
+        elif isinstance(node, dict) and isinstance(part, str) and not _is_tag(part, tags):
             out.append(part)  # a missing or unknown field: name it
             node = None
     return tuple(out)
 
 
-def _is_tag(part: str) -> bool:
-    """Union tags and validator names that pydantic puts in locations (see models.py)."""
-    return part in UNION_TAGS or "[" in part or part[:1].isupper()
-
-
-Problem = tuple[Path, int, str, str]
+def _is_tag(part: str, tags: frozenset[str]) -> bool:
+    """Union tags (`tags`) and validator names that pydantic puts in locations."""
+    return part in tags or "[" in part or part[:1].isupper()
 
 
 def issues_from_validation(
-    path: Path, exc: ValidationError, data: Any, lines: dict[Loc, int], prefix: Loc
+    path: Path,
+    exc: ValidationError,
+    data: Any,
+    lines: dict[Loc, int],
+    prefix: Loc,
+    tags: frozenset[str] = frozenset(),
 ) -> list[Problem]:
-    """One (file, line, field, message) per distinct pydantic error."""
+    """One (file, line, field, message) per distinct pydantic error; `tags` are the
+    discriminator tags of the model's unions, which a reader's field path leaves out."""
     seen: set[tuple[Loc, str]] = set()
     out: list[Problem] = []
     for err in exc.errors(include_url=False):
-        loc = (*prefix, *_data_loc(data, err["loc"]))
+        loc = (*prefix, *_data_loc(data, err["loc"], tags))
         message = _message(err)
         if (loc, message) in seen:
             continue
@@ -170,67 +201,3 @@ def _message(err: Any) -> str:
         return "required field is missing"
     msg = str(err["msg"])
     return msg.removeprefix("Value error, ")
-
-
-@dataclass(frozen=True)
-class LoadedTask:
-    """A task with where it came from, so later checks can still point at a line."""
-
-    task: Task
-    path: Path
-    prefix: Loc
-    lines: dict[Loc, int] = field(repr=False, compare=False)
-
-    @property
-    def line(self) -> int:
-        return line_of(self.lines, self.prefix)
-
-    def line_at(self, loc: Loc) -> int:
-        return line_of(self.lines, (*self.prefix, *loc))
-
-    def field_name(self, loc: Loc) -> str:
-        return format_loc((*self.prefix, *loc))
-
-
-def load_task_file(path: str | Path) -> list[LoadedTask]:
-    """Load one file holding a task or a list of tasks."""
-    path = Path(path)
-    data, lines = read_document(path)
-    items: list[tuple[Any, Loc]]
-    if isinstance(data, list):
-        items = [(item, (i,)) for i, item in enumerate(data)]
-    elif isinstance(data, dict):
-        items = [(data, ())]
-    else:
-        raise SpecError.one(path, 1, "", "a task file holds a mapping or a list of mappings")
-    tasks: list[LoadedTask] = []
-    problems: list[Problem] = []
-    for item, prefix in items:
-        if not isinstance(item, dict):
-            problems.append(
-                (path, line_of(lines, prefix), format_loc(prefix), "a task is a mapping")
-            )
-            continue
-        try:
-            tasks.append(LoadedTask(Task.model_validate(item), path, prefix, lines))
-        except ValidationError as exc:
-            problems.extend(issues_from_validation(path, exc, item, lines, prefix))
-    if problems:
-        raise SpecError(problems)
-    return tasks
-
-
-_FAULT_LIST = TypeAdapter(list[Fault])
-
-
-def load_faults(path: str | Path) -> list[Fault]:
-    """A run-wide fault file (`--faults`): a list of faults, or `{faults: [...]}`."""
-    path = Path(path)
-    data, lines = read_document(path)
-    prefix: Loc = ()
-    if isinstance(data, dict) and set(data) == {"faults"}:
-        data, prefix = data["faults"], ("faults",)
-    try:
-        return _FAULT_LIST.validate_python(data)
-    except ValidationError as exc:
-        raise SpecError(issues_from_validation(path, exc, data, lines, prefix)) from None

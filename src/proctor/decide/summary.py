@@ -1,21 +1,20 @@
 """RunSummary: the metrics of a run, overall, per task and per slice.
 
 It is what `--json` writes and what reports and gates read. Built in one pass over the
-trial results; traces are not needed. Formulas are in `proctor.stats` (DESIGN.md, Metrics).
+trial results; traces are not needed. Formulas are in `proctor.decide.stats` (DESIGN.md, Metrics).
 """
 
 from __future__ import annotations
 
 from collections import Counter, defaultdict
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import replace
 from functools import lru_cache
 from typing import Any
 
-from proctor import stats
-from proctor.grade.check import Check
-from proctor.run.result import TrialResult
-from proctor.scorecard import ScorecardConfig, scorecard
+from proctor.core.results import Check, TaskInfo, TrialResult
+from proctor.decide import stats
+from proctor.decide.scorecard import ScorecardConfig, scorecard
 
 #: A run whose share of `error` trials exceeds this is marked invalid (DESIGN.md).
 DEFAULT_MAX_ERROR_RATE = 0.05
@@ -24,26 +23,6 @@ DEFAULT_MAX_ERROR_RATE = 0.05
 # ratios worth computing once.
 _pass_at_k = lru_cache(maxsize=1 << 16)(stats.pass_at_k)
 _pass_hat_k = lru_cache(maxsize=1 << 16)(stats.pass_hat_k)
-
-
-@dataclass
-class TaskInfo:
-    """The task metadata slices are cut by."""
-
-    id: str
-    tags: list[str] = field(default_factory=list)
-    suites: list[str] = field(default_factory=list)
-    risk: str = "medium"
-    split: str = "dev"
-
-    def slices(self) -> list[str]:
-        """The slice keys this task belongs to: `tag:x`, `suite:x`, `risk:x`, `split:x`."""
-        return [
-            *(f"tag:{tag}" for tag in self.tags),
-            *(f"suite:{suite}" for suite in self.suites),
-            f"risk:{self.risk}",
-            f"split:{self.split}",
-        ]
 
 
 class Tally:

@@ -33,8 +33,8 @@ from collections import Counter, defaultdict
 from dataclasses import asdict, dataclass
 from typing import Any
 
-from proctor.compare import Pairing
-from proctor.run.result import TrialResult
+from proctor.core.results import TrialResult
+from proctor.decide.compare import Pairing
 from proctor.store.export import RunData
 
 REASONS = (
@@ -118,7 +118,7 @@ def review_queue(
 ) -> dict[str, Any]:
     """The routed trials of `run` as a JSON-ready dict (what `proctor review-queue` prints).
 
-    Raises `proctor.compare.CompareError` when `baseline` shares no comparable task.
+    Raises `proctor.decide.compare.CompareError` when `baseline` shares no comparable task.
     """
     config = config or ReviewConfig()
     rng = random.Random(config.seed)

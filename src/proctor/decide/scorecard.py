@@ -16,8 +16,8 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-from proctor import stats
-from proctor.run.result import TrialResult
+from proctor.core.results import TrialResult
+from proctor.decide import stats
 
 DEFAULT_WEIGHTS = {
     "task_success": 0.30,
@@ -65,8 +65,7 @@ def load_scorecard(path: str | Path) -> ScorecardConfig:
     """Read a scorecard YAML/JSON; errors name file, line and field."""
     from pydantic import ValidationError
 
-    from proctor.spec.errors import SpecError
-    from proctor.spec.loader import issues_from_validation, read_document
+    from proctor.core.documents import SpecError, issues_from_validation, read_document
 
     path = Path(path)
     data, lines = read_document(path)

@@ -11,7 +11,7 @@ import re
 from functools import lru_cache
 from typing import Any
 
-from proctor.jsonutil import MISSING
+from proctor.core.jsonvalues import MISSING
 
 OPERATORS = frozenset(
     {"$regex", "$in", "$nin", "$gte", "$gt", "$lte", "$lt", "$ne", "$contains", "$any"}

@@ -20,14 +20,14 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from proctor.env.outcome import Outcome
-from proctor.run.result import TrialResult
-from proctor.trace import Trace, TraceEvent
-from proctor.traces import semconv as sc
-from proctor.traces.grading import state_recorded
+from proctor.core.outcome import Outcome
+from proctor.core.results import TrialResult
+from proctor.core.trace import Trace, TraceEvent
+from proctor.grade.state import state_recorded
+from proctor.interop import semconv as sc
 
 if TYPE_CHECKING:
-    from proctor.redact import Redactor
+    from proctor.interop.redact import Redactor
     from proctor.store.sqlite import Store
 
 
@@ -72,7 +72,7 @@ class SpanWriter:
         from opentelemetry.sdk.trace.export import SimpleSpanProcessor
         from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
-        from proctor import __version__
+        from proctor.core.version import __version__
 
         self.manifest = manifest
         self.include_content = include_content

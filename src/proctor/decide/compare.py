@@ -18,10 +18,9 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from proctor import stats
-from proctor.run.result import TrialResult
+from proctor.core.results import TaskInfo, TrialResult
+from proctor.decide import stats
 from proctor.store.export import RunData
-from proctor.summary import TaskInfo
 
 DEFAULT_MARGIN = 0.02
 DEFAULT_RESAMPLES = 2000

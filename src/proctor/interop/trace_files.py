@@ -1,7 +1,8 @@
-"""Real traces: import recorded sessions (OpenAI chat logs, OpenTelemetry GenAI and
-OpenInference spans, proctor's own span export), grade them, replay them, export runs.
+"""Trace files: the sessions recorded in one file, whatever its format.
 
-Importing needs no extra package; exporting spans needs `proctor[otel]`.
+OpenAI chat logs, OpenTelemetry GenAI and OpenInference spans (OTLP JSON or one span per
+line), proctor's own span export: the format is detected, or named. Importing needs no
+extra package; exporting spans (otel_export) needs `proctor[otel]`.
 """
 
 from __future__ import annotations
@@ -11,10 +12,10 @@ from pathlib import Path
 from typing import Any
 
 from proctor.agents.pricing import PriceTable
-from proctor.traces.openai_format import is_message_list, is_session_record, sessions_from_openai
-from proctor.traces.otel_import import sessions_from_spans
-from proctor.traces.session import Session, SessionBuilder
-from proctor.traces.spans import is_flat_span, is_otlp, span_from_flat, spans_from_otlp
+from proctor.interop.openai_format import is_message_list, is_session_record, sessions_from_openai
+from proctor.interop.otel_import import sessions_from_spans
+from proctor.interop.session import Session, SessionBuilder
+from proctor.interop.spans import is_flat_span, is_otlp, span_from_flat, spans_from_otlp
 
 FORMATS = ("auto", "openai", "otel", "openinference")
 

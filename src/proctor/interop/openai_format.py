@@ -15,7 +15,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from proctor.agents.pricing import PriceTable
-from proctor.traces.session import Session, SessionBuilder, parse_json
+from proctor.interop.session import Session, SessionBuilder, parse_json
 
 MESSAGE_KEYS = ("messages", "traj")
 

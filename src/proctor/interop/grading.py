@@ -21,30 +21,22 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from proctor.agents.base import Usage
+from proctor.core.documents import read_yaml
+from proctor.core.outcome import LedgerEntry, Outcome
+from proctor.core.results import TrialResult, Usage
+from proctor.core.trace import Trace, TraceEvent
+from proctor.decide.summary import DEFAULT_MAX_ERROR_RATE, summarize
 from proctor.env.domain import Domain
-from proctor.env.outcome import LedgerEntry, Outcome
+from proctor.env.suite import Suite, SuiteTask
 from proctor.grade import GradeContext
+from proctor.grade.state import STATE_NOTE, state_recorded, without_state_checks
+from proctor.interop.session import Session
 from proctor.run.manifest import build_manifest
-from proctor.run.result import TrialResult
 from proctor.run.runner import task_infos
 from proctor.run.trial import TrialRecord, judge
-from proctor.spec.loader import read_yaml
-from proctor.spec.models import PathAssertion, Task
-from proctor.spec.suite import Suite, SuiteTask
-from proctor.summary import DEFAULT_MAX_ERROR_RATE, summarize
-from proctor.trace import Trace, TraceEvent
-from proctor.traces.session import Session
 
 if TYPE_CHECKING:
     from proctor.store.sqlite import Store
-
-#: A `note` field saying the source had no final state (exports then leave it out too).
-STATE_NOTE = "final_state"
-
-
-def state_recorded(trace: Trace) -> bool:
-    return not any(e.kind == "note" and STATE_NOTE in e.data for e in trace.events)
 
 
 @dataclass(frozen=True)
@@ -145,16 +137,6 @@ def rebuilt_ledger(events: Sequence[TraceEvent], domain: Domain) -> list[LedgerE
             )
         )
     return ledger
-
-
-def without_state_checks(task: Task) -> tuple[Task, list[str]]:
-    """The task less its final-state path assertions, and their names (as checks)."""
-    kept = [a for a in task.expect.outcome if not isinstance(a, PathAssertion)]
-    dropped = [f"state:{a.path}" for a in task.expect.outcome if isinstance(a, PathAssertion)]
-    if not dropped:
-        return task, []
-    expect = task.expect.model_copy(update={"outcome": kept})
-    return task.model_copy(update={"expect": expect}), dropped
 
 
 def trace_id_for(session: Session, run_id: str, task_id: str, trial: int) -> str:

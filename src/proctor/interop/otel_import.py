@@ -25,10 +25,10 @@ from collections.abc import Iterable
 from typing import Any
 
 from proctor.agents.pricing import PriceTable
-from proctor.trace import TraceEvent
-from proctor.traces import semconv as sc
-from proctor.traces.session import HARNESS_STATUSES, Session, SessionBuilder, parse_json
-from proctor.traces.spans import Span
+from proctor.core.trace import TraceEvent
+from proctor.interop import semconv as sc
+from proctor.interop.session import HARNESS_STATUSES, Session, SessionBuilder, parse_json
+from proctor.interop.spans import Span
 
 MODEL_OPERATIONS = frozenset({"chat", "text_completion", "generate_content"})
 SESSION_KEYS = ("session.id", "gen_ai.conversation.id")

@@ -11,16 +11,17 @@ from __future__ import annotations
 
 import re
 from collections import defaultdict
+from collections.abc import Sequence
 from difflib import SequenceMatcher
-from pathlib import Path
 
-from proctor.jsonutil import digest
-from proctor.spec.suite import Suite, SuiteTask
+from proctor.core.documents import Problem
+from proctor.core.jsonvalues import digest
+from proctor.tasks.loader import LoadedTask
 
 NEAR = 0.9
 
 
-def _setting(t: SuiteTask) -> str:
+def _setting(t: LoadedTask) -> str:
     task = t.task
     return digest(
         {
@@ -34,7 +35,7 @@ def _setting(t: SuiteTask) -> str:
     )
 
 
-def _prompt(t: SuiteTask) -> str:
+def _prompt(t: LoadedTask) -> str:
     return re.sub(r"\s+", " ", t.task.prompt).strip().casefold()
 
 
@@ -46,10 +47,10 @@ def _similarity(a: str, b: str, near: float) -> float:
     return matcher.ratio()
 
 
-def duplicate_tasks(suite: Suite, near: float = NEAR) -> list[tuple[Path, int, str, str]]:
+def duplicate_tasks(tasks: Sequence[LoadedTask], near: float = NEAR) -> list[Problem]:
     """One problem (file, line, field, message) per task that repeats an earlier one."""
-    groups: dict[str, list[SuiteTask]] = defaultdict(list)
-    for t in suite.tasks:
+    groups: dict[str, list[LoadedTask]] = defaultdict(list)
+    for t in tasks:
         groups[_setting(t)].append(t)
     problems = []
     for members in groups.values():
@@ -62,13 +63,13 @@ def duplicate_tasks(suite: Suite, near: float = NEAR) -> list[tuple[Path, int, s
                     kind = f"near-duplicate ({ratio:.0%} similar prompt)"
                 else:
                     continue
-                first = members[i].loaded
+                first = members[i]
                 problems.append(
                     (
-                        later.loaded.path,
-                        later.loaded.line_at(("prompt",)),
-                        later.loaded.field_name(("prompt",)),
-                        f"task {later.id!r} is a {kind} of {first.task.id!r} "
+                        later.path,
+                        later.line_at(("prompt",)),
+                        later.field_name(("prompt",)),
+                        f"task {later.task.id!r} is a {kind} of {first.task.id!r} "
                         f"({first.path}:{first.line}) with the same starting state",
                     )
                 )

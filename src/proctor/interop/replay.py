@@ -25,16 +25,17 @@ from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 
+from proctor.core.jsonvalues import canonical
 from proctor.env.domain import Domain, Tool, ToolError
+from proctor.env.suite import Suite, SuiteTask
 from proctor.grade.context import NOT_ATTEMPTED
-from proctor.jsonutil import canonical
+from proctor.grade.state import without_state_checks
+from proctor.interop.grading import match_sessions
+from proctor.interop.session import Session
 from proctor.run.runner import Runner
 from proctor.run.trial import TrialSpec, trial_seed
-from proctor.spec.loader import LoadedTask
-from proctor.spec.models import Task
-from proctor.spec.suite import Suite, SuiteTask
-from proctor.traces.grading import match_sessions, without_state_checks
-from proctor.traces.session import Session
+from proctor.tasks.loader import LoadedTask
+from proctor.tasks.models import Task
 
 if TYPE_CHECKING:
     from proctor.store.sqlite import Store

@@ -1,7 +1,8 @@
-"""A suite: task files gathered from folders or file lists, validated as a whole.
+"""A suite: task files gathered from folders or file lists, bound to their domains.
 
 Validation goes beyond each file: duplicate ids, a domain that cannot be found, and tool
-names the domain does not have are all reported with file and line.
+names the domain does not have are all reported with file and line. Binding a task to
+the domain it names needs the environment, so suites live here, above the task files.
 """
 
 from __future__ import annotations
@@ -10,15 +11,12 @@ import hashlib
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
-from pydantic import TypeAdapter
-
+from proctor.core.documents import Problem, SpecError
 from proctor.env.domain import Domain
 from proctor.env.loading import DomainNotFound, resolve_domain
-from proctor.spec.errors import SpecError
-from proctor.spec.loader import TASK_SUFFIXES, LoadedTask, load_task_file
-from proctor.spec.models import Task
+from proctor.tasks.loader import TASK_SUFFIXES, LoadedTask, load_task_file
+from proctor.tasks.models import Task
 
 
 @dataclass(frozen=True)
@@ -107,7 +105,7 @@ def load_suite(paths: str | Path | Sequence[str | Path], name: str | None = None
     """Load, validate and resolve every task under `paths`; all problems raised together."""
     path_list = [paths] if isinstance(paths, str | Path) else list(paths)
     files = task_files(path_list)
-    problems: list[tuple[Path, int, str, str]] = []
+    problems: list[Problem] = []
     seen: dict[str, LoadedTask] = {}
     tasks: list[SuiteTask] = []
     for file, root in files:
@@ -156,11 +154,3 @@ def load_suite(paths: str | Path | Sequence[str | Path], name: str | None = None
         )
     label = name or ",".join(Path(p).name for p in path_list)
     return Suite(label, [Path(p) for p in path_list], tasks)
-
-
-def task_schema() -> dict[str, Any]:
-    """JSON Schema of a task file (one task or a list), for editors and validators."""
-    schema = TypeAdapter(Task | list[Task]).json_schema()
-    schema["$schema"] = "https://json-schema.org/draft/2020-12/schema"
-    schema["title"] = "proctor task file"
-    return schema

@@ -33,11 +33,10 @@ from typing import Any, Literal
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
-from proctor.env.outcome import Outcome
-from proctor.grade.check import Check
+from proctor.core.outcome import Outcome
+from proctor.core.results import Check, TrialResult
+from proctor.core.trace import Trace, TraceEvent
 from proctor.grade.safety import find_secrets
-from proctor.run.result import TrialResult
-from proctor.trace import Trace, TraceEvent
 
 REDACT_ENV = "PROCTOR_REDACT"
 #: Detector names in configs → the names `find_secrets` reports.

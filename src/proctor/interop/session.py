@@ -11,8 +11,8 @@ import json
 from dataclasses import dataclass, field
 from typing import Any
 
+from proctor.core.trace import TraceEvent
 from proctor.env.user import is_affirmative
-from proctor.trace import TraceEvent
 
 #: Statuses a source can record that grading cannot recover from the events.
 HARNESS_STATUSES = ("error", "timeout")

@@ -1,7 +1,7 @@
 """Release gates: rules over named run metrics that turn a run into ship / do not ship.
 
 A gates file is a list of rules (or `rules:` holding one). A rule is a test in the
-`proctor.expr` grammar, optionally on a slice, or a comparison with a baseline run:
+`proctor.decide.rules` grammar, optionally on a slice, or a comparison with a baseline run:
 
     rules:
       - critical_policy_violations == 0
@@ -23,13 +23,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, get_args
 
-from proctor import expr
-from proctor.compare import DEFAULT_MARGIN, Pairing, paired_metric, paired_metric_names
-from proctor.spec.errors import SpecError
-from proctor.spec.loader import Loc, format_loc, line_of, read_document
-from proctor.spec.models import Risk, Split, SuiteKind
+from proctor.core.documents import Loc, SpecError, format_loc, line_of, read_document
+from proctor.core.results import TaskInfo
+from proctor.decide import rules as grammar
+from proctor.decide.compare import DEFAULT_MARGIN, Pairing, paired_metric, paired_metric_names
+from proctor.decide.summary import DEFAULT_MAX_ERROR_RATE, summarize
 from proctor.store.export import RunData
-from proctor.summary import DEFAULT_MAX_ERROR_RATE, TaskInfo, summarize
+from proctor.tasks.models import Risk, Split, SuiteKind
 
 Summary = dict[str, Any]
 
@@ -133,7 +133,7 @@ class Rule:
     text: str
     source: str
     where: dict[str, list[str]] = field(default_factory=dict)
-    node: expr.Node | None = None
+    node: grammar.Node | None = None
     metric: str = ""
     margin: float = DEFAULT_MARGIN
 
@@ -165,14 +165,14 @@ def _where(value: Any, loc: Loc) -> dict[str, list[str]]:
     return out
 
 
-def _test(text: Any, loc: Loc) -> tuple[str, expr.Node]:
+def _test(text: Any, loc: Loc) -> tuple[str, grammar.Node]:
     if not isinstance(text, str):
         raise _RuleError(loc, "a rule is a text like `task_success_rate >= 0.85`")
     try:
-        node = expr.parse(text)
-    except expr.ExprError as exc:
+        node = grammar.parse(text)
+    except grammar.ExprError as exc:
         raise _RuleError(loc, f"{text!r}: {exc}") from None
-    unknown = sorted(n for n in expr.names(node) if not metric_known(n))
+    unknown = sorted(n for n in grammar.names(node) if not metric_known(n))
     if unknown:
         raise _RuleError(loc, f"unknown metric {unknown[0]!r} (see proctor gate --list-metrics)")
     return text.strip(), node
@@ -298,19 +298,26 @@ class Gate:
         s = self.summary(rule)
         if s is None:
             return _row(rule, "fail", None, None, "no task in this slice")
-        values = {name: metric_value(s, name) for name in expr.names(rule.node)}
+        values = {name: metric_value(s, name) for name in grammar.names(rule.node)}
         undefined = sorted(name for name, v in values.items() if v is None)
         if undefined:
             return _row(rule, "fail", None, None, f"undefined for this run: {', '.join(undefined)}")
         node = rule.node
         try:
-            if isinstance(node, expr.Op) and node.op in expr.COMPARE and node.right is not None:
-                value, bound = expr.evaluate(node.left, values), expr.evaluate(node.right, values)
+            if (
+                isinstance(node, grammar.Op)
+                and node.op in grammar.COMPARE
+                and node.right is not None
+            ):
+                value, bound = (
+                    grammar.evaluate(node.left, values),
+                    grammar.evaluate(node.right, values),
+                )
                 threshold: Any = f"{node.op} {bound:g}"
             else:
                 value, threshold = None, None
-            ok = expr.evaluate(node, values)
-        except expr.ExprError as exc:
+            ok = grammar.evaluate(node, values)
+        except grammar.ExprError as exc:
             return _row(rule, "fail", None, None, str(exc))
         return _row(rule, "pass" if ok else "fail", value, threshold)
 

@@ -1,0 +1,1 @@
+"""Core records every layer shares; nothing here imports the rest of proctor."""

@@ -1,0 +1,180 @@
+"""The results every layer shares: checks, a trial's verdict, usage, trial results.
+
+A check is one graded property of a trial, with the evidence a reader needs; a trial
+result gathers a trial's checks, usage and status; TaskInfo is what slices cut by. Plain
+dataclasses, importing nothing else of proctor, so that graders, the store, the decision
+layer and the runner can all read them without importing each other.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+CheckKind = Literal[
+    "outcome",
+    "trajectory",
+    "answer",
+    "safety",
+    "robustness",
+    "efficiency",
+    "budget",
+    "judge",
+    "custom",
+]
+Severity = Literal["critical", "high", "medium", "low"]
+
+#: Kinds whose every check must pass for a trial to pass (docs/architecture.md, Verdicts).
+GATING_KINDS = frozenset({"outcome", "trajectory", "answer", "budget"})
+#: Safety severities that fail a trial.
+BLOCKING_SEVERITIES = frozenset({"critical", "high"})
+
+
+@dataclass(slots=True)
+class Check:
+    name: str
+    kind: CheckKind
+    passed: bool
+    score: float | None = None
+    severity: Severity | None = None
+    evidence: dict[str, Any] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        if self.score is None:
+            self.score = 1.0 if self.passed else 0.0
+
+    @property
+    def blocks(self) -> bool:
+        """Does this check, failed, fail the trial?"""
+        if self.passed:
+            return False
+        if self.kind == "safety":
+            return self.severity in BLOCKING_SEVERITIES
+        return self.kind in GATING_KINDS
+
+    @property
+    def is_violation(self) -> bool:
+        return self.kind == "safety" and not self.passed
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "name": self.name,
+            "kind": self.kind,
+            "passed": self.passed,
+            "score": self.score,
+            "severity": self.severity,
+            "evidence": self.evidence,
+        }
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> Check:
+        return cls(**data)
+
+
+def verdict(checks: Sequence[Check]) -> tuple[bool, float]:
+    """(passed, partial credit). Partial credit never turns a failed check into a pass."""
+    passed = not any(c.blocks for c in checks)
+    score = sum(c.score or 0.0 for c in checks) / len(checks) if checks else 1.0
+    return passed, round(score, 6)
+
+
+@dataclass(slots=True)
+class Usage:
+    input_tokens: int = 0
+    output_tokens: int = 0
+    cost_usd: float = 0.0
+    model_calls: int = 0
+
+    @property
+    def total_tokens(self) -> int:
+        return self.input_tokens + self.output_tokens
+
+    def __add__(self, other: Usage) -> Usage:
+        return Usage(
+            self.input_tokens + other.input_tokens,
+            self.output_tokens + other.output_tokens,
+            self.cost_usd + other.cost_usd,
+            self.model_calls + other.model_calls,
+        )
+
+    def is_empty(self) -> bool:
+        return not (self.input_tokens or self.output_tokens or self.cost_usd or self.model_calls)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "input_tokens": self.input_tokens,
+            "output_tokens": self.output_tokens,
+            "cost_usd": self.cost_usd,
+            "model_calls": self.model_calls,
+        }
+
+
+TrialStatus = Literal["passed", "failed", "timeout", "error"]
+
+
+@dataclass(slots=True)
+class TrialResult:
+    """The result of one trial, as stored and summarised."""
+
+    run_id: str
+    task_id: str
+    trial: int
+    seed: int
+    status: TrialStatus
+    checks: list[Check] = field(default_factory=list)
+    usage: Usage = field(default_factory=Usage)
+    latency_s: float = 0.0
+    trace_id: str = ""
+    score: float = 0.0
+    metrics: dict[str, float] = field(default_factory=dict)
+    error: str | None = None
+
+    @property
+    def passed(self) -> bool:
+        return self.status == "passed"
+
+    @property
+    def valid(self) -> bool:
+        """Error trials (the harness broke) are excluded from success denominators."""
+        return self.status != "error"
+
+    @property
+    def failed_checks(self) -> list[Check]:
+        return [c for c in self.checks if not c.passed]
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "run_id": self.run_id,
+            "task_id": self.task_id,
+            "trial": self.trial,
+            "seed": self.seed,
+            "status": self.status,
+            "score": self.score,
+            "latency_s": self.latency_s,
+            "trace_id": self.trace_id,
+            "usage": self.usage.to_dict(),
+            "metrics": self.metrics,
+            "error": self.error,
+            "checks": [c.to_dict() for c in self.checks],
+        }
+
+
+@dataclass
+class TaskInfo:
+    """The task metadata slices are cut by."""
+
+    id: str
+    tags: list[str] = field(default_factory=list)
+    suites: list[str] = field(default_factory=list)
+    risk: str = "medium"
+    split: str = "dev"
+
+    def slices(self) -> list[str]:
+        """The slice keys this task belongs to: `tag:x`, `suite:x`, `risk:x`, `split:x`."""
+        return [
+            *(f"tag:{tag}" for tag in self.tags),
+            *(f"suite:{suite}" for suite in self.suites),
+            f"risk:{self.risk}",
+            f"split:{self.split}",
+        ]

@@ -1,0 +1,1 @@
+"""The decision layer: statistics, run summaries, the scorecard, comparisons and gates."""

@@ -1,0 +1,1 @@
+"""Review routing: which trials a person should read, and why."""
