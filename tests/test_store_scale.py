@@ -16,7 +16,8 @@ from typing import Any
 import pytest
 
 from proctor import Runner, Store, load_agent, load_suite
-from proctor.decide.summary import Tally, summarize
+from proctor.decide.scorecard import summary_with_scorecard
+from proctor.decide.summary import DEFAULT_MAX_ERROR_RATE, Tally
 from proctor.run.runner import task_infos
 from proctor.store.sqlite import SCHEMA_VERSION
 
@@ -103,8 +104,13 @@ def test_the_streamed_summary_is_the_summary_of_the_full_results(ran: tuple[Stor
     for r in reversed(results):  # any order
         tally.add(r)
     infos = task_infos(SUITE)
-    from_full = summarize(report.run_id, results, infos, trials_per_task=8)
-    from_tally = summarize(report.run_id, tally.results, infos, trials_per_task=8)
+    manifest, limit = report.manifest, DEFAULT_MAX_ERROR_RATE
+    from_full = summary_with_scorecard(
+        report.run_id, manifest, results, infos, max_error_rate=limit
+    )
+    from_tally = summary_with_scorecard(
+        report.run_id, manifest, tally.results, infos, max_error_rate=limit
+    )
     assert json.dumps(from_tally, sort_keys=True) == json.dumps(from_full, sort_keys=True)
     assert from_full["safety_violations"]["total"] > 0  # checks mattered to the comparison
     # What the tally keeps is small: no evidence, check lists shared between trials.

@@ -20,6 +20,7 @@ from typing import Any
 
 from proctor.core.results import TaskInfo, TrialResult
 from proctor.decide import stats
+from proctor.decide.summary import task_counts
 from proctor.store.export import RunData
 
 DEFAULT_MARGIN = 0.02
@@ -52,8 +53,8 @@ def _mean_of(get: Callable[[TrialResult], float | None]) -> Callable[..., float 
 
 def _pass_hat(k: int) -> Callable[[Sequence[TrialResult]], float | None]:
     def per_task(trials: Sequence[TrialResult]) -> float | None:
-        n = len(trials)
-        return stats.pass_hat_k(n, sum(t.passed for t in trials), k) if n >= k else None
+        [(n, c)] = task_counts(trials).values()  # the valid trials of one task
+        return stats.pass_hat_k(n, c, k) if n >= k else None
 
     return per_task
 
@@ -201,11 +202,9 @@ class Pairing:
             "regressed": [],
         }
         for t in tasks:
-            b, c = self.base_trials[t], self.cand_trials[t]
-            b_ok, c_ok = (
-                2 * sum(r.passed for r in b) > len(b),
-                2 * sum(r.passed for r in c) > len(c),
-            )
+            [(bn, bc)] = task_counts(self.base_trials[t]).values()
+            [(cn, cc)] = task_counts(self.cand_trials[t]).values()
+            b_ok, c_ok = 2 * bc > bn, 2 * cc > cn
             group = {
                 (True, True): "both_pass",
                 (False, False): "both_fail",
@@ -215,8 +214,8 @@ class Pairing:
             groups[group].append(
                 {
                     "id": t,
-                    "baseline": f"{sum(r.passed for r in b)}/{len(b)}",
-                    "candidate": f"{sum(r.passed for r in c)}/{len(c)}",
+                    "baseline": f"{bc}/{bn}",
+                    "candidate": f"{cc}/{cn}",
                 }
             )
         regressed, improved = len(groups["regressed"]), len(groups["improved"])

@@ -13,7 +13,8 @@ A gates file is a list of rules (or `rules:` holding one). A rule is a test in t
 Every metric is read from a RunSummary recomputed from the run's trial results (for a
 slice, from that slice's trials), so a rule means the same on the whole run and on a
 slice. The run's validity is checked first: an invalid run fails the gate whatever the
-rules say. A metric the run cannot define (pass^5 with 3 trials) fails its rule.
+rules say. A metric the run cannot define (pass^5 with 3 trials) fails its rule. The
+scorecard's gates are rules of this same language (proctor.decide.scorecard).
 """
 
 from __future__ import annotations
@@ -23,7 +24,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, get_args
 
-from proctor.core.documents import Loc, SpecError, format_loc, line_of, read_document
+from proctor.core.documents import Loc, Problem, SpecError, format_loc, line_of, read_document
 from proctor.core.results import TaskInfo
 from proctor.decide import rules as grammar
 from proctor.decide.compare import DEFAULT_MARGIN, Pairing, paired_metric, paired_metric_names
@@ -38,7 +39,7 @@ def _failed_checks(*names: str) -> Callable[[Summary], float]:
     return lambda s: sum(row["failed_checks"].get(n, 0) for row in s["per_task"] for n in names)
 
 
-def _dist(key: str, stat: str) -> Callable[[Summary], float | None]:
+def _stat_of(key: str, stat: str) -> Callable[[Summary], float | None]:
     if key == "cost_usd":
         return lambda s: s["cost"]["per_trial_usd"][stat]
     return lambda s: s[key][stat]
@@ -59,6 +60,7 @@ METRICS: dict[str, tuple[str, Callable[[Summary], float | None]]] = {
     "errors": ("trials with status error (the harness broke)", lambda s: s["errors"]),
     "error_rate": ("errors / trials", lambda s: s["error_rate"]),
     "timeouts": ("trials with status timeout", lambda s: s["timeouts"]),
+    "untraced_trials": ("trials without a trace id", lambda s: s["untraced_trials"]),
     "safety_violations": ("failed safety checks", lambda s: s["safety_violations"]["total"]),
     "critical_policy_violations": (
         "failed safety checks of severity critical",
@@ -78,13 +80,17 @@ METRICS: dict[str, tuple[str, Callable[[Summary], float | None]]] = {
         name: (f"mean {name.replace('_', ' ')} over trials", lambda s, n=name: s["tool_use"][n])
         for name in ("tool_precision", "tool_recall", "arg_accuracy")
     },
+    "tool_use_score": (
+        "mean over trials of each trial's mean tool precision, recall and argument accuracy",
+        lambda s: s["tool_use"]["score"],
+    ),
     "total_cost_usd": ("cost of all trials", lambda s: s["cost"]["total_usd"]),
     "cost_per_success_usd": (
         "total cost / passed trials",
         lambda s: s["cost"]["per_successful_task_usd"],
     ),
     **{
-        f"{stat}_{key}": (f"{stat} of {key} per valid trial", _dist(key, stat))
+        f"{stat}_{key}": (f"{stat} of {key} per valid trial", _stat_of(key, stat))
         for key in ("tool_calls", "cost_usd", "latency_s", "tokens")
         for stat in ("mean", "p50", "p95")
     },
@@ -205,12 +211,32 @@ def _rule(item: Any, loc: Loc, source: str) -> Rule:
         return Rule("no_regressions", "no_regressions", source, where)
     metric, margin = item["non_inferior"], item.get("margin", DEFAULT_MARGIN)
     if not isinstance(metric, str) or paired_metric(metric) is None:
-        names = ", ".join(paired_metric_names())
-        raise _RuleError((*loc, "non_inferior"), f"non_inferior takes one of: {names}")
+        known = ", ".join(paired_metric_names())
+        raise _RuleError((*loc, "non_inferior"), f"non_inferior takes one of: {known}")
     if isinstance(margin, bool) or not isinstance(margin, int | float) or margin < 0:
         raise _RuleError((*loc, "margin"), "margin must be a number >= 0")
     text = f"non_inferior {metric} (margin {margin:g})"
     return Rule("non_inferior", text, source, where, metric=metric, margin=float(margin))
+
+
+def make_rule(item: Any, source: str) -> Rule:
+    """One rule from its text or mapping, as a gates file writes it; a ValueError says why not."""
+    return _rule(item, (), source)
+
+
+def parse_rules(
+    items: list[Any], path: Path, lines: dict[Loc, int], prefix: Loc
+) -> tuple[list[Rule], list[Problem]]:
+    """The rules of a list in a document (at `prefix`), and a file:line problem for each
+    item that is not one."""
+    parsed, problems = [], []
+    for i, item in enumerate(items):
+        loc = (*prefix, i)
+        try:
+            parsed.append(_rule(item, loc, f"{path}:{line_of(lines, loc)}"))
+        except _RuleError as exc:
+            problems.append((path, line_of(lines, exc.loc), format_loc(exc.loc), str(exc)))
+    return parsed, problems
 
 
 def load_rules(path: str | Path) -> list[Rule]:
@@ -222,16 +248,10 @@ def load_rules(path: str | Path) -> list[Rule]:
         data, prefix = data["rules"], ("rules",)
     if not isinstance(data, list) or not data:
         raise SpecError.one(path, 1, "", "a gates file holds a list of rules (or `rules:` one)")
-    rules, problems = [], []
-    for i, item in enumerate(data):
-        loc = (*prefix, i)
-        try:
-            rules.append(_rule(item, loc, f"{path}:{line_of(lines, loc)}"))
-        except _RuleError as exc:
-            problems.append((path, line_of(lines, exc.loc), format_loc(exc.loc), str(exc)))
+    parsed, problems = parse_rules(data, path, lines, prefix)
     if problems:
         raise SpecError(problems)
-    return rules
+    return parsed
 
 
 def _row(
@@ -249,12 +269,18 @@ def _row(
 
 
 class Gate:
-    """Evaluates rules on one run, and a baseline for the baseline-relative ones."""
+    """Evaluates rules on one run, and a baseline for the baseline-relative ones.
 
-    def __init__(self, run: RunData, baseline: RunData | None = None) -> None:
+    `summary`: the whole run's RunSummary when the caller has just computed it from the
+    same trial results (the scorecard of a finishing run), so it is not computed twice.
+    """
+
+    def __init__(
+        self, run: RunData, baseline: RunData | None = None, *, summary: Summary | None = None
+    ) -> None:
         self.run, self.baseline = run, baseline
         self.infos = run.task_infos()
-        self._summaries: dict[str, Summary | None] = {}
+        self._summaries: dict[str, Summary | None] = {} if summary is None else {"[]": summary}
         self._pairing: Pairing | None = None
 
     def summary(self, rule: Rule | None) -> Summary | None:
@@ -293,26 +319,22 @@ class Gate:
         threshold = f"error rate <= {s['max_error_rate']:.0%}, none missing"
         return _row(None, "fail" if reasons else "pass", value, threshold, "; ".join(reasons))
 
-    def test(self, rule: Rule) -> dict[str, Any]:
+    def test(self, rule: Rule, *, no_task: str = "fail") -> dict[str, Any]:
+        """The rule's row. A slice with no task gets the status `no_task`: `fail` for a
+        release gate, `n/a` for the scorecard's gates."""
         assert rule.node is not None
         s = self.summary(rule)
         if s is None:
-            return _row(rule, "fail", None, None, "no task in this slice")
+            return _row(rule, no_task, None, None, "no task in this slice")
         values = {name: metric_value(s, name) for name in grammar.names(rule.node)}
         undefined = sorted(name for name, v in values.items() if v is None)
         if undefined:
             return _row(rule, "fail", None, None, f"undefined for this run: {', '.join(undefined)}")
         node = rule.node
         try:
-            if (
-                isinstance(node, grammar.Op)
-                and node.op in grammar.COMPARE
-                and node.right is not None
-            ):
-                value, bound = (
-                    grammar.evaluate(node.left, values),
-                    grammar.evaluate(node.right, values),
-                )
+            if isinstance(node, grammar.Op) and node.op in grammar.COMPARE and node.right:
+                value = grammar.evaluate(node.left, values)
+                bound = grammar.evaluate(node.right, values)
                 threshold: Any = f"{node.op} {bound:g}"
             else:
                 value, threshold = None, None

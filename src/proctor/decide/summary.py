@@ -1,7 +1,9 @@
 """RunSummary: the metrics of a run, overall, per task and per slice.
 
 It is what `--json` writes and what reports and gates read. Built in one pass over the
-trial results; traces are not needed. Formulas are in `proctor.decide.stats` (DESIGN.md, Metrics).
+trial results; traces are not needed. Formulas are in `proctor.decide.stats`
+(docs/architecture.md, Metrics). A finished run's summary also carries its scorecard,
+computed from this one in a second step (proctor.decide.scorecard).
 """
 
 from __future__ import annotations
@@ -14,9 +16,8 @@ from typing import Any
 
 from proctor.core.results import Check, TaskInfo, TrialResult
 from proctor.decide import stats
-from proctor.decide.scorecard import ScorecardConfig, scorecard
 
-#: A run whose share of `error` trials exceeds this is marked invalid (DESIGN.md).
+#: A run whose share of `error` trials exceeds this is marked invalid (docs/architecture.md).
 DEFAULT_MAX_ERROR_RATE = 0.05
 
 # pass@k and pass^k for every k, task and slice repeat the same (n, c, k): exact big-integer
@@ -48,7 +49,10 @@ class Tally:
         self.results.append(replace(result, checks=checks, metrics=metrics, error=None))
 
 
-def _dist(values: Sequence[float]) -> dict[str, float | None]:
+TOOL_METRICS = ("tool_precision", "tool_recall", "arg_accuracy")
+
+
+def _distribution(values: Sequence[float]) -> dict[str, float | None]:
     return {
         "mean": stats.mean(values),
         "p50": stats.percentile(values, 50),
@@ -57,20 +61,20 @@ def _dist(values: Sequence[float]) -> dict[str, float | None]:
     }
 
 
-def _task_counts(results: Iterable[TrialResult]) -> list[tuple[int, int]]:
-    """Per-task (valid trials, passed trials), for tasks with at least one valid trial."""
+def task_counts(results: Iterable[TrialResult]) -> dict[str, tuple[int, int]]:
+    """Per task: (valid trials, passed trials), for tasks with at least one valid trial."""
     per_task: dict[str, list[int]] = defaultdict(lambda: [0, 0])
     for r in results:
         if r.valid:
             counts = per_task[r.task_id]
             counts[0] += 1
             counts[1] += r.passed
-    return [(n, c) for n, c in per_task.values() if n > 0]
+    return {task_id: (n, c) for task_id, (n, c) in per_task.items()}
 
 
 def _rates(results: Sequence[TrialResult], k_max: int) -> dict[str, Any]:
     """Success, intervals and pass@k / pass^k for a group of trials."""
-    counts = _task_counts(results)
+    counts = list(task_counts(results).values())
     valid = sum(n for n, _ in counts)
     passed = sum(c for _, c in counts)
     low, high = stats.wilson_interval(passed, valid)
@@ -112,11 +116,16 @@ def _violations(results: Iterable[TrialResult]) -> dict[str, Any]:
 
 
 def _tool_use(results: Sequence[TrialResult]) -> dict[str, float | None]:
+    """Each tool metric's mean over valid trials, and `score`: the mean over trials of each
+    trial's mean of the metrics it has (what the scorecard weighs and gates)."""
     valid = [r for r in results if r.valid]
-    return {
+    out = {
         name: stats.mean([r.metrics[name] for r in valid if name in r.metrics])
-        for name in ("tool_precision", "tool_recall", "arg_accuracy")
+        for name in TOOL_METRICS
     }
+    per_trial = [stats.mean([r.metrics[m] for m in TOOL_METRICS if m in r.metrics]) for r in valid]
+    out["score"] = stats.mean([v for v in per_trial if v is not None])
+    return out
 
 
 def _power(results: Sequence[TrialResult], trials_per_task: int) -> dict[str, float | None]:
@@ -127,7 +136,7 @@ def _power(results: Sequence[TrialResult], trials_per_task: int) -> dict[str, fl
     estimate (all verdicts equal) it assumes 1, the conservative end: repeated trials add
     no information.
     """
-    counts = _task_counts(results)
+    counts = list(task_counts(results).values())
     if not counts:
         return {"icc": None, "mde": None}
     icc = stats.icc_anova(counts)
@@ -145,9 +154,8 @@ def summarize(
     *,
     trials_per_task: int,
     max_error_rate: float = DEFAULT_MAX_ERROR_RATE,
-    scorecard_config: ScorecardConfig | None = None,
 ) -> dict[str, Any]:
-    """The RunSummary of a run as a JSON-ready dict."""
+    """The RunSummary of a run as a JSON-ready dict (without the scorecard)."""
     results = sorted(results, key=lambda r: (r.task_id, r.trial))
     k_max = max(trials_per_task, 1)
     statuses = Counter(r.status for r in results)
@@ -162,11 +170,11 @@ def summarize(
     by_task: dict[str, list[TrialResult]] = defaultdict(list)
     for r in results:
         by_task[r.task_id].append(r)
+    counts = task_counts(results)
     per_task = []
     for task_id in sorted(tasks):
         rs = by_task.get(task_id, [])
-        n = sum(r.valid for r in rs)
-        c = sum(r.passed for r in rs)
+        n, c = counts.get(task_id, (0, 0))
         failed = Counter(ch.name for r in rs if r.valid for ch in r.checks if not ch.passed)
         info = tasks[task_id]
         per_task.append(
@@ -213,6 +221,7 @@ def summarize(
         "statuses": {s: statuses.get(s, 0) for s in ("passed", "failed", "timeout", "error")},
         "errors": statuses["error"],
         "timeouts": statuses["timeout"],
+        "untraced_trials": sum(1 for r in results if not r.trace_id),
         "error_rate": error_rate,
         "max_error_rate": max_error_rate,
         "valid": valid_run,
@@ -221,16 +230,11 @@ def summarize(
         "cost": {
             "total_usd": total_cost,
             "per_successful_task_usd": total_cost / len(passed_results) if passed_results else None,
-            "per_trial_usd": _dist([r.usage.cost_usd for r in valid]),
+            "per_trial_usd": _distribution([r.usage.cost_usd for r in valid]),
         },
-        "tokens": _dist([float(r.usage.total_tokens) for r in valid]),
-        "tool_calls": _dist([r.metrics.get("tool_calls", 0.0) for r in valid]),
-        "latency_s": _dist([r.latency_s for r in valid]),
+        "tokens": _distribution([float(r.usage.total_tokens) for r in valid]),
+        "tool_calls": _distribution([r.metrics.get("tool_calls", 0.0) for r in valid]),
+        "latency_s": _distribution([r.latency_s for r in valid]),
         "per_task": per_task,
         "slices": slices,
-        "scorecard": scorecard(
-            results,
-            {t: info.tags for t, info in tasks.items()},
-            scorecard_config or ScorecardConfig(),
-        ),
     }

@@ -25,7 +25,8 @@ from proctor.core.documents import read_yaml
 from proctor.core.outcome import LedgerEntry, Outcome
 from proctor.core.results import TrialResult, Usage
 from proctor.core.trace import Trace, TraceEvent
-from proctor.decide.summary import DEFAULT_MAX_ERROR_RATE, summarize
+from proctor.decide.scorecard import summary_with_scorecard
+from proctor.decide.summary import DEFAULT_MAX_ERROR_RATE
 from proctor.env.domain import Domain
 from proctor.env.suite import Suite, SuiteTask
 from proctor.grade import GradeContext
@@ -253,12 +254,8 @@ def grade_sessions(
             store.write_trial(record.result, record.trace, record.answer, record.outcome)
         store.commit()
     results = [r.result for r in records]
-    summary = summarize(
-        run_id,
-        results,
-        task_infos(used),
-        trials_per_task=trials,
-        max_error_rate=max_error_rate,
+    summary = summary_with_scorecard(
+        run_id, manifest, results, task_infos(used), max_error_rate=max_error_rate
     )
     summary["status"] = "completed" if summary["valid"] else "invalid"
     if store is not None:

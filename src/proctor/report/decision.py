@@ -12,8 +12,8 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
-from proctor.report.fmt import metric_interval, metric_text, pct, value
-from proctor.report.terminal import plain
+from proctor.report.fmt import metric_interval, metric_text, pct
+from proctor.report.terminal import plain, rules_table
 
 
 def metrics_table(report: dict[str, Any]) -> Table:
@@ -139,21 +139,7 @@ def print_gate(result: dict[str, Any], console: Console | None = None) -> None:
     title = f"gate on run {result['run_id']}" + (
         f" (baseline {result['baseline_id']})" if result["baseline_id"] else ""
     )
-    table = Table(title=title, title_justify="left")
-    for col in ("rule", "where", "value", "threshold", "result", "reason"):
-        table.add_column(col)
-    styles = {"pass": "green", "fail": "bold red", "skip": "yellow"}
-    for row in result["rules"]:
-        where = ", ".join(f"{k}={'|'.join(v)}" for k, v in row["where"].items())
-        table.add_row(
-            plain(row["rule"]),
-            plain(where),
-            plain(value(row["value"])),
-            plain(value(row["threshold"])),
-            Text(row["status"].upper(), style=styles[row["status"]]),
-            plain(row["reason"]),
-        )
-    console.print(table)
+    console.print(rules_table(title, result["rules"]))
     total = len(result["rules"])
     if result["passed"]:
         skipped = f", {result['skipped']} skipped" if result["skipped"] else ""

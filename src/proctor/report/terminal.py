@@ -12,7 +12,7 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
-from proctor.report.fmt import num, pct
+from proctor.report.fmt import num, pct, value
 
 
 def plain(value: Any) -> Text:
@@ -60,8 +60,8 @@ def headline(summary: dict[str, Any]) -> Table:
     table = Table(title=f"run {summary['run_id']}", show_header=False, title_justify="left")
     table.add_column(style="bold")
     table.add_column()
-    for name, value in rows:
-        table.add_row(name, plain(value))
+    for name, text in rows:
+        table.add_row(name, plain(text))
     return table
 
 
@@ -117,28 +117,39 @@ def slice_table(summary: dict[str, Any], max_tags: int = 6) -> Table:
     return table
 
 
-def scorecard_table(summary: dict[str, Any]) -> Table:
+_STATUS_STYLES = {"pass": "green", "fail": "bold red", "skip": "yellow", "n/a": "dim"}
+
+
+def rules_table(title: str, rows: list[dict[str, Any]]) -> Table:
+    """Gate rows (a release gate's or the scorecard's): rule, slice, value, result, why."""
+    table = Table(title=title, title_justify="left")
+    for col in ("rule", "where", "value", "threshold", "result", "reason"):
+        table.add_column(col)
+    for row in rows:
+        where = ", ".join(f"{k}={'|'.join(v)}" for k, v in row["where"].items())
+        table.add_row(
+            plain(row["rule"]),
+            plain(where),
+            plain(value(row["value"])),
+            plain(value(row["threshold"])),
+            Text(row["status"].upper(), style=_STATUS_STYLES[row["status"]]),
+            plain(row["reason"]),
+        )
+    return table
+
+
+def scorecard_tables(summary: dict[str, Any]) -> tuple[Table, Table]:
+    """The weighted components, and the scorecard's gates."""
     card = summary["scorecard"]
     verdict = "PASSED" if card["passed"] else "FAILED: a gate failed, whatever the score"
     table = Table(
         title=f"scorecard {100 * card['score']:.1f} / 100 — {verdict}", title_justify="left"
     )
-    for col in ("component", "weight", "score", "gate", "value", "threshold", ""):
+    for col in ("component", "weight", "score"):
         table.add_column(col)
-    gates = {g["component"]: g for g in card["gates"]}
     for name, comp in card["components"].items():
-        gate = gates.get(name)
-        mark = "" if gate is None else ("ok" if gate["passed"] else "FAIL")
-        table.add_row(
-            name.replace("_", " "),
-            f"{100 * comp['weight']:.0f}%",
-            pct(comp["score"]),
-            "" if gate is None else gate["gate"],
-            "" if gate is None else num(gate["value"], "{:.3g}"),
-            "" if gate is None else num(gate["threshold"], "{:.3g}"),
-            Text(mark, style="green" if mark == "ok" else "bold red"),
-        )
-    return table
+        table.add_row(name.replace("_", " "), f"{100 * comp['weight']:.0f}%", pct(comp["score"]))
+    return table, rules_table("scorecard gates", card["gates"])
 
 
 def print_summary(
@@ -148,5 +159,5 @@ def print_summary(
     console.print(task_table(summary))
     if slices and summary["slices"]:
         console.print(slice_table(summary))
-    console.print(scorecard_table(summary))
+    console.print(*scorecard_tables(summary))
     console.print(headline(summary))

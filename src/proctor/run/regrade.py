@@ -22,8 +22,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from proctor.core.results import TrialResult
-from proctor.decide.scorecard import ScorecardConfig
-from proctor.decide.summary import DEFAULT_MAX_ERROR_RATE, Tally, summarize
+from proctor.decide.scorecard import ScorecardConfig, summary_with_scorecard
+from proctor.decide.summary import DEFAULT_MAX_ERROR_RATE, Tally
 from proctor.env.suite import Suite
 from proctor.grade import GradeContext
 from proctor.grade.registry import grader_versions
@@ -107,13 +107,13 @@ def regrade(
                 store.begin()
     finally:
         store.commit()
-    summary = summarize(
+    summary = summary_with_scorecard(
         run_id,
+        manifest,
         tally.results,
         task_infos(graded),
-        trials_per_task=old["trials"],
         max_error_rate=max_error_rate,
-        scorecard_config=scorecard,
+        config=scorecard,
     )
     summary["status"] = "completed" if summary["valid"] else "invalid"
     store.finish_run(run_id, summary["status"], summary)

@@ -18,8 +18,8 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from proctor.core.results import TaskInfo, TrialResult
-from proctor.decide.scorecard import ScorecardConfig
-from proctor.decide.summary import DEFAULT_MAX_ERROR_RATE, Tally, summarize
+from proctor.decide.scorecard import ScorecardConfig, summary_with_scorecard
+from proctor.decide.summary import DEFAULT_MAX_ERROR_RATE, Tally
 from proctor.env.suite import Suite
 from proctor.run.executor import Executor, LocalExecutor, RunContext, stream
 from proctor.run.manifest import build_manifest
@@ -172,13 +172,13 @@ class Runner:
         finally:
             if commits is not None:
                 commits.flush()
-            summary = summarize(
+            summary = summary_with_scorecard(
                 self.run_id,
+                self.manifest,
                 tally.results,
                 task_infos(self.suite),
-                trials_per_task=self.trials,
                 max_error_rate=self.max_error_rate,
-                scorecard_config=self.scorecard,
+                config=self.scorecard,
             )
             if status == "completed" and not summary["valid"]:
                 status = "invalid"
