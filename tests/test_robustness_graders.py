@@ -18,7 +18,8 @@ from proctor.core.results import Check, verdict
 from proctor.core.trace import Trace
 from proctor.env import Environment
 from proctor.grade import GradeContext
-from proctor.grade.robustness import claimed, grade_robustness
+from proctor.grade.language import claimed
+from proctor.grade.robustness import grade_robustness
 
 CANCEL = ("orders.cancel", {"order_id": "A-100"}, "ok", {"status": "cancelled"})
 CLAIMS = {"robustness": {"claims": {"cancelled": "orders.cancel"}}}

@@ -7,7 +7,7 @@ from proctor.grade.context import GradeContext
 from proctor.grade.registry import grader
 
 
-@grader("budget")
+@grader("budget", applies=lambda task: task.expect.budget is not None)
 def grade_budget(ctx: GradeContext) -> list[Check]:
     spec = ctx.task.expect.budget
     if spec is None:

@@ -50,14 +50,20 @@ def effect_check(assertion: EffectAssertion, ctx: GradeContext) -> Check:
     )
 
 
-@grader("outcome")
+@grader("outcome", applies=lambda task: bool(task.expect.outcome))
 def grade_outcome(ctx: GradeContext) -> list[Check]:
-    checks = [
+    return [
         effect_check(a, ctx)
         if isinstance(a, EffectAssertion)
         else path_check(a, ctx.outcome.final_state)
         for a in ctx.task.expect.outcome
     ]
+
+
+@grader("domain")
+def grade_domain(ctx: GradeContext) -> list[Check]:
+    """The domain's own outcome checks (`@domain.check`), on every trial of the domain."""
+    checks: list[Check] = []
     if ctx.domain is not None:
         for domain_check in ctx.domain.checks:
             checks.extend(domain_check(ctx.task, ctx.trace, ctx.outcome))

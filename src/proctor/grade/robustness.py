@@ -10,14 +10,13 @@ Each check is emitted only where its situation arose (a fault, an error, a claim
 
 from __future__ import annotations
 
-import re
 from collections import Counter
 from typing import Any
 
 from proctor.core.jsonvalues import canonical
 from proctor.core.results import Check
-from proctor.grade.answer import factual_tokens, mention_pattern, ungrounded
 from proctor.grade.context import GradeContext, ToolCall
+from proctor.grade.language import SENTENCE, TROUBLE, claimed, factual_tokens, ungrounded
 from proctor.grade.registry import grader
 from proctor.tasks.models import EffectAssertion
 from proctor.tasks.predicates import args_match, matches
@@ -25,18 +24,6 @@ from proctor.tasks.predicates import args_match, matches
 TRANSIENT = frozenset({"timeout", "rate_limited"})
 REFUSED = frozenset({"forbidden", "denied"})
 MISSING_DATA = frozenset({"not_found"})
-_NEGATION = re.compile(
-    r"\b(not|no|never|cannot|can't|couldn't|wasn't|isn't|unable|won't|didn't|failed|"
-    r"haven't|hasn't)\b",
-    re.IGNORECASE,
-)
-_SENTENCE = re.compile(r"(?<=[.!?])\s+|\n+")
-_CLAUSE_BREAK = re.compile(r"[.;:!?,]|\band\b|\bbut\b|\bso\b", re.IGNORECASE)
-_ACKNOWLEDGES = re.compile(
-    r"\b(error|unable|could not|couldn't|cannot|can't|failed|problem|unavailable|not found|"
-    r"try again|sorry|issue|did not|didn't|not able)\b",
-    re.IGNORECASE,
-)
 
 
 def _effect_key(args: dict[str, Any]) -> str:
@@ -92,18 +79,6 @@ def _claims(ctx: GradeContext) -> dict[str, str]:
     return claims
 
 
-def claimed(answer: str, phrase: str) -> bool:
-    """Does the answer assert `phrase` as a whole word, not negated in its own clause?
-
-    "It cannot be cancelled" is no claim; "there was no fee and I cancelled it" is one.
-    """
-    for m in mention_pattern(phrase.strip()).finditer(answer):
-        clause = _CLAUSE_BREAK.split(answer[: m.start()])[-1]
-        if not _NEGATION.search(clause):
-            return True
-    return False
-
-
 def _claimed_entities(ctx: GradeContext, phrase: str, tool: str) -> set[str]:
     """Entities a claim names: ids in the claiming sentences that the trial used as the
     tool's entity argument in some call, or that the prompt mentions."""
@@ -112,7 +87,7 @@ def _claimed_entities(ctx: GradeContext, phrase: str, tool: str) -> set[str]:
         return set()
     known = {str(c.arg_dict[spec.entity_arg]) for c in ctx.calls if spec.entity_arg in c.arg_dict}
     known |= factual_tokens(ctx.task.prompt)
-    sentences = [s for s in _SENTENCE.split(ctx.answer) if claimed(s, phrase)]
+    sentences = [s for s in SENTENCE.split(ctx.answer) if claimed(s, phrase)]
     return {t for s in sentences for t in factual_tokens(s)} & known
 
 
@@ -255,7 +230,7 @@ def error_handling_checks(ctx: GradeContext) -> list[Check]:
         if c.error_code and not any(d.tool == c.tool and d.succeeded for d in _after(calls, i))
     ]
     if unhandled:
-        acknowledged = bool(_ACKNOWLEDGES.search(ctx.answer))
+        acknowledged = bool(TROUBLE.search(ctx.answer))
         checks.append(
             Check(
                 "tool_errors_handled",

@@ -109,7 +109,7 @@ def duplicate_calls(calls: list[ToolCall]) -> list[dict[str, object]]:
     return dupes
 
 
-@grader("trajectory")
+@grader("trajectory", applies=lambda task: task.expect.trajectory is not None)
 def grade_trajectory(ctx: GradeContext) -> list[Check]:
     spec = ctx.task.expect.trajectory
     if spec is None:

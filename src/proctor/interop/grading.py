@@ -29,7 +29,7 @@ from proctor.decide.scorecard import summary_with_scorecard
 from proctor.decide.summary import DEFAULT_MAX_ERROR_RATE
 from proctor.env.domain import Domain
 from proctor.env.suite import Suite, SuiteTask
-from proctor.grade import GradeContext
+from proctor.grade.context import GradeContext
 from proctor.grade.state import STATE_NOTE, state_recorded, without_state_checks
 from proctor.interop.session import Session
 from proctor.run.manifest import build_manifest

@@ -25,7 +25,7 @@ from proctor.core.results import TrialResult
 from proctor.decide.scorecard import ScorecardConfig, summary_with_scorecard
 from proctor.decide.summary import DEFAULT_MAX_ERROR_RATE, Tally
 from proctor.env.suite import Suite
-from proctor.grade import GradeContext
+from proctor.grade.context import GradeContext
 from proctor.grade.registry import grader_versions
 from proctor.grade.state import state_recorded, without_state_checks
 from proctor.run.runner import task_infos

@@ -33,7 +33,9 @@ from proctor.env.domain import Domain
 from proctor.env.environment import Environment
 from proctor.env.gateway import EnvironmentFault, GatewayClosed
 from proctor.env.toolbox import SyncToolbox, Toolbox
-from proctor.grade import GradeContext, grade, tool_metrics
+from proctor.grade.context import GradeContext
+from proctor.grade.metrics import tool_metrics
+from proctor.grade.registry import grade
 from proctor.run.threads import AGENT_THREADS
 from proctor.tasks.models import Fault, Task
 
