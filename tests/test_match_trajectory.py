@@ -9,9 +9,9 @@ from typing import Any
 
 import pytest
 
-from proctor.core.jsonvalues import json_equal
 from proctor.core.trace import Trace, TraceEvent
 from proctor.grade.match import ARGS_MODES, ORDER_MODES, match_trajectory
+from proctor.tasks.predicates import matches
 
 
 def c(name: str, **args: Any) -> dict[str, Any]:
@@ -161,6 +161,20 @@ def test_json_equality_of_values(mode: str) -> None:
     assert not ok({"p": [True]}, {"p": [1]})
 
 
+@pytest.mark.parametrize("mode", ["exact", "subset", "superset"])
+def test_reference_values_are_expectations(mode: str) -> None:
+    """Values compare as every expectation does (proctor.tasks.predicates), not as bytes."""
+
+    def ok(a: Any, r: Any) -> bool:
+        return match_trajectory([c("f", v=a)], [c("f", v=r)], order="exact", args=mode)
+
+    assert ok("  Cancelled ", "cancelled")
+    assert ok(5, {"$gte": 3}) and not ok(2, {"$gte": 3})
+    assert ok("B-7", {"$in": ["a-1", "b-7"]})
+    assert ok({"p": "Yes"}, {"p": {"$regex": "^Y"}})
+    assert not ok("cancel", "cancelled")
+
+
 # -- optimal assignment, not greedy first-fit ---------------------------------------------
 
 
@@ -170,7 +184,7 @@ def greedy_any_order(actual: list[dict], reference: list[dict]) -> bool:
     for ref in reference:
         for i, act in enumerate(actual):
             fits = act["name"] == ref["name"] and all(
-                k in act["args"] and json_equal(v, act["args"][k]) for k, v in ref["args"].items()
+                k in act["args"] and matches(act["args"][k], v) for k, v in ref["args"].items()
             )
             if i not in used and fits:
                 used.add(i)

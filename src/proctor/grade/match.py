@@ -27,15 +27,18 @@ paired with ``subset``.
 ============  =========================================================================
 mode          passes when
 ============  =========================================================================
-``exact``     the args dicts are JSON-equal
+``exact``     the same keys, each actual value matching the reference's
 ``ignore``    always (only names are compared)
-``superset``  actual args ⊇ reference args: every reference key is in actual, JSON-equal
+``superset``  actual args ⊇ reference args: every reference key is in actual, matching
               (the reference lists only the args that matter)
-``subset``    actual args ⊆ reference args: every actual key is in reference, JSON-equal
+``subset``    actual args ⊆ reference args: every actual key is in reference, matching
 ============  =========================================================================
 
 "subset"/"superset" always describe *actual* relative to *reference*, on both axes.
-Values compare with `json_equal`, so ``true`` never matches ``1`` but ``1`` matches ``1.0``.
+Reference values are expectations, so they compare as every expectation does, through
+proctor.tasks.predicates: strings trimmed and case-folded, numbers by value (``1`` matches
+``1.0``, ``true`` never matches ``1``), and a reference value may be an operator
+(``{"$gte": 3}``). Tool names compare exactly.
 """
 
 from __future__ import annotations
@@ -43,7 +46,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING, Any
 
-from proctor.core.jsonvalues import json_equal
+from proctor.tasks.predicates import literal_equal, matches
 
 if TYPE_CHECKING:
     from proctor.core.trace import Trace
@@ -113,9 +116,9 @@ def _args_match(actual: dict[str, Any], ref: dict[str, Any], mode: str) -> bool:
     if mode == "ignore":
         return True
     if mode == "exact":
-        return json_equal(actual, ref)
-    small, big = (ref, actual) if mode == "superset" else (actual, ref)
-    return all(key in big and json_equal(value, big[key]) for key, value in small.items())
+        return literal_equal(actual, ref)
+    keys, other = (ref, actual) if mode == "superset" else (actual, ref)
+    return all(key in other and matches(actual[key], ref[key]) for key in keys)
 
 
 def _is_subsequence(refs: list[Call], acts: list[Call], same: Callable[[Call, Call], bool]) -> bool:

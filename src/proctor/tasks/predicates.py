@@ -11,7 +11,7 @@ import re
 from functools import lru_cache
 from typing import Any
 
-from proctor.core.jsonvalues import MISSING
+from proctor.core.jsonvalues import MISSING, json_equal
 
 OPERATORS = frozenset(
     {"$regex", "$in", "$nin", "$gte", "$gt", "$lte", "$lt", "$ne", "$contains", "$any"}
@@ -35,19 +35,16 @@ def normalize(value: Any) -> Any:
 
 def literal_equal(actual: Any, expected: Any) -> bool:
     """Equality after normalisation; inside containers each item is a predicate again,
-    so an operator nested in a literal keeps its argument as written."""
+    so an operator nested in a literal keeps its argument as written. Other values
+    (numbers, booleans, null) compare as JSON data does (`json_equal`)."""
     a, e = actual, expected
     if isinstance(a, str) and isinstance(e, str):
         return normalize(a) == normalize(e)
-    if isinstance(a, bool) or isinstance(e, bool):
-        return isinstance(a, bool) and isinstance(e, bool) and a == e
-    if isinstance(a, int | float) and isinstance(e, int | float):
-        return a == e
     if isinstance(e, dict) and isinstance(a, dict):
         return a.keys() == e.keys() and all(matches(a[k], e[k]) for k in e)
     if isinstance(e, list | tuple) and isinstance(a, list | tuple):
         return len(a) == len(e) and all(matches(x, y) for x, y in zip(a, e, strict=True))
-    return type(a) is type(e) and a == e
+    return json_equal(a, e)
 
 
 @lru_cache(maxsize=512)
