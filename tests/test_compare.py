@@ -17,7 +17,7 @@ from conftest import proctor
 from proctor.core.jsonvalues import digest
 from proctor.core.results import Check, TaskInfo, TrialResult, Usage
 from proctor.core.trace import Trace
-from proctor.decide.compare import Pairing, compare, holdout_looks, paired_metric
+from proctor.decide.compare import Pairing, compare_runs, holdout_looks, paired_metric
 from proctor.decide.stats import mcnemar_exact
 from proctor.decide.summary import summarize
 from proctor.store import Store
@@ -127,7 +127,7 @@ def test_injected_regression_is_found_in_its_slice_with_its_task_ids(
     injected: tuple[Store, RunData, RunData],
 ) -> None:
     _, base, cand = injected
-    report = compare(base, cand)
+    report = compare_runs(base, cand)
     groups = report["groups"]
     assert [r["id"] for r in groups["regressed"]] == INJECTED
     assert [r["id"] for r in groups["improved"]] == ["t19"]
@@ -161,7 +161,7 @@ def test_sixteen_to_seventeen_passes_on_twenty_tasks_is_not_significant() -> Non
     infos = {f"t{i:02d}": TaskInfo(f"t{i:02d}") for i in range(20)}
     base = make_run("b", {t: "p" if i < 16 else "f" for i, t in enumerate(infos)}, infos)
     cand = make_run("c", {t: "p" if i < 17 else "f" for i, t in enumerate(infos)}, infos)
-    report = compare(base, cand)
+    report = compare_runs(base, cand)
     success = report["metrics"][0]
     assert (success["baseline"], success["candidate"]) == (0.8, 0.85)
     assert success["difference"] == pytest.approx(0.05)
@@ -180,14 +180,14 @@ def test_different_task_sets_are_restricted_to_the_shared_unchanged_tasks() -> N
     assert pairing.excluded["only_in_baseline"] == ["t0"]
     assert pairing.excluded["only_in_candidate"] == ["t10"]
     assert pairing.excluded["content_changed"] == ["t2"]
-    text = " | ".join(compare(base, cand)["warnings"])
+    text = " | ".join(compare_runs(base, cand)["warnings"])
     assert "suite versions differ" in text and "comparing the 8 tasks" in text
 
 
 def test_unequal_trial_counts_are_reported_not_hidden() -> None:
     base = make_run("b", {"a": "ppp", "b": "ppp", "c": "fff"})
     cand = make_run("c", {"a": "ppppp", "b": "pppff", "c": "fffff"})
-    report = compare(base, cand)
+    report = compare_runs(base, cand)
     assert report["unequal_trials"] == {"a": [3, 5], "b": [3, 5], "c": [3, 5]}
     assert any("valid trial counts differ on 3 tasks" in w for w in report["warnings"])
     success = report["metrics"][0]
@@ -199,7 +199,7 @@ def test_unequal_trial_counts_are_reported_not_hidden() -> None:
 def test_error_trials_are_left_out_and_tasks_without_valid_trials_excluded() -> None:
     base = make_run("b", {"a": "pep", "b": "eee", "c": "ppp"})
     cand = make_run("c", {"a": "ppp", "b": "ppp", "c": "ppp"})
-    report = compare(base, cand)
+    report = compare_runs(base, cand)
     assert report["excluded"]["no_valid_trials"] == ["b"]
     assert report["unequal_trials"] == {"a": [2, 3]}
     assert report["tasks"] == 2
@@ -227,7 +227,7 @@ def test_export_round_trip_gives_the_same_comparison(
     again = read_export(tmp_path / "base.jsonl")
     assert again.run_id == "base" and len(again.results) == len(base.results)
     assert again.results[0] == base.results[0]
-    assert compare(again, cand) == compare(base, cand)
+    assert compare_runs(again, cand) == compare_runs(base, cand)
 
 
 def test_run_summary_files_are_refused_with_a_pointer_to_export(tmp_path: Path) -> None:
@@ -253,9 +253,9 @@ def test_holdout_reuse_is_counted_and_warned(tmp_path: Path) -> None:
     history = store.runs(limit=-1)
     assert holdout_looks(history, runs[1]) == 1
     assert holdout_looks(history, runs[4]) == 4
-    report = compare(runs[0], runs[4], looks=holdout_looks(history, runs[4]))
+    report = compare_runs(runs[0], runs[4], looks=holdout_looks(history, runs[4]))
     assert any("holdout tasks were evaluated in 4 earlier runs" in w for w in report["warnings"])
-    assert not any("holdout" in w for w in compare(runs[0], runs[1], looks=1)["warnings"])
+    assert not any("holdout" in w for w in compare_runs(runs[0], runs[1], looks=1)["warnings"])
 
 
 # --- through the CLI -----------------------------------------------------------------

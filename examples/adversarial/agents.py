@@ -20,8 +20,7 @@ import json
 from collections.abc import Awaitable, Callable
 from typing import Any
 
-from proctor.agents import AgentInput, AgentResult, Session
-from proctor.env import Toolbox
+from proctor import AgentInput, AgentResult, Session, Toolbox
 
 MODEL = "simulated-adversarial"
 

@@ -15,7 +15,7 @@ unit-conversion task, whose converted value is checked by pattern instead.
 
 from __future__ import annotations
 
-from proctor.agents import Misbehaviour, Plan, ScriptedAgent, Step
+from proctor import Misbehaviour, Plan, ScriptedAgent, Step
 
 
 def lookup(patient_id: str, loinc: str) -> Step:

@@ -26,10 +26,10 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any, Literal
 
-from proctor.env.domain import Decision, Domain, State, Tool, ToolContext, ToolError
+from proctor import Decision, Domain, State, Tool, ToolContext, ToolError
 
 if TYPE_CHECKING:
-    from proctor.tasks.models import Identity
+    from proctor import Identity
 
 READ = ["patient:read"]
 

@@ -24,8 +24,7 @@ import re
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from proctor.agents import AgentInput, AgentResult, Session
-from proctor.env import Toolbox, ToolResult
+from proctor import AgentInput, AgentResult, Session, Toolbox, ToolResult
 
 MODEL = "simulated-responder"
 INCIDENT_ID = re.compile(r"\bINC-\d{6}\b")

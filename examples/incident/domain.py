@@ -26,7 +26,7 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from proctor.env.domain import Domain, State, Tool, ToolContext, ToolError
+from proctor import Domain, State, Tool, ToolContext, ToolError
 
 Status = Literal["open", "investigating", "resolved", "closed"]
 ActiveStatus = Literal["open", "investigating", "resolved"]

@@ -25,8 +25,7 @@ import random
 import re
 from typing import Any
 
-from proctor.agents import AgentInput, AgentResult, Session
-from proctor.env import Toolbox
+from proctor import AgentInput, AgentResult, Session, Toolbox
 
 MODEL = "simulated-analyst"
 CASE_ID = re.compile(r"\bKYC-\d{4}\b")

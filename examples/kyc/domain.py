@@ -36,7 +36,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import AfterValidator
 
-from proctor.env.domain import Domain, State, ToolContext, ToolError
+from proctor import Domain, State, ToolContext, ToolError
 
 DocumentKind = Literal[
     "passport",

@@ -7,7 +7,7 @@
 
 from __future__ import annotations
 
-from proctor.agents import Plan, ScriptedAgent, Step
+from proctor import Plan, ScriptedAgent, Step
 
 
 def get(order_id: str) -> Step:

@@ -8,10 +8,10 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from proctor.env.domain import Decision, Domain, State, Tool, ToolError
+from proctor import Decision, Domain, State, Tool, ToolError
 
 if TYPE_CHECKING:
-    from proctor.tasks.models import Identity
+    from proctor import Identity
 
 NOT_CANCELLABLE = ("shipped", "delivered")
 

@@ -1,19 +1,46 @@
 """proctor: evaluate tool-using AI agents by outcome, trajectory, safety, cost and reliability.
 
 This module is the public API; names imported from elsewhere may change. Names are
-loaded on first use (PEP 562), so `import proctor` and `proctor --help` stay fast.
+loaded on first use (PEP 562), so `import proctor` and `proctor --help` stay fast, and an
+adapter's framework is imported only when its adapter is.
 """
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
+from proctor.core.lazy import lazy_exports
 from proctor.core.version import __version__
 
 #: Modules of the public API, by the name they have here.
-_MODULES: dict[str, str] = {"stats": "proctor.decide.stats"}
-_EXPORTS: dict[str, str] = {
+_MODULES = {"stats": "proctor.decide.stats"}
+#: Name → the module that defines it.
+_EXPORTS = {
+    # records every layer shares
+    "Check": "proctor.core.results",
+    "TaskInfo": "proctor.core.results",
+    "TrialResult": "proctor.core.results",
+    "Usage": "proctor.core.results",
+    "Outcome": "proctor.core.outcome",
+    "SpecError": "proctor.core.documents",
+    "Trace": "proctor.core.trace",
+    "TraceEvent": "proctor.core.trace",
+    # tasks and the worlds they run in
+    "Identity": "proctor.tasks",
+    "Task": "proctor.tasks",
+    "Decision": "proctor.env",
+    "Domain": "proctor.env",
+    "State": "proctor.env",
+    "Suite": "proctor.env",
+    "SyncToolbox": "proctor.env",
+    "Tool": "proctor.env",
+    "ToolContext": "proctor.env",
+    "ToolError": "proctor.env",
+    "ToolResult": "proctor.env",
+    "Toolbox": "proctor.env",
+    "load_module_from_path": "proctor.env",
+    "load_suite": "proctor.env",
+    # agents
     "Agent": "proctor.agents",
     "AgentInput": "proctor.agents",
     "AgentResult": "proctor.agents",
@@ -22,31 +49,30 @@ _EXPORTS: dict[str, str] = {
     "Misbehaviour": "proctor.agents",
     "Plan": "proctor.agents",
     "ScriptedAgent": "proctor.agents",
+    "Session": "proctor.agents",
     "Step": "proctor.agents",
     "SyncAgent": "proctor.agents",
-    "Usage": "proctor.core.results",
     "load_agent": "proctor.agents",
-    "Decision": "proctor.env",
-    "Domain": "proctor.env",
-    "Outcome": "proctor.core.outcome",
-    "SyncToolbox": "proctor.env",
-    "ToolContext": "proctor.env",
-    "ToolError": "proctor.env",
-    "ToolResult": "proctor.env",
-    "Toolbox": "proctor.env",
-    "Check": "proctor.core.results",
-    "GradeContext": "proctor.grade",
-    "grader": "proctor.grade",
-    "match_trajectory": "proctor.grade",
+    "LangGraphAgent": "proctor.agents.adapters.langgraph",
+    "OpenAIAgentsAgent": "proctor.agents.adapters.openai_agents",
+    "PydanticAIAgent": "proctor.agents.adapters.pydantic_ai",
+    "SmolAgent": "proctor.agents.adapters.smolagents",
+    # grading
+    "GradeContext": "proctor.grade.context",
+    "grader": "proctor.grade.registry",
+    "match_trajectory": "proctor.grade.match",
+    # running, storing, deciding
     "Runner": "proctor.run",
-    "TrialResult": "proctor.core.results",
-    "SpecError": "proctor.core.documents",
-    "Suite": "proctor.env",
-    "Task": "proctor.tasks",
-    "load_suite": "proctor.env",
     "Store": "proctor.store",
-    "Trace": "proctor.core.trace",
-    "TraceEvent": "proctor.core.trace",
+    "RunData": "proctor.store.export",
+    "load_run": "proctor.store.export",
+    "summarize": "proctor.decide.summary",
+    "Pairing": "proctor.decide.compare",
+    "compare_runs": "proctor.decide.compare",
+    "Gate": "proctor.decide.gate",
+    "load_rules": "proctor.decide.gate",
+    "ScorecardConfig": "proctor.decide.scorecard",
+    "load_scorecard": "proctor.decide.scorecard",
 }
 
 __all__ = [
@@ -57,20 +83,33 @@ __all__ = [
     "Check",
     "Decision",
     "Domain",
+    "Gate",
     "GradeContext",
+    "Identity",
     "InfrastructureError",
+    "LangGraphAgent",
     "Misbehaviour",
+    "OpenAIAgentsAgent",
     "Outcome",
+    "Pairing",
     "Plan",
+    "PydanticAIAgent",
+    "RunData",
     "Runner",
+    "ScorecardConfig",
     "ScriptedAgent",
+    "Session",
+    "SmolAgent",
     "SpecError",
+    "State",
     "Step",
     "Store",
     "Suite",
     "SyncAgent",
     "SyncToolbox",
     "Task",
+    "TaskInfo",
+    "Tool",
     "ToolContext",
     "ToolError",
     "ToolResult",
@@ -80,23 +119,19 @@ __all__ = [
     "TrialResult",
     "Usage",
     "__version__",
+    "compare_runs",
     "grader",
     "load_agent",
+    "load_module_from_path",
+    "load_rules",
+    "load_run",
+    "load_scorecard",
     "load_suite",
     "match_trajectory",
     "stats",
+    "summarize",
 ]
-
-
-def __getattr__(name: str) -> Any:
-    if name in _MODULES:
-        value = importlib.import_module(_MODULES[name])
-    elif name in _EXPORTS:
-        value = getattr(importlib.import_module(_EXPORTS[name]), name)
-    else:
-        raise AttributeError(f"module 'proctor' has no attribute {name!r}")
-    globals()[name] = value
-    return value
+__getattr__ = lazy_exports(globals(), _EXPORTS, _MODULES)
 
 
 def __dir__() -> list[str]:
@@ -113,27 +148,42 @@ if TYPE_CHECKING:
         Misbehaviour,
         Plan,
         ScriptedAgent,
+        Session,
         Step,
         SyncAgent,
         load_agent,
     )
+    from proctor.agents.adapters.langgraph import LangGraphAgent
+    from proctor.agents.adapters.openai_agents import OpenAIAgentsAgent
+    from proctor.agents.adapters.pydantic_ai import PydanticAIAgent
+    from proctor.agents.adapters.smolagents import SmolAgent
     from proctor.core.documents import SpecError
     from proctor.core.outcome import Outcome
-    from proctor.core.results import Check, TrialResult, Usage
+    from proctor.core.results import Check, TaskInfo, TrialResult, Usage
     from proctor.core.trace import Trace, TraceEvent
     from proctor.decide import stats
+    from proctor.decide.compare import Pairing, compare_runs
+    from proctor.decide.gate import Gate, load_rules
+    from proctor.decide.scorecard import ScorecardConfig, load_scorecard
+    from proctor.decide.summary import summarize
     from proctor.env import (
         Decision,
         Domain,
+        State,
         Suite,
         SyncToolbox,
+        Tool,
         Toolbox,
         ToolContext,
         ToolError,
         ToolResult,
+        load_module_from_path,
         load_suite,
     )
-    from proctor.grade import GradeContext, grader, match_trajectory
+    from proctor.grade.context import GradeContext
+    from proctor.grade.match import match_trajectory
+    from proctor.grade.registry import grader
     from proctor.run import Runner
     from proctor.store import Store
-    from proctor.tasks import Task
+    from proctor.store.export import RunData, load_run
+    from proctor.tasks import Identity, Task

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from proctor.env.loading import load_module_from_path
+from proctor import load_module_from_path
 
 _source = load_module_from_path(Path(__file__).resolve().parents[2] / "incident" / "domain.py")
 incident = _source.incident

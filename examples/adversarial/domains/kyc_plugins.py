@@ -13,8 +13,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from proctor.env.domain import State, ToolError
-from proctor.env.loading import load_module_from_path
+from proctor import State, ToolError, load_module_from_path
 
 _source = load_module_from_path(Path(__file__).resolve().parents[2] / "kyc" / "domain.py")
 

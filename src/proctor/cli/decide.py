@@ -57,8 +57,7 @@ def compare(
     """Compare two runs task by task (run ids, prefixes, `latest`, or exported files)."""
     from rich.console import Console
 
-    from proctor.decide.compare import CompareError, holdout_looks
-    from proctor.decide.compare import compare as compare_runs
+    from proctor.decide.compare import CompareError, compare_runs, holdout_looks
     from proctor.report.decision import print_comparison
 
     store = maybe_store(store_path)

@@ -254,7 +254,7 @@ def _run_brief(run: RunData) -> dict[str, Any]:
     }
 
 
-def compare(
+def compare_runs(
     base: RunData,
     cand: RunData,
     *,

@@ -1,17 +1,15 @@
 """Simulated worlds: domains, the ToolGateway, per-trial environments, suites bound to them."""
 
-from proctor.env.domain import ALLOW, Decision, Domain, State, Tool, ToolContext, ToolError
+from proctor.env.domain import Decision, Domain, State, Tool, ToolContext, ToolError
 from proctor.env.environment import Environment
 from proctor.env.gateway import EnvironmentFault, ToolGateway, ToolResult
-from proctor.env.loading import DomainNotFound, load_module_from_path
+from proctor.env.loading import load_module_from_path
 from proctor.env.suite import Suite, SuiteTask, load_suite
 from proctor.env.toolbox import SyncToolbox, Toolbox
 
 __all__ = [
-    "ALLOW",
     "Decision",
     "Domain",
-    "DomainNotFound",
     "Environment",
     "EnvironmentFault",
     "State",

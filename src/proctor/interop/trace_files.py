@@ -14,7 +14,7 @@ from typing import Any
 from proctor.agents.pricing import PriceTable
 from proctor.interop.openai_format import is_message_list, is_session_record, sessions_from_openai
 from proctor.interop.otel_import import sessions_from_spans
-from proctor.interop.session import Session, SessionBuilder
+from proctor.interop.session import Session
 from proctor.interop.spans import is_flat_span, is_otlp, span_from_flat, spans_from_otlp
 
 FORMATS = ("auto", "openai", "otel", "openinference")
@@ -90,4 +90,4 @@ def load_sessions(
         raise TraceInputError(f"{path}: not a valid {fmt} trace file: {exc}") from None
 
 
-__all__ = ["FORMATS", "Session", "SessionBuilder", "TraceInputError", "load_sessions"]
+__all__ = ["FORMATS", "TraceInputError", "load_sessions"]

@@ -12,7 +12,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from proctor.decide.compare import compare
+from proctor.decide.compare import compare_runs
 from proctor.decide.gate import Gate, Rule
 from proctor.env.suite import Suite
 from proctor.review.queue import ReviewConfig, review_queue
@@ -66,7 +66,7 @@ def gather(
         summary=run.summary,
         queue=review_queue(run, baseline, review),
         baseline=baseline,
-        comparison=compare(baseline, run) if baseline is not None else None,
+        comparison=compare_runs(baseline, run) if baseline is not None else None,
         gate=Gate(run, baseline).evaluate(list(rules)) if rules else None,
         tasks=task_texts(suite, run.manifest) if suite is not None else {},
     )
