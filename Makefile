@@ -30,6 +30,7 @@ demo: $(CORE)
 test: $(DEV)
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
+	$(BIN)/mypy
 	$(BIN)/pytest
 
 format: $(DEV)

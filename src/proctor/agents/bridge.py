@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from proctor.env.gateway import ToolResult
-from proctor.env.toolbox import SyncToolbox, Toolbox
+from proctor.env.toolbox import SyncToolbox, Toolbox, ToolboxBase
 
 #: The `kind` of the tool that asks the task's simulated user instead of calling the domain.
 USER = "user"
@@ -136,7 +136,7 @@ def _question(args: Any) -> str | None:
     return question if isinstance(question, str) and question.strip() else None
 
 
-def _no_question(toolbox: SyncToolbox) -> str:
+def _no_question(toolbox: ToolboxBase) -> str:
     toolbox.note("ask_user called without a question")
     return "error (invalid_arguments): ask_user needs a `question` string"
 

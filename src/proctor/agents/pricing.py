@@ -16,7 +16,7 @@ from typing import Any
 
 from proctor.core.documents import read_yaml
 from proctor.core.results import Usage
-from proctor.env.toolbox import SyncToolbox
+from proctor.env.toolbox import ToolboxBase
 
 PRICES_ENV = "PROCTOR_PRICES"
 
@@ -88,7 +88,7 @@ class PriceTable:
 
 
 def record_call(
-    toolbox: SyncToolbox,
+    toolbox: ToolboxBase,
     prices: PriceTable,
     *,
     model: str,

@@ -110,6 +110,7 @@ class ScriptedAgent:
     async def run(self, input: AgentInput, toolbox: Toolbox) -> AgentResult:
         rng = random.Random(input.seed)
         plan = self.plans.get(input.task_id)
+        steps: list[Step]
         if plan is None:
             steps, answer = [], "I cannot help with that request."
         else:

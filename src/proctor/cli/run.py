@@ -233,8 +233,8 @@ def run(
     if junit_path:
         from proctor.report.junit import write_junit
 
-        task_ids = [t.id for t in selected.tasks]
-        write_junit(junit_path, report.run_id, selected.name, task_ids, report.results)
+        ids = [t.id for t in selected.tasks]
+        write_junit(junit_path, report.run_id, selected.name, ids, report.results)
     if rules is not None:
         from proctor.store.export import RunData
 

@@ -45,7 +45,12 @@ def json_encoder(
     this builds it once (the same encoder, so the same text).
     """
     try:
-        from json.encoder import c_encode_basestring, c_encode_basestring_ascii, c_make_encoder
+        # The C accelerators are private to `json`, so typeshed does not declare them.
+        from json.encoder import (  # type: ignore[attr-defined]
+            c_encode_basestring,
+            c_encode_basestring_ascii,
+            c_make_encoder,
+        )
 
         strings = c_encode_basestring_ascii if ensure_ascii else c_encode_basestring
         item, key = separators

@@ -59,12 +59,20 @@ def _pass_hat(k: int) -> Callable[[Sequence[TrialResult]], float | None]:
     return per_task
 
 
+def _metric_of(name: str) -> Callable[[TrialResult], float | None]:
+    return lambda r: r.metrics.get(name)
+
+
+def _in_slice(key: str) -> Callable[[TaskInfo], bool]:
+    return lambda info: key in info.slices()
+
+
 _FIXED = {
     m.name: m
     for m in (
         PairedMetric(SUCCESS, True, _mean_of(lambda r: float(r.passed))),
         *(
-            PairedMetric(name, True, _mean_of(lambda r, name=name: r.metrics.get(name)))
+            PairedMetric(name, True, _mean_of(_metric_of(name)))
             for name in ("tool_precision", "tool_recall", "arg_accuracy")
         ),
         PairedMetric("mean_cost_usd", False, _mean_of(lambda r: r.usage.cost_usd)),
@@ -284,7 +292,7 @@ def compare_runs(
         metrics.append(pairing.figure(metric, pairing.tasks, margin=margin_here, **options))
     slices = []
     for key in sorted({key for t in pairing.tasks for key in pairing.infos[t].slices()}):
-        tasks = pairing.select(lambda info, key=key: key in info.slices())
+        tasks = pairing.select(_in_slice(key))
         figure = pairing.figure(_FIXED[SUCCESS], tasks, **options)
         verdicts = pairing.verdicts(tasks)
         slices.append(

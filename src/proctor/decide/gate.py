@@ -28,7 +28,7 @@ from proctor.core.documents import Loc, Problem, SpecError, format_loc, line_of,
 from proctor.core.results import TaskInfo
 from proctor.decide import rules as grammar
 from proctor.decide.compare import DEFAULT_MARGIN, Pairing, paired_metric, paired_metric_names
-from proctor.decide.summary import DEFAULT_MAX_ERROR_RATE, summarize
+from proctor.decide.summary import DEFAULT_MAX_ERROR_RATE, TOOL_METRICS, summarize
 from proctor.store.export import RunData
 from proctor.tasks.models import Risk, Split, SuiteKind
 
@@ -37,6 +37,10 @@ Summary = dict[str, Any]
 
 def _failed_checks(*names: str) -> Callable[[Summary], float]:
     return lambda s: sum(row["failed_checks"].get(n, 0) for row in s["per_task"] for n in names)
+
+
+def _tool_use_of(name: str) -> Callable[[Summary], float | None]:
+    return lambda s: s["tool_use"][name]
 
 
 def _stat_of(key: str, stat: str) -> Callable[[Summary], float | None]:
@@ -77,12 +81,12 @@ METRICS: dict[str, tuple[str, Callable[[Summary], float | None]]] = {
     ),
     "secret_leaks": ("failed no_secrets_in_output checks", _failed_checks("no_secrets_in_output")),
     **{
-        name: (f"mean {name.replace('_', ' ')} over trials", lambda s, n=name: s["tool_use"][n])
-        for name in ("tool_precision", "tool_recall", "arg_accuracy")
+        name: (f"mean {name.replace('_', ' ')} over trials", _tool_use_of(name))
+        for name in TOOL_METRICS
     },
     "tool_use_score": (
         "mean over trials of each trial's mean tool precision, recall and argument accuracy",
-        lambda s: s["tool_use"]["score"],
+        _tool_use_of("score"),
     ),
     "total_cost_usd": ("cost of all trials", lambda s: s["cost"]["total_usd"]),
     "cost_per_success_usd": (
@@ -326,8 +330,9 @@ class Gate:
         s = self.summary(rule)
         if s is None:
             return _row(rule, no_task, None, None, "no task in this slice")
-        values = {name: metric_value(s, name) for name in grammar.names(rule.node)}
-        undefined = sorted(name for name, v in values.items() if v is None)
+        found = {name: metric_value(s, name) for name in grammar.names(rule.node)}
+        values = {name: v for name, v in found.items() if v is not None}
+        undefined = sorted(found.keys() - values.keys())
         if undefined:
             return _row(rule, "fail", None, None, f"undefined for this run: {', '.join(undefined)}")
         node = rule.node

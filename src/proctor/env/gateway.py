@@ -59,7 +59,7 @@ class ToolResult:
     def to_dict(self) -> dict[str, Any]:
         if self.ok:
             return {"ok": True, "value": self.value}
-        out = {"ok": False, "error": self.error, "code": self.code}
+        out: dict[str, Any] = {"ok": False, "error": self.error, "code": self.code}
         if self.retry_after_s is not None:
             out["retry_after_s"] = self.retry_after_s
         return out

@@ -1,4 +1,8 @@
-"""The Toolbox: the agent's face of the ToolGateway (async, with a sync twin)."""
+"""The Toolbox: the agent's face of the ToolGateway (async, with a sync twin).
+
+Both share ToolboxBase (the tools offered, and what an agent records in the trace); only
+calling a tool, asking the user and waiting differ, as coroutines or plain calls.
+"""
 
 from __future__ import annotations
 
@@ -8,8 +12,8 @@ from proctor.env.environment import Environment
 from proctor.env.gateway import ToolResult
 
 
-class SyncToolbox:
-    """What a synchronous agent calls. The agent never touches the state itself."""
+class ToolboxBase:
+    """What both toolboxes offer. The agent never touches the state itself."""
 
     def __init__(self, env: Environment) -> None:
         self._env = env
@@ -18,11 +22,13 @@ class SyncToolbox:
     def tools(self) -> list[dict[str, Any]]:
         return self._env.gateway.schemas()
 
-    def call(self, name: str, args: dict[str, Any] | None = None) -> ToolResult:
+    def _call(self, name: str, args: dict[str, Any] | None) -> ToolResult:
         return self._env.gateway.call(name, {} if args is None else args)
 
-    def ask_user(self, text: str) -> str:
-        return self._env.user.reply(text)
+    def _wait(self, seconds: float) -> None:
+        seconds = max(0.0, float(seconds))
+        self._env.recorder.clock.advance(seconds)
+        self._env.recorder.emit("note", {"wait_s": seconds})
 
     def record_model_call(
         self,
@@ -48,12 +54,6 @@ class SyncToolbox:
             },
         )
 
-    def wait(self, seconds: float) -> None:
-        """Let simulated time pass (e.g. honouring a 429's retry-after); recorded as a note."""
-        seconds = max(0.0, float(seconds))
-        self._env.recorder.clock.advance(seconds)
-        self._env.recorder.emit("note", {"wait_s": seconds})
-
     def message(self, role: str, content: str) -> None:
         self._env.recorder.emit("message", {"role": role, "content": str(content)})
 
@@ -61,14 +61,29 @@ class SyncToolbox:
         self._env.recorder.emit("note", {"text": str(text)})
 
 
-class Toolbox(SyncToolbox):
+class SyncToolbox(ToolboxBase):
+    """What a synchronous agent calls."""
+
+    def call(self, name: str, args: dict[str, Any] | None = None) -> ToolResult:
+        return self._call(name, args)
+
+    def ask_user(self, text: str) -> str:
+        return self._env.user.reply(text)
+
+    def wait(self, seconds: float) -> None:
+        """Let simulated time pass (e.g. honouring a 429's retry-after); recorded as a note."""
+        self._wait(seconds)
+
+
+class Toolbox(ToolboxBase):
     """What an asynchronous agent awaits; same recording, same gateway."""
 
-    async def call(self, name: str, args: dict[str, Any] | None = None) -> ToolResult:  # type: ignore[override]
-        return super().call(name, args)
+    async def call(self, name: str, args: dict[str, Any] | None = None) -> ToolResult:
+        return self._call(name, args)
 
-    async def ask_user(self, text: str) -> str:  # type: ignore[override]
-        return super().ask_user(text)
+    async def ask_user(self, text: str) -> str:
+        return self._env.user.reply(text)
 
-    async def wait(self, seconds: float) -> None:  # type: ignore[override]
-        super().wait(seconds)
+    async def wait(self, seconds: float) -> None:
+        """Let simulated time pass (e.g. honouring a 429's retry-after); recorded as a note."""
+        self._wait(seconds)

@@ -14,7 +14,7 @@ from collections import Counter
 from typing import Any
 
 from proctor.core.jsonvalues import canonical
-from proctor.core.results import Check
+from proctor.core.results import Check, CheckKind
 from proctor.grade.context import GradeContext, ToolCall
 from proctor.grade.language import SENTENCE, TROUBLE, claimed, factual_tokens, ungrounded
 from proctor.grade.registry import grader
@@ -47,7 +47,7 @@ def duplicate_effects_check(ctx: GradeContext) -> Check | None:
         for e, key in zip(ctx.outcome.ledger, keys, strict=True)
         if seen[key] > 1 and e.tool not in repeatable
     ]
-    kind = "outcome" if ctx.task.expect.robustness.no_duplicate_effects else "robustness"
+    kind: CheckKind = "outcome" if ctx.task.expect.robustness.no_duplicate_effects else "robustness"
     return Check("duplicate_side_effects", kind, not dupes, evidence={"duplicates": dupes})
 
 

@@ -124,8 +124,8 @@ def rebuilt_ledger(events: Sequence[TraceEvent], domain: Domain) -> list[LedgerE
     ]
     ledger = []
     for e in applied:
-        proposal = proposals.get(e.data.get("call_id"), {})
-        args = proposal.get("args") if isinstance(proposal.get("args"), dict) else {}
+        proposed = proposals.get(e.data.get("call_id"), {}).get("args")
+        args: dict[str, Any] = proposed if isinstance(proposed, dict) else {}
         tool = domain.tools.get(str(e.data.get("tool")))
         entity = args.get(tool.entity_arg) if tool is not None and tool.entity_arg else None
         ledger.append(
@@ -153,7 +153,8 @@ def grade_session(
     session: Session, member: SuiteTask, run_id: str, trial: int
 ) -> tuple[TrialRecord, list[str]]:
     """One session graded as trial `trial` of its task; the path checks left out."""
-    task, skipped, events = member.task, [], list(session.events)
+    task, events = member.task, list(session.events)
+    skipped: list[str] = []
     if session.final_state is None:
         task, skipped = without_state_checks(task)
         if state_recorded(Trace("", "", events)):
@@ -173,7 +174,7 @@ def grade_session(
         task_id=task.id,
         trial=trial,
         seed=0,
-        status="",
+        status="error",  # until judge() decides
         usage=usage,
         latency_s=round(latency, 6),
         trace_id=trace_id,

@@ -18,7 +18,7 @@ import json
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 from proctor.core.outcome import Outcome
 from proctor.core.results import TrialResult
@@ -27,6 +27,8 @@ from proctor.grade.state import state_recorded
 from proctor.interop import semconv as sc
 
 if TYPE_CHECKING:
+    from opentelemetry.sdk.trace.id_generator import IdGenerator
+
     from proctor.interop.redact import Redactor
     from proctor.store.sqlite import Store
 
@@ -79,7 +81,9 @@ class SpanWriter:
         self.memory = InMemorySpanExporter()
         self.ids = _Ids()
         resource = Resource({"service.name": "proctor", sc.RUN_ID: manifest["run_id"]})
-        self.provider = TracerProvider(resource=resource, id_generator=self.ids)
+        # _Ids has IdGenerator's methods; it cannot subclass it: otel is imported lazily.
+        ids = cast("IdGenerator", self.ids)
+        self.provider = TracerProvider(resource=resource, id_generator=ids)
         self.provider.add_span_processor(SimpleSpanProcessor(self.memory))
         self.tracer = self.provider.get_tracer("proctor", __version__)
         created = manifest.get("created_at_unix") or 0.0
@@ -304,7 +308,11 @@ def otlp_json(spans: Sequence[Any]) -> dict[str, Any]:
 def file_sink(path: Path) -> tuple[Callable[[Sequence[Any]], None], Callable[[], None]]:
     path.parent.mkdir(parents=True, exist_ok=True)
     out = path.open("w", encoding="utf-8")
-    return (lambda spans: out.write(_json(otlp_json(spans)) + "\n")), out.close
+
+    def write(spans: Sequence[Any]) -> None:
+        out.write(_json(otlp_json(spans)) + "\n")
+
+    return write, out.close
 
 
 def otlp_sink(

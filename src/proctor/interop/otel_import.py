@@ -115,7 +115,7 @@ def _proctor_session(group: list[Span]) -> Session:
         agent=root.attr("gen_ai.agent.name"),
         model=root.attr("gen_ai.request.model"),
         final_state=state if isinstance(state, dict) else None,
-        status=status if status in HARNESS_STATUSES else None,
+        status=HARNESS_STATUSES.get(status) if isinstance(status, str) else None,
         error=root.attr(sc.ERROR),
         latency_s=root.duration_s,
         trace_id=root.trace_id,

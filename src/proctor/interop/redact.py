@@ -39,8 +39,14 @@ from proctor.core.trace import Trace, TraceEvent
 from proctor.grade.safety import find_secrets
 
 REDACT_ENV = "PROCTOR_REDACT"
+Detector = Literal["email", "card", "national_id", "key"]
 #: Detector names in configs → the names `find_secrets` reports.
-DETECTORS = {"email": "email", "card": "card", "national_id": "national_id", "key": "api_key"}
+DETECTORS: dict[Detector, str] = {
+    "email": "email",
+    "card": "card",
+    "national_id": "national_id",
+    "key": "api_key",
+}
 #: Values found by a path rule shorter than this are not hunted for elsewhere (a `2`
 #: would blank every other 2 in the trial).
 MIN_PROPAGATED = 4
@@ -51,9 +57,7 @@ class RedactConfig(BaseModel):
 
     mode: Literal["mask", "hash"] = "mask"
     salt: str = ""
-    detectors: list[Literal["email", "card", "national_id", "key"]] = Field(
-        default_factory=lambda: list(DETECTORS)
-    )
+    detectors: list[Detector] = Field(default_factory=lambda: list(DETECTORS))
     patterns: list[str] = Field(default_factory=list)
     paths: list[str] = Field(default_factory=list)
 

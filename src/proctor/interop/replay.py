@@ -69,7 +69,8 @@ class Recording:
         for e in session.events:
             d = e.data
             if e.kind == "tool_proposal":
-                args = d.get("args") if isinstance(d.get("args"), dict) else {}
+                given = d.get("args")
+                args: dict[str, Any] = given if isinstance(given, dict) else {}
                 proposals[d.get("call_id")] = (str(d["tool"]), args)
                 examples.setdefault(str(d["tool"]), {}).update(args)
             elif e.kind in ("tool_result", "tool_error") and d.get("call_id") in proposals:

@@ -9,13 +9,14 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Literal
 
 from proctor.core.trace import TraceEvent
 from proctor.env.user import is_affirmative
 
+HarnessStatus = Literal["error", "timeout"]
 #: Statuses a source can record that grading cannot recover from the events.
-HARNESS_STATUSES = ("error", "timeout")
+HARNESS_STATUSES: dict[str, HarnessStatus] = {"error": "error", "timeout": "timeout"}
 
 
 @dataclass
@@ -29,7 +30,7 @@ class Session:
     agent: str | None = None
     model: str | None = None
     final_state: dict[str, Any] | None = None
-    status: str | None = None
+    status: HarnessStatus | None = None
     error: str | None = None
     latency_s: float | None = None
     trace_id: str | None = None

@@ -89,42 +89,46 @@ def step(event: TraceEvent) -> Step:
     """One event as a step: a line of text, the payload to show under it, what to notice."""
     d, kind = event.data, event.kind
     tool = str(d.get("tool", ""))
-    base = {"seq": event.seq, "t": event.t, "kind": kind, "call_id": d.get("call_id")}
+    call_id = d.get("call_id")
+
+    def at(text: str, detail: Any = None, changes: tuple[Change, ...] = (), flag: str = "") -> Step:
+        return Step(event.seq, event.t, kind, call_id, text, detail, changes, flag)
+
     if kind == "model_call":
-        return Step(**base, text=_model_call(d))
+        return at(_model_call(d))
     if kind == "tool_proposal":
-        return Step(**base, text=f"proposes {tool}", detail=d.get("args"))
+        return at(f"proposes {tool}", detail=d.get("args"))
     if kind == "policy_decision":
         if d.get("allowed"):
-            return Step(**base, text=f"policy allows {tool} (rule {d.get('rule')})")
+            return at(f"policy allows {tool} (rule {d.get('rule')})")
         why = f"denied {tool}: {d.get('reason')} (rule {d.get('rule')})"
-        return Step(**base, text=f"policy {why}", flag="denied")
+        return at(f"policy {why}", flag="denied")
     if kind == "fault":
-        return Step(**base, text=f"injected fault on {tool}: {d.get('fault')}", flag="fault")
+        return at(f"injected fault on {tool}: {d.get('fault')}", flag="fault")
     if kind == "tool_result":
         replay = " (idempotent replay)" if d.get("replayed") else ""
-        return Step(**base, text=f"{tool} returned{replay}", detail=d.get("result"))
+        return at(f"{tool} returned{replay}", detail=d.get("result"))
     if kind == "tool_error":
         text = f"{tool} failed: {d.get('code')}: {d.get('error')}"
         if d.get("retry_after_s") is not None:
             text += f" (retry after {d['retry_after_s']} s)"
-        return Step(**base, text=text, flag="error")
+        return at(text, flag="error")
     if kind == "state_change":
         changes = tuple(
             leaf
             for c in d.get("changes") or []
             for leaf in diff(str(c.get("path", "")), c.get("before"), c.get("after"))
         )
-        return Step(**base, text=f"state changed by {tool}", changes=changes)
+        return at(f"state changed by {tool}", changes=changes)
     if kind == "confirmation":
         via = f" via {d['via']}" if d.get("via") else ""
-        return Step(**base, text=f"confirmation recorded{via}", detail=_without(d, "call_id"))
+        return at(f"confirmation recorded{via}", detail=_without(d, "call_id"))
     if kind == "message":
         to = f" to {d['to']}" if d.get("to") else ""
-        return Step(**base, text=f"message from {d.get('role')}{to}", detail=d.get("content"))
+        return at(f"message from {d.get('role')}{to}", detail=d.get("content"))
     if kind == "answer":
-        return Step(**base, text="final answer", detail=d.get("text"))
-    return Step(**base, text=kind.replace("_", " "), detail=_without(d, "call_id") or None)
+        return at("final answer", detail=d.get("text"))
+    return at(kind.replace("_", " "), detail=_without(d, "call_id") or None)
 
 
 def _without(data: dict[str, Any], *keys: str) -> dict[str, Any]:

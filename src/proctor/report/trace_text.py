@@ -55,11 +55,13 @@ def print_trace(result: TrialResult, trace: Trace, console: Console | None = Non
         console.print(line)
         if s.detail is not None:
             console.print(Text("      " + safe(s.detail).replace("\n", "\n      ")))
-        for c in s.changes:
-            if c.existed:
-                console.print(Text(f"      - {safe(c.path)}: {_json(c.before)}", style="red"))
-            if c.exists:
-                console.print(Text(f"      + {safe(c.path)}: {_json(c.after)}", style="green"))
+        for change in s.changes:
+            if change.existed:
+                removed = f"      - {safe(change.path)}: {_json(change.before)}"
+                console.print(Text(removed, style="red"))
+            if change.exists:
+                added = f"      + {safe(change.path)}: {_json(change.after)}"
+                console.print(Text(added, style="green"))
     views = check_views(r.checks, {s.seq for s in steps})
     failed = sum(not v.check.passed for v in views)
     console.print(Text(f"\nchecks ({failed} failed of {len(views)})", style="bold"))

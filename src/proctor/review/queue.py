@@ -146,7 +146,7 @@ def review_queue(
         routed[key] = {"sample": f"seeded {config.sample_rate:.0%} sample (seed {config.seed})"}
 
     by_key = {(r.task_id, r.trial): r for r in results}
-    items = []
+    items: list[dict[str, Any]] = []
     for key, reasons in routed.items():
         r = by_key[key]
         ordered = [name for name in REASONS if name in reasons]

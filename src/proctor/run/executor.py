@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import asyncio
 from abc import ABC, abstractmethod
-from collections.abc import AsyncIterator, Iterable
+from collections.abc import AsyncGenerator, Iterable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, ClassVar
 
@@ -105,7 +105,7 @@ class _LaneFailed:
 
 async def stream(
     executor: Executor, ctx: RunContext, specs: Iterable[TrialSpec]
-) -> AsyncIterator[TrialRecord]:
+) -> AsyncGenerator[TrialRecord, None]:
     """Records of `specs` in the order they finish. Close it (`contextlib.aclosing`)."""
     lanes = await executor.open(ctx)
     queue: asyncio.Queue[TrialRecord | PlayedTrial | _LaneDone | _LaneFailed] = asyncio.Queue(lanes)

@@ -1,6 +1,6 @@
 """One trial: a fresh environment, the agent under a timeout, graders, a verdict.
 
-Who broke decides the status (DESIGN.md, Verdict semantics): an exception from the
+Who broke decides the status (docs/architecture.md, Verdicts): an exception from the
 agent's own code is its failure (`failed` with an `agent_crashed` check); the domain's
 code, the harness, or an InfrastructureError give `error`; running past the timeout
 gives `timeout`. Whatever happens, the trace recorded so far is kept.
@@ -27,7 +27,7 @@ from proctor.agents.base import (
 )
 from proctor.core.jsonvalues import copy_json
 from proctor.core.outcome import Outcome
-from proctor.core.results import Check, TrialResult, Usage, verdict
+from proctor.core.results import Check, TrialResult, TrialStatus, Usage, verdict
 from proctor.core.trace import Trace
 from proctor.env.domain import Domain
 from proctor.env.environment import Environment
@@ -151,7 +151,7 @@ async def play_trial(spec: TrialSpec, agent: Any, timeout_s: float | None) -> Pl
         settings=task_agent_settings(task.metadata),
     )
     fn = agent_callable(agent)
-    status: str | None = None
+    status: TrialStatus | None = None
     error: str | None = None
     extra: list[Check] = []
     result = AgentResult(answer="")
@@ -201,7 +201,7 @@ class PlayedTrial:
     trace: Trace
     outcome: Outcome
     latency: float
-    status: str | None
+    status: TrialStatus | None
     error: str | None
     extra: list[Check]
 
@@ -214,7 +214,7 @@ class PlayedTrial:
             task_id=spec.task.id,
             trial=spec.trial,
             seed=spec.seed,
-            status="",
+            status="error",  # until judge() decides
             usage=usage,
             latency_s=round(self.latency, 6),
             trace_id=spec.trace_id,
@@ -227,7 +227,7 @@ def judge(
     result: TrialResult,
     ctx: GradeContext,
     extra: list[Check],
-    status: str | None,
+    status: TrialStatus | None,
     error: str | None,
 ) -> None:
     """Grade `ctx` into `result`: checks, metrics, score, status and error.
@@ -247,7 +247,9 @@ def judge(
     result.error = error
 
 
-def lost_trial(spec: TrialSpec, status: str, error: str, latency_s: float = 0.0) -> TrialRecord:
+def lost_trial(
+    spec: TrialSpec, status: TrialStatus, error: str, latency_s: float = 0.0
+) -> TrialRecord:
     """The record of a trial whose worker was killed or died: no trace came back."""
     result = TrialResult(
         run_id=spec.run_id,

@@ -93,7 +93,7 @@ CREATE TABLE IF NOT EXISTS checks (
 
 #: Compact JSON text, non-ASCII kept.
 _dumps = json_encoder(separators=(",", ":"), ensure_ascii=False)
-_scan = json.JSONDecoder().scan_once
+_scan = json.JSONDecoder().scan_once  # type: ignore[attr-defined]  # set in __init__, unstubbed
 
 
 def _loads(text: str) -> Any:

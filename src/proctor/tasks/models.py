@@ -23,6 +23,8 @@ Risk = Literal["low", "medium", "high"]
 Split = Literal["dev", "holdout"]
 Approval = Literal["allow", "deny", "require_approval"]
 SuiteKind = Literal["capability", "regression", "adversarial", "replay"]
+#: The suite a task belongs to when it names none.
+DEFAULT_SUITES: tuple[SuiteKind, ...] = ("capability",)
 FaultKind = Literal[
     "timeout", "429", "400", "403", "404", "empty", "lost_response", "unavailable", "slow"
 ]
@@ -256,7 +258,7 @@ class Task(_Spec):
     version: int | str = 1
     domain: str
     description: str | None = None
-    suites: list[SuiteKind] = Field(default_factory=lambda: ["capability"])
+    suites: list[SuiteKind] = Field(default_factory=lambda: list(DEFAULT_SUITES))
     split: Split = "dev"
     risk: Risk = "medium"
     tags: list[str] = Field(default_factory=list)

@@ -93,7 +93,7 @@ def _hooks(toolbox: Toolbox, prices: PriceTable, model_label: str | None) -> Any
     """Run hooks recording each model call (defined here: the SDK is imported lazily)."""
     from agents import RunHooks
 
-    class ModelCallRecorder(RunHooks):  # type: ignore[misc]
+    class ModelCallRecorder(RunHooks):
         def __init__(self) -> None:
             self.usage = Usage()
             self.started = time.perf_counter()
