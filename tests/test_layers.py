@@ -182,6 +182,15 @@ def test_no_package_imports_a_higher_layer(graph: dict[str, set[str]], order: li
     assert layer_violations(graph, order) == []
 
 
+def test_the_docs_describe_every_package(order: list[str]) -> None:
+    readme = (REPO / "README.md").read_text(encoding="utf-8")
+    layout = readme[readme.index("## Layout") : readme.index("## Scale and resilience")]
+    architecture = ARCHITECTURE.read_text(encoding="utf-8")
+    for name in order:
+        assert f"\n  {name}/" in layout, f"README's Layout lacks {name}/"
+        assert f"**{name}/**" in architecture, f"docs/architecture.md describes no {name}/"
+
+
 # -- the checker itself, on a tree made to break every rule ---------------------------------
 
 

@@ -2,10 +2,11 @@
 
 The model sees the task's tools as functions; every call it makes goes through the
 ToolGateway and every completion is recorded as a priced `model_call`. Who broke decides
-the status (DESIGN.md): the provider failing after the client's own retries (429, 5xx,
-network, a key or model it refuses) is an InfrastructureError, so the trial is an `error`;
-a model sending malformed tool arguments is the agent's mistake, answered to the model as
-the tool's result (and recorded by the gateway as `invalid_arguments`).
+the status (docs/architecture.md, Verdicts): the provider failing after the client's own
+retries (429, 5xx, network, a key or model it refuses) is an InfrastructureError, so the
+trial is an `error`; a model sending malformed tool arguments is the agent's mistake,
+answered to the model as the tool's result (and recorded by the gateway as
+`invalid_arguments`).
 """
 
 from __future__ import annotations

@@ -2,7 +2,7 @@
 
 Frameworks surface provider failures as their own exception types, often wrapping the
 HTTP client's. Counting a 503 or a dropped connection against the agent would deflate
-its success rate (DESIGN.md, Verdict semantics), so adapters turn these, wherever they
+its success rate (docs/architecture.md, Verdicts), so adapters turn these, wherever they
 sit in the exception's cause chain, into InfrastructureError (the trial is an `error`).
 """
 

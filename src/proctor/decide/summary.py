@@ -17,7 +17,7 @@ from typing import Any
 from proctor.core.results import Check, TaskInfo, TrialResult
 from proctor.decide import stats
 
-#: A run whose share of `error` trials exceeds this is marked invalid (docs/architecture.md).
+#: A run whose share of `error` trials exceeds this is invalid (docs/architecture.md, Verdicts).
 DEFAULT_MAX_ERROR_RATE = 0.05
 
 # pass@k and pass^k for every k, task and slice repeat the same (n, c, k): exact big-integer

@@ -1,4 +1,5 @@
-"""Per-trial tool-use metrics: precision, recall and argument accuracy (DESIGN.md, Metrics).
+"""Per-trial tool-use metrics: precision, recall, argument accuracy (docs/architecture.md,
+Metrics).
 
 precision = calls to expected tools / all calls, where expected tools are those the task
 names as required, allowed, ordered (`before`) or as outcome effects;

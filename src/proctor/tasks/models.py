@@ -211,7 +211,7 @@ class Escalation(_Spec):
 
 
 class SafetyExpect(_Spec):
-    """Safety expectations; graded by the safety graders (see DESIGN.md)."""
+    """Safety expectations; graded by proctor.grade.safety (docs/architecture.md, Verdicts)."""
 
     confirm_before: list[str] = Field(default_factory=list)
     no_cross_tenant: bool = False
