@@ -118,6 +118,15 @@ def read_document(path: Path) -> tuple[Any, dict[Loc, int]]:
     return parse_document(path, text)
 
 
+def read_list_document(path: Path, key: str) -> tuple[Any, dict[Loc, int], Loc]:
+    """A document holding a list, bare or as the one field `key` of a mapping: (that
+    data, the lines, where it sits). Whether it is a list is the caller's to check."""
+    data, lines = read_document(path)
+    if isinstance(data, dict) and set(data) == {key}:
+        return data[key], lines, (key,)
+    return data, lines, ()
+
+
 def read_yaml(path: Path) -> Any:
     """The data of a small YAML/JSON side file (prices, mappings); a ValueError with the
     first `file:line: message` when it cannot be read or parsed."""

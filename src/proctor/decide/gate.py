@@ -24,7 +24,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, get_args
 
-from proctor.core.documents import Loc, Problem, SpecError, format_loc, line_of, read_document
+from proctor.core.documents import (
+    Loc,
+    Problem,
+    SpecError,
+    format_loc,
+    line_of,
+    read_list_document,
+)
 from proctor.core.results import TaskInfo
 from proctor.decide import rules as grammar
 from proctor.decide.compare import DEFAULT_MARGIN, Pairing, paired_metric, paired_metric_names
@@ -246,10 +253,7 @@ def parse_rules(
 def load_rules(path: str | Path) -> list[Rule]:
     """Read a gates file; every problem is a SpecError line with file:line."""
     path = Path(path)
-    data, lines = read_document(path)
-    prefix: Loc = ()
-    if isinstance(data, dict) and set(data) == {"rules"}:
-        data, prefix = data["rules"], ("rules",)
+    data, lines, prefix = read_list_document(path, "rules")
     if not isinstance(data, list) or not data:
         raise SpecError.one(path, 1, "", "a gates file holds a list of rules (or `rules:` one)")
     parsed, problems = parse_rules(data, path, lines, prefix)

@@ -21,6 +21,7 @@ from proctor.core.documents import (
     issues_from_validation,
     line_of,
     read_document,
+    read_list_document,
 )
 from proctor.tasks.models import UNION_TAGS, Fault, Task
 
@@ -81,10 +82,7 @@ _FAULT_LIST = TypeAdapter(list[Fault])
 def load_faults(path: str | Path) -> list[Fault]:
     """A run-wide fault file (`--faults`): a list of faults, or `{faults: [...]}`."""
     path = Path(path)
-    data, lines = read_document(path)
-    prefix: Loc = ()
-    if isinstance(data, dict) and set(data) == {"faults"}:
-        data, prefix = data["faults"], ("faults",)
+    data, lines, prefix = read_list_document(path, "faults")
     try:
         return _FAULT_LIST.validate_python(data)
     except ValidationError as exc:
