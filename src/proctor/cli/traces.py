@@ -19,7 +19,7 @@ from proctor.cli.common import (
     suite_or_exit,
 )
 
-# -- real traces: grade, replay, export-otel (proctor.interop, proctor.interop.replay) ------------
+# -- real traces: grade, replay, export-otel (proctor.interop) ------------------------------
 
 _TRACE_FORMATS = "auto (default), openai, otel (GenAI spans, proctor's export), openinference"
 

@@ -13,7 +13,6 @@ grader versions), so `show`, `compare`, `gate`, `export` and reports work on it.
 
 from __future__ import annotations
 
-import hashlib
 import uuid
 from collections import Counter
 from collections.abc import Sequence
@@ -23,7 +22,7 @@ from typing import TYPE_CHECKING, Any
 
 from proctor.core.documents import read_yaml
 from proctor.core.outcome import LedgerEntry, Outcome
-from proctor.core.results import TrialResult, Usage
+from proctor.core.results import TrialResult
 from proctor.core.trace import Trace, TraceEvent
 from proctor.decide.scorecard import summary_with_scorecard
 from proctor.decide.summary import DEFAULT_MAX_ERROR_RATE
@@ -34,7 +33,7 @@ from proctor.grade.state import STATE_NOTE, state_recorded, without_state_checks
 from proctor.interop.session import Session
 from proctor.run.manifest import build_manifest
 from proctor.run.runner import task_infos
-from proctor.run.trial import TrialRecord, judge
+from proctor.run.trial import TrialRecord, judge, trial_trace_id, usage_of
 
 if TYPE_CHECKING:
     from proctor.store.sqlite import Store
@@ -96,20 +95,6 @@ def _trial_order(item: tuple[int, Session]) -> int:
     return trial if isinstance(trial, int) else index
 
 
-def usage_of(events: Sequence[TraceEvent]) -> Usage:
-    usage = Usage()
-    for e in events:
-        if e.kind == "model_call":
-            d = e.data
-            usage += Usage(
-                int(d.get("input_tokens", 0)),
-                int(d.get("output_tokens", 0)),
-                float(d.get("cost_usd", 0.0)),
-                1,
-            )
-    return usage
-
-
 def rebuilt_ledger(events: Sequence[TraceEvent], domain: Domain) -> list[LedgerEntry]:
     """The applied effects: `state_change` events where the trace has them, else the
     successful (not replayed) results of the domain's write tools."""
@@ -146,7 +131,7 @@ def trace_id_for(session: Session, run_id: str, task_id: str, trial: int) -> str
     given = session.trace_id or ""
     if len(given) == 32 and all(c in "0123456789abcdef" for c in given):
         return given
-    return hashlib.sha256(f"{run_id}:{task_id}:{trial}".encode()).hexdigest()[:32]
+    return trial_trace_id(run_id, task_id, trial)
 
 
 def grade_session(

@@ -13,6 +13,7 @@ import contextlib
 import hashlib
 import time
 import traceback
+from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
@@ -28,7 +29,7 @@ from proctor.agents.base import (
 from proctor.core.jsonvalues import copy_json
 from proctor.core.outcome import Outcome
 from proctor.core.results import Check, TrialResult, TrialStatus, Usage, verdict
-from proctor.core.trace import Trace
+from proctor.core.trace import Trace, TraceEvent
 from proctor.env.domain import Domain
 from proctor.env.environment import Environment
 from proctor.env.gateway import EnvironmentFault, GatewayClosed
@@ -56,12 +57,9 @@ class TrialSpec:
 
     @property
     def trace_id(self) -> str:
-        """32 hex digits, stable for (run, task, trial): usable as an OpenTelemetry trace id.
-
-        A resumed run keeps its run id, so a redone trial keeps its trace id.
-        """
-        key = f"{self.run_id}:{self.task.id}:{self.trial}"
-        return hashlib.sha256(key.encode()).hexdigest()[:32]
+        """Stable for (run, task, trial): a resumed run keeps its run id, so a redone trial
+        keeps its trace id."""
+        return trial_trace_id(self.run_id, self.task.id, self.trial)
 
 
 @dataclass(slots=True)
@@ -74,14 +72,20 @@ class TrialRecord:
     outcome: Outcome | None
 
 
+def trial_trace_id(run_id: str, task_id: str, trial: int) -> str:
+    """32 hex digits derived from (run, task, trial): usable as an OpenTelemetry trace id."""
+    return hashlib.sha256(f"{run_id}:{task_id}:{trial}".encode()).hexdigest()[:32]
+
+
 def trial_seed(run_seed: int, task_id: str, trial: int) -> int:
     """A per-trial seed that depends only on the run seed, task and trial number."""
     digest = hashlib.sha256(f"{run_seed}:{task_id}:{trial}".encode()).digest()
     return int.from_bytes(digest[:4], "big")
 
 
-def _usage_from_trace(trace: Trace) -> Usage:
-    calls = [e.data for e in trace.events if e.kind == "model_call"]
+def usage_of(events: Iterable[TraceEvent]) -> Usage:
+    """The usage the trace's model calls record (an agent that reported none, a session)."""
+    calls = [e.data for e in events if e.kind == "model_call"]
     return Usage(
         sum(int(d.get("input_tokens", 0)) for d in calls),
         sum(int(d.get("output_tokens", 0)) for d in calls),
@@ -207,7 +211,7 @@ class PlayedTrial:
 
     def judged(self) -> TrialRecord:
         spec, result, trace = self.spec, self.result, self.trace
-        usage = result.usage if not result.usage.is_empty() else _usage_from_trace(trace)
+        usage = result.usage if not result.usage.is_empty() else usage_of(trace.events)
         ctx = GradeContext(spec.task, trace, self.outcome, usage, self.latency, spec.domain)
         trial_result = TrialResult(
             run_id=spec.run_id,
