@@ -20,7 +20,7 @@ from typing import Any
 
 from proctor.core.results import TaskInfo, TrialResult
 from proctor.decide import stats
-from proctor.decide.summary import task_counts
+from proctor.decide.summary import TOOL_METRICS, task_counts
 from proctor.store.export import RunData
 
 DEFAULT_MARGIN = 0.02
@@ -71,10 +71,7 @@ _FIXED = {
     m.name: m
     for m in (
         PairedMetric(SUCCESS, True, _mean_of(lambda r: float(r.passed))),
-        *(
-            PairedMetric(name, True, _mean_of(_metric_of(name)))
-            for name in ("tool_precision", "tool_recall", "arg_accuracy")
-        ),
+        *(PairedMetric(name, True, _mean_of(_metric_of(name))) for name in TOOL_METRICS),
         PairedMetric("mean_cost_usd", False, _mean_of(lambda r: r.usage.cost_usd)),
         PairedMetric("mean_latency_s", False, _mean_of(lambda r: r.latency_s)),
         PairedMetric("mean_tokens", False, _mean_of(lambda r: float(r.usage.total_tokens))),

@@ -12,6 +12,7 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
+from proctor.decide.summary import TOOL_METRICS
 from proctor.report.fmt import num, pct, value
 
 
@@ -48,7 +49,7 @@ def headline(summary: dict[str, Any]) -> Table:
         ),
         (
             "tool precision / recall / args",
-            " / ".join(pct(tool[m]) for m in ("tool_precision", "tool_recall", "arg_accuracy")),
+            " / ".join(pct(tool[m]) for m in TOOL_METRICS),
         ),
         ("cost per successful task", num(summary["cost"]["per_successful_task_usd"], "${:.4f}")),
         (
