@@ -386,3 +386,15 @@ def test_negative_weight_is_an_error(tmp_path: Path) -> None:
     path = write(tmp_path, "weights:\n  security: -1\n")
     with pytest.raises(SpecError, match="must not be negative"):
         load_scorecard(path)
+
+
+def test_a_scorecard_stored_by_an_older_proctor_still_prints() -> None:
+    from rich.console import Console
+
+    from proctor.report.terminal import scorecard_tables
+
+    old = {"component": "security", "gate": "critical ≤", "value": 0, "threshold": 0}
+    summary = {"scorecard": {**card_of(clean_run()), "gates": [{**old, "passed": True}]}}
+    console = Console(record=True, width=100)
+    console.print(*scorecard_tables(summary))
+    assert "regrade the run" in console.export_text()

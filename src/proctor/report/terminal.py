@@ -139,7 +139,7 @@ def rules_table(title: str, rows: list[dict[str, Any]]) -> Table:
     return table
 
 
-def scorecard_tables(summary: dict[str, Any]) -> tuple[Table, Table]:
+def scorecard_tables(summary: dict[str, Any]) -> tuple[Table, Table | Text]:
     """The weighted components, and the scorecard's gates."""
     card = summary["scorecard"]
     verdict = "PASSED" if card["passed"] else "FAILED: a gate failed, whatever the score"
@@ -150,6 +150,8 @@ def scorecard_tables(summary: dict[str, Any]) -> tuple[Table, Table]:
         table.add_column(col)
     for name, comp in card["components"].items():
         table.add_row(name.replace("_", " "), f"{100 * comp['weight']:.0f}%", pct(comp["score"]))
+    if any("rule" not in row for row in card["gates"]):  # stored before gates were rules
+        return table, Text("scorecard gates from an older proctor: regrade the run to see them")
     return table, rules_table("scorecard gates", card["gates"])
 
 
