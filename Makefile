@@ -41,4 +41,4 @@ bench: $(CORE)
 	$(BIN)/python benchmarks/overhead.py
 
 clean:
-	rm -rf $(VENV) .proctor .pytest_cache .ruff_cache
+	rm -rf $(VENV) .proctor .pytest_cache .ruff_cache .mypy_cache
