@@ -30,9 +30,9 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any, Literal
 
-import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
+from proctor.core.documents import SpecError, issues_from_validation, read_document
 from proctor.core.outcome import Outcome
 from proctor.core.results import Check, TrialResult
 from proctor.core.trace import Trace, TraceEvent
@@ -92,22 +92,20 @@ class Redactor:
 
     @classmethod
     def load(cls, path: str | Path) -> Redactor:
-        """From a YAML/JSON file; a bad file is a ValueError with one line for the user."""
+        """From a YAML/JSON file; a bad file is a ValueError: its first `file:line: message`."""
         path = Path(path)
         try:
-            data = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
-        except (OSError, yaml.YAMLError) as exc:
-            raise ValueError(
-                f"{path}: cannot read redaction config: {exc}".splitlines()[0]
-            ) from None
+            data, lines = read_document(path)
+        except SpecError as exc:
+            raise ValueError(exc.lines()[0]) from None
+        prefix: tuple[str, ...] = ()
         if isinstance(data, dict) and "redact" in data:
-            data = data["redact"] or {}
+            data, prefix = data["redact"] or {}, ("redact",)
         try:
             return cls(RedactConfig.model_validate(data))
         except ValidationError as exc:
-            err = exc.errors(include_url=False)[0]
-            where = ".".join(str(p) for p in err["loc"]) or "config"
-            raise ValueError(f"{path}: {where}: {err['msg']}") from None
+            problems = issues_from_validation(path, exc, data, lines, prefix)
+            raise ValueError(SpecError(problems).lines()[0]) from None
 
     @classmethod
     def from_env(cls) -> Redactor | None:
