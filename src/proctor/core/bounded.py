@@ -149,7 +149,11 @@ def _measure_node(node: yaml.Node, depth: int, visit: Any) -> tuple[int, int]:
         children = list(node.value)
     values, height = 1, 0
     for child in children:  # a child reached through an alias may be measured already
-        size, child_height = visit(child, depth + 1)
+        if isinstance(child, yaml.ScalarNode) and child.tag in JSON_TAGS:
+            _check_scalar(child)
+            size, child_height = 1, 0
+        else:
+            size, child_height = visit(child, depth + 1)
         values += size
         height = max(height, child_height + 1)
         if depth + height > MAX_DEPTH:

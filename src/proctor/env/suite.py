@@ -128,12 +128,12 @@ def _walk(base: Path) -> tuple[list[Path], list[Problem]]:
             continue
         for entry in entries:
             path = Path(entry.path)
-            real = os.path.realpath(path)
-            if entry.is_symlink() and not os.path.exists(real):
+            if entry.is_symlink() and not os.path.exists(path):
                 if path.suffix in TASK_SUFFIXES or not path.suffix:
                     problems.append((path, 1, "", f"broken symbolic link to {os.readlink(path)}"))
                 continue
             if entry.is_dir():
+                real = os.path.realpath(path)
                 if real in inside:
                     problems.append(
                         (path, 1, "", f"symbolic link loop: {real} is a folder it sits in")
@@ -165,6 +165,7 @@ def load_suite(paths: str | Path | Sequence[str | Path], name: str | None = None
     seen: dict[str, LoadedTask] = {}
     tasks: list[SuiteTask] = []
     loaded_files = 0
+    domains: dict[tuple[Path, Path, str], Domain | DomainNotFound] = {}  # per folder
     for file, root in files:
         try:
             loaded_tasks = load_task_file(file)
@@ -186,12 +187,15 @@ def load_suite(paths: str | Path | Sequence[str | Path], name: str | None = None
                 )
                 continue
             seen[task.id] = loaded
-            try:
-                domain = resolve_domain(task.domain, file, root)
-            except DomainNotFound as exc:
-                problems.append(
-                    (file, loaded.line_at(("domain",)), loaded.field_name(("domain",)), str(exc))
-                )
+            domain = domains.get(key := (file.parent, root, task.domain))
+            if domain is None:
+                try:
+                    domain = domains[key] = resolve_domain(task.domain, file, root)
+                except DomainNotFound as exc:
+                    domain = domains[key] = exc
+            if isinstance(domain, DomainNotFound):
+                where = loaded.line_at(("domain",)), loaded.field_name(("domain",))
+                problems.append((file, *where, str(domain)))
                 continue
             for loc, tool in task.referenced_tools():
                 if tool not in domain.tools:
