@@ -19,7 +19,7 @@ from click.testing import CliRunner
 
 from proctor.agents.pricing import PriceTable
 from proctor.cli import main
-from proctor.core.bounded import MAX_ALIASES, MAX_BYTES, MAX_DEPTH, MAX_STRING
+from proctor.core.bounded import MAX_ALIASES, MAX_BYTES, MAX_DEPTH, MAX_STRING, MAX_VALUES
 from proctor.core.documents import SpecError
 from proctor.decide.gate import load_rules
 from proctor.decide.scorecard import load_scorecard
@@ -35,7 +35,7 @@ TASK = "id: t1\ndomain: mini\n"
 
 def laughs(levels: int = 9, indent: str = "") -> str:
     """Billion laughs: nine levels of nine aliases, 9**9 strings once expanded; the
-    seventh row (9**7 strings) is the first over the limit."""
+    sixth row (l5: 9**6 strings) is the first over the limit."""
     rows = ["l0: &l0 [lol, lol, lol, lol, lol, lol, lol, lol, lol]"]
     rows += [f"l{i}: &l{i} [{', '.join([f'*l{i - 1}'] * 9)}]" for i in range(1, levels)]
     return "".join(f"{indent}{row}\n" for row in rows)
@@ -46,8 +46,8 @@ HOSTILE: list[tuple[str, str, int, str]] = [
     (
         "billion-laughs",
         TASK + "prompt: hi\nmetadata:\n" + laughs(indent="  "),
-        4 + 7,  # the row of l6
-        r"more than 1,000,000 values once aliases are expanded",
+        4 + 6,  # the row of l5
+        rf"more than {MAX_VALUES:,} values \(aliases expanded\): split the file",
     ),
     (
         "self-alias",
@@ -222,7 +222,7 @@ LOADERS: dict[str, Callable[[Path], Any]] = {
 @pytest.mark.parametrize(
     ("text", "line", "message"),
     [
-        (laughs(), 7, r"more than 1,000,000 values"),
+        (laughs(), 6, rf"more than {MAX_VALUES:,} values"),
         ("a: &a [1, *a]\n", 1, r"an alias refers to a node that contains it"),
         ("a: " + "[" * (MAX_DEPTH + 5) + "]" * (MAX_DEPTH + 5) + "\n", 1, r"nested deeper"),
         ("a: 1\nb: x\x00y\n", 2, r"NUL character"),
@@ -264,7 +264,7 @@ def test_a_hostile_gates_file_stops_run_before_running(tmp_path: Path) -> None:
         ],
     )
     assert result.exit_code == 2, result.output
-    assert f"{gates}:7: more than 1,000,000 values" in result.stderr
+    assert f"{gates}:6: more than {MAX_VALUES:,} values" in result.stderr
     assert not db.exists() or "runs" not in result.stdout
 
 
@@ -285,3 +285,15 @@ def test_no_module_but_the_document_reader_parses_yaml() -> None:
             if any(n == "yaml" or n.startswith("yaml.") for n in names) and rel not in readers:
                 offenders.append(rel)
     assert offenders == []
+
+
+def test_a_long_flat_document_stops_composing_at_the_value_limit(tmp_path: Path) -> None:
+    """Values are counted as they are composed, so a file of a million small values costs
+    the time of MAX_VALUES, not of the file."""
+    path = tmp_path / "flat.yaml"
+    path.write_text(TASK + "prompt: hi\nmetadata: [" + "1, " * (MAX_VALUES * 3) + "1]\n")
+    with pytest.raises(SpecError) as info:
+        load_task_file(path)
+    assert info.value.lines() == [
+        f"{path}:4: more than {MAX_VALUES:,} values (aliases expanded): split the file"
+    ]

@@ -31,8 +31,10 @@ MAX_BYTES = 8 * 1024 * 1024
 MAX_DEPTH = 64
 #: Alias uses (`*name`) in one document.
 MAX_ALIASES = 1_000
-#: Values in one document after aliases are expanded (the billion-laughs bound).
-MAX_VALUES = 1_000_000
+#: Values (strings, numbers, lists, mappings, keys) in one document after aliases are
+#: expanded: the billion-laughs bound, and the bound on composing time (about 20 µs a
+#: value in PyYAML's composer: benchmarks/hostile_files.py).
+MAX_VALUES = 100_000
 #: Characters in one string.
 MAX_STRING = 1_000_000
 #: Digits in one integer (Python refuses to read more than 4,300).
@@ -79,6 +81,7 @@ class BoundedLoader(Composer, _Parser, SafeConstructor, Resolver):
         Resolver.__init__(self)
         self._depth = 0
         self._aliases = 0
+        self._values = 0
 
     def compose_node(self, parent: Any, index: Any) -> Any:
         if self.check_event(yaml.AliasEvent):
@@ -90,7 +93,10 @@ class BoundedLoader(Composer, _Parser, SafeConstructor, Resolver):
                 )
             return super().compose_node(parent, index)
         self._depth += 1
+        self._values += 1
         try:
+            if self._values > MAX_VALUES:
+                raise LimitExceeded(_line(self.peek_event()), _too_many_values())
             if self._depth > MAX_DEPTH:
                 raise LimitExceeded(
                     _line(self.peek_event()),
@@ -159,10 +165,12 @@ def _measure_node(node: yaml.Node, depth: int, visit: Any) -> tuple[int, int]:
         if depth + height > MAX_DEPTH:
             raise LimitExceeded(_line(node), f"nested deeper than {MAX_DEPTH} levels")
         if values > MAX_VALUES:
-            raise LimitExceeded(
-                _line(node), f"more than {MAX_VALUES:,} values once aliases are expanded"
-            )
+            raise LimitExceeded(_line(node), _too_many_values())
     return values, height
+
+
+def _too_many_values() -> str:
+    return f"more than {MAX_VALUES:,} values (aliases expanded): split the file"
 
 
 def _check_scalar(node: yaml.ScalarNode) -> None:
