@@ -247,7 +247,8 @@ def render_html(inputs: ReportInputs, load_trace: TraceLoader) -> str:
     for r in results:
         text = inputs.tasks.get(r.task_id)
         trace = load_trace(r.task_id, r.trial)
-        prompt = text.prompt if text else trace.prompt
+        # the trace's own prompt first: what the agent received, redacted when stored
+        prompt = trace.prompt if trace.prompt is not None else text.prompt if text else None
         payload = trial_payload(r, trace, prompt)
         blobs.append(Markup(script_json(payload)))
     css = (_TEMPLATES / "report.css").read_text(encoding="utf-8")
