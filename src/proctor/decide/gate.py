@@ -52,8 +52,19 @@ def _tool_use_of(name: str) -> Callable[[Summary], float | None]:
 
 def _stat_of(key: str, stat: str) -> Callable[[Summary], float | None]:
     if key == "cost_usd":
-        return lambda s: s["cost"]["per_trial_usd"][stat]
+        return _trusted("cost", lambda s: s["cost"]["per_trial_usd"][stat])
+    measure = {"tokens": "tokens", "latency_s": "latency"}.get(key)
+    if measure is not None:
+        return _trusted(measure, lambda s: s[key][stat])
     return lambda s: s[key][stat]
+
+
+def _trusted(
+    measure: str, metric: Callable[[Summary], float | None]
+) -> Callable[[Summary], float | None]:
+    """No value (so the rule fails) when a trial's `measure` came from untrustworthy
+    imported data: a negative cost must not offset a real one (grade/quality.py)."""
+    return lambda s: None if s.get("data_quality", {}).get(measure) else metric(s)
 
 
 METRICS: dict[str, tuple[str, Callable[[Summary], float | None]]] = {
@@ -95,10 +106,14 @@ METRICS: dict[str, tuple[str, Callable[[Summary], float | None]]] = {
         "mean over trials of each trial's mean tool precision, recall and argument accuracy",
         _tool_use_of("score"),
     ),
-    "total_cost_usd": ("cost of all trials", lambda s: s["cost"]["total_usd"]),
+    "total_cost_usd": ("cost of all trials", _trusted("cost", lambda s: s["cost"]["total_usd"])),
     "cost_per_success_usd": (
         "total cost / passed trials",
-        lambda s: s["cost"]["per_successful_task_usd"],
+        _trusted("cost", lambda s: s["cost"]["per_successful_task_usd"]),
+    ),
+    "data_quality_flags": (
+        "imported trials with a data-quality flag (grade/quality.py), per flag summed",
+        lambda s: sum(s.get("data_quality", {}).values()),
     ),
     **{
         f"{stat}_{key}": (f"{stat} of {key} per valid trial", _stat_of(key, stat))
@@ -338,7 +353,11 @@ class Gate:
         values = {name: v for name, v in found.items() if v is not None}
         undefined = sorted(found.keys() - values.keys())
         if undefined:
-            return _row(rule, "fail", None, None, f"undefined for this run: {', '.join(undefined)}")
+            flagged = ", ".join(f"{k} {n}" for k, n in s.get("data_quality", {}).items())
+            why = f" (imported data flagged: {flagged})" if flagged else ""
+            return _row(
+                rule, "fail", None, None, f"undefined for this run{why}: {', '.join(undefined)}"
+            )
         node = rule.node
         try:
             if isinstance(node, grammar.Op) and node.op in grammar.COMPARE and node.right:

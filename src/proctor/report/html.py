@@ -29,7 +29,7 @@ from proctor.core.results import TrialResult
 from proctor.core.trace import Trace
 from proctor.report import plots
 from proctor.report.embed import script_json, trial_payload
-from proctor.report.figures import Headline, headline
+from proctor.report.figures import Headline, headline, quality_note
 from proctor.report.fmt import (
     count,
     interval,
@@ -85,6 +85,8 @@ def _verdicts(inputs: ReportInputs) -> list[dict[str, Any]]:
         lines.append({"passed": False, "text": f"Run INVALID: {why}"})
     if inputs.gate is not None:
         lines.append({"passed": inputs.gate["passed"], "text": gate_line(inputs.gate)})
+    if (note := quality_note(s)) is not None:
+        lines.append({"passed": False, "text": note})
     return lines
 
 

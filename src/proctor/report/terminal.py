@@ -13,6 +13,7 @@ from rich.table import Table
 from rich.text import Text
 
 from proctor.decide.summary import TOOL_METRICS
+from proctor.report.figures import quality_note
 from proctor.report.fmt import num, pct, value
 
 
@@ -58,6 +59,9 @@ def headline(summary: dict[str, Any]) -> Table:
             f"{num(summary['latency_s']['p95'], '{:.2f} s')}",
         ),
     ]
+    note = quality_note(summary)
+    if note is not None:
+        rows.append(("data quality", note.removeprefix("Data quality: ")))
     table = Table(title=f"run {summary['run_id']}", show_header=False, title_justify="left")
     table.add_column(style="bold")
     table.add_column()
