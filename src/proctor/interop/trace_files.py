@@ -48,7 +48,10 @@ Record = tuple[int, Any]  # (line number, or item number in a one-document file;
 
 
 def _depth(text: str) -> int:
-    """How deep JSON text nests, strings left out: checked before `json.loads` recurses."""
+    """How deep JSON text nests, strings left out: checked before `json.loads` recurses.
+    A line with fewer brackets than the limit cannot nest past it (most lines: no scan)."""
+    if text.count("[") + text.count("{") <= MAX_DEPTH:
+        return 0
     depth = deepest = 0
     for ch in _STRING.sub("", text).translate(_NOT_BRACKET):
         depth += 1 if ch in "[{" else -1
@@ -291,7 +294,7 @@ def _span_sessions(
     parents: dict[str, str | None] = {}  # span id -> parent id, spans without a trace id
     locators: dict[str, int] = {}  # span id of a trace-less span -> its record
     for where, locator, value in _chain(first, rest):
-        for span in _spans_of(value):
+        for span in _span_keys(value):
             key = span.trace_id
             if not key:
                 if not span.span_id:
@@ -328,6 +331,28 @@ def _span_sessions(
         name = f"{path}: session {key!r}"
         check_span_tree(spans, name)
         yield _built(path, 0, session_of_group, key, spans, prices, flavour)
+
+
+def _span_keys(value: Any) -> list[Span]:
+    """Spans with only what grouping reads (ids, parent, attributes): a flat span's
+    times and events are not converted in the first pass."""
+    if isinstance(value, list):
+        return [span for item in value for span in _span_keys(item)]
+    if is_otlp(value):
+        return spans_from_otlp(value)
+    return [span_from_flat({k: value[k] for k in _GROUPING if k in value})]
+
+
+_GROUPING = (
+    "context",
+    "trace_id",
+    "span_id",
+    "parent_id",
+    "parent_span_id",
+    "attributes",
+    "resource",
+    "name",
+)
 
 
 def _trace_key(span: Span, roots: dict[str, str], where: int) -> str:
