@@ -7,6 +7,8 @@ from functools import cache
 from pathlib import Path
 from typing import Any
 
+from click.testing import CliRunner, Result
+
 from proctor.env.suite import Suite, load_suite
 from proctor.run import TrialRecord, TrialSpec, run_trial
 
@@ -22,6 +24,14 @@ def run_support(task_id: str, agent: Any, *, seed: int = 7, timeout_s: float = 3
     member = next(t for t in support_suite().tasks if t.id == task_id)
     spec = TrialSpec("test-run", member.task, member.domain, 0, seed)
     return asyncio.run(run_trial(spec, agent, timeout_s))
+
+
+def run_support_cli(*args: str) -> Result:
+    """`proctor run examples/support --agent ...:scripted ARGS`, in this process."""
+    from proctor.cli import main
+
+    agent = f"{SUPPORT}/agents.py:scripted"
+    return CliRunner().invoke(main, ["run", str(SUPPORT), "--agent", agent, *args])
 
 
 def calls(record: TrialRecord) -> list[tuple[str, Any]]:

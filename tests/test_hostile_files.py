@@ -26,10 +26,10 @@ from proctor.decide.scorecard import load_scorecard
 from proctor.interop.grading import load_mapping
 from proctor.interop.redact import Redactor
 from proctor.tasks.loader import load_faults, load_task_file
+from support_run import run_support_cli
 
 ROOT = Path(__file__).resolve().parents[1]
 MINI = ROOT / "tests" / "fixtures" / "mini"
-SUPPORT = ROOT / "examples" / "support"
 TASK = "id: t1\ndomain: mini\n"
 
 
@@ -249,20 +249,7 @@ def test_a_hostile_gates_file_stops_run_before_running(tmp_path: Path) -> None:
     gates = tmp_path / "gates.yaml"
     gates.write_text(laughs())
     db = tmp_path / "p.db"
-    result = CliRunner().invoke(
-        main,
-        [
-            "run",
-            str(SUPPORT),
-            "--agent",
-            f"{SUPPORT}/agents.py:scripted",
-            "--gate",
-            str(gates),
-            "--store",
-            str(db),
-            "-q",
-        ],
-    )
+    result = run_support_cli("--gate", str(gates), "--store", str(db), "-q")
     assert result.exit_code == 2, result.output
     assert f"{gates}:6: more than {MAX_VALUES:,} values" in result.stderr
     assert not db.exists() or "runs" not in result.stdout

@@ -19,10 +19,10 @@ from click.testing import CliRunner, Result
 
 from proctor.cli import main
 from proctor.env.suite import SuiteLoadError, load_suite
+from support_run import SUPPORT, run_support_cli
 
 ROOT = Path(__file__).resolve().parents[1]
 MINI = ROOT / "tests" / "fixtures" / "mini"
-SUPPORT = ROOT / "examples" / "support"
 
 
 def task(task_id: str, domain: str = "mini") -> str:
@@ -102,19 +102,7 @@ def test_a_file_that_fails_to_load_is_counted(suite: Path) -> None:
 
 
 def test_run_says_how_many_task_files_it_found_and_loaded(tmp_path: Path) -> None:
-    result = CliRunner().invoke(
-        main,
-        [
-            "run",
-            str(SUPPORT),
-            "--agent",
-            f"{SUPPORT}/agents.py:scripted",
-            "--task",
-            "cancel-eligible-order",
-            "--store",
-            str(tmp_path / "p.db"),
-        ],
-    )
+    result = run_support_cli("--task", "cancel-eligible-order", "--store", str(tmp_path / "p.db"))
     assert result.exit_code == 0, result.output
     files = len(list((SUPPORT / "tasks").glob("*.yaml")))
     assert f"task files: {files} found, {files} loaded" in result.stderr
