@@ -19,7 +19,7 @@ from proctor.grade.context import GradeContext, ToolCall
 from proctor.grade.language import SENTENCE, TROUBLE, claimed, factual_tokens, ungrounded
 from proctor.grade.registry import grader
 from proctor.tasks.models import EffectAssertion
-from proctor.tasks.predicates import args_match, matches
+from proctor.tasks.predicates import args_match
 
 TRANSIENT = frozenset({"timeout", "rate_limited"})
 REFUSED = frozenset({"forbidden", "denied"})
@@ -38,7 +38,7 @@ def duplicate_effects_check(ctx: GradeContext) -> Check | None:
     repeatable = {
         a.effect
         for a in ctx.task.expect.outcome
-        if isinstance(a, EffectAssertion) and matches(2, a.count)
+        if isinstance(a, EffectAssertion) and a.count.test(2)
     }
     keys = [(e.tool, _effect_key(e.args)) for e in ctx.outcome.ledger]
     seen = Counter(keys)
@@ -56,7 +56,7 @@ def wrong_entity_check(ctx: GradeContext) -> Check | None:
     wanted = [
         a
         for a in ctx.task.expect.outcome
-        if isinstance(a, EffectAssertion) and a.where and a.count != 0
+        if isinstance(a, EffectAssertion) and a.where and not a.forbids
     ]
     if not wanted:
         return None
