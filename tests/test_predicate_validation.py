@@ -368,3 +368,19 @@ def test_a_parsed_predicate_is_parsed_once() -> None:
     parsed = parse_predicate({"$gte": 1})
     assert parse_predicate(parsed) is parsed
     assert isinstance(parsed, Predicate) and parsed == parse_predicate({"$gte": 1})
+
+
+# -- regexes run in linear time ------------------------------------------------------------
+
+
+def test_a_catastrophic_pattern_is_matched_by_re2_through_the_gateway(tmp_path: Path) -> None:
+    """`(a+)+$` on 28 a's and a `!` took 9.6 s with `re` (doubling per character); RE2 is
+    linear, so the check is decided within the trial (benchmarks/regex.py for figures)."""
+    path = suite(tmp_path, HEAD + "expect:\n  answer:\n    not_matches: ['(a+)+$']\n")
+    (member,) = load_suite(path).tasks
+    record = run_member(member, lambda input, toolbox: "a" * 28 + "!")
+    check = next(c for c in record.result.checks if c.name == "not_matches:(a+)+$")
+    assert check.passed and check.evidence["match"] is None
+    record = run_member(member, lambda input, toolbox: "a" * 29)
+    check = next(c for c in record.result.checks if c.name == "not_matches:(a+)+$")
+    assert not check.passed and check.evidence["match"] == "a" * 29

@@ -8,7 +8,8 @@ from __future__ import annotations
 
 from proctor.core.results import Check
 from proctor.grade.context import GradeContext
-from proctor.grade.language import mentions, ungrounded
+from proctor.grade.grounding import ungrounded
+from proctor.grade.language import mentions
 from proctor.grade.registry import grader
 from proctor.tasks.regex import search
 

@@ -16,7 +16,8 @@ from typing import Any
 from proctor.core.jsonvalues import canonical
 from proctor.core.results import Check, CheckKind
 from proctor.grade.context import GradeContext, ToolCall
-from proctor.grade.language import SENTENCE, TROUBLE, claimed, factual_tokens, ungrounded
+from proctor.grade.grounding import ungrounded
+from proctor.grade.language import SENTENCE, TROUBLE, claimed, factual_tokens
 from proctor.grade.registry import grader
 from proctor.tasks.models import EffectAssertion
 from proctor.tasks.predicates import args_match
