@@ -281,6 +281,11 @@ FINITE = st.integers(-1000, 1000) | st.floats(allow_nan=False, allow_infinity=Fa
 PATTERNS = st.sampled_from([r"^A-\d+$", "(?i)cancel", r"(a+)+$", "[0-9]{2,}", ".*", "é|ß"])
 
 
+def _one_item(operand: Any) -> bool:
+    """What `$contains` takes: one item, not a list, and no blank string."""
+    return not isinstance(operand, list) and not (isinstance(operand, str) and not operand.strip())
+
+
 def _operators(inner: st.SearchStrategy[Any]) -> st.SearchStrategy[dict[str, Any]]:
     one = st.one_of(
         st.builds(lambda p: {"$regex": p}, PATTERNS),
@@ -291,7 +296,7 @@ def _operators(inner: st.SearchStrategy[Any]) -> st.SearchStrategy[dict[str, Any
         st.builds(
             lambda x: {"$contains": x},
             st.text(min_size=1, max_size=4).filter(str.strip) | FINITE | st.none() | inner,
-        ).filter(lambda d: not isinstance(d["$contains"], list)),
+        ).filter(lambda d: _one_item(d["$contains"])),
         st.builds(lambda b: {"$any": b}, st.booleans()),
         st.builds(
             lambda n, tol: {"$approx": n, "tol": tol},
