@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
+from functools import lru_cache
 from datetime import UTC, date, datetime, timedelta
 
 from proctor.grade.language import TOKEN
@@ -52,9 +53,11 @@ _MONTHS = {
 _MONTH = "(" + "|".join(sorted(_MONTHS, key=len, reverse=True)) + r")\.?"
 _DAY = r"(\d{1,2})(?:st|nd|rd|th)?"
 _YEAR = r"(?:,?\s+(\d{4}))?"
-#: "March 5, 2024", "Mar 5", "5 March 2024", "5th of March".
-_MONTH_DAY = re.compile(rf"\b{_MONTH}\s+{_DAY}\b{_YEAR}", re.IGNORECASE)
-_DAY_MONTH = re.compile(rf"\b{_DAY}\s+(?:of\s+)?{_MONTH}\b{_YEAR}", re.IGNORECASE)
+#: "March 5, 2024", "Mar 5" (groups 1-3), "5 March 2024", "5th of March" (groups 4-6).
+_CALENDAR = re.compile(
+    rf"\b{_MONTH}\s+{_DAY}\b{_YEAR}|\b{_DAY}\s+(?:of\s+)?{_MONTH}\b{_YEAR}", re.IGNORECASE
+)
+_DIGIT = re.compile(r"\d")
 #: Unix timestamps between 2000 and 2100, in seconds and in milliseconds.
 _EPOCH_S = (946_684_800, 4_102_444_800)
 
@@ -84,7 +87,8 @@ def _instant(token: str) -> datetime | None:
 def _calendar(text: str, facts: Facts) -> str:
     """Read month-name dates into `facts`; return the text with them blanked out."""
 
-    def take(match: re.Match[str], month: str, day: str, year: str | None) -> str:
+    def take(match: re.Match[str]) -> str:
+        month, day, year = match.group(1, 2, 3) if match[1] else match.group(5, 4, 6)
         try:
             m, d = _MONTHS[month.casefold()], int(day)
             facts.dates.append((match.group(0), date(int(year), m, d) if year else (m, d)))
@@ -92,17 +96,18 @@ def _calendar(text: str, facts: Facts) -> str:
             return match.group(0)
         return " " * len(match.group(0))
 
-    text = _MONTH_DAY.sub(lambda m: take(m, m[1], m[2], m[3]), text)
-    return _DAY_MONTH.sub(lambda m: take(m, m[2], m[1], m[3]), text)
+    return _CALENDAR.sub(take, text)
 
 
+@lru_cache(maxsize=1024)
 def read_facts(text: str) -> Facts:
-    """Every number, date, instant and identifier in `text`."""
+    """Every number, date, instant and identifier in `text`. Cached: a task's prompt and
+    its tools' results recur in every trial; callers only read the result."""
     facts = Facts()
     text = _calendar(text, facts)
     for match in TOKEN.finditer(text):
         token = match.group(0)
-        if not any(ch.isdigit() for ch in token):
+        if not _DIGIT.search(token):
             continue
         number = _NUMBER.match(token)
         if number:
