@@ -17,7 +17,8 @@ A trace is written as a compact list of steps, each producing the events the Too
 
 The trace always ends with an ``answer`` event. tests/test_conftest_traces.py runs the
 same calls through a real gateway and checks that both traces agree event by event (the
-real one also holds the prompt and the simulated user's messages); new grader tests run
+real one also holds the prompt and the simulated user's messages, and its ledger the
+validated arguments, defaults filled in); new grader tests run
 agents through the gateway instead (tests/trial_run.py).
 """
 

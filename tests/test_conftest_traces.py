@@ -12,25 +12,9 @@ from __future__ import annotations
 from typing import Any
 
 from conftest import build_trace
-from proctor import Domain, ToolError
-from trial_run import run_task
+from trial_run import order_desk, run_task
 
-WORLD = Domain("world", base_state={"orders": {"A-100": {"status": "placed"}}})
-
-
-@WORLD.tool("orders.get", entity="order_id")
-def get_order(state: dict[str, Any], order_id: str) -> dict[str, Any]:
-    """Read an order."""
-    if order_id not in state["orders"]:
-        raise ToolError(f"no order {order_id}", code="not_found")
-    return {"order_id": order_id, **state["orders"][order_id]}
-
-
-@WORLD.tool("orders.cancel", kind="write", entity="order_id")
-def cancel(state: dict[str, Any], order_id: str) -> dict[str, Any]:
-    """Cancel an order."""
-    state["orders"][order_id]["status"] = "cancelled"
-    return {"order_id": order_id, "status": "cancelled"}
+WORLD = order_desk("world", {"A-100": {"status": "placed"}})
 
 
 @WORLD.tool("orders.delete", kind="write", entity="order_id")
@@ -39,16 +23,18 @@ def delete(state: dict[str, Any], order_id: str) -> None:
     del state["orders"][order_id]
 
 
-#: (tool, args, what conftest calls its status) for every status build_trace knows.
+#: (tool, args, what conftest calls its status) for every status build_trace knows. The
+#: real ledger holds the validated arguments, defaults filled in: a hand-built write must
+#: name every argument to agree with it.
 CALLS: list[tuple[str, dict[str, Any], str]] = [
     ("orders.get", {"order_id": "A-100"}, "ok"),
-    ("orders.cancel", {"order_id": "A-100"}, "ok"),
+    ("orders.cancel", {"order_id": "A-100", "reason": "asked"}, "ok"),
     ("orders.delete", {"order_id": "A-100"}, "denied"),
     ("orders.get", {"order_id": 7}, "invalid_arguments"),
     ("orders.nope", {}, "unknown_tool"),
     ("orders.get", {"order_id": "Z-9"}, "not_found"),
     ("orders.get", {"order_id": "A-100"}, "timeout"),
-    ("orders.cancel", {"order_id": "A-100"}, "lost_response"),
+    ("orders.cancel", {"order_id": "A-100", "reason": "asked"}, "lost_response"),
 ]
 TASK = {
     "prompt": "Cancel order A-100.",

@@ -8,27 +8,11 @@ from typing import Any
 
 import pytest
 
-from proctor import Domain, ToolError
 from proctor.core.documents import SpecError
 from proctor.tasks.loader import load_task_file
-from trial_run import checks_of, run_task
+from trial_run import checks_of, order_desk, run_task
 
-STORE = Domain("store_ref", base_state={"orders": {"A-1": {"status": "placed", "total": 0.3}}})
-
-
-@STORE.tool("orders.get", entity="order_id")
-def get_order(state: dict[str, Any], order_id: str) -> dict[str, Any]:
-    """Read an order."""
-    if order_id not in state["orders"]:
-        raise ToolError(f"no order {order_id}", code="not_found")
-    return state["orders"][order_id]
-
-
-@STORE.tool("orders.cancel", kind="write", entity="order_id")
-def cancel(state: dict[str, Any], order_id: str, reason: str = "") -> dict[str, Any]:
-    """Cancel an order."""
-    state["orders"][order_id]["status"] = "cancelled"
-    return {"order_id": order_id, "status": "cancelled"}
+STORE = order_desk("store_ref", {"A-1": {"status": "placed", "total": 0.3}})
 
 
 @STORE.tool("payments.refund", kind="write", entity="order_id")

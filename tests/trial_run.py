@@ -9,7 +9,7 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
-from proctor.env.domain import Domain
+from proctor.env.domain import Domain, ToolError
 from proctor.env.suite import SuiteTask
 from proctor.run import TrialRecord, TrialSpec, run_trial
 from proctor.tasks.models import Task
@@ -42,3 +42,24 @@ def checks_of(record: TrialRecord) -> dict[str, Any]:
     names = [c.name for c in record.result.checks]
     assert len(names) == len(set(names)), names
     return {c.name: c for c in record.result.checks}
+
+
+def order_desk(name: str, orders: dict[str, dict[str, Any]]) -> Domain:
+    """A domain of `orders` with `orders.get` (a `not_found` error for an unknown id) and
+    `orders.cancel` (a write); a test adds the tools its case needs."""
+    desk = Domain(name, base_state={"orders": orders})
+
+    @desk.tool("orders.get", entity="order_id")
+    def get_order(state: dict[str, Any], order_id: str) -> dict[str, Any]:
+        """Read an order."""
+        if order_id not in state["orders"]:
+            raise ToolError(f"no order {order_id}", code="not_found")
+        return {"order_id": order_id, **state["orders"][order_id]}
+
+    @desk.tool("orders.cancel", kind="write", entity="order_id")
+    def cancel(state: dict[str, Any], order_id: str, reason: str = "") -> dict[str, Any]:
+        """Cancel an order."""
+        state["orders"][order_id]["status"] = "cancelled"
+        return {"order_id": order_id, "status": "cancelled"}
+
+    return desk

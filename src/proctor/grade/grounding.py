@@ -19,8 +19,8 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
-from functools import lru_cache
 from datetime import UTC, date, datetime, timedelta
+from functools import lru_cache
 
 from proctor.grade.language import TOKEN
 from proctor.tasks.predicates import numbers_close

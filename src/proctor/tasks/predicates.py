@@ -22,6 +22,7 @@ from __future__ import annotations
 import difflib
 import math
 from collections.abc import Callable, Mapping
+from dataclasses import dataclass
 from typing import Any
 
 from pydantic import GetCoreSchemaHandler, GetJsonSchemaHandler
@@ -76,13 +77,11 @@ def _scalar_equal(actual: Any, expected: Any) -> bool:
     return expected is None and actual is None
 
 
+@dataclass(frozen=True, slots=True, eq=False, repr=False)
 class Predicate:
     """A parsed predicate; `source` is the value as written (what the task file holds)."""
 
-    __slots__ = ("source",)
-
-    def __init__(self, source: Any) -> None:
-        self.source = source
+    source: Any
 
     def test(self, actual: Any) -> bool:
         """Does `actual` (MISSING when absent) satisfy this predicate?"""
@@ -115,23 +114,19 @@ class Predicate:
         return {"description": "a value (compared after normalisation) or {$operator: operand}"}
 
 
+@dataclass(frozen=True, slots=True, eq=False, repr=False)
 class Equal(Predicate):
     """A scalar literal: a string, a number, a boolean or null."""
-
-    __slots__ = ()
 
     def test(self, actual: Any) -> bool:
         return actual is not MISSING and _scalar_equal(actual, self.source)
 
 
+@dataclass(frozen=True, slots=True, eq=False, repr=False)
 class Items(Predicate):
     """A literal list: as many items, each satisfying its predicate."""
 
-    __slots__ = ("items",)
-
-    def __init__(self, source: Any, items: list[Predicate]) -> None:
-        super().__init__(source)
-        self.items = items
+    items: list[Predicate]
 
     def test(self, actual: Any) -> bool:
         return (
@@ -141,14 +136,11 @@ class Items(Predicate):
         )
 
 
+@dataclass(frozen=True, slots=True, eq=False, repr=False)
 class Fields(Predicate):
     """A literal mapping: exactly these keys, each value satisfying its predicate."""
 
-    __slots__ = ("fields",)
-
-    def __init__(self, source: Any, fields: dict[str, Predicate]) -> None:
-        super().__init__(source)
-        self.fields = fields
+    fields: dict[str, Predicate]
 
     def test(self, actual: Any) -> bool:
         return (
@@ -158,67 +150,53 @@ class Fields(Predicate):
         )
 
 
+@dataclass(frozen=True, slots=True, eq=False, repr=False)
 class AllOf(Predicate):
     """An operator mapping: every operator holds."""
 
-    __slots__ = ("operators",)
-
-    def __init__(self, source: Any, operators: list[Predicate]) -> None:
-        super().__init__(source)
-        self.operators = operators
+    operators: list[Predicate]
 
     def test(self, actual: Any) -> bool:
         return all(op.test(actual) for op in self.operators)
 
 
+@dataclass(frozen=True, slots=True, eq=False, repr=False)
 class Present(Predicate):
     """`$any: true` (the value is there, even null) or `$any: false` (it is absent)."""
 
-    __slots__ = ("flag",)
-
-    def __init__(self, source: Any, flag: bool) -> None:
-        super().__init__(source)
-        self.flag = flag
+    flag: bool
 
     def test(self, actual: Any) -> bool:
         return (actual is not MISSING) == self.flag
 
 
+@dataclass(frozen=True, slots=True, eq=False, repr=False)
 class Regex(Predicate):
     """`$regex`: a string in which the pattern is found (RE2, linear time)."""
 
-    __slots__ = ("pattern",)
-
-    def __init__(self, source: Any, pattern: str) -> None:
-        super().__init__(source)
-        self.pattern = pattern
+    pattern: str
 
     def test(self, actual: Any) -> bool:
         return isinstance(actual, str) and compile_pattern(self.pattern).search(actual) is not None
 
 
+@dataclass(frozen=True, slots=True, eq=False, repr=False)
 class OneOf(Predicate):
     """`$in` (some option holds) and `$nin` (none does; an absent value is in none)."""
 
-    __slots__ = ("negate", "options")
-
-    def __init__(self, source: Any, options: list[Predicate], negate: bool) -> None:
-        super().__init__(source)
-        self.options, self.negate = options, negate
+    options: list[Predicate]
+    negate: bool
 
     def test(self, actual: Any) -> bool:
         found = actual is not MISSING and any(o.test(actual) for o in self.options)
         return found != self.negate
 
 
+@dataclass(frozen=True, slots=True, eq=False, repr=False)
 class Not(Predicate):
     """`$ne`: the value does not satisfy the operand (an absent value differs from any)."""
 
-    __slots__ = ("inner",)
-
-    def __init__(self, source: Any, inner: Predicate) -> None:
-        super().__init__(source)
-        self.inner = inner
+    inner: Predicate
 
     def test(self, actual: Any) -> bool:
         return actual is MISSING or not self.inner.test(actual)
@@ -232,15 +210,13 @@ _ORDER: dict[str, Callable[[float, float], bool]] = {
 }
 
 
+@dataclass(frozen=True, slots=True, eq=False, repr=False)
 class Compare(Predicate):
     """`$gte`, `$gt`, `$lte`, `$lt` on numbers; a value equal to the bound within the
     tolerance is equal (so 0.1 + 0.2 satisfies `$lte: 0.3`)."""
 
-    __slots__ = ("bound", "op")
-
-    def __init__(self, source: Any, op: str, bound: float) -> None:
-        super().__init__(source)
-        self.op, self.bound = op, bound
+    op: str
+    bound: float
 
     def test(self, actual: Any) -> bool:
         a = number(actual)
@@ -251,29 +227,25 @@ class Compare(Predicate):
         return _ORDER[self.op](a, self.bound)
 
 
+@dataclass(frozen=True, slots=True, eq=False, repr=False)
 class Approx(Predicate):
     """`$approx: X` with `tol` (absolute) and/or `rel` (relative); neither: the default."""
 
-    __slots__ = ("rel", "target", "tol")
-
-    def __init__(self, source: Any, target: float, tol: float, rel: float) -> None:
-        super().__init__(source)
-        self.target, self.tol, self.rel = target, tol, rel
+    target: float
+    tol: float
+    rel: float
 
     def test(self, actual: Any) -> bool:
         a = number(actual)
         return a is not None and math.isclose(a, self.target, rel_tol=self.rel, abs_tol=self.tol)
 
 
+@dataclass(frozen=True, slots=True, eq=False, repr=False)
 class Contains(Predicate):
     """`$contains`: a substring of a string (normalised), an item of a list satisfying
     the operand, or a key of a mapping (a string operand)."""
 
-    __slots__ = ("item",)
-
-    def __init__(self, source: Any, item: Predicate) -> None:
-        super().__init__(source)
-        self.item = item
+    item: Predicate
 
     def test(self, actual: Any) -> bool:
         text = self.item.source if isinstance(self.item, Equal) else None
