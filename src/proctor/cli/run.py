@@ -161,8 +161,6 @@ def run(
     from proctor.tasks.loader import load_faults
 
     suite = suite_or_exit(paths)
-    if not quiet:
-        click.echo(files_line(suite.files, suite.files) + f" ({len(suite.tasks)} tasks)", err=True)
     filters = {
         "tags": split_csv(tags),
         "suite": suite_kind,
@@ -218,6 +216,8 @@ def run(
         )
     except (ResumeError, RunNotFound, ExecutorError) as exc:
         fail(str(exc))
+    if not quiet:  # every input accepted: what the run is made of
+        click.echo(files_line(suite.files, suite.files) + f" ({len(suite.tasks)} tasks)", err=True)
     console = Console(stderr=True)
     started = time.perf_counter()
     try:
