@@ -300,3 +300,45 @@ def test_sessions_naming_one_conversation_are_one(tmp_path: Path) -> None:
     rows += session_spans(T3)
     sessions = load_sessions(write_lines(tmp_path / "conv.jsonl", rows))
     assert [len(s.calls()) for s in sessions] == [2, 1]
+
+
+CLUMSY = """
+async def clumsy(input, toolbox):
+    await toolbox.call("orders.get", ["A-100"])  # refused by the gateway: not an object
+    await toolbox.call("orders.get", {"order_id": "A-100"})
+    return "A-100 is placed."
+"""
+
+
+def test_a_call_the_recording_shows_refused_is_not_a_data_quality_flag(
+    suite: Path, tmp_path: Path
+) -> None:
+    """proctor's own export of a live trial reads back with its verdict: the gateway
+    already refused the malformed call (invalid_arguments), so it is not flagged."""
+    pytest.importorskip("opentelemetry.sdk")
+    (tmp_path / "agents.py").write_text(CLUMSY)
+    db, spans = str(tmp_path / "live.db"), tmp_path / "spans.jsonl"
+    cli = CliRunner()
+    ran = cli.invoke(
+        main,
+        [
+            "run",
+            str(suite),
+            "--agent",
+            f"{tmp_path}/agents.py:clumsy",
+            "--store",
+            db,
+            "--json",
+            str(tmp_path / "live.json"),
+            "-q",
+        ],
+    )
+    assert ran.exit_code == 0, ran.output
+    exported = cli.invoke(
+        main, ["export-otel", "latest", "--store", db, "--include-content", "--out", str(spans)]
+    )
+    assert exported.exit_code == 0, exported.output
+    assert grade(spans, suite, tmp_path).exit_code == 0
+    live = json.loads((tmp_path / "live.json").read_text())
+    assert summary(tmp_path)["data_quality"] == {}
+    assert summary(tmp_path)["per_task"][0]["passed"] == live["per_task"][0]["passed"] == 1

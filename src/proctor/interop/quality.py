@@ -12,7 +12,9 @@ groups through `check_span_tree` (docs/architecture.md, Where to add: an importe
   that is not a finite, non-negative number (`cost`: set to 0, so a negative span cannot
   offset a real one); token counts that are not whole numbers between 0 and MAX_TOKENS
   (`tokens`: set to 0); a latency that is not finite and non-negative (`latency`: 0);
-  tool-call arguments that are not a JSON object (`arguments`: kept as recorded). A
+  tool-call arguments that are not a JSON object (`arguments`: kept as recorded), unless
+  the recording shows the call refused for them (`invalid_arguments`, as proctor's own
+  export of a live trial does: the trial already judged that call). A
   flagged measure fails its budget check and leaves the run's figures of that measure
   undefined, so gates on it fail (grade/quality.py, decide/gate.py).
 """
@@ -55,9 +57,14 @@ def checked_session(session: Session, where: str) -> Session:
         raise TraceInputError(f"{name}: the final state is a {kind}, not a mapping")
     if not any(e.kind in ("message", "tool_proposal", "model_call") for e in session.events):
         raise TraceInputError(f"{name}: no messages, tool calls or model calls to grade")
+    rejected = {  # calls the recording itself shows refused for their arguments
+        e.data.get("call_id")
+        for e in session.events
+        if e.kind == "tool_error" and e.data.get("code") == "invalid_arguments"
+    }
     flags: list[dict[str, Any]] = []
     for event in session.events:
-        flags.extend(_event_flags(event))
+        flags.extend(_event_flags(event, rejected))
     if session.latency_s is not None and not _cost_ok(session.latency_s):
         flags.append(_flag("latency", None, "session latency", session.latency_s))
         session.latency_s = None
@@ -71,7 +78,7 @@ def _flag(code: str, seq: int | None, what: str, value: Any) -> dict[str, Any]:
     return {QUALITY: code, "seq": seq, "detail": f"{what}: {value!r} is not a valid value"}
 
 
-def _event_flags(event: TraceEvent) -> Iterable[dict[str, Any]]:
+def _event_flags(event: TraceEvent, rejected: set[Any]) -> Iterable[dict[str, Any]]:
     data = event.data
     if event.kind == "model_call":
         if not _cost_ok(data.get("cost_usd", 0.0)):
@@ -84,7 +91,11 @@ def _event_flags(event: TraceEvent) -> Iterable[dict[str, Any]]:
         if not _cost_ok(data.get("latency_s", 0.0)):
             yield _flag("latency", event.seq, "latency_s", data.get("latency_s"))
             data["latency_s"] = 0.0
-    elif event.kind == "tool_proposal" and not isinstance(data.get("args"), dict):
+    elif (
+        event.kind == "tool_proposal"
+        and not isinstance(data.get("args"), dict)
+        and data.get("call_id") not in rejected
+    ):
         yield _flag("arguments", event.seq, f"arguments of {data.get('tool')}", data.get("args"))
     if not math.isfinite(event.t):
         event.t = 0.0
