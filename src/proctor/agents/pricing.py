@@ -4,6 +4,11 @@ Providers report tokens, not money; cost per task is a headline metric, so every
 prices its calls the same way. The defaults are list prices in USD per million tokens at
 the time of writing: check them, and override or extend them with `PriceTable.load`
 (`--agent 'chat:MODEL?prices=FILE'`, or the `PROCTOR_PRICES` environment variable).
+
+Costs are recorded in USD. A price table may also name the currency its user reports in,
+with the conversion rate (`currency: {code: EUR, per_usd: 0.92}`): gates and scorecards
+then accept cost metrics in that currency (`p95_cost_eur`) and reports show both. No
+rate is built in: exchange rates move, and a stale one would be a number typed by hand.
 """
 
 from __future__ import annotations
@@ -12,7 +17,7 @@ import json
 import os
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 from proctor.core.documents import read_yaml
 from proctor.core.results import Usage
@@ -38,14 +43,45 @@ DEFAULT_PRICES: dict[str, tuple[float, float]] = {
 }
 
 
+#: The key of a price file that holds the reporting currency instead of a model's prices.
+CURRENCY_KEY = "currency"
+
+
+class Currency(NamedTuple):
+    """The currency costs are reported in beside USD: its ISO code and units per USD."""
+
+    code: str
+    per_usd: float
+
+    @classmethod
+    def parse(cls, value: Any) -> Currency:
+        """`{code: EUR, per_usd: 0.92}`; a ValueError says what is wrong."""
+        if not isinstance(value, Mapping) or set(value) != {"code", "per_usd"}:
+            raise ValueError("currency must be {code: ISO 4217 code, per_usd: units per USD}")
+        code, rate = value["code"], value["per_usd"]
+        if not isinstance(code, str) or len(code) != 3 or not code.isalpha():
+            raise ValueError(f"currency code must be three letters (EUR), got {code!r}")
+        if isinstance(rate, bool) or not isinstance(rate, int | float) or not 0 < rate < 1e9:
+            raise ValueError(f"currency per_usd must be a positive number, got {rate!r}")
+        return cls(code.upper(), float(rate))
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"code": self.code, "per_usd": self.per_usd}
+
+
 class PriceTable:
     """Prices by model name; `gpt-4o-2024-08-06` finds `gpt-4o` (the longest known prefix)."""
 
     def __init__(
-        self, prices: Mapping[str, tuple[float, float]] | None = None, *, defaults: bool = True
+        self,
+        prices: Mapping[str, tuple[float, float]] | None = None,
+        *,
+        defaults: bool = True,
+        currency: Currency | None = None,
     ) -> None:
         self.prices: dict[str, tuple[float, float]] = dict(DEFAULT_PRICES) if defaults else {}
         self.prices.update({k.lower(): v for k, v in (prices or {}).items()})
+        self.currency = currency
 
     def price(self, model: str) -> tuple[float, float] | None:
         name = model.lower().rsplit("/", 1)[-1]
@@ -65,11 +101,18 @@ class PriceTable:
     @classmethod
     def load(cls, path: str | Path) -> PriceTable:
         """A YAML/JSON file `{MODEL: {input: USD, output: USD}}` (per million tokens) over
-        the defaults; a bad file is a ValueError with one line for the user."""
+        the defaults, and optionally `currency: {code, per_usd}`; a bad file is a
+        ValueError with one line for the user."""
         path = Path(path)
         data = read_yaml(path)
         if not isinstance(data, dict):
             raise ValueError(f"{path}: prices must map model names to {{input, output}}")
+        currency = None
+        if CURRENCY_KEY in data:
+            try:
+                currency = Currency.parse(data.pop(CURRENCY_KEY))
+            except ValueError as exc:
+                raise ValueError(f"{path}: {CURRENCY_KEY}: {exc}") from None
         prices: dict[str, tuple[float, float]] = {}
         for model, row in data.items():
             try:
@@ -79,7 +122,7 @@ class PriceTable:
                     f"{path}: {model}: expected {{input: USD per 1M, output: USD per 1M}}, "
                     f"got {json.dumps(row, default=str)}"
                 ) from None
-        return cls(prices)
+        return cls(prices, currency=currency)
 
     @classmethod
     def from_env(cls) -> PriceTable:

@@ -169,12 +169,16 @@ class TaskInfo:
     suites: list[str] = field(default_factory=list)
     risk: str = "medium"
     split: str = "dev"
+    difficulty: str | None = None
+    optimal_steps: int | None = None
 
     def slices(self) -> list[str]:
-        """The slice keys this task belongs to: `tag:x`, `suite:x`, `risk:x`, `split:x`."""
+        """The slice keys this task belongs to: `tag:x`, `suite:x`, `risk:x`, `split:x`,
+        and `difficulty:x` when the task states one."""
         return [
             *(f"tag:{tag}" for tag in self.tags),
             *(f"suite:{suite}" for suite in self.suites),
             f"risk:{self.risk}",
             f"split:{self.split}",
+            *([f"difficulty:{self.difficulty}"] if self.difficulty else []),
         ]
