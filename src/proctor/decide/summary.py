@@ -2,7 +2,10 @@
 
 It is what `--json` writes and what reports and gates read. Built in one pass over the
 trial results; traces are not needed. Formulas are in `proctor.decide.stats`
-(docs/architecture.md, Metrics). A finished run's summary also carries its scorecard,
+(docs/architecture.md, Metrics): the success rate is the mean over tasks of each task's
+pass rate, with its task-clustered interval, the pooled share of trials beside it; pass@k
+and pass^k cover every task or are not given; `partial` trials and step efficiency follow
+seed 003's model of a result. A finished run's summary also carries its scorecard,
 computed from this one in a second step (proctor.decide.scorecard).
 """
 
