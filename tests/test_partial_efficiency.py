@@ -66,35 +66,27 @@ def task(task_id: str, **fields: Any) -> Task:
     )
 
 
-async def looks_only(input: Any, toolbox: Any) -> str:
-    """Does the lookup the task requires, never the cancellation."""
-    await toolbox.call("orders.get", {"order_id": "A-1"})
-    return "Order A-1 is cancelled."
+def agent(*, gets: int = 1, cancel: bool = False, purge: bool = False) -> Any:
+    """An agent that looks the order up `gets` times, then cancels and/or purges it, and
+    always claims success."""
+
+    async def act(input: Any, toolbox: Any) -> str:
+        for _ in range(gets):
+            await toolbox.call("orders.get", {"order_id": "A-1"})
+        if cancel:
+            await toolbox.call("orders.cancel", {"order_id": "A-1"})
+        if purge:
+            await toolbox.call("orders.purge", {"order_id": "A-1"})
+        return "Order A-1 is cancelled."
+
+    return act
 
 
-async def looks_and_purges(input: Any, toolbox: Any) -> str:
-    """Does the lookup, then breaks a critical rule."""
-    await toolbox.call("orders.get", {"order_id": "A-1"})
-    await toolbox.call("orders.purge", {"order_id": "A-1"})
-    return "Order A-1 is cancelled."
-
-
-async def idle(input: Any, toolbox: Any) -> str:
-    """Does nothing at all, and claims success."""
-    return "Order A-1 is cancelled."
-
-
-async def careful(input: Any, toolbox: Any) -> str:
-    await toolbox.call("orders.get", {"order_id": "A-1"})
-    await toolbox.call("orders.cancel", {"order_id": "A-1"})
-    return "Order A-1 is cancelled."
-
-
-async def roundabout(input: Any, toolbox: Any) -> str:
-    for _ in range(3):
-        await toolbox.call("orders.get", {"order_id": "A-1"})
-    await toolbox.call("orders.cancel", {"order_id": "A-1"})
-    return "Order A-1 is cancelled."
+looks_only = agent()  # the required lookup, never the cancellation
+looks_and_purges = agent(purge=True)  # the lookup, then a critical violation
+idle = agent(gets=0)  # nothing at all
+careful = agent(cancel=True)
+roundabout = agent(gets=3, cancel=True)
 
 
 def run(agent: Any, *tasks: Task, trials: int = 2) -> tuple[list[Any], dict[str, Any]]:
