@@ -10,7 +10,8 @@ from pathlib import Path
 import pytest
 
 from conftest import proctor
-from proctor.agents.pricing import Currency, PriceTable
+from proctor.agents.pricing import PriceTable
+from proctor.core.results import Currency
 from proctor.decide.gate import Gate, load_rules
 from proctor.decide.metrics import metric_known, metric_value
 from test_compare import SUPPORT, make_run

@@ -17,10 +17,10 @@ import json
 import os
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any, NamedTuple
+from typing import Any
 
 from proctor.core.documents import read_yaml
-from proctor.core.results import Usage
+from proctor.core.results import Currency, Usage
 from proctor.env.toolbox import ToolboxBase
 
 PRICES_ENV = "PROCTOR_PRICES"
@@ -45,28 +45,6 @@ DEFAULT_PRICES: dict[str, tuple[float, float]] = {
 
 #: The key of a price file that holds the reporting currency instead of a model's prices.
 CURRENCY_KEY = "currency"
-
-
-class Currency(NamedTuple):
-    """The currency costs are reported in beside USD: its ISO code and units per USD."""
-
-    code: str
-    per_usd: float
-
-    @classmethod
-    def parse(cls, value: Any) -> Currency:
-        """`{code: EUR, per_usd: 0.92}`; a ValueError says what is wrong."""
-        if not isinstance(value, Mapping) or set(value) != {"code", "per_usd"}:
-            raise ValueError("currency must be {code: ISO 4217 code, per_usd: units per USD}")
-        code, rate = value["code"], value["per_usd"]
-        if not isinstance(code, str) or len(code) != 3 or not code.isalpha():
-            raise ValueError(f"currency code must be three letters (EUR), got {code!r}")
-        if isinstance(rate, bool) or not isinstance(rate, int | float) or not 0 < rate < 1e9:
-            raise ValueError(f"currency per_usd must be a positive number, got {rate!r}")
-        return cls(code.upper(), float(rate))
-
-    def to_dict(self) -> dict[str, Any]:
-        return {"code": self.code, "per_usd": self.per_usd}
 
 
 class PriceTable:

@@ -141,8 +141,8 @@ def gate(
     prices_path: str | None,
 ) -> None:
     """Gate RUN with the rules file: exit 0 all pass, 1 a rule fails, 2 bad input."""
-    from proctor.agents.pricing import Currency
     from proctor.core.documents import SpecError
+    from proctor.core.results import Currency
     from proctor.decide.gate import load_rules
     from proctor.decide.metrics import list_metrics as metric_list
 

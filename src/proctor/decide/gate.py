@@ -24,7 +24,6 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, get_args
 
-from proctor.agents.pricing import Currency
 from proctor.core.documents import (
     Loc,
     Problem,
@@ -33,7 +32,7 @@ from proctor.core.documents import (
     line_of,
     read_document,
 )
-from proctor.core.results import TaskInfo
+from proctor.core.results import Currency, TaskInfo
 from proctor.decide import rules as grammar
 from proctor.decide.compare import DEFAULT_MARGIN, Pairing, paired_metric, paired_metric_names
 from proctor.decide.metrics import (

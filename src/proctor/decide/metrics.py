@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from proctor.agents.pricing import Currency
+from proctor.core.results import Currency
 from proctor.decide.compare import paired_metric_names
 from proctor.decide.summary import TOOL_METRICS
 

@@ -17,8 +17,7 @@ from contextlib import aclosing
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from proctor.agents.pricing import Currency
-from proctor.core.results import TaskInfo, TrialResult
+from proctor.core.results import Currency, TaskInfo, TrialResult
 from proctor.decide.scorecard import ScorecardConfig, summary_with_scorecard
 from proctor.decide.summary import DEFAULT_MAX_ERROR_RATE, Tally
 from proctor.env.suite import Suite
