@@ -14,6 +14,7 @@ from proctor.core.results import TaskInfo
 from proctor.decide.compare import compare_runs
 from proctor.decide.gate import Gate, load_rules
 from proctor.decide.summary import headline_k
+from proctor.report.decision import print_comparison
 from proctor.report.terminal import headline
 from test_compare import make_run
 
@@ -88,3 +89,18 @@ def test_slice_intervals_stay_in_the_possible_range() -> None:
     for figure in [*report["slices"], report["metrics"][0]]:
         low, high = figure["ci"]
         assert -1.0 <= low <= figure["difference"] <= high <= 1.0
+
+
+def test_identical_two_task_runs_are_too_few_to_conclude() -> None:
+    base = make_run("b", {"a": "ppp", "b": "fff"})
+    same = make_run("s", {"a": "ppp", "b": "fff"})
+    report = compare_runs(base, same)
+    success = report["metrics"][0]
+    assert success["difference"] == 0.0 and success["ci"] == [-1.0, 1.0]
+    assert not success["conclusive"] and not success["significant"]
+    assert report["non_inferiority"]["passed"] is False
+    console = Console(record=True, width=200)
+    print_comparison(report, console)
+    text = console.export_text()
+    assert "too few tasks to conclude (fewer than 6): nothing here is significant" in text
+    assert "non-inferiority of task success at margin 2.0 pts: FAIL" in text
