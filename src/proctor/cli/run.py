@@ -128,7 +128,13 @@ def schema() -> None:
     show_default=True,
     help="ray: trials as Ray tasks (pip install 'proctor[ray]').",
 )
-@click.option("--address", default=None, help="Ray cluster: auto or ray://HOST:PORT.")
+@click.option("--address", default=None, help="Ray cluster: HOST:PORT, auto or ray://HOST:PORT.")
+@click.option(
+    "--working-dir",
+    default=None,
+    type=click.Path(exists=True, file_okay=False),
+    help="Ship this folder (holding the suite and agent files) to the Ray cluster.",
+)
 @click.option(
     "--resume", "resume_id", default=None, help="Continue this interrupted run (same options)."
 )
@@ -156,6 +162,7 @@ def run(
     isolation: str,
     executor_name: str,
     address: str | None,
+    working_dir: str | None,
     resume_id: str | None,
 ) -> None:
     """Run the tasks under PATHS with an agent, k trials each, and print the summary."""
@@ -194,8 +201,8 @@ def run(
         agent = load_agent(agent_ref)
     except AgentNotFound as exc:
         fail(str(exc))
-    if address is not None and executor_name != "ray":
-        fail("--address names a Ray cluster: use it with --executor ray")
+    if (address is not None or working_dir is not None) and executor_name != "ray":
+        fail("--address and --working-dir are for a Ray cluster: use them with --executor ray")
     from proctor.run.resume import ResumeError
     from proctor.run.source import ExecutorError
     from proctor.store import RunNotFound
@@ -224,7 +231,7 @@ def run(
             faults=faults,
             scorecard=card,
             currency=currency,
-            executor=_executor(executor_name, isolation, address),
+            executor=_executor(executor_name, isolation, address, working_dir),
             resume=resume_id is not None,
         )
     except (ResumeError, RunNotFound, ExecutorError) as exc:
@@ -266,12 +273,12 @@ def run(
         sys.exit(EXIT_INVALID)
 
 
-def _executor(name: str, isolation: str, address: str | None) -> Any:
+def _executor(name: str, isolation: str, address: str | None, working_dir: str | None) -> Any:
     """The executor the options name; Ray trials always run in worker processes."""
     if name == "ray":
         from proctor.run.ray_executor import RayExecutor
 
-        return RayExecutor(address)
+        return RayExecutor(address, working_dir=working_dir)
     if isolation == "process":
         from proctor.run.process import ProcessExecutor
 

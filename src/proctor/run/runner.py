@@ -141,7 +141,9 @@ class Runner:
             self.manifest = resumed_manifest(stored, self.manifest)
             self.done = store.trial_keys(self.run_id)
         self.source = (
-            TrialSource.of(suite, agent_ref, self.run_id, timeout_s, self.faults)
+            self.executor.worker_source(
+                TrialSource.of(suite, agent_ref, self.run_id, timeout_s, self.faults)
+            )
             if self.executor.needs_source
             else None
         )

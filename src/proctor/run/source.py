@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -57,6 +57,28 @@ class TrialSource:
             tuple(faults),
         )
 
+    def shipped(self, root: Path) -> TrialSource:
+        """This source as workers see it when `root` (absolute) is shipped to be their
+        working directory: suite paths and the agent file relative to it. A path outside
+        `root` would not reach them: an ExecutorError."""
+
+        def inside(path: str, what: str) -> str:
+            try:
+                return str(Path(path).relative_to(root))
+            except ValueError:
+                raise ExecutorError(
+                    f"{what} {path} is outside the working directory {root} shipped to "
+                    "the workers: run from a folder that holds it, or ship one that does"
+                ) from None
+
+        where, _, attr = self.agent_ref.rpartition(":")
+        agent_ref = self.agent_ref
+        if not self.agent_ref.startswith("chat:") and Path(where).is_absolute():
+            agent_ref = f"{inside(where, 'the agent file')}:{attr}"
+        return replace(
+            self, paths=tuple(inside(p, "suite path") for p in self.paths), agent_ref=agent_ref
+        )
+
 
 def _absolute_ref(ref: str) -> str:
     """A file reference made absolute for workers in other directories; a `chat:` model
@@ -77,6 +99,10 @@ class TrialItem:
     trial: int
     seed: int
     digest: str
+
+    @property
+    def key(self) -> str:
+        return f"{self.task_id}#{self.trial}"
 
     @classmethod
     def of(cls, spec: TrialSpec) -> TrialItem:
