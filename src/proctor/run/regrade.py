@@ -10,14 +10,23 @@ A status decided before grading stands: a timeout, an infrastructure error, an a
 crash (its `agent_crashed` check is kept). A trial whose graders raised is graded again.
 An imported session that carried no final state is regraded without state checks, as it
 was graded on import.
+
+Work is cut into shares of `SHARE` trials by key range (docs/architecture.md, Regrade at
+scale). A pool runs them here, in worker processes or on Ray (run/pool.py): each worker
+rebuilds the suite from its files, reads its share of the store (a Ray worker, which may
+be on another machine, gets the share's rows instead), grades it and encodes the rows;
+this process inserts them in share order, so the new run is the same whatever the
+number of workers.
 """
 
 from __future__ import annotations
 
+import functools
+import itertools
 import time
 import uuid
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -28,12 +37,23 @@ from proctor.env.suite import Suite
 from proctor.grade.context import GradeContext
 from proctor.grade.registry import grader_versions
 from proctor.grade.state import state_recorded, without_state_checks
+from proctor.run.pool import InlinePool, Pool
 from proctor.run.runner import task_infos
+from proctor.run.source import ExecutorError, SuiteSource
 from proctor.run.trial import CRASH_CHECK, GRADER_ERROR, judge
-from proctor.store.sqlite import Store, StoredTrial
+from proctor.store.sqlite import (
+    EncodedTrial,
+    Key,
+    Store,
+    StoredTrial,
+    decode_graded,
+    encode_trial,
+)
 
 #: Trials per transaction.
 BATCH = 2000
+#: Trials per share: what one worker reads, grades and hands back at a time.
+SHARE = 500
 
 
 class RegradeError(ValueError):
@@ -60,8 +80,11 @@ def regrade(
     max_error_rate: float | None = None,
     scorecard: ScorecardConfig | None = None,
     progress: Callable[[TrialResult], None] | None = None,
+    pool: Pool | None = None,
 ) -> RegradeReport:
-    """Regrade the stored run `run_ref` (id, prefix or `latest`) into a new run."""
+    """Regrade the stored run `run_ref` (id, prefix or `latest`) into a new run, on
+    `pool` (by default here). `progress` gets each result as summaries read it (checks
+    without their evidence)."""
     source = store.run(run_ref)
     old = source["manifest"]
     members = {t.id: t for t in suite.tasks}
@@ -72,14 +95,62 @@ def regrade(
         raise RegradeError(f"run {source['run_id']} has tasks the suite lacks: {listed}")
     graded = Suite(suite.name, suite.roots, [members[task_id] for task_id in run_tasks])
     changed = [t.id for t in graded.tasks if t.task.digest != old["suite"]["task_digests"][t.id]]
+    if max_error_rate is None:
+        max_error_rate = (source["summary"] or {}).get("max_error_rate", DEFAULT_MAX_ERROR_RATE)
+    pool = pool or InlinePool()
+    workers = _workers_source(pool, store, graded)  # refuses what the pool cannot do
+    grade = (
+        functools.partial(grade_share, members={t.id: t for t in graded.tasks}, store=store)
+        if pool.inline
+        else grade_share
+    )
     run_id = uuid.uuid4().hex[:12]
+    manifest = _manifest(old, run_id, source["run_id"], graded)
+    store.create_run(run_id, manifest)
+    tally, flips = Tally(), Counter[tuple[str, str]]()
+    status = "interrupted"
+    store.begin()
+    try:
+        shares = _shares(pool, store, workers, source["run_id"], run_id)
+        regraded = itertools.chain.from_iterable(pool.map(grade, shares))
+        for count, (encoded, before) in enumerate(regraded, 1):
+            store.write_encoded(encoded)
+            result = encoded.result()
+            tally.add(result)
+            if result.status != before:
+                flips[(before, result.status)] += 1
+            if progress is not None:
+                progress(result)
+            if count % BATCH == 0:
+                store.commit()
+                store.begin()
+        status = "completed"
+    finally:
+        store.commit()
+        summary = summary_with_scorecard(
+            run_id,
+            manifest,
+            tally.results,
+            task_infos(graded),
+            max_error_rate=max_error_rate,
+            config=scorecard,
+        )
+        if status == "completed" and not summary["valid"]:
+            status = "invalid"
+        summary["status"] = status
+        store.finish_run(run_id, status, summary)
+    return RegradeReport(run_id, source["run_id"], manifest, summary, changed, flips)
+
+
+def _manifest(old: dict[str, Any], run_id: str, source_id: str, graded: Suite) -> dict[str, Any]:
+    """The source run's manifest, as a regrade of it with today's graders and tasks."""
     from proctor.core.version import __version__
 
-    manifest = {
+    return {
         **old,
         "run_id": run_id,
         "created_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
-        "regraded_from": source["run_id"],
+        "regraded_from": source_id,
         "grader_versions": grader_versions(),
         "proctor_version": __version__,
         "suite": {
@@ -88,36 +159,78 @@ def regrade(
             "task_digests": {t.id: t.task.digest for t in graded.tasks},
         },
     }
-    if max_error_rate is None:
-        max_error_rate = (source["summary"] or {}).get("max_error_rate", DEFAULT_MAX_ERROR_RATE)
-    store.create_run(run_id, manifest)
-    tally, flips = Tally(), Counter[tuple[str, str]]()
-    store.begin()
+
+
+@dataclass(frozen=True)
+class Share:
+    """A key range of the source run's trials, and what a worker grades it with."""
+
+    suite: SuiteSource | None
+    source_id: str
+    run_id: str
+    after: Key
+    until: Key
+    #: The store a worker on this machine reads the share from; or, for one that may be
+    #: elsewhere, the share's rows as `Store.graded_rows` read them.
+    store: str | None = None
+    rows: tuple[list[tuple[Any, ...]], list[tuple[Any, ...]]] | None = None
+
+
+#: A regraded trial as a worker hands it back: its rows, and its status before.
+Regraded = tuple[EncodedTrial, str]
+
+
+def grade_share(
+    share: Share, members: dict[str, Any] | None = None, store: Store | None = None
+) -> list[Regraded]:
+    """Grade one share (in a worker: the suite rebuilt from its files, the store opened
+    for reading, once per process)."""
+    if members is None:
+        assert share.suite is not None
+        members = share.suite.members()
+    if share.rows is not None:
+        trials = decode_graded(share.source_id, CRASH_CHECK, *share.rows)
+    else:
+        if store is None:
+            assert share.store is not None
+            store = _readers.get(share.store) or _readers.setdefault(
+                share.store, Store.reader(share.store)
+            )
+        trials = store.graded_trials(
+            share.source_id, CRASH_CHECK, after=share.after, until=share.until
+        )
+    return [
+        (encode_trial(_regraded(s, share.run_id, members), None, None, s.source), s.result.status)
+        for s in trials
+    ]
+
+
+_readers: dict[str, Store] = {}
+
+
+def _workers_source(pool: Pool, store: Store, graded: Suite) -> SuiteSource | None:
+    """What the pool's workers rebuild the suite from (None: they run here); a
+    RegradeError when they could not rebuild it or read the store."""
+    if pool.inline:
+        return None
+    if pool.local and str(store.path) == ":memory:":
+        raise RegradeError("a store in memory cannot be read by worker processes")
     try:
-        for count, stored in enumerate(store.graded_trials(source["run_id"], CRASH_CHECK), 1):
-            result = _regraded(stored, run_id, members)
-            store.write_regraded(result, stored.source)
-            tally.add(result)
-            if result.status != stored.result.status:
-                flips[(stored.result.status, result.status)] += 1
-            if progress is not None:
-                progress(result)
-            if count % BATCH == 0:
-                store.commit()
-                store.begin()
-    finally:
-        store.commit()
-    summary = summary_with_scorecard(
-        run_id,
-        manifest,
-        tally.results,
-        task_infos(graded),
-        max_error_rate=max_error_rate,
-        config=scorecard,
-    )
-    summary["status"] = "completed" if summary["valid"] else "invalid"
-    store.finish_run(run_id, summary["status"], summary)
-    return RegradeReport(run_id, source["run_id"], manifest, summary, changed, flips)
+        return pool.ship(SuiteSource.of(graded))
+    except ExecutorError as exc:
+        raise RegradeError(str(exc)) from None
+
+
+def _shares(
+    pool: Pool, store: Store, suite: SuiteSource | None, source_id: str, run_id: str
+) -> Iterator[Share]:
+    """The shares of the source run, made as the pool asks for them."""
+    path = str(store.path.resolve()) if pool.local and not pool.inline else None
+    for after, until in store.share_bounds(source_id, SHARE):
+        rows = (
+            None if pool.local else store.graded_rows(source_id, CRASH_CHECK, after, until, SHARE)
+        )
+        yield Share(suite, source_id, run_id, after, until, path, rows)
 
 
 def _regraded(stored: StoredTrial, run_id: str, members: dict[str, Any]) -> TrialResult:

@@ -105,6 +105,11 @@ def _loads(text: str) -> Any:
         return json.loads(text)
 
 
+#: A trial's key in a run, (task id, trial number); FIRST_KEY sorts before every key.
+Key = tuple[str, int]
+FIRST_KEY: Key = ("", -1)
+
+
 class RunNotFound(LookupError):
     pass
 
@@ -201,35 +206,21 @@ class Store:
         self, result: TrialResult, answer: str | None, outcome: Outcome | None, trace_of: int | None
     ) -> int:
         """Insert a trial's row and checks; returns its rowid."""
+        return self.write_encoded(encode_trial(result, answer, outcome, trace_of))
+
+    def write_encoded(self, encoded: EncodedTrial) -> int:
+        """Insert a trial encoded elsewhere (a worker process): its row and checks."""
         rowid = self.db.execute(
             "INSERT INTO trials(run_id, task_id, trial, seed, status, score, latency_s,"
             " trace_id, usage, metrics, error, answer, outcome, trace_of)"
             " VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
-            (
-                result.run_id,
-                result.task_id,
-                result.trial,
-                result.seed,
-                result.status,
-                result.score,
-                result.latency_s,
-                result.trace_id,
-                _dumps(result.usage.to_dict()),
-                _dumps(result.metrics),
-                result.error,
-                answer,
-                None if outcome is None else _dumps(outcome.to_dict()),
-                trace_of,
-            ),
+            encoded.row,
         ).lastrowid
         assert rowid is not None
         self.db.executemany(
             "INSERT INTO checks(trial_rowid, idx, name, kind, passed, score, severity,"
             " evidence) VALUES (?,?,?,?,?,?,?,?)",
-            [
-                (rowid, i, c.name, c.kind, int(c.passed), c.score, c.severity, _dumps(c.evidence))
-                for i, c in enumerate(result.checks)
-            ],
+            [(rowid, *check) for check in encoded.checks],
         )
         return rowid
 
@@ -352,9 +343,16 @@ class Store:
         return trace, answer or "", Outcome.from_dict(_loads(outcome)) if outcome else None
 
     def graded_trials(
-        self, run_id: str, crash_check: str, batch: int = 500
+        self,
+        run_id: str,
+        crash_check: str,
+        batch: int = 500,
+        *,
+        after: Key = FIRST_KEY,
+        until: Key | None = None,
     ) -> Iterator[StoredTrial]:
-        """Every trial of a run with what grading reads: trace, answer, outcome, usage.
+        """Every trial of a run (with keys after `after`, up to `until`) with what grading
+        reads: trace, answer, outcome, usage.
 
         In (task, trial) order, read `batch` trials at a time by key range, each read
         finished before a trial is handed on: a read cursor held open while the caller
@@ -362,33 +360,73 @@ class Store:
         slower. Of the stored checks only `crash_check` is read, the one check graders do
         not produce.
         """
-        after: tuple[str, int] = ("", -1)
         while True:
-            rows = self.db.execute(
-                "SELECT s.id, t.task_id, t.trial, t.seed, t.status,"
-                " t.latency_s, t.trace_id, t.usage, t.error, s.answer, s.outcome,"
-                " c.kind, c.passed, c.score, c.severity, c.evidence"
-                " FROM trials t JOIN trials s ON s.id = COALESCE(t.trace_of, t.id)"
-                " LEFT JOIN checks c ON c.trial_rowid = t.id AND c.name = ?"
-                " WHERE t.run_id = ? AND (t.task_id, t.trial) > (?, ?)"
-                " ORDER BY t.task_id, t.trial LIMIT ?",
-                (crash_check, run_id, *after, batch),
-            ).fetchall()
+            rows, events = self.graded_rows(run_id, crash_check, after, until, batch)
             if not rows:
                 return
-            last = (rows[-1][1], rows[-1][2])
-            events: dict[int, list[TraceEvent]] = {}
-            for source, seq, t, kind, data in self.db.execute(
-                "SELECT e.trial_rowid, e.seq, e.t, e.kind, e.data FROM trials t"
-                " JOIN events e ON e.trial_rowid = COALESCE(t.trace_of, t.id)"
-                " WHERE t.run_id = ? AND (t.task_id, t.trial) > (?, ?)"
-                " AND (t.task_id, t.trial) <= (?, ?) ORDER BY t.task_id, t.trial, e.seq",
-                (run_id, *after, *last),
-            ).fetchall():
-                events.setdefault(source, []).append(TraceEvent(seq, t, kind, _loads(data)))
-            for row in rows:
-                yield self._stored(run_id, crash_check, row, events.get(row[0], []))
-            after = last
+            yield from decode_graded(run_id, crash_check, rows, events)
+            after = (rows[-1][1], rows[-1][2])
+
+    def graded_rows(
+        self, run_id: str, crash_check: str, after: Key, until: Key | None, limit: int
+    ) -> tuple[list[tuple[Any, ...]], list[tuple[Any, ...]]]:
+        """The first `limit` trials after `after` (up to `until`) as stored, not decoded:
+        their rows and their trace events' rows, for `decode_graded` here or elsewhere."""
+        bound = "" if until is None else " AND (t.task_id, t.trial) <= (?, ?)"
+        rows = self.db.execute(
+            "SELECT s.id, t.task_id, t.trial, t.seed, t.status,"
+            " t.latency_s, t.trace_id, t.usage, t.error, s.answer, s.outcome,"
+            " c.kind, c.passed, c.score, c.severity, c.evidence"
+            " FROM trials t JOIN trials s ON s.id = COALESCE(t.trace_of, t.id)"
+            " LEFT JOIN checks c ON c.trial_rowid = t.id AND c.name = ?"
+            f" WHERE t.run_id = ? AND (t.task_id, t.trial) > (?, ?){bound}"
+            " ORDER BY t.task_id, t.trial LIMIT ?",
+            (crash_check, run_id, *after, *(until or ()), limit),
+        ).fetchall()
+        if not rows:
+            return [], []
+        last = (rows[-1][1], rows[-1][2])
+        events = self.db.execute(
+            "SELECT e.trial_rowid, e.seq, e.t, e.kind, e.data FROM trials t"
+            " JOIN events e ON e.trial_rowid = COALESCE(t.trace_of, t.id)"
+            " WHERE t.run_id = ? AND (t.task_id, t.trial) > (?, ?)"
+            " AND (t.task_id, t.trial) <= (?, ?) ORDER BY t.task_id, t.trial, e.seq",
+            (run_id, *after, *last),
+        ).fetchall()
+        return rows, events
+
+    def share_bounds(self, run_id: str, size: int) -> Iterator[tuple[Key, Key]]:
+        """A run's trials in shares of `size`, as (after, until) key ranges in order: what
+        a worker reads with `graded_trials(after=..., until=...)`. Read from the index."""
+        after: Key = FIRST_KEY
+        while True:
+            row = self.db.execute(
+                "SELECT task_id, trial FROM trials WHERE run_id = ? AND (task_id, trial) > (?, ?)"
+                " ORDER BY task_id, trial LIMIT 1 OFFSET ?",
+                (run_id, *after, size - 1),
+            ).fetchone()
+            if row is None:
+                last = self.db.execute(
+                    "SELECT task_id, trial FROM trials WHERE run_id = ?"
+                    " AND (task_id, trial) > (?, ?) ORDER BY task_id DESC, trial DESC LIMIT 1",
+                    (run_id, *after),
+                ).fetchone()
+                if last is not None:
+                    yield after, (last[0], last[1])
+                return
+            until = (row[0], row[1])
+            yield after, until
+            after = until
+
+    @classmethod
+    def reader(cls, path: str | Path) -> Store:
+        """A read-only handle on an existing store, for a worker process reading its share
+        of a run while another process writes: it creates and writes nothing."""
+        store = cls.__new__(cls)
+        store.path, store.redactor = Path(path), None
+        uri = f"{Path(path).resolve().as_uri()}?mode=ro"
+        store.db = sqlite3.connect(uri, uri=True, isolation_level=None, check_same_thread=False)
+        return store
 
     @staticmethod
     def _stored(
@@ -416,6 +454,77 @@ class Store:
             if kind is None
             else Check(crash_check, kind, bool(passed), score, severity, _loads(evidence)),
         )
+
+
+def decode_graded(
+    run_id: str, crash_check: str, rows: list[tuple[Any, ...]], events: list[tuple[Any, ...]]
+) -> Iterator[StoredTrial]:
+    """The StoredTrials of rows read by `Store.graded_rows`."""
+    by_source: dict[int, list[TraceEvent]] = {}
+    for source, seq, t, kind, data in events:
+        by_source.setdefault(source, []).append(TraceEvent(seq, t, kind, _loads(data)))
+    for row in rows:
+        yield Store._stored(run_id, crash_check, row, by_source.get(row[0], []))
+
+
+@dataclass(frozen=True, slots=True)
+class EncodedTrial:
+    """A trial as the store inserts it: its row and its checks' rows, JSON encoded. A
+    worker process encodes; the process that owns the store inserts."""
+
+    row: tuple[Any, ...]
+    checks: list[tuple[Any, ...]]
+
+    def result(self) -> TrialResult:
+        """The trial's result as a summary reads it: checks without their evidence."""
+        run_id, task_id, trial, seed, status, score, latency, trace_id, usage, metrics, error = (
+            self.row[:11]
+        )
+        return TrialResult(
+            run_id=run_id,
+            task_id=task_id,
+            trial=trial,
+            seed=seed,
+            status=status,
+            checks=[
+                Check(name, kind, bool(passed), score, severity)
+                for _, name, kind, passed, score, severity, _ in self.checks
+            ],
+            usage=Usage(**_loads(usage)),
+            latency_s=latency,
+            trace_id=trace_id,
+            score=score,
+            metrics=_loads(metrics),
+            error=error,
+        )
+
+
+def encode_trial(
+    result: TrialResult, answer: str | None, outcome: Outcome | None, trace_of: int | None
+) -> EncodedTrial:
+    """`result` (and the answer and outcome a trial with its own trace keeps) as rows."""
+    return EncodedTrial(
+        (
+            result.run_id,
+            result.task_id,
+            result.trial,
+            result.seed,
+            result.status,
+            result.score,
+            result.latency_s,
+            result.trace_id,
+            _dumps(result.usage.to_dict()),
+            _dumps(result.metrics),
+            result.error,
+            answer,
+            None if outcome is None else _dumps(outcome.to_dict()),
+            trace_of,
+        ),
+        [
+            (i, c.name, c.kind, int(c.passed), c.score, c.severity, _dumps(c.evidence))
+            for i, c in enumerate(result.checks)
+        ],
+    )
 
 
 @dataclass(slots=True)
