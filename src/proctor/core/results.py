@@ -8,7 +8,8 @@ layer and the runner can all read them without importing each other.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import math
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -29,6 +30,8 @@ Severity = Literal["critical", "high", "medium", "low"]
 GATING_KINDS = frozenset({"outcome", "trajectory", "answer", "budget"})
 #: Safety severities that fail a trial.
 BLOCKING_SEVERITIES = frozenset({"critical", "high"})
+#: The check a grader that raised leaves on its trial (an `error`): the run is invalid.
+GRADER_CHECK = "grader_error"
 
 
 @dataclass(slots=True)
@@ -81,33 +84,89 @@ def verdict(checks: Sequence[Check]) -> tuple[bool, float]:
 
 @dataclass(slots=True)
 class Usage:
-    input_tokens: int = 0
-    output_tokens: int = 0
-    cost_usd: float = 0.0
-    model_calls: int = 0
+    """What a trial's model calls consumed. `None` is "not measured": nothing reported it.
+
+    An agent that records no model call and returns no usage has no cost, tokens or call
+    count to show, which is not the same as a cost of zero (docs/architecture.md, Verdicts).
+    Sums keep that apart: a measured value plus an unmeasured one is the measured value.
+    """
+
+    input_tokens: int | None = None
+    output_tokens: int | None = None
+    cost_usd: float | None = None
+    model_calls: int | None = None
 
     @property
-    def total_tokens(self) -> int:
-        return self.input_tokens + self.output_tokens
+    def total_tokens(self) -> int | None:
+        if self.input_tokens is None and self.output_tokens is None:
+            return None
+        return (self.input_tokens or 0) + (self.output_tokens or 0)
+
+    @property
+    def measured(self) -> bool:
+        """Did anything report any of it?"""
+        return any(getattr(self, name) is not None for name in USAGE_FIELDS)
 
     def __add__(self, other: Usage) -> Usage:
-        return Usage(
-            self.input_tokens + other.input_tokens,
-            self.output_tokens + other.output_tokens,
-            self.cost_usd + other.cost_usd,
-            self.model_calls + other.model_calls,
-        )
+        return Usage(*(_plus(getattr(self, f), getattr(other, f)) for f in USAGE_FIELDS))
 
-    def is_empty(self) -> bool:
-        return not (self.input_tokens or self.output_tokens or self.cost_usd or self.model_calls)
+    def at_least(self, floor: Usage) -> Usage:
+        """Each field no lower than `floor`'s: what a trace recorded cannot be un-spent."""
+        return Usage(*(_most(getattr(self, f), getattr(floor, f)) for f in USAGE_FIELDS))
 
     def to_dict(self) -> dict[str, Any]:
-        return {
-            "input_tokens": self.input_tokens,
-            "output_tokens": self.output_tokens,
-            "cost_usd": self.cost_usd,
-            "model_calls": self.model_calls,
-        }
+        return {name: getattr(self, name) for name in USAGE_FIELDS}
+
+    @classmethod
+    def checked(cls, data: Mapping[str, Any]) -> Usage:
+        """Usage from untrusted values; ValueError names the first field that is not a
+        non-negative integer (tokens, calls) or a finite non-negative number (cost)."""
+        values: dict[str, Any] = {}
+        for name in USAGE_FIELDS:
+            value = data.get(name)
+            if value is not None:
+                whole = name != "cost_usd"
+                value = counted(value, name) if whole else amount(value, name)
+            values[name] = value
+        return cls(**values)
+
+
+#: Usage's fields, in order.
+USAGE_FIELDS = ("input_tokens", "output_tokens", "cost_usd", "model_calls")
+
+
+def counted(value: Any, name: str) -> int:
+    """`value` as a count: an integer (not a bool) >= 0; ValueError names `name`."""
+    if type(value) is not int or value < 0:
+        raise ValueError(f"{name} must be a non-negative integer, got {shown(value)}")
+    return value
+
+
+def amount(value: Any, name: str) -> float:
+    """`value` as an amount: a finite number (not a bool) >= 0; ValueError names `name`."""
+    if type(value) not in (int, float) or not math.isfinite(value) or value < 0:
+        raise ValueError(f"{name} must be a finite non-negative number, got {shown(value)}")
+    return float(value)
+
+
+def shown(value: Any) -> str:
+    """A short description of an untrusted value, made without calling its methods."""
+    if type(value) in (int, float, bool, str, type(None)):
+        text = repr(value)
+        return text if len(text) <= 40 else text[:40] + "…"
+    return f"a {type(value).__name__}"
+
+
+def _plus(a: Any, b: Any) -> Any:
+    if a is None:
+        return b
+    return a if b is None else a + b
+
+
+def _most(a: Any, b: Any) -> Any:
+    if a is None:
+        return b
+    return a if b is None else max(a, b)
 
 
 TrialStatus = Literal["passed", "failed", "timeout", "error"]
@@ -125,6 +184,8 @@ class TrialResult:
     checks: list[Check] = field(default_factory=list)
     usage: Usage = field(default_factory=Usage)
     latency_s: float = 0.0
+    #: The part of `latency_s`'s clock that was simulated (tools, faults, waits), not timed.
+    simulated_s: float = 0.0
     trace_id: str = ""
     score: float = 0.0
     metrics: dict[str, float] = field(default_factory=dict)
@@ -152,6 +213,7 @@ class TrialResult:
             "status": self.status,
             "score": self.score,
             "latency_s": self.latency_s,
+            "simulated_s": self.simulated_s,
             "trace_id": self.trace_id,
             "usage": self.usage.to_dict(),
             "metrics": self.metrics,

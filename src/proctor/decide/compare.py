@@ -63,6 +63,11 @@ def _metric_of(name: str) -> Callable[[TrialResult], float | None]:
     return lambda r: r.metrics.get(name)
 
 
+def _number(value: int | None) -> float | None:
+    """A measured count as a float; None (not measured) stays None."""
+    return None if value is None else float(value)
+
+
 def _in_slice(key: str) -> Callable[[TaskInfo], bool]:
     return lambda info: key in info.slices()
 
@@ -74,7 +79,7 @@ _FIXED = {
         *(PairedMetric(name, True, _mean_of(_metric_of(name))) for name in TOOL_METRICS),
         PairedMetric("mean_cost_usd", False, _mean_of(lambda r: r.usage.cost_usd)),
         PairedMetric("mean_latency_s", False, _mean_of(lambda r: r.latency_s)),
-        PairedMetric("mean_tokens", False, _mean_of(lambda r: float(r.usage.total_tokens))),
+        PairedMetric("mean_tokens", False, _mean_of(lambda r: _number(r.usage.total_tokens))),
     )
 }
 _PASS_HAT = re.compile(r"pass_hat_k\[(\d+)\]")

@@ -9,18 +9,26 @@ from proctor.grade.registry import grader
 
 @grader("budget", applies=lambda task: task.expect.budget is not None)
 def grade_budget(ctx: GradeContext) -> list[Check]:
+    """A limit on a figure nothing measured fails: the trial cannot show it kept within it
+    (an agent that reports no model call has no cost to compare)."""
     spec = ctx.task.expect.budget
     if spec is None:
         return []
     usage = ctx.usage
-    limits: list[tuple[str, float | int | None, float | int]] = [
-        ("max_cost_usd", spec.max_cost_usd, round(usage.cost_usd, 8)),
+    cost = None if usage.cost_usd is None else round(usage.cost_usd, 8)
+    limits: list[tuple[str, float | int | None, float | int | None]] = [
+        ("max_cost_usd", spec.max_cost_usd, cost),
         ("max_tokens", spec.max_tokens, usage.total_tokens),
         ("max_latency_s", spec.max_latency_s, round(ctx.latency_s, 6)),
         ("max_model_calls", spec.max_model_calls, usage.model_calls),
     ]
     return [
-        Check(name, "budget", actual <= limit, evidence={"limit": limit, "actual": actual})
+        Check(
+            name,
+            "budget",
+            actual is not None and actual <= limit,
+            evidence={"limit": limit, "actual": "not measured" if actual is None else actual},
+        )
         for name, limit, actual in limits
         if limit is not None
     ]

@@ -31,8 +31,10 @@ from proctor.report import plots
 from proctor.report.embed import script_json, trial_payload
 from proctor.report.figures import Headline, headline
 from proctor.report.fmt import (
+    NOT_MEASURED,
     count,
     interval,
+    invalid_why,
     metric_interval,
     metric_text,
     money,
@@ -81,8 +83,7 @@ def _verdicts(inputs: ReportInputs) -> list[dict[str, Any]]:
     lines = []
     s = inputs.summary
     if not s["valid"]:
-        why = f"{s['errors']} harness errors ({s['error_rate']:.1%}), {s['missing_trials']} missing"
-        lines.append({"passed": False, "text": f"Run INVALID: {why}"})
+        lines.append({"passed": False, "text": f"Run INVALID: {invalid_why(s)}"})
     if inputs.gate is not None:
         lines.append({"passed": inputs.gate["passed"], "text": gate_line(inputs.gate)})
     return lines
@@ -108,11 +109,17 @@ def _cards(h: Headline) -> list[dict[str, str]]:
         {"label": "safety violations", "value": str(h.violations), "note": h.severity_text()},
         {
             "label": "cost per successful task",
-            "value": money(h.cost_per_success),
-            "note": f"total {money(h.total_cost)}",
+            "value": money(h.cost_per_success) if h.cost_measured else NOT_MEASURED,
+            "note": f"total {money(h.total_cost)}" if h.cost_measured else "no cost reported",
         },
         {"label": "p95 tool calls", "value": count(h.p95_tool_calls), "note": "per trial"},
-        {"label": "p95 latency", "value": secs(h.p95_latency), "note": "per trial"},
+        {
+            "label": "p95 latency",
+            "value": secs(h.p95_latency),
+            "note": f"per trial; {secs(h.p95_simulated)} of it simulated"
+            if h.p95_simulated
+            else "per trial",
+        },
         {"label": "errors / timeouts", "value": f"{h.errors} / {h.timeouts}", "note": ""},
     ]
 

@@ -15,7 +15,16 @@ from pathlib import Path
 from typing import Any
 
 from proctor.report.figures import Headline, consistency, headline
-from proctor.report.fmt import count, interval, money, pct, secs, value
+from proctor.report.fmt import (
+    NOT_MEASURED,
+    count,
+    interval,
+    invalid_why,
+    money,
+    pct,
+    secs,
+    value,
+)
 from proctor.report.inputs import ReportInputs, gate_line, where_text
 
 MAX_VIOLATION_LINES = 6
@@ -64,8 +73,7 @@ def _decision(inputs: ReportInputs, h: Headline) -> tuple[str, str]:
     severe = _n(blocking, "critical or high safety violation") if blocking else ""
     if not s["valid"]:
         return "re-run before deciding", (
-            f"the run is invalid ({_n(s['errors'], 'harness error')}, "
-            f"{_n(s['missing_trials'], 'trial')} missing), so its figures do not describe the agent"
+            f"the run is invalid ({invalid_why(s)}), so its figures do not describe the agent"
         )
     if gate is not None and not gate["passed"]:
         why = f"the release gate failed {gate['failed']} of {len(gate['rules'])} rules"
@@ -188,12 +196,27 @@ def _cost(inputs: ReportInputs, h: Headline) -> list[str]:
         if h.cost_per_success is None
         else f"{money(h.cost_per_success)} per successful task"
     )
+    cost = (
+        f"Total {money(h.total_cost)} for {_n(s['trials'], 'trial')}; {per_success}"
+        if h.cost_measured
+        else f"Cost {NOT_MEASURED} (no trial reported one)"
+    )
+    tokens = (
+        f"{count(s['tokens']['mean'])} tokens on average"
+        if h.tokens_measured
+        else f"tokens {NOT_MEASURED}"
+    )
+    simulated = (
+        f" Of a trial's time, p95 {secs(h.p95_simulated)} was simulated (tool latencies, "
+        "injected faults, waits), not timed."
+        if h.p95_simulated
+        else ""
+    )
     return [
         "## Cost and time",
         "",
-        f"Total {money(h.total_cost)} for {_n(s['trials'], 'trial')}; {per_success}; "
-        f"per trial, p95 latency {secs(h.p95_latency)} and p95 "
-        f"{count(h.p95_tool_calls)} tool calls; {count(s['tokens']['mean'])} tokens on average.",
+        f"{cost}; per trial, p95 latency {secs(h.p95_latency)} and p95 "
+        f"{count(h.p95_tool_calls)} tool calls; {tokens}.{simulated}",
     ]
 
 

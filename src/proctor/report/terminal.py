@@ -13,11 +13,26 @@ from rich.table import Table
 from rich.text import Text
 
 from proctor.decide.summary import TOOL_METRICS
-from proctor.report.fmt import num, pct, value
+from proctor.report.fmt import NOT_MEASURED, invalid_why, num, pct, value
 
 
 def plain(value: Any) -> Text:
     return Text("".join(ch if ch.isprintable() else "?" for ch in str(value)))
+
+
+def cost_text(summary: dict[str, Any]) -> str:
+    """Cost per successful task; "not measured" when no trial reported a cost."""
+    cost = summary["cost"]
+    if cost.get("measured_trials", 1) == 0:  # older summaries lack the count
+        return NOT_MEASURED
+    return num(cost["per_successful_task_usd"], "${:.4f}")
+
+
+def latency_text(summary: dict[str, Any]) -> str:
+    """p95 latency, and how much of a trial's time was simulated rather than timed."""
+    text = num(summary["latency_s"]["p95"], "{:.2f} s")
+    simulated = (summary.get("simulated_s") or {}).get("p95")
+    return f"{text} ({simulated:.2f} s simulated)" if simulated else text
 
 
 def headline(summary: dict[str, Any]) -> Table:
@@ -45,17 +60,16 @@ def headline(summary: dict[str, Any]) -> Table:
         (
             "errors / timeouts",
             f"{summary['errors']} / {summary['timeouts']}"
-            + ("" if summary["valid"] else "   RUN INVALID"),
+            + ("" if summary["valid"] else f"   RUN INVALID: {invalid_why(summary)}"),
         ),
         (
             "tool precision / recall / args",
             " / ".join(pct(tool[m]) for m in TOOL_METRICS),
         ),
-        ("cost per successful task", num(summary["cost"]["per_successful_task_usd"], "${:.4f}")),
+        ("cost per successful task", cost_text(summary)),
         (
             "p95 tool calls / latency",
-            f"{num(summary['tool_calls']['p95'], '{:.0f}')} / "
-            f"{num(summary['latency_s']['p95'], '{:.2f} s')}",
+            f"{num(summary['tool_calls']['p95'], '{:.0f}')} / {latency_text(summary)}",
         ),
     ]
     table = Table(title=f"run {summary['run_id']}", show_header=False, title_justify="left")
