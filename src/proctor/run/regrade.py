@@ -7,7 +7,8 @@ the old and new verdicts stay side by side and `proctor compare OLD NEW` shows w
 change did. Regraded trials share their source's trace in the store (no copy).
 
 A status decided before grading stands: a timeout, an infrastructure error, an agent
-crash (its `agent_crashed` check is kept). A trial whose graders raised is graded again.
+crash or protocol error (the checks the harness added are kept, as is a failed
+`trace_integrity`). A trial whose graders raised is graded again.
 An imported session that carried no final state is regraded without state checks, as it
 was graded on import.
 """
@@ -29,7 +30,7 @@ from proctor.grade.context import GradeContext
 from proctor.grade.registry import grader_versions
 from proctor.grade.state import state_recorded, without_state_checks
 from proctor.run.runner import task_infos
-from proctor.run.trial import CRASH_CHECK, GRADER_ERROR, judge
+from proctor.run.trial import CRASH_CHECK, GRADER_ERROR, HARNESS_CHECKS, PROTOCOL_CHECK, judge
 from proctor.store.sqlite import Store, StoredTrial
 
 #: Trials per transaction.
@@ -94,7 +95,7 @@ def regrade(
     tally, flips = Tally(), Counter[tuple[str, str]]()
     store.begin()
     try:
-        for count, stored in enumerate(store.graded_trials(source["run_id"], CRASH_CHECK), 1):
+        for count, stored in enumerate(store.graded_trials(source["run_id"], HARNESS_CHECKS), 1):
             result = _regraded(stored, run_id, members)
             store.write_regraded(result, stored.source)
             tally.add(result)
@@ -130,13 +131,15 @@ def _regraded(stored: StoredTrial, run_id: str, members: dict[str, Any]) -> Tria
         status=before.status,
         usage=before.usage,
         latency_s=before.latency_s,
+        simulated_s=before.simulated_s,
         trace_id=before.trace_id,
         error=before.error,
     )
     if stored.outcome is None:  # a trial lost with its worker: nothing to grade
+        result.checks = stored.kept
         return result
     grader_broke = (before.error or "").startswith(GRADER_ERROR)
-    decided = stored.crash is not None or (
+    decided = any(c.name in (CRASH_CHECK, PROTOCOL_CHECK) for c in stored.kept) or (
         before.status in ("timeout", "error") and not grader_broke
     )
     member = members[before.task_id]
@@ -146,6 +149,11 @@ def _regraded(stored: StoredTrial, run_id: str, members: dict[str, Any]) -> Tria
     ctx = GradeContext(
         task, stored.trace, stored.outcome, before.usage, before.latency_s, member.domain
     )
-    extra = [stored.crash] if stored.crash is not None else []
-    judge(result, ctx, extra, before.status if decided else None, before.error if decided else None)
+    judge(
+        result,
+        ctx,
+        stored.kept,
+        before.status if decided else None,
+        before.error if decided else None,
+    )
     return result
