@@ -36,7 +36,7 @@ def load_agent(ref: str) -> Any:
             module = importlib.import_module(where)
     except AgentNotFound:
         raise
-    except Exception as exc:
+    except (Exception, SystemExit) as exc:  # a module that calls sys.exit() as it loads
         raise AgentNotFound(
             f"--agent {ref!r}: importing failed: {type(exc).__name__}: {exc}"
         ) from exc
@@ -44,7 +44,12 @@ def load_agent(ref: str) -> Any:
         raise AgentNotFound(f"--agent {ref!r}: {where} has no attribute {attr!r}")
     agent = getattr(module, attr)
     if isinstance(agent, type):
-        agent = agent()
+        try:
+            agent = agent()
+        except (Exception, SystemExit) as exc:
+            raise AgentNotFound(
+                f"--agent {ref!r}: creating {attr} failed: {type(exc).__name__}: {exc}"
+            ) from exc
     try:
         agent_callable(agent)
     except TypeError as exc:

@@ -154,7 +154,8 @@ def shown(value: Any) -> str:
     if type(value) in (int, float, bool, str, type(None)):
         text = repr(value)
         return text if len(text) <= 40 else text[:40] + "…"
-    return f"a {type(value).__name__}"
+    name = type(value).__name__
+    return f"{'an' if name[:1].lower() in 'aeiou' else 'a'} {name}"
 
 
 def _plus(a: Any, b: Any) -> Any:

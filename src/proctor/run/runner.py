@@ -129,6 +129,8 @@ class Runner:
         self._domains = {id(t.domain): t.domain for t in suite.tasks}
         self._domains = {key: domain.snapshot() for key, domain in self._domains.items()}
         self.done: set[tuple[str, int]] = set()
+        #: The run is in the store (created, or reopened to resume): `--resume` finds it.
+        self.recorded = False
         if stored is not None and store is not None:
             self.manifest = resumed_manifest(stored, self.manifest)
             self.done = store.trial_keys(self.run_id)
@@ -164,6 +166,7 @@ class Runner:
                 tally.add(result)
         elif store is not None:
             store.create_run(self.run_id, self.manifest)
+        self.recorded = True
         ctx = RunContext(self.agent, self.timeout_s, self.concurrency, self.source)
         commits = _GroupCommit(store) if store is not None else None
         try:

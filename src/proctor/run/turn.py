@@ -22,6 +22,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from proctor.agents.base import AgentInput, agent_callable, is_async_agent
+from proctor.core.results import shown
 from proctor.env.environment import Environment
 from proctor.env.toolbox import SyncToolbox, Toolbox
 from proctor.run.threads import AGENT_LOOP, AGENT_THREADS
@@ -64,7 +65,7 @@ def describe(exc: BaseException) -> Raised:
         frames = []
     code = getattr(exc, "code", None) if isinstance(exc, SystemExit) else None
     if code is not None and type(code) not in (int, str):
-        code = f"a {type(code).__name__}"
+        code = shown(code)
     return Raised(type(exc), text, [str(line) for line in frames], code)
 
 
