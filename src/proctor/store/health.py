@@ -87,7 +87,9 @@ def check_pages(db: sqlite3.Connection, path: Path) -> None:
     try:
         rows = db.execute("PRAGMA quick_check(3)").fetchall()
     except sqlite3.DatabaseError as exc:
-        raise damage(exc, path, "checking its pages") from None
+        if is_busy(exc):
+            raise damage(exc, path, "checking its pages") from None
+        rows = [(str(exc),)]
     if rows != [("ok",)]:
         first = "; ".join(str(row[0]) for row in rows)[:200]
         raise StoreDamaged(

@@ -122,6 +122,11 @@ _dumps = json_encoder(separators=(",", ":"), ensure_ascii=False)
 _scan = json.JSONDecoder().scan_once  # type: ignore[attr-defined]  # set in __init__, unstubbed
 
 
+def _writable(path: Path) -> bool:
+    """Can SQLite write the file and, beside it, its journal (`-wal`, `-shm`)?"""
+    return os.access(path, os.W_OK) and os.access(path.parent, os.W_OK)
+
+
 def _env_seconds(name: str, default: float) -> float:
     """Seconds from an environment variable (a bad value is the default, not a crash)."""
     try:
@@ -180,6 +185,11 @@ class Store:
         if not memory:
             if self.path.exists():
                 check_file(self.path)
+                if not readonly and not _writable(self.path):
+                    raise StoreError(
+                        f"{self.path}: the store is read-only (file, folder or disk): "
+                        "read commands (runs, show, export, report) still work on it"
+                    )
             elif not readonly:
                 try:
                     self.path.parent.mkdir(parents=True, exist_ok=True)
@@ -191,6 +201,10 @@ class Store:
             if not readonly:
                 if version:
                     check_pages(self.db, self.path)
+                # Only now, checked, may it be changed: WAL journalling, then the schema.
+                self._writing("opening it", partial(self.db.execute, "PRAGMA journal_mode=WAL"))
+                self.db.execute("PRAGMA synchronous=NORMAL")
+                self.db.execute("PRAGMA foreign_keys=ON")
                 if version < SCHEMA_VERSION:
                     self._writing("creating its tables", lambda: self._migrate(version))
             self._columns = {row[1] for row in self.db.execute("PRAGMA table_info(trials)")}
@@ -216,10 +230,6 @@ class Store:
                     uri=target.startswith("file:"),
                 )
                 db.execute("SELECT count(*) FROM sqlite_master").fetchone()
-                if not self.readonly:
-                    self._writing("opening it", partial(db.execute, "PRAGMA journal_mode=WAL"))
-                    db.execute("PRAGMA synchronous=NORMAL")
-                    db.execute("PRAGMA foreign_keys=ON")
                 return db
             except sqlite3.Error as exc:
                 last = exc
@@ -362,8 +372,9 @@ class Store:
             )
             db.execute("RELEASE trial")
         except BaseException:
-            db.execute("ROLLBACK TO trial")
-            db.execute("RELEASE trial")
+            with contextlib.suppress(sqlite3.Error):  # a full disk may have ended it already
+                db.execute("ROLLBACK TO trial")
+                db.execute("RELEASE trial")
             raise
 
     def write_regraded(self, result: TrialResult, trace_of: int) -> None:
