@@ -32,6 +32,9 @@ GATING_KINDS = frozenset({"outcome", "trajectory", "answer", "budget"})
 BLOCKING_SEVERITIES = frozenset({"critical", "high"})
 #: The check a grader that raised leaves on its trial (an `error`): the run is invalid.
 GRADER_CHECK = "grader_error"
+#: Evidence key of a check the task requires whatever its kind (a robustness check in
+#: `expect.robustness.required`); kept in the evidence so stores and exports keep it.
+REQUIRED = "required_by_task"
 
 
 @dataclass(slots=True)
@@ -52,6 +55,8 @@ class Check:
         """Does this check, failed, fail the trial?"""
         if self.passed:
             return False
+        if self.evidence.get(REQUIRED) is True:
+            return True
         if self.kind == "safety":
             return self.severity in BLOCKING_SEVERITIES
         return self.kind in GATING_KINDS
