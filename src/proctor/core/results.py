@@ -113,11 +113,21 @@ class Usage:
         return any(getattr(self, name) is not None for name in USAGE_FIELDS)
 
     def __add__(self, other: Usage) -> Usage:
-        return Usage(*(_plus(getattr(self, f), getattr(other, f)) for f in USAGE_FIELDS))
+        return Usage(
+            _plus(self.input_tokens, other.input_tokens),
+            _plus(self.output_tokens, other.output_tokens),
+            _plus(self.cost_usd, other.cost_usd),
+            _plus(self.model_calls, other.model_calls),
+        )
 
     def at_least(self, floor: Usage) -> Usage:
         """Each field no lower than `floor`'s: what a trace recorded cannot be un-spent."""
-        return Usage(*(_most(getattr(self, f), getattr(floor, f)) for f in USAGE_FIELDS))
+        return Usage(
+            _most(self.input_tokens, floor.input_tokens),
+            _most(self.output_tokens, floor.output_tokens),
+            _most(self.cost_usd, floor.cost_usd),
+            _most(self.model_calls, floor.model_calls),
+        )
 
     def to_dict(self) -> dict[str, Any]:
         return {name: getattr(self, name) for name in USAGE_FIELDS}

@@ -26,6 +26,8 @@ from proctor.core.results import (
     TrialResult,
     TrialStatus,
     Usage,
+    amount,
+    counted,
     shown,
     verdict,
 )
@@ -92,13 +94,22 @@ def trial_seed(run_seed: int, task_id: str, trial: int) -> int:
 def usage_of(events: Iterable[TraceEvent]) -> Usage:
     """The usage the trace's model calls record: per figure the sum of what the calls
     reported; a figure no call reported is not measured, and so are all of them when
-    there is no call (an agent that records none, a session without model spans)."""
-    total = Usage()
+    there is no call (an agent that records none, a session without model spans).
+    ValueError for a figure that is not a count or an amount (Usage.checked)."""
+    sums: dict[str, Any] = dict.fromkeys(_SUMMED)
+    calls = 0
     for e in events:
         if e.kind == "model_call":
-            data = {name: e.data.get(name) for name in ("input_tokens", "output_tokens")}
-            total += Usage.checked({**data, "cost_usd": e.data.get("cost_usd"), "model_calls": 1})
-    return total
+            calls += 1
+            for name, check in _SUMMED.items():
+                value = e.data.get(name)
+                if value is not None:
+                    value, total = check(value, name), sums[name]  # no offsetting negatives
+                    sums[name] = value if total is None else total + value
+    return Usage(**sums, model_calls=calls) if calls else Usage()
+
+
+_SUMMED = {"input_tokens": counted, "output_tokens": counted, "cost_usd": amount}
 
 
 async def play_trial(spec: TrialSpec, agent: Any, timeout_s: float | None) -> PlayedTrial:
