@@ -9,7 +9,7 @@ layer and the runner can all read them without importing each other.
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -113,20 +113,19 @@ class Usage:
         return any(getattr(self, name) is not None for name in USAGE_FIELDS)
 
     def __add__(self, other: Usage) -> Usage:
-        return Usage(
-            _plus(self.input_tokens, other.input_tokens),
-            _plus(self.output_tokens, other.output_tokens),
-            _plus(self.cost_usd, other.cost_usd),
-            _plus(self.model_calls, other.model_calls),
-        )
+        return self._with(other, _plus)
 
     def at_least(self, floor: Usage) -> Usage:
         """Each field no lower than `floor`'s: what a trace recorded cannot be un-spent."""
+        return self._with(floor, _most)
+
+    def _with(self, other: Usage, combine: Callable[[Any, Any], Any]) -> Usage:
+        """Field by field, `combine(mine, theirs)` (written out: sums run per model call)."""
         return Usage(
-            _most(self.input_tokens, floor.input_tokens),
-            _most(self.output_tokens, floor.output_tokens),
-            _most(self.cost_usd, floor.cost_usd),
-            _most(self.model_calls, floor.model_calls),
+            combine(self.input_tokens, other.input_tokens),
+            combine(self.output_tokens, other.output_tokens),
+            combine(self.cost_usd, other.cost_usd),
+            combine(self.model_calls, other.model_calls),
         )
 
     def to_dict(self) -> dict[str, Any]:
