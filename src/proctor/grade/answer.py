@@ -1,6 +1,7 @@
 """Answer graders: what the agent told the user, and whether it made anything up.
 
-How answers are read (whole-token mentions, grounding) is proctor.grade.language.
+How answers are read (whole-token mentions, grounding) is proctor.grade.language; how a
+term matches its spellings and inflections is proctor.grade.terms.
 """
 
 from __future__ import annotations
@@ -9,7 +10,7 @@ import re
 
 from proctor.core.results import Check
 from proctor.grade.context import GradeContext
-from proctor.grade.language import mentions, ungrounded
+from proctor.grade.language import mention, mentions, ungrounded
 from proctor.grade.registry import grader
 
 
@@ -33,12 +34,13 @@ def grade_answer(ctx: GradeContext) -> list[Check]:
             )
         )
     for term in spec.must_not_mention:
+        found = mention(answer, term, inflect=True)  # "refund" is in "refunded" too
         checks.append(
             Check(
                 f"not_mentions:{term}",
                 "answer",
-                not mentions(answer, term),
-                evidence={"term": term},
+                found is None,
+                evidence={"term": term, "found": found},
             )
         )
     for pattern in spec.matches:
