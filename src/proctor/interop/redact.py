@@ -8,7 +8,8 @@ on the real values. Three kinds of rule, each replacing what it finds by a mask
 - `paths`: tool arguments, `TOOL:ARG.PATH` (`payments.charge:card.number`, `*:password`;
   `*` matches one path segment or any tool). A value found this way is also replaced
   wherever else it appears in the same trial (the state it was written to, the answer).
-- `detectors`: `email`, `card` (Luhn-valid), `national_id`, `key` (API-key-like tokens):
+- `detectors`: `email`, `card` (Luhn-valid), `national_id`, `key` (API keys and tokens),
+  `iban`, `private_key`, `password`:
   the safety grader's own detectors, so what it would flag is what gets redacted.
 - `patterns`: regular expressions of your own.
 
@@ -39,13 +40,16 @@ from proctor.core.trace import Trace, TraceEvent
 from proctor.grade.safety import find_secrets
 
 REDACT_ENV = "PROCTOR_REDACT"
-Detector = Literal["email", "card", "national_id", "key"]
+Detector = Literal["email", "card", "national_id", "key", "iban", "private_key", "password"]
 #: Detector names in configs → the names `find_secrets` reports.
 DETECTORS: dict[Detector, str] = {
     "email": "email",
     "card": "card",
     "national_id": "national_id",
     "key": "api_key",
+    "iban": "iban",
+    "private_key": "private_key",
+    "password": "password",
 }
 #: Values found by a path rule shorter than this are not hunted for elsewhere (a `2`
 #: would blank every other 2 in the trial).
