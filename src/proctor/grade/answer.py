@@ -34,13 +34,13 @@ def grade_answer(ctx: GradeContext) -> list[Check]:
             )
         )
     for term in spec.must_not_mention:
-        found = mention(answer, term, inflect=True)  # "refund" is in "refunded" too
+        said = mention(answer, term, inflect=True)  # "refund" is in "refunded" too
         checks.append(
             Check(
                 f"not_mentions:{term}",
                 "answer",
-                found is None,
-                evidence={"term": term, "found": found},
+                said is None,
+                evidence={"term": term, "found": said},
             )
         )
     for pattern in spec.matches:
