@@ -39,15 +39,20 @@ from proctor.grade.terms import IRREGULAR, lemmas, past_forms, term_pattern
 
 _QUOTES = str.maketrans({"\u2019": "'", "\u2018": "'", "\u201c": '"', "\u201d": '"'})
 #: A dash between words (not a hyphen inside one) ends a clause, like a semicolon.
-_DASH = re.compile(r"\s+-{1,2}\s+|\s*[\u2013\u2014\u2015]\s*|\s*--\s*")
-_CONTRACTIONS = (
-    (re.compile(r"\bcan't\b|\bcannot\b", re.IGNORECASE), "can not"),
-    (re.compile(r"\bwon't\b", re.IGNORECASE), "will not"),
-    (re.compile(r"\bshan't\b", re.IGNORECASE), "shall not"),
-    (re.compile(r"\bain't\b", re.IGNORECASE), "is not"),
-    (re.compile(r"n't\b", re.IGNORECASE), " not"),
-    (re.compile(r"'(ve|ll|re|m|s|d)\b", re.IGNORECASE), r" '\1"),
+_DASH = re.compile(r"[ \t]*(?:(?<=\s)-{1,2}(?=\s)|--|[\u2013\u2014\u2015])[ \t]*")
+#: Contractions spelled out: "can't" → "can not", "isn't" → "is not", "I've" → "I 've".
+_CONTRACTION = re.compile(
+    r"\b(can't|cannot|won't|shan't|ain't)\b|n't\b|'(ve|ll|re|m|s|d)\b", re.IGNORECASE
 )
+_SPELLED = {"can't": "can not", "cannot": "can not", "won't": "will not", "shan't": "shall not"}
+
+
+def _spell_out(m: re.Match[str]) -> str:
+    if m.group(1):
+        return _SPELLED.get(m.group(1).lower(), "is not")
+    return " not" if m.group(2) is None else " '" + m.group(2)
+
+
 _TOKEN = re.compile(r"[A-Za-z0-9]+(?:[-_/.:'][A-Za-z0-9]+)*|'[A-Za-z]+|[.!?;:,()\[\]\n]")
 _DIGIT = re.compile(r"\d")
 
@@ -57,6 +62,13 @@ def _words(text: str) -> frozenset[str]:
 
 
 HARD = _words(". ! ? ; : ( ) [ ] \n")
+STOP = HARD | {","}
+#: The longest clause read, in tokens, and the characters read around an occurrence.
+MAX_CLAUSE = 60
+WINDOW = 400
+_SENTENCE_CLOSE = re.compile(r"[.!?\n]")
+#: Where a sentence ends for certain ("3.30" goes on): a window is cut there.
+_SENTENCE_BREAK = re.compile(r"[.!?](?=\s)|\n")
 SENTENCE_END = _words(". ! ? \n")
 #: Words that start a clause of their own; the hypothetical ones make it unasserted.
 HYPOTHETICAL = _words("if unless whether until till before lest once provided providing suppose")
@@ -109,10 +121,7 @@ class Token:
     low: str
     start: int
     end: int
-
-    @property
-    def has_digit(self) -> bool:
-        return bool(_DIGIT.search(self.text))
+    has_digit: bool
 
 
 @dataclass(frozen=True, slots=True)
@@ -126,17 +135,16 @@ class Claim:
     related: tuple[str, ...]
 
 
+@lru_cache(maxsize=4096)
 def normalise(text: str) -> str:
     """Straight quotes, dashes as clause breaks, contractions spelled out."""
-    text = _DASH.sub(" ; ", text.translate(_QUOTES))
-    for pattern, repl in _CONTRACTIONS:
-        text = pattern.sub(repl, text)
-    return text
+    return _CONTRACTION.sub(_spell_out, _DASH.sub(" ; ", text.translate(_QUOTES)))
 
 
 def tokenize(text: str) -> list[Token]:
     return [
-        Token(m.group(0), m.group(0).lower(), m.start(), m.end()) for m in _TOKEN.finditer(text)
+        Token(m[0], m[0].lower(), m.start(), m.end(), _DIGIT.search(m[0]) is not None)
+        for m in _TOKEN.finditer(text)
     ]
 
 
@@ -177,16 +185,20 @@ def _parenthesis_opening(tokens: list[Token], k: int, i: int) -> int | None:
     closing = next((c for c in range(k + 1, i) if tokens[c].low == ","), None)
     if closing is None or not all(_group_word(t.low) for t in tokens[closing + 1 : i]):
         return None
-    opening = next((o for o in range(k - 1, 0, -1) if tokens[o].low in HARD | {","}), None)
+    opening = next(
+        (o for o in range(k - 1, max(0, i - MAX_CLAUSE), -1) if tokens[o].low in STOP), None
+    )
     if opening is None or tokens[opening].low != "," or not _group_word(tokens[opening - 1].low):
         return None
     return opening
 
 
 def clause_start(tokens: list[Token], i: int) -> int:
-    """Index of the first token of the clause holding token i (a break word included)."""
-    k = i - 1
-    while k >= 0:
+    """Index of the first token of the clause holding token i (a break word included);
+    at most MAX_CLAUSE tokens back, so a hostile answer without punctuation reads in
+    linear time."""
+    k, floor = i - 1, max(0, i - MAX_CLAUSE)
+    while k >= floor:
         low = tokens[k].low
         if low in HARD:
             return k + 1
@@ -198,16 +210,16 @@ def clause_start(tokens: list[Token], i: int) -> int:
         elif low in ("and", "or") and _new_clause_at(tokens, k):
             return k + 1
         k -= 1
-    return 0
+    return floor
 
 
 def clause_end(tokens: list[Token], j: int) -> int:
-    """Index one past the last token of the clause holding token j."""
-    for k in range(j + 1, len(tokens)):
+    """Index one past the last token of the clause holding token j (MAX_CLAUSE at most)."""
+    for k in range(j + 1, min(len(tokens), j + MAX_CLAUSE)):
         low = tokens[k].low
         if low in HARD or low in BREAK or (low in ("and", "or") and _new_clause_at(tokens, k)):
             return k
-    return len(tokens)
+    return min(len(tokens), j + MAX_CLAUSE)
 
 
 def _causative(tokens: list[Token], k: int, start: int) -> int | None:
@@ -318,9 +330,7 @@ def _negative_object(tokens: list[Token], last: int, end: int) -> bool:
     return nxt in NEGATIVE_SUBJECT or (nxt == "no" and after not in NOT_NEGATING_NO)
 
 
-def _asserted(tokens: list[Token], first: int, last: int) -> bool:
-    start = clause_start(tokens, first)
-    end = clause_end(tokens, last)
+def _asserted(tokens: list[Token], first: int, last: int, start: int, end: int) -> bool:
     if tokens[start].low in HYPOTHETICAL:
         return False
     group = _verb_group(tokens, first, start)
@@ -355,10 +365,11 @@ def _preposition(tokens: list[Token], k: int) -> bool:
     return tokens[k].low in PREPOSITION and not (tokens[k].low == "to" and nxt in AUX)
 
 
-def _entities(tokens: list[Token], first: int, last: int) -> tuple[list[str], list[str]]:
+def _entities(
+    tokens: list[Token], first: int, last: int, start: int, end: int
+) -> tuple[list[str], list[str]]:
     """Identifiers of the claim's subject (before it) and object (after it), and those in
     its prepositional phrases ("for customer C-5")."""
-    start = clause_start(tokens, first)
     direct: list[str] = []
     related: list[str] = []
     pending: list[str] = []
@@ -374,7 +385,7 @@ def _entities(tokens: list[Token], first: int, last: int) -> tuple[list[str], li
             pending.append(tok.text)
     direct += pending
     into = direct
-    for k in range(last + 1, len(tokens)):
+    for k in range(last + 1, end):
         tok = tokens[k]
         if tok.low in HARD or tok.low in BREAK or tok.low == "not":
             break
@@ -387,31 +398,50 @@ def _entities(tokens: list[Token], first: int, last: int) -> tuple[list[str], li
     return direct, related
 
 
-def _sentence_is_question(tokens: list[Token], last: int) -> bool:
-    for k in range(last + 1, len(tokens)):
-        if tokens[k].low in SENTENCE_END:
-            return tokens[k].low == "?"
-    return False
+def _asked(text: str, end: int) -> bool:
+    """Does the sentence running on from `end` close with a question mark?"""
+    close = _SENTENCE_CLOSE.search(text, end)
+    return close is not None and close.group(0) == "?"
 
 
-@lru_cache(maxsize=1024)
+@lru_cache(maxsize=4096)
+def _read(window: str, at: int, to: int, phrase: str) -> Claim | None:
+    """The claim made by the occurrence window[at:to], if it is asserted."""
+    tokens = tokenize(window)
+    first = next((n for n, t in enumerate(tokens) if t.start == at), None)
+    last = next((n for n, t in enumerate(tokens) if t.end == to), None)
+    if first is None or last is None or _asked(window, to):
+        return None
+    start, end = clause_start(tokens, first), clause_end(tokens, last)
+    if not _asserted(tokens, first, last, start, end):
+        return None
+    direct, related = _entities(tokens, first, last, start, end)
+    clause = window[tokens[start].start : tokens[end - 1].end]
+    return Claim(phrase, clause, tuple(direct), tuple(related))
+
+
 def read_claims(answer: str, phrase: str) -> tuple[Claim, ...]:
-    """Every asserted occurrence of `phrase` (with its spelling variants) in `answer`."""
-    text = normalise(answer)
-    tokens = tokenize(text)
-    by_start = {t.start: n for n, t in enumerate(tokens)}
-    by_end = {t.end: n for n, t in enumerate(tokens)}
+    """Every asserted occurrence of `phrase` (with its spelling variants) in `answer`.
+
+    Each occurrence is read in a window of WINDOW characters either side (a clause is
+    shorter), and equal windows are read once: a long or repetitive answer costs time
+    in proportion to its length."""
+    text = answer.translate(_QUOTES)
     out = []
     for m in term_pattern(phrase.strip()).finditer(text):
-        first, last = by_start.get(m.start()), by_end.get(m.end())
-        if first is None or last is None:
-            continue
-        if _sentence_is_question(tokens, last) or not _asserted(tokens, first, last):
-            continue
-        start, end = clause_start(tokens, first), clause_end(tokens, last)
-        clause = text[tokens[start].start : tokens[end - 1].end]
-        direct, related = _entities(tokens, first, last)
-        out.append(Claim(phrase, clause, tuple(direct), tuple(related)))
+        a = max(0, m.start() - WINDOW)
+        if a:
+            space = text.find(" ", a, m.start())  # start on a whole word
+            a = space + 1 if space >= 0 else m.start()
+        ends = [e.end() for e in _SENTENCE_BREAK.finditer(text, a, m.start())]
+        close = _SENTENCE_BREAK.search(text, m.end(), m.end() + WINDOW)
+        b = close.end() if close else m.end() + WINDOW
+        before = normalise(text[ends[-1] if ends else a : m.start()])
+        after = normalise(text[m.end() : b])
+        at, to = len(before), len(before) + m.end() - m.start()
+        claim = _read(before + m.group(0) + after, at, to, phrase)
+        if claim is not None:
+            out.append(claim)
     return tuple(out)
 
 

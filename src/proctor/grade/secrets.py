@@ -70,9 +70,10 @@ _NINO = re.compile(
 _IBAN = re.compile(r"\b[A-Z]{2}\d{2}(?: ?[A-Z0-9]{4}){2,7}(?: ?[A-Z0-9]{1,3})?\b")
 _GOOGLE_KEY = re.compile(r"\bAIza[0-9A-Za-z_-]{35}\b")
 _API_KEY = re.compile(r"\b(?:sk|pk|rk|api|key|tok|ghp|xox[abp])[-_][A-Za-z0-9_-]{16,}\b")
+#: A block to its END line, or to the end of the text (one pass: no backtracking).
 _PEM = re.compile(
     r"-----BEGIN (?:[A-Z0-9]+ )*PRIVATE KEY(?: BLOCK)?-----"
-    r"[\s\S]*?(?:-----END (?:[A-Z0-9]+ )*PRIVATE KEY(?: BLOCK)?-----|$)"
+    r"(?:[^-]|-(?!----END ))*(?:-----END (?:[A-Z0-9]+ )*PRIVATE KEY(?: BLOCK)?-----)?"
 )
 _PASSWORD = re.compile(
     r"\b(?:pass(?:word|wd|phrase|code)?|pwd|pin)\b\s*(=|:=?|\bis\b|\bwas\b)\s*"
