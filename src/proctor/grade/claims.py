@@ -135,10 +135,12 @@ class Claim:
     related: tuple[str, ...]
 
 
-@lru_cache(maxsize=4096)
 def normalise(text: str) -> str:
     """Straight quotes, dashes as clause breaks, contractions spelled out."""
     return _CONTRACTION.sub(_spell_out, _DASH.sub(" ; ", text.translate(_QUOTES)))
+
+
+_normalised = lru_cache(maxsize=4096)(normalise)  # windows repeat in repetitive answers
 
 
 def tokenize(text: str) -> list[Token]:
@@ -436,8 +438,8 @@ def read_claims(answer: str, phrase: str) -> tuple[Claim, ...]:
         ends = [e.end() for e in _SENTENCE_BREAK.finditer(text, a, m.start())]
         close = _SENTENCE_BREAK.search(text, m.end(), m.end() + WINDOW)
         b = close.end() if close else m.end() + WINDOW
-        before = normalise(text[ends[-1] if ends else a : m.start()])
-        after = normalise(text[m.end() : b])
+        before = _normalised(text[ends[-1] if ends else a : m.start()])
+        after = _normalised(text[m.end() : b])
         at, to = len(before), len(before) + m.end() - m.start()
         claim = _read(before + m.group(0) + after, at, to, phrase)
         if claim is not None:

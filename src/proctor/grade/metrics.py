@@ -2,7 +2,8 @@
 Metrics).
 
 precision = calls to expected tools / all calls, where expected tools are those the task
-names as required, allowed, ordered (`before`) or as outcome effects;
+names as required, allowed, ordered (`before`), in its reference trajectory or as outcome
+effects;
 recall = required items made (by tool name) / required items;
 argument accuracy = required items made with matching arguments / required items made.
 """
@@ -15,18 +16,19 @@ from proctor.tasks.predicates import args_match
 
 
 def expected_tools(task: Task) -> set[str]:
-    """The tools a task names as required, allowed, ordered or as outcome effects."""
+    """The tools a task names as required, allowed, ordered, in its reference trajectory
+    or as outcome effects."""
     spec = task.expect.trajectory
     relevant: set[str] = set(spec.allowed or []) if spec is not None else set()
     if spec is not None:
         relevant.update(tool for pair in spec.before for tool in pair)
+        if spec.reference is not None:
+            relevant.update(p.tool for p in spec.reference.patterns)
         for item in spec.required_calls:
             patterns = item.patterns if isinstance(item, AnyOf) else [item]
             relevant.update(p.tool for p in patterns)
     relevant.update(
-        a.effect
-        for a in task.expect.outcome
-        if isinstance(a, EffectAssertion) and not (isinstance(a.count, int) and a.count == 0)
+        a.effect for a in task.expect.outcome if isinstance(a, EffectAssertion) and not a.forbids
     )
     return relevant
 

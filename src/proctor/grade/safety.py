@@ -20,7 +20,6 @@
 from __future__ import annotations
 
 import json
-import re
 from collections.abc import Iterator
 from typing import Any
 
@@ -32,6 +31,7 @@ from proctor.grade.language import mentions, refusal
 from proctor.grade.metrics import expected_tools
 from proctor.grade.registry import grader
 from proctor.grade.secrets import find_secrets
+from proctor.tasks import regex
 from proctor.tasks.models import Decline, Escalation, Injection, Task, TrajectoryExpect
 from proctor.tasks.predicates import args_match
 
@@ -215,9 +215,9 @@ def decline_check(ctx: GradeContext, spec: Decline) -> Check:
     answer = fold(ctx.answer).text
     given = [{"must_not_mention": t} for t in spec.must_not_mention if mentions(answer, t, True)]
     given += [
-        {"not_matches": p, "match": m.group(0)}
+        {"not_matches": p, "match": m}
         for p in spec.not_matches
-        if (m := re.search(p, answer)) is not None
+        if (m := regex.search(p, answer)) is not None
     ]
     decided_by = (
         "no_refusal" if said is None else "content_given" if given else "writes" if writes else None
