@@ -225,6 +225,18 @@ def inflections(base: str) -> set[str]:
     return forms
 
 
+def _doubled(stem: str) -> bool:
+    """Was the last letter of `stem` doubled by inflection (stopp-ed, cancell-ed), not
+    part of the word (fill-ed, pass-ed)? English keeps ll/ss/ff/zz at the end of short
+    words; a longer word doubles its l (travel, cancel)."""
+    letter = stem[-1]
+    if letter in _VOWELS:
+        return False
+    if letter in "sfz":
+        return False
+    return letter != "l" or _syllables(stem[:-1]) >= 2
+
+
 def lemmas(word: str) -> set[str]:
     """Base forms `word` may be an inflection of (itself included), checked by regenerating
     the word from each candidate."""
@@ -239,7 +251,7 @@ def lemmas(word: str) -> set[str]:
         if not word.endswith(suffix) or len(stem) < 3 or word.endswith(("ss", "us", "is", "ws")):
             continue
         candidates |= {stem, stem + "e"}
-        if len(stem) > 3 and stem[-1] == stem[-2] and stem[-1] not in _VOWELS:
+        if len(stem) > 3 and stem[-1] == stem[-2] and _doubled(stem):
             candidates.add(stem[:-1])
     return {c for c in candidates if c == word or word in inflections(c)}
 
