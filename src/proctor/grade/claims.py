@@ -459,7 +459,10 @@ def tool_claims(tool: Tool) -> tuple[str, ...]:
     """The phrases that claim `tool`'s effect: declared, or its verb's past form."""
     if tool.claims is not None:
         return tool.claims
-    if tool.kind != "write":
-        return ()
-    words = _NAME_WORD.findall(tool.name.rsplit(".", 1)[-1])
+    return _verb_claim(tool.name) if tool.kind == "write" else ()
+
+
+@lru_cache(maxsize=1024)
+def _verb_claim(name: str) -> tuple[str, ...]:
+    words = _NAME_WORD.findall(name.rsplit(".", 1)[-1])
     return past_forms(words[0])[:1] if words else ()

@@ -50,6 +50,9 @@ class _FoldTable(dict[int, str]):
     """A str.translate table filled on demand, one entry per character seen."""
 
     def __missing__(self, code: int) -> str:
+        if code < 0x80:  # ASCII stays as it is, as on the fast path
+            self[code] = chr(code)
+            return chr(code)
         out = []
         for c in unicodedata.normalize("NFKD", chr(code)):
             if unicodedata.category(c) in _DROPPED:

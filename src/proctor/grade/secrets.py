@@ -132,7 +132,10 @@ def _cards(text: str) -> Iterator[tuple[int, int]]:
     """Spans of card numbers: every run of digit groups is tried from each group on, so a
     card followed by more digits (`4111 1111 1111 1111 12 26`) is still found."""
     for run in _DIGIT_RUN.finditer(text):
-        groups = list(re.finditer(r"\d+", run.group(0)))
+        body = run.group(0)
+        if len(body) - body.count(" ") - body.count("-") - body.count(".") < 13:
+            continue  # too few digits for a card
+        groups = list(re.finditer(r"\d+", body))
         start = 0
         while start < len(groups):
             digits, end, hit = "", start, None
