@@ -142,7 +142,8 @@ def test_a_crashing_grader_makes_the_run_invalid_and_every_report_says_so(
     assert report.returncode == 0, report.stderr
     markdown = (tmp_path / "r.md").read_text()
     assert "re-run before deciding" in markdown and "graders crashed on 1 trial" in markdown
-    assert "Run INVALID: graders crashed on 1 trial" in (tmp_path / "r.html").read_text()
+    page = (tmp_path / "r.html").read_text()
+    assert "re-run before deciding: the run is invalid (graders crashed on 1 trial)" in page
     gate = tmp_path / "g.yaml"
     gate.write_text("rules:\n  - task_success_rate >= 0\n")
     gated = proctor("gate", "latest", "--rules", str(gate), "--store", str(db))

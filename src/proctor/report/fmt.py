@@ -76,8 +76,7 @@ def invalid_why(summary: dict[str, Any]) -> str:
     """Why a run is invalid, as its summary says (older summaries: errors and missing)."""
     reasons = summary.get("invalid_reasons")
     if reasons is None:
-        reasons = [
-            f"{summary['errors']} harness errors ({summary['error_rate']:.1%})",
-            f"{summary['missing_trials']} missing trials",
-        ]
+        errors, missing = summary.get("errors", 0), summary.get("missing_trials", 0)
+        reasons = [f"{errors} harness errors"] if errors else []
+        reasons += [f"{missing} missing trials"] if missing else []
     return "; ".join(reasons) or "the run did not complete"
