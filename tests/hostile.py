@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import gc
 import sys
 import threading
 import time
@@ -22,6 +21,7 @@ from proctor import AgentResult
 from proctor.core.outcome import LedgerEntry
 from proctor.core.results import Usage
 from proctor.env.gateway import ToolGateway
+from proctor.env.toolbox import _WORLDS
 
 #: behaviour -> (status the trial must get, check it must carry or None)
 EXPECTED: dict[str, tuple[str, str | None]] = {
@@ -46,12 +46,9 @@ ABANDONED = frozenset(b for b, (status, _) in EXPECTED.items() if status == "tim
 FORGED_COST = 50.0
 
 
-def _gateway(task_id: str) -> ToolGateway:
-    return next(
-        o
-        for o in gc.get_objects()
-        if isinstance(o, ToolGateway) and not o.closed and o.task.id == task_id
-    )
+def _gateway(toolbox: Any) -> ToolGateway:
+    """What a determined agent does: read proctor's private table of environments."""
+    return _WORLDS[toolbox].gateway
 
 
 def _recursive() -> dict[str, Any]:
@@ -83,7 +80,7 @@ def _before(behaviour: str, input: Any, toolbox: Any) -> Any:
     if behaviour == "forges_usage":
         toolbox.record_model_call(model="m", input_tokens=2_000_000, cost_usd=FORGED_COST)
     if behaviour == "tampers":
-        gateway = _gateway(input.task_id)
+        gateway = _gateway(toolbox)
         gateway.ledger.append(LedgerEntry(seq=999, tool="items.set", args={"item_id": "a"}))
     return None
 

@@ -25,6 +25,7 @@ from proctor import AgentResult, Runner, Store, load_suite
 from proctor.core.outcome import LedgerEntry
 from proctor.core.results import Usage
 from proctor.env.gateway import ToolGateway
+from proctor.env.toolbox import _WORLDS
 from proctor.run.turn import GRACE_S
 
 MINI = Path(__file__).parent / "fixtures" / "mini"
@@ -39,7 +40,7 @@ LIVENESS_S = 60
 def run(suite: Any, agent: Any, tmp_path: Path | None = None, **kwargs: Any) -> Any:
     """Run on a thread, so that a harness that hangs fails the test instead of stalling it."""
     store = Store(tmp_path / "p.db") if tmp_path is not None else None
-    kwargs.setdefault("timeout_s", 0.3)
+    kwargs.setdefault("timeout_s", 1.0)  # far above a healthy trial, even on a busy machine
     runner = Runner(suite, agent, store=store, **kwargs)
     out: list[Any] = []
     worker = threading.Thread(target=lambda: out.append(runner.run()), daemon=True)
@@ -457,18 +458,15 @@ def test_the_toolbox_has_no_attribute_leading_to_the_environment() -> None:
     ]  # fmt: skip
 
 
-def gateway_of_this_trial(task_id: str) -> ToolGateway:
-    """What a determined agent does: find the gateway among all objects (`gc`)."""
-    return next(
-        o
-        for o in gc.get_objects()
-        if isinstance(o, ToolGateway) and not o.closed and o.task.id == task_id
-    )
+def gateway_behind(toolbox: Any) -> ToolGateway:
+    """What a determined agent does: read proctor's private table of environments (or
+    search `gc.get_objects()`, slower): a path no toolbox attribute offers."""
+    return _WORLDS[toolbox].gateway
 
 
 def test_a_forged_ledger_entry_fails_integrity(tmp_path: Path) -> None:
     async def forger(input: Any, toolbox: Any) -> str:
-        gateway = gateway_of_this_trial(input.task_id)
+        gateway = gateway_behind(toolbox)
         gateway.ledger.append(LedgerEntry(seq=99, tool="items.set", args={"item_id": "a"}))
         gateway.state["items"]["a"]["colour"] = "green"  # and the world to match
         return "Item a is now green."
@@ -486,7 +484,7 @@ def test_a_forged_ledger_entry_fails_integrity(tmp_path: Path) -> None:
 def test_a_trace_edited_behind_the_recorders_back_fails_integrity() -> None:
     async def editor(input: Any, toolbox: Any) -> str:
         answer = await read_a(toolbox)
-        gateway = gateway_of_this_trial(input.task_id)
+        gateway = gateway_behind(toolbox)
         del gateway.recorder.events[1:]  # the lookup never happened...
         return answer
 

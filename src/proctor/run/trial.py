@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import hashlib
 import time
-import traceback
 from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
@@ -42,7 +41,7 @@ from proctor.grade.context import GradeContext
 from proctor.grade.metrics import tool_metrics
 from proctor.grade.parts import required_parts
 from proctor.grade.registry import GraderCrashed, grade
-from proctor.run.turn import Raised, take_turn
+from proctor.run.turn import Raised, last_frames, take_turn
 from proctor.tasks.models import Fault, Task
 
 #: How the error of a trial whose graders broke begins; `regrade` retries those trials.
@@ -305,10 +304,10 @@ def protocol_check(violations: list[str]) -> Check:
 
 def _grader_check(crashed: GraderCrashed) -> Check:
     cause = crashed.__cause__
-    frames = traceback.format_exception(cause) if cause is not None else []
+    frames = last_frames(cause) if cause is not None else []
     return Check(
         GRADER_CHECK,
         "custom",
         False,
-        evidence={"grader": crashed.grader, "exception": str(crashed), "traceback": frames[-3:]},
+        evidence={"grader": crashed.grader, "exception": str(crashed), "traceback": frames},
     )

@@ -60,13 +60,26 @@ def describe(exc: BaseException) -> Raised:
     except Exception:
         text = f"{type(exc).__name__}: <unprintable>"
     try:
-        frames = traceback.format_exception(type(exc), exc, exc.__traceback__, limit=-3)
+        frames = last_frames(exc)
     except Exception:
         frames = []
     code = getattr(exc, "code", None) if isinstance(exc, SystemExit) else None
     if code is not None and type(code) not in (int, str):
         code = shown(code)
     return Raised(type(exc), text, [str(line) for line in frames], code)
+
+
+def last_frames(exc: BaseException, count: int = 3) -> list[str]:
+    """The last frames of `exc`'s traceback, as `traceback` prints them but without the
+    `^^^` markers: Python 3.11 finds those with `ast.parse`, whose state is shared by all
+    threads, so an agent's thread formatting a traceback while another thread parses can
+    make either fail (CPython gh-106905, fixed in 3.11.8)."""
+    lines = [
+        f'  File "{frame.filename}", line {frame.lineno}, in {frame.name}\n'
+        + (f"    {frame.line}\n" if frame.line else "")
+        for frame in traceback.extract_tb(exc.__traceback__)[-count:]
+    ]
+    return ["Traceback (most recent call last):\n", *lines, f"{type(exc).__name__}: {exc}\n"]
 
 
 async def take_turn(
