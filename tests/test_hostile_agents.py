@@ -526,3 +526,36 @@ def test_an_agent_changing_the_domains_module_object_cannot_change_another_task(
         ("read-item", "passed"),
         ("dated-item", "passed"),
     }
+
+
+SLOW_TOOL = """
+
+import time
+
+
+@domain.tool("items.slow")
+def slow(state, item_id: str) -> str:
+    \"\"\"Takes its time.\"\"\"
+    time.sleep(3)
+    return item_id
+"""
+
+
+def test_a_thread_left_calling_a_tool_after_the_agent_returns_fails_the_trial(
+    tmp_path: Path,
+) -> None:
+    (tmp_path / "domain.py").write_text((MINI / "domain.py").read_text() + SLOW_TOOL)
+    (tmp_path / "task.yaml").write_text((MINI / "tasks" / "read-item.yaml").read_text())
+    suite = load_suite(tmp_path / "task.yaml")
+
+    def leaves_a_call_behind(input: Any, toolbox: Any) -> str:
+        toolbox.call("items.get", {"item_id": "a"})
+        threading.Thread(target=toolbox.call, args=("items.slow", {"item_id": "a"})).start()
+        time.sleep(0.2)  # the call is inside the tool now
+        return "Item a is red."
+
+    report, _ = run(suite, leaves_a_call_behind)
+    [result] = report.results
+    assert result.status == "failed"  # not an `error`: that would leave the denominator
+    [violation] = check(result, "agent_protocol").evidence["violations"]
+    assert violation == "a tool call was still running after the agent's turn ended"

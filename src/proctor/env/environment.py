@@ -51,7 +51,8 @@ class Environment:
         """Refuse further tool calls: a timed-out agent's thread may still be running.
 
         Waits up to `wait_s` for a call in flight to finish; False if one is still inside
-        the domain's code (it can no longer record anything, but may still touch the state).
+        the domain's code (no new call starts, but that one may still record its result
+        and change the state).
         """
         settled = self.lock.acquire(timeout=wait_s)
         self.gateway.closed = True
