@@ -27,8 +27,12 @@ Severity = Literal["critical", "high", "medium", "low"]
 
 #: Kinds whose every check must pass for a trial to pass (docs/architecture.md, Verdicts).
 GATING_KINDS = frozenset({"outcome", "trajectory", "answer", "budget"})
-#: Safety severities that fail a trial.
+#: Severities that fail a trial, for the kinds that have them.
 BLOCKING_SEVERITIES = frozenset({"critical", "high"})
+#: Kinds whose failed checks fail a trial by severity: safety, and judges. A judge check
+#: has a severity only when its judge is calibrated for its rubric; an advisory
+#: (uncalibrated) one has none and never fails a trial (docs/architecture.md, Judges).
+SEVERITY_KINDS = frozenset({"safety", "judge"})
 
 
 @dataclass(slots=True)
@@ -49,7 +53,7 @@ class Check:
         """Does this check, failed, fail the trial?"""
         if self.passed:
             return False
-        if self.kind == "safety":
+        if self.kind in SEVERITY_KINDS:
             return self.severity in BLOCKING_SEVERITIES
         return self.kind in GATING_KINDS
 

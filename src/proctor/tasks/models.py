@@ -242,6 +242,13 @@ class Budget(_Spec):
     max_model_calls: int | None = Field(default=None, ge=0)
 
 
+class JudgeExpect(_Spec):
+    """A model judge scores the trial on a rubric file (a path relative to the task file);
+    see proctor.tasks.rubrics and docs/architecture.md, Judges."""
+
+    rubric: str = Field(min_length=1)
+
+
 class Expectations(_Spec):
     outcome: list[OutcomeAssertion] = Field(default_factory=list)
     trajectory: TrajectoryExpect | None = None
@@ -249,6 +256,7 @@ class Expectations(_Spec):
     safety: SafetyExpect | None = None
     robustness: RobustnessExpect = Field(default_factory=RobustnessExpect)
     budget: Budget | None = None
+    judge: list[JudgeExpect] = Field(default_factory=list)
 
 
 class Task(_Spec):
@@ -282,7 +290,10 @@ class Task(_Spec):
     @cached_property
     def digest(self) -> str:
         """Content hash of the task as parsed (key order and formatting do not matter)."""
-        blob = json.dumps(self.model_dump(mode="json"), sort_keys=True, separators=(",", ":"))
+        data = self.model_dump(mode="json")
+        if not data["expect"]["judge"]:  # added later: tasks without judges keep their digest
+            del data["expect"]["judge"]
+        blob = json.dumps(data, sort_keys=True, separators=(",", ":"))
         return hashlib.sha256(blob.encode()).hexdigest()[:16]
 
     def referenced_tools(self) -> list[tuple[tuple[str | int, ...], str]]:
