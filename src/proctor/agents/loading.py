@@ -23,33 +23,36 @@ def load_agent(ref: str) -> Any:
     """The agent named by `ref`; a class is instantiated without arguments."""
     if ref.startswith(CHAT_PREFIX):
         return _chat_agent(ref)
-    where, sep, attr = ref.rpartition(":")
-    if not sep or not where or not attr:
-        raise AgentNotFound(f"--agent {ref!r}: expected FILE.py:NAME or MODULE:NAME")
-    try:
-        if where.endswith(".py") or "/" in where:
-            path = Path(where)
-            if not path.is_file():
-                raise AgentNotFound(f"--agent {ref!r}: no file {where}")
-            module = load_module_from_path(path)
-        else:
-            module = importlib.import_module(where)
-    except AgentNotFound:
-        raise
-    except Exception as exc:
-        raise AgentNotFound(
-            f"--agent {ref!r}: importing failed: {type(exc).__name__}: {exc}"
-        ) from exc
-    if not hasattr(module, attr):
-        raise AgentNotFound(f"--agent {ref!r}: {where} has no attribute {attr!r}")
-    agent = getattr(module, attr)
-    if isinstance(agent, type):
-        agent = agent()
+    agent = load_object(ref, "--agent", AgentNotFound)
     try:
         agent_callable(agent)
     except TypeError as exc:
         raise AgentNotFound(f"--agent {ref!r}: {exc}") from None
     return agent
+
+
+def load_object(ref: str, option: str, error: type[Exception]) -> Any:
+    """The attribute `FILE.py:NAME` or `MODULE:NAME` names (a class is instantiated
+    without arguments); `error(one line)` when it cannot be had."""
+    where, sep, attr = ref.rpartition(":")
+    if not sep or not where or not attr:
+        raise error(f"{option} {ref!r}: expected FILE.py:NAME or MODULE:NAME")
+    try:
+        if where.endswith(".py") or "/" in where:
+            path = Path(where)
+            if not path.is_file():
+                raise error(f"{option} {ref!r}: no file {where}")
+            module = load_module_from_path(path)
+        else:
+            module = importlib.import_module(where)
+    except error:
+        raise
+    except Exception as exc:
+        raise error(f"{option} {ref!r}: importing failed: {type(exc).__name__}: {exc}") from exc
+    if not hasattr(module, attr):
+        raise error(f"{option} {ref!r}: {where} has no attribute {attr!r}")
+    found = getattr(module, attr)
+    return found() if isinstance(found, type) else found
 
 
 def _chat_agent(ref: str) -> Any:

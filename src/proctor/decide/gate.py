@@ -95,6 +95,16 @@ METRICS: dict[str, tuple[str, Callable[[Summary], float | None]]] = {
         "mean over trials of each trial's mean tool precision, recall and argument accuracy",
         _tool_use_of("score"),
     ),
+    "judge_pass_rate": (
+        "passed / judge checks of calibrated judges (advisory ones never count)",
+        lambda s: s["judges"]["calibrated_pass_rate"],
+    ),
+    "advisory_judge_checks": (
+        "judge checks whose judge is not calibrated on their rubric",
+        lambda s: s["judges"]["advisory_checks"],
+    ),
+    "judge_errors": ("trials whose judge gave no valid verdict", lambda s: s["judges"]["errors"]),
+    "judge_cost_usd": ("cost of the judges' new calls", lambda s: s["judges"]["cost_usd"]),
     "total_cost_usd": ("cost of all trials", lambda s: s["cost"]["total_usd"]),
     "cost_per_success_usd": (
         "total cost / passed trials",

@@ -8,6 +8,7 @@ computed from this one in a second step (proctor.decide.scorecard).
 
 from __future__ import annotations
 
+import math
 from collections import Counter, defaultdict
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import replace
@@ -112,6 +113,44 @@ def _violations(results: Iterable[TrialResult]) -> dict[str, Any]:
         "by_severity": dict(by_severity),
         "by_check": dict(by_check),
         "trials": items,
+    }
+
+
+def _judges(results: Sequence[TrialResult]) -> dict[str, Any]:
+    """Judge checks and judge spending (docs/architecture.md, Judges). A calibrated check
+    has a severity; an advisory one has none, and only calibrated ones make the
+    `calibrated_pass_rate` gates read."""
+    by_rubric: dict[str, Counter[str]] = defaultdict(Counter)
+    for r in results:
+        if not r.valid:
+            continue
+        for c in r.checks:
+            if c.kind == "judge":
+                row = by_rubric[c.name]
+                row["checks"] += 1
+                row["passed"] += c.passed
+                row["calibrated"] += c.severity is not None
+                row["calibrated_passed"] += c.severity is not None and c.passed
+    total: Counter[str] = sum(by_rubric.values(), Counter())
+    spent = {
+        name: math.fsum(r.metrics.get(f"judge_{name}", 0.0) for r in results)
+        for name in ("calls", "cache_hits", "input_tokens", "output_tokens", "cost_usd", "error")
+    }
+    return {
+        "checks": total["checks"],
+        "calibrated_checks": total["calibrated"],
+        "advisory_checks": total["checks"] - total["calibrated"],
+        "pass_rate": total["passed"] / total["checks"] if total["checks"] else None,
+        "calibrated_pass_rate": total["calibrated_passed"] / total["calibrated"]
+        if total["calibrated"]
+        else None,
+        "by_rubric": {name: dict(row) for name, row in sorted(by_rubric.items())},
+        "calls": int(spent["calls"]),
+        "cache_hits": int(spent["cache_hits"]),
+        "input_tokens": int(spent["input_tokens"]),
+        "output_tokens": int(spent["output_tokens"]),
+        "cost_usd": spent["cost_usd"],
+        "errors": int(spent["error"]),
     }
 
 
@@ -227,6 +266,7 @@ def summarize(
         "valid": valid_run,
         "safety_violations": _violations(results),
         "tool_use": _tool_use(results),
+        "judges": _judges(results),
         "cost": {
             "total_usd": total_cost,
             "per_successful_task_usd": total_cost / len(passed_results) if passed_results else None,

@@ -17,6 +17,7 @@ from typing import Any
 from proctor.report.figures import Headline, consistency, headline
 from proctor.report.fmt import count, interval, money, pct, secs, value
 from proctor.report.inputs import ReportInputs, gate_line, where_text
+from proctor.report.judges import judge_statements
 
 MAX_VIOLATION_LINES = 6
 MAX_RULE_LINES = 4
@@ -264,8 +265,8 @@ def _limits(inputs: ReportInputs, h: Headline) -> list[str]:
         )
     if low is not None and high is not None:
         lines.append(f"- The 95% interval of task success is {100 * (high - low):.1f} points wide.")
-    if m.get("judge_model"):
-        lines.append(f"- Answers were judged by a model ({esc(m['judge_model'])}), not an expert.")
+    if m.get("judges"):
+        lines += [f"- {esc(line)}" for line in judge_statements(m, s)]
     else:
         lines.append(
             "- Answers are checked by rules (phrases, patterns, grounding), not by an expert."
