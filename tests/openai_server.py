@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import threading
+import time
 from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
@@ -103,3 +104,75 @@ class ScriptedChatServer:
     def tool_messages(self, request: int) -> Iterator[dict[str, Any]]:
         """The tool results the agent sent in its `request`-th request (0-based)."""
         return (m for m in self.requests[request]["messages"] if m["role"] == "tool")
+
+
+def judge_reply(
+    score: int = 4, justification: str = "Names the documents plainly and politely."
+) -> dict[str, Any]:
+    """A judge's valid answer: justification first, then score and confidence."""
+    text = json.dumps({"justification": justification, "score": score, "confidence": 0.9})
+    return completion(text, prompt_tokens=400, completion_tokens=40)
+
+
+class QuotaChatServer:
+    """An OpenAI-compatible endpoint that enforces a request quota, as providers do.
+
+    A token bucket refills at `per_second` requests per second and holds at most
+    `per_second` (one second's worth); a request finding it empty gets 429 with a
+    `retry-after-ms` saying when the next request will be served. Every request that is
+    served gets `answer(request)`. `served` and `rejected` count both outcomes.
+    """
+
+    def __init__(self, per_second: float, answer: Any) -> None:
+        self.rate = per_second
+        self.level = per_second
+        self.stamp = time.monotonic()
+        self.answer = answer
+        self.served = 0
+        self.rejected = 0
+        self._lock = threading.Lock()
+        server = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def do_POST(self) -> None:
+                body = json.loads(self.rfile.read(int(self.headers.get("content-length", 0))))
+                with server._lock:
+                    now = time.monotonic()
+                    server.level = min(
+                        server.rate, server.level + (now - server.stamp) * server.rate
+                    )
+                    server.stamp = now
+                    allowed = server.level >= 1.0
+                    if allowed:
+                        server.level -= 1.0
+                        server.served += 1
+                    else:
+                        server.rejected += 1
+                        wait_ms = (1.0 - server.level) / server.rate * 1000
+                if allowed:
+                    status, headers = 200, {}
+                    payload = json.dumps(server.answer(body)).encode()
+                else:
+                    status, headers = 429, {"retry-after-ms": f"{wait_ms:.0f}"}
+                    payload = b'{"error": {"message": "rate limited"}}'
+                self.send_response(status)
+                self.send_header("content-type", "application/json")
+                self.send_header("content-length", str(len(payload)))
+                for key, value in headers.items():
+                    self.send_header(key, value)
+                self.end_headers()
+                self.wfile.write(payload)
+
+            def log_message(self, *args: Any) -> None:
+                pass
+
+        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.httpd.daemon_threads = True
+        self.thread = threading.Thread(target=self.httpd.serve_forever, daemon=True)
+
+    url = ScriptedChatServer.url
+    __exit__ = ScriptedChatServer.__exit__
+
+    def __enter__(self) -> QuotaChatServer:
+        self.thread.start()
+        return self

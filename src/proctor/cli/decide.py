@@ -16,6 +16,7 @@ from proctor.cli.common import (
     maybe_store,
     run_data_or_exit,
 )
+from proctor.cli.judges import JudgeOptions, pairwise_options
 
 
 def gate_verdict(run: Any, rules: list[Any], baseline: Any, *, as_json: bool) -> bool:
@@ -45,6 +46,7 @@ def gate_verdict(run: Any, rules: list[Any], baseline: Any, *, as_json: bool) ->
 @click.option("--resamples", default=2000, show_default=True, type=click.IntRange(min=1))
 @click.option("--seed", default=0, show_default=True, type=int, help="Bootstrap seed.")
 @click.option("--json", "as_json", is_flag=True, help="Print the comparison as JSON.")
+@pairwise_options
 def compare(
     baseline: str,
     candidate: str,
@@ -53,8 +55,11 @@ def compare(
     resamples: int,
     seed: int,
     as_json: bool,
+    judges: JudgeOptions,
+    task_paths: tuple[str, ...],
 ) -> None:
-    """Compare two runs task by task (run ids, prefixes, `latest`, or exported files)."""
+    """Compare two runs task by task (run ids, prefixes, `latest`, or exported files);
+    with --judge, also a pairwise A/B of their rubric tasks' text."""
     from rich.console import Console
 
     from proctor.decide.compare import CompareError, compare_runs, holdout_looks
@@ -69,10 +74,17 @@ def compare(
         )
     except CompareError as exc:
         fail(str(exc))
+    if judges.refs:
+        from proctor.cli.judges import pairwise_report
+        from proctor.report.judges import print_pairwise
+
+        report["pairwise"] = pairwise_report(baseline, candidate, store, judges, task_paths, seed)
     if as_json:
         click.echo(json.dumps(report, indent=2, default=str))
     else:
         print_comparison(report, Console())
+        if judges.refs:
+            print_pairwise(report["pairwise"], Console())
 
 
 @main.command()

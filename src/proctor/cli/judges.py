@@ -245,3 +245,85 @@ def _against(
         "kappa_change": change("kappa"),
         "false_pass_change": change("false_pass_rate"),
     }
+
+
+def pairwise_options(fn: Callable[..., Any]) -> Callable[..., Any]:
+    """Adds `--judge`, `--judge-combine` and `--tasks` for a pairwise comparison, handed
+    to the command as `judges: JudgeOptions` and `task_paths`."""
+
+    @click.option(
+        "--judge",
+        "judge_refs",
+        multiple=True,
+        help="Pairwise A/B on the rubric tasks with this judge (several: a panel).",
+    )
+    @click.option(
+        "--judge-combine",
+        type=click.Choice(["mean", "majority"]),
+        default="mean",
+        show_default=True,
+    )
+    @click.option(
+        "--tasks",
+        "task_paths",
+        multiple=True,
+        type=click.Path(),
+        help="Task files for the rubrics (default: the candidate run's paths).",
+    )
+    @functools.wraps(fn)
+    def wrapper(*args: Any, judge_refs: tuple[str, ...], judge_combine: str, **kwargs: Any) -> Any:
+        return fn(*args, judges=JudgeOptions(judge_refs, judge_combine, 0.0, 1.0), **kwargs)
+
+    return wrapper
+
+
+def _views(store: Any, run: dict[str, Any], suite: Any) -> dict[str, list[Any]]:
+    """task id → the run's trials' views per rubric task (first rubric's subject)."""
+    from proctor.judge.views import trial_view
+
+    out: dict[str, list[Any]] = {}
+    keys = sorted(store.trial_keys(run["run_id"]))
+    members = {t.id: t for t in suite.tasks if t.rubrics}
+    for task_id, trial in keys:
+        member = members.get(task_id)
+        if member is None:
+            continue
+        trace, _, outcome = store.trace(run["run_id"], task_id, trial)
+        view = trial_view(
+            member.rubrics[0], member.task, trace, outcome, run["manifest"].get("model")
+        )
+        out.setdefault(task_id, []).append(view)
+    return out
+
+
+def pairwise_report(
+    baseline: str,
+    candidate: str,
+    store: Any,
+    judges: JudgeOptions,
+    task_paths: Sequence[str],
+    seed: int,
+) -> dict[str, Any]:
+    """The pairwise comparison of two stored runs with the judges (exit 2 on bad input)."""
+    from proctor.cli.common import suite_or_exit
+    from proctor.judge.pairwise import compare_pairwise
+    from proctor.store import RunNotFound
+
+    if store is None:
+        fail("compare --judge reads the runs' traces: it needs the store (--store)")
+    try:
+        base, cand = store.run(baseline), store.run(candidate)
+    except RunNotFound as exc:
+        fail(f"compare --judge: {exc} (exported run files carry no traces)")
+    paths = tuple(task_paths) or tuple(cand["manifest"]["suite"].get("paths") or ())
+    suite = suite_or_exit(paths)
+    rubrics = {t.id: list(t.rubrics) for t in suite.tasks if t.rubrics}
+    if not rubrics:
+        fail("compare --judge: no task of the suite has `expect.judge` rubrics")
+    panel = judges.panel(store)
+    report = asyncio.run(
+        compare_pairwise(
+            panel, rubrics, _views(store, base, suite), _views(store, cand, suite), seed=seed
+        )
+    )
+    return {"baseline": base["run_id"], "candidate": cand["run_id"], **report}

@@ -127,3 +127,33 @@ def print_calibration(out: dict[str, Any], console: Console) -> None:
         console.print(Text("ACCEPTED: this judge's checks on this rubric version count."))
     else:
         console.print(Text(f"REFUSED: {'; '.join(out['refusals'])}. Its checks stay advisory."))
+
+
+def print_pairwise(p: dict[str, Any], console: Console) -> None:
+    """The pairwise A/B of `proctor compare --judge`."""
+    ci = p["win_rate_ci"]
+    length = p["length"]
+    console.print(
+        Text(
+            f"pairwise ({p['judge']}, both orders): {p['pairs']} pairs on {p['tasks']} tasks; "
+            f"candidate wins {p['candidate_wins']}, baseline wins {p['baseline_wins']}, ties "
+            f"{p['ties']}; candidate win rate {pct(p['win_rate'])}"
+            + (f" (95% CI {pct(ci[0])}–{pct(ci[1])})" if ci else "")
+            + f"; position consistency {pct(p['position_consistency'])}"
+        )
+    )
+    r, p_value = length["correlation"], length["p_value"]
+    if r is None:
+        console.print(Text("length: too few pairs, or no length difference, to tell"))
+        return
+    line = (
+        f"length: preference × length difference r = {r:+.2f} (p = {p_value:.3g}); "
+        f"win rate at equal length {pct(length['win_rate_at_equal_length'])}"
+    )
+    if length["explains_preference"]:
+        longer = "longer" if r > 0 else "shorter"
+        line += (
+            f". The preference follows length (the {longer} text wins): length alone could "
+            "explain it; read the pairs before crediting quality"
+        )
+    console.print(Text(line))
