@@ -58,7 +58,7 @@ def read_items(path: str | Path) -> dict[str, Item]:
     path = Path(path)
     if path.suffix == ".jsonl":
         try:
-            lines = path.read_text(encoding="utf-8").splitlines()
+            lines = path.read_bytes().decode("utf-8").split("\n")
         except (OSError, UnicodeDecodeError) as exc:
             raise SpecError.one(path, 1, "", f"cannot read file: {exc}") from None
         data: Any = []

@@ -64,11 +64,14 @@ def _rows(path: Path, text: str) -> list[tuple[int, dict[str, object]]]:
             raise SpecError.one(
                 path, 1, unknown[0], f"unknown column (known: {', '.join(COLUMNS)})"
             )
-        return [(reader.line_num, dict(row)) for row in reader]
+        try:
+            return [(reader.line_num, dict(row)) for row in reader]
+        except csv.Error as exc:
+            raise SpecError.one(path, reader.line_num, "", f"invalid CSV: {exc}") from None
     if path.suffix not in (".jsonl", ".json"):
         raise SpecError.one(path, 1, "", "a labels file is .csv or .jsonl")
     rows = []
-    for number, line in enumerate(text.splitlines(), 1):
+    for number, line in enumerate(text.split("\n"), 1):  # not splitlines: U+2028 is text
         if not line.strip():
             continue
         try:
@@ -90,7 +93,7 @@ def read_labels(path: str | Path) -> list[Label]:
     """Every label of a CSV/JSONL file; a problem is a SpecError naming file, line, field."""
     path = Path(path)
     try:
-        text = path.read_text(encoding="utf-8-sig")
+        text = path.read_bytes().decode("utf-8-sig")  # no newline translation: CSV fields keep \r
     except (OSError, UnicodeDecodeError) as exc:
         raise SpecError.one(path, 1, "", f"cannot read file: {exc}") from None
     labels: list[Label] = []
@@ -135,10 +138,10 @@ def write_labels(path: str | Path, labels: list[Label]) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     if path.suffix == ".csv":
         out = io.StringIO()
-        writer = csv.DictWriter(out, fieldnames=list(COLUMNS), lineterminator="\n")
+        writer = csv.DictWriter(out, fieldnames=list(COLUMNS))  # RFC 4180: CRLF, CR quoted
         writer.writeheader()
         writer.writerows(rows)
-        path.write_text(out.getvalue(), encoding="utf-8")
+        path.write_bytes(out.getvalue().encode("utf-8"))
     elif path.suffix in (".jsonl", ".json"):
         text = "".join(json.dumps(row, ensure_ascii=False) + "\n" for row in rows)
         path.write_text(text, encoding="utf-8")
