@@ -108,12 +108,11 @@ def test_one_scheduler_per_endpoint_takes_the_stricter_limits() -> None:
 def test_no_judgment_is_lost_against_a_quota() -> None:
     """Forty judgments at once against 20 requests/s: every one comes back."""
     pytest.importorskip("openai")
+    from judge_runs import RUBRIC
     from proctor.judge.base import JudgeView
     from proctor.judge.chat import ChatJudge
     from proctor.judge.panel import JudgePanel
     from proctor.tasks.rubrics import load_rubric
-
-    from judge_runs import RUBRIC
 
     rubric = load_rubric(RUBRIC)
 
