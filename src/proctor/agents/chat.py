@@ -120,24 +120,23 @@ class ChatAgent:
         if temperature is not None:
             request["temperature"] = float(temperature)
         usage, answer = Usage(), ""
-        async with self.endpoint.client() as client:
-            for _ in range(max_steps):
-                started = time.perf_counter()
-                completion = await self.endpoint.complete(client, messages, **request)
-                usage += self._record(toolbox, completion, time.perf_counter() - started)
-                message = completion.choices[0].message
-                if message.content:
-                    toolbox.message("assistant", message.content)
-                messages.append(message.model_dump(exclude_none=True, include=_MESSAGE_FIELDS))
-                if not message.tool_calls:
-                    answer = message.content or ""
-                    break
-                for call in message.tool_calls:
-                    tool = find_tool(tools, call.function.name)
-                    text = await tool.invoke(toolbox, call.function.arguments)
-                    messages.append({"role": "tool", "tool_call_id": call.id, "content": text})
-            else:
-                toolbox.note(f"stopped after max_steps={max_steps} model calls without an answer")
+        for _ in range(max_steps):
+            started = time.perf_counter()
+            completion = await self.endpoint.complete(messages, **request)
+            usage += self._record(toolbox, completion, time.perf_counter() - started)
+            message = completion.choices[0].message
+            if message.content:
+                toolbox.message("assistant", message.content)
+            messages.append(message.model_dump(exclude_none=True, include=_MESSAGE_FIELDS))
+            if not message.tool_calls:
+                answer = message.content or ""
+                break
+            for call in message.tool_calls:
+                tool = find_tool(tools, call.function.name)
+                text = await tool.invoke(toolbox, call.function.arguments)
+                messages.append({"role": "tool", "tool_call_id": call.id, "content": text})
+        else:
+            toolbox.note(f"stopped after max_steps={max_steps} model calls without an answer")
         return AgentResult(answer=answer, usage=usage, messages=messages)
 
     def _record(self, toolbox: Toolbox, completion: Any, latency_s: float) -> Usage:

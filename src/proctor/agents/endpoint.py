@@ -11,8 +11,10 @@ verdict (docs/architecture.md, Verdicts).
 
 from __future__ import annotations
 
+import asyncio
 import importlib.util
 import os
+import weakref
 from collections.abc import Callable, Mapping
 from typing import Any
 from urllib.parse import urlsplit
@@ -33,6 +35,12 @@ ENDPOINT_OPTIONS: dict[str, Callable[[str], Any]] = {
     "max_concurrency": int,
     "max_wait_s": float,
 }
+
+
+#: Clients by event loop (a client's connections belong to the loop that opened them).
+_CLIENTS: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, dict[tuple[Any, ...], Any]] = (
+    weakref.WeakKeyDictionary()
+)
 
 
 def _env(names: tuple[str, ...]) -> str | None:
@@ -92,16 +100,22 @@ class ChatEndpoint:
         return urlsplit(self.base_url).netloc if self.base_url else "api.openai.com"
 
     def client(self) -> Any:
-        """A new AsyncOpenAI client (use it as `async with`); retries are the scheduler's."""
+        """The AsyncOpenAI client of this endpoint on the running event loop, made once
+        (building one costs ~0.1 s of CPU: an SSL context); retries are the scheduler's."""
         import openai
 
-        return openai.AsyncOpenAI(
-            api_key=self._api_key, base_url=self.base_url, max_retries=0, timeout=self.timeout_s
-        )
+        clients = _CLIENTS.setdefault(asyncio.get_running_loop(), {})
+        key = (self.base_url, self._api_key, self.timeout_s)
+        if key not in clients:
+            clients[key] = openai.AsyncOpenAI(
+                api_key=self._api_key, base_url=self.base_url, max_retries=0, timeout=self.timeout_s
+            )
+        return clients[key]
 
-    async def complete(self, client: Any, messages: list[dict[str, Any]], **request: Any) -> Any:
+    async def complete(self, messages: list[dict[str, Any]], **request: Any) -> Any:
         """One completion through the endpoint's scheduler; provider failures that outlast
         it are InfrastructureError."""
+        client = self.client()
         scheduler = scheduler_for(endpoint_key(self.base_url), self.limits)
         budget = estimate_tokens(messages) + int(request.get("max_tokens") or 256)
 

@@ -5,9 +5,10 @@ Providers meter each endpoint in requests and tokens per minute, and answer 429 
 quota quickly; a 429 that escapes after the client's two retries turns a good trial into a
 harness `error`. So every request to one endpoint goes through one Scheduler (per event
 loop): it spends request and token budgets from token buckets that refill at the
-configured rates, keeps a concurrency window that halves on a 429 and grows back by one
-per window of successes (AIMD, as TCP does), holds every request until the `Retry-After`
-has passed, and retries a 429 until `max_wait_s`, so a storm costs time, not trials.
+configured rates (a 429 empties the request bucket), and without a request budget keeps a
+concurrency window that halves on a 429 and grows back by one per window of successes
+(AIMD, as TCP does); it holds every request until the `Retry-After` has passed, and
+retries a 429 until `max_wait_s`, so a storm costs time, not trials.
 Server errors and dropped connections get `max_retries` retries with backoff; anything
 else goes back to the caller at once (docs/architecture.md, Judges).
 """
@@ -137,6 +138,7 @@ class Scheduler:
         self.paused_until = 0.0
         self._epoch = 0  # bumped by each decrease: one 429 storm halves the window once
         self._wake = asyncio.Event()
+        self._queue = asyncio.Lock()
         self._rng = random.Random(seed)
         self.stats = {"requests": 0, "succeeded": 0, "rate_limited": 0, "retried": 0}
 
@@ -169,18 +171,22 @@ class Scheduler:
         return max(waits)
 
     async def _acquire(self, tokens: float) -> int:
-        while True:
-            delay = self._delay(tokens)
-            if delay <= 0:
-                break
-            self._wake.clear()
-            timeout = None if math.isinf(delay) else delay
-            with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(self._wake.wait(), timeout)
-        for bucket, amount in ((self._requests, 1.0), (self._tokens, tokens)):
-            if bucket is not None:
-                bucket.level -= min(amount, bucket.capacity)
-        self.in_flight += 1
+        """Wait for a slot and the budgets. Requests queue in order behind one lock, and
+        only the head waits on the clock or a release: a release wakes one request, not
+        every request queued (thousands, when a run's judgments arrive at once)."""
+        async with self._queue:
+            while True:
+                delay = self._delay(tokens)
+                if delay <= 0:
+                    break
+                self._wake.clear()
+                timeout = None if math.isinf(delay) else delay
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(self._wake.wait(), timeout)
+            for bucket, amount in ((self._requests, 1.0), (self._tokens, tokens)):
+                if bucket is not None:
+                    bucket.level -= min(amount, bucket.capacity)
+            self.in_flight += 1
         self.stats["requests"] += 1
         return self._epoch
 
@@ -192,7 +198,11 @@ class Scheduler:
         self.stats["rate_limited"] += 1
         self.paused_until = max(self.paused_until, self.clock() + wait_s)
         if self._requests is not None:
-            self._requests.level = 0.0  # the provider's count is ahead of ours
+            # With a request budget the 429 says our count ran ahead of the provider's
+            # (clocks, arrival jitter): start counting again from empty, and keep the
+            # window, which is not what limits the rate.
+            self._requests.level = 0.0
+            return
         if epoch == self._epoch:  # the first 429 of a storm decreases, once
             self._epoch += 1
             self.window = max(1.0, self.window / 2.0)

@@ -108,24 +108,23 @@ class ChatJudge:
             request["response_format"] = response_format
         usage, problem = Usage(), ""
         try:
-            async with self.endpoint.client() as client:
-                for attempt in range(1, self.max_attempts + 1):
-                    completion = await self.endpoint.complete(client, messages, **request)
-                    usage += self._usage(completion)
-                    text = completion.choices[0].message.content or ""
-                    try:
-                        return parse(text), usage, attempt
-                    except MalformedAnswer as exc:
-                        problem = str(exc)
-                    messages = [
-                        *messages,
-                        {"role": "assistant", "content": text},
-                        {
-                            "role": "user",
-                            "content": f"That answer is not valid: {problem}. Answer again "
-                            "with the JSON object only, justification first.",
-                        },
-                    ]
+            for attempt in range(1, self.max_attempts + 1):
+                completion = await self.endpoint.complete(messages, **request)
+                usage += self._usage(completion)
+                text = completion.choices[0].message.content or ""
+                try:
+                    return parse(text), usage, attempt
+                except MalformedAnswer as exc:
+                    problem = str(exc)
+                messages = [
+                    *messages,
+                    {"role": "assistant", "content": text},
+                    {
+                        "role": "user",
+                        "content": f"That answer is not valid: {problem}. Answer again "
+                        "with the JSON object only, justification first.",
+                    },
+                ]
         except InfrastructureError as exc:
             raise JudgeError(f"{self.name}: {exc}", usage) from exc
         raise JudgeError(
