@@ -33,8 +33,8 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO / "tests"))
 
 import openai  # noqa: E402, F401  (imported here: its first import is not the scheduler's time)
-from openai_server import QuotaChatServer, completion, judge_reply  # noqa: E402
 
+from openai_server import QuotaChatServer, completion, judge_reply  # noqa: E402
 from proctor.agents.chat import ChatAgent  # noqa: E402
 from proctor.judge.base import JudgeView  # noqa: E402
 from proctor.judge.chat import ChatJudge  # noqa: E402
