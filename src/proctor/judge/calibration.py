@@ -6,7 +6,8 @@ is left out (and counted). On the items with a verdict the judge is measured by:
 
 - agreement (the share of items on which it gives people's verdict) and Cohen's kappa
   (agreement beyond chance), with a 95% interval from the large-sample variance of
-  Fleiss, Cohen & Everitt (1969);
+  Fleiss, Cohen & Everitt (1969) (with perfect agreement, where that variance is 0, the
+  Wilson interval of the agreement mapped to kappa);
 - the confusion matrix, the false-pass rate (of the items people fail, the share the
   judge passes: the error that lets bad output through) and the false-fail rate;
 - the same per slice, and per labeller (kappa against each person);
@@ -25,7 +26,7 @@ from collections.abc import Hashable, Mapping, Sequence
 from itertools import combinations
 from typing import Any
 
-from proctor.decide.stats import normal_quantile
+from proctor.decide.stats import normal_quantile, wilson_interval
 from proctor.judge.base import JudgeError
 from proctor.judge.items import Subject
 from proctor.judge.labels import Label
@@ -71,7 +72,14 @@ def kappa_interval(
         p[(i, j)] * (col[i] + row[j]) ** 2 for i in cats for j in cats if i != j
     )
     variance = (diagonal + off - (kappa - pe * (1 - kappa)) ** 2) / (n * (1 - pe) ** 2)
-    half = normal_quantile(0.5 + confidence / 2) * math.sqrt(max(variance, 0.0))
+    if variance <= 1e-12:
+        # Perfect (or perfectly opposite) agreement has no large-sample variance; the
+        # Wilson interval of the observed agreement, mapped through kappa's formula with
+        # chance agreement held fixed, still says how far a small sample can be trusted.
+        agreed = sum(x == y for x, y in zip(a, b, strict=True))
+        low, high = wilson_interval(agreed, n, confidence)
+        return (max(-1.0, (low - pe) / (1 - pe)), min(1.0, (high - pe) / (1 - pe)))
+    half = normal_quantile(0.5 + confidence / 2) * math.sqrt(variance)
     return (max(-1.0, kappa - half), min(1.0, kappa + half))
 
 
