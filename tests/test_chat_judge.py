@@ -133,12 +133,27 @@ def test_regrade_and_report_make_no_new_judge_call(
         )
         assert reported.exit_code == 0, reported.output
         assert len(server.requests) == calls  # neither regrade nor report called the judge
+        spans = tmp_path / "spans.jsonl"
+        exported = runner.invoke(
+            main, ["export-otel", "latest", "--out", str(spans), "--include-content", *common]
+        )
+        assert exported.exit_code == 0, exported.output
+        replayed = runner.invoke(
+            main,
+            ["replay", str(spans), "--agent", f"{KYC}/agents.py:hasty", "--suite", tasks,
+             "--judge", ref, *common],
+        )  # fmt: skip
+        assert replayed.exit_code == 0, replayed.output
+        assert len(server.requests) == calls  # the replay wrote the same requests: cached
     with Store(db) as store:
-        first, second = store.runs()[1], store.runs()[0]
+        first, second = store.runs()[2], store.runs()[1]
         assert second["manifest"]["regraded_from"] == first["run_id"]
         s1, s2 = first["summary"]["judges"], second["summary"]["judges"]
         assert s1["calls"] == calls and s2["calls"] == 0
         assert s2["cache_hits"] == s1["checks"] == s2["checks"] == 30
+        replayed_run = store.runs()[0]["summary"]["judges"]
+        assert replayed_run["checks"] == replayed_run["cache_hits"] == 30
+        assert replayed_run["calls"] == 0
     assert "advisory" in (tmp_path / "r.md").read_text()
     assert "test-key" not in db.read_bytes().decode("utf-8", "replace")
     assert os.environ["PROCTOR_CHAT_API_KEY"] == "test-key"
