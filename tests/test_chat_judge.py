@@ -129,7 +129,16 @@ def test_regrade_and_report_make_no_new_judge_call(
         assert regraded.exit_code == 0, regraded.output
         assert "0 new judge calls (hit rate 100%)" in regraded.output
         reported = runner.invoke(
-            main, ["report", "latest", "--md", str(tmp_path / "r.md"), *common]
+            main,
+            [
+                "report",
+                "latest",
+                "--md",
+                str(tmp_path / "r.md"),
+                "--html",
+                str(tmp_path / "r.html"),
+                *common,
+            ],  # fmt: skip
         )
         assert reported.exit_code == 0, reported.output
         assert len(server.requests) == calls  # neither regrade nor report called the judge
@@ -154,7 +163,8 @@ def test_regrade_and_report_make_no_new_judge_call(
         replayed_run = store.runs()[0]["summary"]["judges"]
         assert replayed_run["checks"] == replayed_run["cache_hits"] == 30
         assert replayed_run["calls"] == 0
-    assert "advisory" in (tmp_path / "r.md").read_text()
+    for report in ("r.md", "r.html"):
+        assert "uncalibrated: no calibration of this rubric" in (tmp_path / report).read_text()
     assert "test-key" not in db.read_bytes().decode("utf-8", "replace")
     assert os.environ["PROCTOR_CHAT_API_KEY"] == "test-key"
 

@@ -41,6 +41,7 @@ from proctor.report.fmt import (
     value,
 )
 from proctor.report.inputs import ReportInputs, gate_line, where_text
+from proctor.report.judges import judge_statements
 
 TraceLoader = Callable[[str, int], Trace]
 _TEMPLATES = files("proctor.report") / "templates"
@@ -74,6 +75,7 @@ def _manifest_rows(inputs: ReportInputs) -> list[tuple[str, str]]:
         ("run status", run.status),
         ("graders", graders or "—"),
         ("judge model", str(m.get("judge_model") or "none (deterministic graders)")),
+        *(("judge", line) for line in judge_statements(m, inputs.summary)),
     ]
 
 
