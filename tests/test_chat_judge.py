@@ -138,7 +138,7 @@ def test_regrade_and_report_make_no_new_judge_call(
                 "--html",
                 str(tmp_path / "r.html"),
                 *common,
-            ],  # fmt: skip
+            ],
         )
         assert reported.exit_code == 0, reported.output
         assert len(server.requests) == calls  # neither regrade nor report called the judge

@@ -55,17 +55,21 @@ def load_object(ref: str, option: str, error: type[Exception]) -> Any:
     return found() if isinstance(found, type) else found
 
 
-def _chat_agent(ref: str) -> Any:
-    """`chat:MODEL?temperature=0&seed=1&max_steps=8&system_prompt=@file&prices=FILE`.
-
-    The model name may itself hold colons (`chat:llama3.1:8b`); options follow a `?`.
-    """
-    from proctor.agents.chat import ChatAgent
-
+def chat_reference(ref: str, option: str, error: type[Exception]) -> tuple[str, dict[str, str]]:
+    """(model, options) of `chat:MODEL?option=value&...`; the model name may itself hold
+    colons (`chat:llama3.1:8b`); options follow a `?`."""
     model, _, query = ref[len(CHAT_PREFIX) :].partition("?")
     if not model:
-        raise AgentNotFound(f"--agent {ref!r}: name a model, e.g. chat:gpt-4o-mini")
+        raise error(f"{option} {ref!r}: name a model, e.g. chat:gpt-4o-mini")
+    return model, dict(parse_qsl(query, keep_blank_values=True))
+
+
+def _chat_agent(ref: str) -> Any:
+    """`chat:MODEL?temperature=0&seed=1&max_steps=8&system_prompt=@file&prices=FILE`."""
+    from proctor.agents.chat import ChatAgent
+
+    model, options = chat_reference(ref, "--agent", AgentNotFound)
     try:
-        return ChatAgent.from_options(model, dict(parse_qsl(query, keep_blank_values=True)))
+        return ChatAgent.from_options(model, options)
     except ValueError as exc:
         raise AgentNotFound(f"--agent {ref!r}: {exc}") from None

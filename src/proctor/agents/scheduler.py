@@ -26,7 +26,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
-from proctor.agents.outages import as_outage
+from proctor.agents.outages import as_outage, http_status
 
 T = TypeVar("T")
 
@@ -107,14 +107,6 @@ def retry_after_s(exc: BaseException) -> float | None:
     except ValueError:
         when = email.utils.parsedate_to_datetime(raw) if raw.strip() else None
         return None if when is None else max(when.timestamp() - time.time(), 0.0)
-
-
-def _status(exc: BaseException) -> int | None:
-    for owner in (exc, getattr(exc, "response", None)):
-        status = getattr(owner, "status_code", None)
-        if isinstance(status, int):
-            return status
-    return None
 
 
 class Scheduler:
@@ -230,7 +222,7 @@ class Scheduler:
                 result = await send()
             except Exception as exc:
                 self._release()
-                status = _status(exc)
+                status = http_status(exc)
                 now = self.clock()
                 if status == 429:
                     wait_s = retry_after_s(exc)

@@ -81,16 +81,11 @@ class JudgeOptions:
         return judging
 
 
-def judge_options(fn: Callable[..., Any]) -> Callable[..., Any]:
-    """Adds `--judge`, `--judge-combine`, `--min-kappa`, `--max-false-pass`, handed to the
-    command as one `judges: JudgeOptions` argument."""
+def _with_judges(fn: Callable[..., Any], judge_help: str) -> Callable[..., Any]:
+    """`--judge` and `--judge-combine` (and what else decorates `fn`) handed to the command
+    as one `judges: JudgeOptions`; the calibration thresholds when the command has them."""
 
-    @click.option(
-        "--judge",
-        "judge_refs",
-        multiple=True,
-        help="chat:MODEL?base_url=... or FILE.py:NAME (several: an ensemble).",
-    )
+    @click.option("--judge", "judge_refs", multiple=True, help=judge_help)
     @click.option(
         "--judge-combine",
         type=click.Choice(["mean", "majority"]),
@@ -98,33 +93,35 @@ def judge_options(fn: Callable[..., Any]) -> Callable[..., Any]:
         show_default=True,
         help="How an ensemble's verdicts combine.",
     )
-    @click.option(
+    @functools.wraps(fn)
+    def wrapper(*args: Any, judge_refs: tuple[str, ...], judge_combine: str, **kwargs: Any) -> Any:
+        kappa, false_pass = kwargs.pop("min_kappa", 0.6), kwargs.pop("max_false_pass", 0.1)
+        options = JudgeOptions(judge_refs, judge_combine, kappa, false_pass)
+        return fn(*args, judges=options, **kwargs)
+
+    return wrapper
+
+
+def judge_options(fn: Callable[..., Any]) -> Callable[..., Any]:
+    """Adds `--judge`, `--judge-combine`, `--min-kappa`, `--max-false-pass`."""
+    calibrated = click.option(
         "--min-kappa",
         default=0.6,
         show_default=True,
         type=float,
         help="Calibration a judge needs before its checks count: kappa at least.",
+    )(
+        click.option(
+            "--max-false-pass",
+            default=0.10,
+            show_default=True,
+            type=float,
+            help="... and a false-pass rate at most.",
+        )(fn)
     )
-    @click.option(
-        "--max-false-pass",
-        default=0.10,
-        show_default=True,
-        type=float,
-        help="... and a false-pass rate at most.",
+    return _with_judges(
+        calibrated, "chat:MODEL?base_url=... or FILE.py:NAME (several: an ensemble)."
     )
-    @functools.wraps(fn)
-    def wrapper(
-        *args: Any,
-        judge_refs: tuple[str, ...],
-        judge_combine: str,
-        min_kappa: float,
-        max_false_pass: float,
-        **kwargs: Any,
-    ) -> Any:
-        options = JudgeOptions(judge_refs, judge_combine, min_kappa, max_false_pass)
-        return fn(*args, judges=options, **kwargs)
-
-    return wrapper
 
 
 @main.command()
@@ -248,33 +245,15 @@ def _against(
 
 
 def pairwise_options(fn: Callable[..., Any]) -> Callable[..., Any]:
-    """Adds `--judge`, `--judge-combine` and `--tasks` for a pairwise comparison, handed
-    to the command as `judges: JudgeOptions` and `task_paths`."""
-
-    @click.option(
-        "--judge",
-        "judge_refs",
-        multiple=True,
-        help="Pairwise A/B on the rubric tasks with this judge (several: a panel).",
-    )
-    @click.option(
-        "--judge-combine",
-        type=click.Choice(["mean", "majority"]),
-        default="mean",
-        show_default=True,
-    )
-    @click.option(
+    """Adds `--judge`, `--judge-combine` and `--tasks` for a pairwise comparison."""
+    with_tasks = click.option(
         "--tasks",
         "task_paths",
         multiple=True,
         type=click.Path(),
         help="Task files for the rubrics (default: the candidate run's paths).",
-    )
-    @functools.wraps(fn)
-    def wrapper(*args: Any, judge_refs: tuple[str, ...], judge_combine: str, **kwargs: Any) -> Any:
-        return fn(*args, judges=JudgeOptions(judge_refs, judge_combine, 0.0, 1.0), **kwargs)
-
-    return wrapper
+    )(fn)
+    return _with_judges(with_tasks, "Pairwise A/B on the rubric tasks with this judge.")
 
 
 def _views(store: Any, run: dict[str, Any], suite: Any) -> dict[str, list[Any]]:

@@ -5,9 +5,8 @@ Python (a ScriptedJudge, or any object with the Judge protocol's methods)."""
 from __future__ import annotations
 
 from collections.abc import Sequence
-from urllib.parse import parse_qsl
 
-from proctor.agents.loading import CHAT_PREFIX, load_object
+from proctor.agents.loading import CHAT_PREFIX, chat_reference, load_object
 from proctor.judge.base import Judge
 from proctor.judge.cache import JudgeCache
 from proctor.judge.panel import Combine, JudgePanel
@@ -21,11 +20,9 @@ def load_judge(ref: str) -> Judge:
     if ref.startswith(CHAT_PREFIX):
         from proctor.judge.chat import ChatJudge
 
-        model, _, query = ref[len(CHAT_PREFIX) :].partition("?")
-        if not model:
-            raise JudgeNotFound(f"--judge {ref!r}: name a model, e.g. chat:gpt-4.1-mini")
+        model, options = chat_reference(ref, "--judge", JudgeNotFound)
         try:
-            return ChatJudge.from_options(model, dict(parse_qsl(query, keep_blank_values=True)))
+            return ChatJudge.from_options(model, options)
         except ValueError as exc:
             raise JudgeNotFound(f"--judge {ref!r}: {exc}") from None
     judge = load_object(ref, "--judge", JudgeNotFound)
