@@ -3,7 +3,6 @@
 
 from __future__ import annotations
 
-import asyncio
 import functools
 import json
 from collections.abc import Callable, Sequence
@@ -156,6 +155,8 @@ def calibrate(
     Its checks count (fail trials, feed gates) only while a calibration of this rubric
     version with this judge meets --min-kappa and --max-false-pass.
     """
+    import asyncio
+
     from rich.console import Console
 
     from proctor.core.documents import SpecError
@@ -284,6 +285,8 @@ def pairwise_report(
     seed: int,
 ) -> dict[str, Any]:
     """The pairwise comparison of two stored runs with the judges (exit 2 on bad input)."""
+    import asyncio
+
     from proctor.cli.common import suite_or_exit
     from proctor.judge.pairwise import compare_pairwise
     from proctor.store import RunNotFound
