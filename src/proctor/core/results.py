@@ -33,6 +33,9 @@ BLOCKING_SEVERITIES = frozenset({"critical", "high"})
 #: has a severity only when its judge is calibrated for its rubric; an advisory
 #: (uncalibrated) one has none and never fails a trial (docs/architecture.md, Judges).
 SEVERITY_KINDS = frozenset({"safety", "judge"})
+#: Evidence key of a check the task requires whatever its kind (a robustness check in
+#: `expect.robustness.required`); kept in the evidence so stores and exports keep it.
+REQUIRED = "required_by_task"
 
 
 @dataclass(slots=True)
@@ -53,6 +56,8 @@ class Check:
         """Does this check, failed, fail the trial?"""
         if self.passed:
             return False
+        if self.evidence.get(REQUIRED) is True:
+            return True
         if self.kind in SEVERITY_KINDS:
             return self.severity in BLOCKING_SEVERITIES
         return self.kind in GATING_KINDS
