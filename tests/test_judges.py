@@ -150,3 +150,18 @@ def test_the_kyc_readme_shows_what_the_commands_print(tmp_path: Path) -> None:
         verdict = next(line for line in out.splitlines() if line.startswith(("ACC", "REF")))
         assert verdict.rstrip() in readme
     assert kyc_agents().hasty.curt > 0
+
+
+def test_the_committed_calibration_set_is_what_its_script_writes() -> None:
+    import subprocess
+    import sys
+
+    done = subprocess.run(
+        [sys.executable, str(KYC / "make_calibration.py"), "--check"],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    rows = (KYC / "labels.csv").read_text(encoding="utf-8").splitlines()[1:]
+    assert len(rows) == 128 and {r.split(",")[2] for r in rows} == {"Sana Qureshi", "Hamza Malik"}
