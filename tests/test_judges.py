@@ -149,6 +149,9 @@ def test_the_kyc_readme_shows_what_the_commands_print(tmp_path: Path) -> None:
         assert table_row in readme, f"{judge}: {table_row}"
         verdict = next(line for line in out.splitlines() if line.startswith(("ACC", "REF")))
         assert verdict.rstrip() in readme
+    # the second calibration of the rubric is compared with the first
+    assert "previous calibration #1" in out and "another judge" in out
+    assert "kappa 0.40 → 0.97" in out
     assert kyc_agents().hasty.curt > 0
 
 
@@ -165,3 +168,24 @@ def test_the_committed_calibration_set_is_what_its_script_writes() -> None:
     assert done.returncode == 0, done.stderr
     rows = (KYC / "labels.csv").read_text(encoding="utf-8").splitlines()[1:]
     assert len(rows) == 128 and {r.split(",")[2] for r in rows} == {"Sana Qureshi", "Hamza Malik"}
+
+
+def test_pairwise_says_when_length_explains_the_preference() -> None:
+    from proctor.judge.pairwise import compare_pairwise
+
+    rubric = load_rubric(RUBRIC)
+    flat = ScriptedJudge(lambda rubric, view: 3.0, noise=0.0, length_bias=1.0, tie_margin=0.1)
+    base = {f"t{i}": [JudgeView("p", ("Send your passport.",))] for i in range(12)}
+    cand = {
+        f"t{i}": [JudgeView("p", ("Send your passport." + " Thank you." * (i % 4) * 6,))]
+        for i in range(12)
+    }
+    rubrics = {task: [rubric] for task in base}
+    report = asyncio.run(compare_pairwise(JudgePanel([flat]), rubrics, base, cand, seed=1))
+    length = report["length"]
+    assert report["pairs"] == 12 and report["position_consistency"] == 1.0
+    assert report["candidate_wins"] == 9 and report["ties"] == 3  # every longer text wins
+    assert length["correlation"] > 0.7 and length["explains_preference"]
+    assert length["win_rate_at_equal_length"] < report["win_rate"]
+    low, high = report["win_rate_ci"]
+    assert low <= report["win_rate"] <= high

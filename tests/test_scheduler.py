@@ -130,3 +130,15 @@ def test_no_judgment_is_lost_against_a_quota() -> None:
         verdicts = asyncio.run(run())
     assert [v.members[0].score for v in verdicts] == [3] * 40
     assert server.served == 40  # each judgment once; the 429s were waited out
+
+
+def test_the_token_budget_spends_estimates_and_returns_what_was_not_used() -> None:
+    now = [0.0]
+    scheduler = Scheduler("e", Limits(tpm=6000), clock=lambda: now[0])  # 100 tokens a second
+    bucket = scheduler._tokens
+    assert bucket is not None and bucket.level == 100
+    assert scheduler._delay(80) == 0.0
+    bucket.level -= 80  # what _acquire debits for an 80-token estimate
+    assert scheduler._delay(80) == pytest.approx(0.6)  # 20 left: 60 more at 100/s
+    scheduler._succeeded(80, 30)  # the request used 30: 50 come back
+    assert bucket.level == pytest.approx(70)

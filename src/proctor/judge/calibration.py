@@ -35,7 +35,10 @@ from proctor.tasks.rubrics import Rubric
 
 
 class LabelError(ValueError):
-    """Labels that cannot calibrate this rubric; `str()` is one line naming file:line."""
+    """Labels that cannot calibrate this rubric: `line: field: message` of the labels file."""
+
+    def __init__(self, label: Label, message: str) -> None:
+        super().__init__(f"{label.line}: label: {message}")
 
 
 def cohen_kappa(a: Sequence[Hashable], b: Sequence[Hashable]) -> float | None:
@@ -114,7 +117,7 @@ def human_verdicts(rubric: Rubric, labels: Sequence[Label]) -> dict[tuple[str, s
         first = labels[0].is_verdict
         odd = next(label for label in labels if label.is_verdict != first)
         was = "pass/fail" if first else "scores"
-        raise LabelError(f"line {odd.line}: label: {odd.label!r} mixes scales ({was} above)")
+        raise LabelError(odd, f"{odd.label!r} mixes scales ({was} above)")
     out = {}
     for label in labels:
         if label.is_verdict:
@@ -124,8 +127,7 @@ def human_verdicts(rubric: Rubric, labels: Sequence[Label]) -> dict[tuple[str, s
         assert score is not None
         if score not in rubric.scores:
             raise LabelError(
-                f"line {label.line}: label: {score} is not a score of {rubric.id}'s scale "
-                f"{rubric.scores}"
+                label, f"{score} is not a score of {rubric.id}'s scale {rubric.scores}"
             )
         out[(label.item, label.labeller)] = rubric.passes(score)
     return out

@@ -127,14 +127,14 @@ class Runner:
             filters=filters or {},
             faults=[f.model_dump(exclude_none=True) for f in self.faults],
         )
-        self.judging = judging
-        if judging is not None:
-            self.manifest["judges"] = judging.manifest()
-            self.manifest["judge_model"] = ", ".join(judging.panel.models)
         self.done: set[tuple[str, int]] = set()
         if stored is not None and store is not None:
             self.manifest = resumed_manifest(stored, self.manifest)
             self.done = store.trial_keys(self.run_id)
+        self.judging = judging
+        if judging is not None:  # a resumed run records the judges of its new trials too
+            self.manifest["judges"] = judging.manifest()
+            self.manifest["judge_model"] = ", ".join(judging.panel.models)
         self.source = (
             TrialSource.of(suite, agent_ref, self.run_id, timeout_s, self.faults)
             if self.executor.needs_source
