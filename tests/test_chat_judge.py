@@ -179,7 +179,9 @@ def test_pairwise_asks_both_orders_and_a_flip_is_a_tie() -> None:
     with ScriptedChatServer([prefer_first, prefer_first]) as server:
         panel = JudgePanel([chat_judge(server)])
         report = asyncio.run(
-            compare_pairwise(panel, {"t": [rubric]}, {"t": [base]}, {"t": [cand]}, seed=3)
+            compare_pairwise(
+                panel, {"t": [rubric]}, {("t", rubric.id): [base]}, {("t", rubric.id): [cand]}
+            )
         )
     shown = []
     for request in server.requests:

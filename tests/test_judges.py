@@ -175,12 +175,14 @@ def test_pairwise_says_when_length_explains_the_preference() -> None:
 
     rubric = load_rubric(RUBRIC)
     flat = ScriptedJudge(lambda rubric, view: 3.0, noise=0.0, length_bias=1.0, tie_margin=0.1)
-    base = {f"t{i}": [JudgeView("p", ("Send your passport.",))] for i in range(12)}
+    base = {(f"t{i}", rubric.id): [JudgeView("p", ("Send your passport.",))] for i in range(12)}
     cand = {
-        f"t{i}": [JudgeView("p", ("Send your passport." + " Thank you." * (i % 4) * 6,))]
+        (f"t{i}", rubric.id): [
+            JudgeView("p", ("Send your passport." + " Thank you." * (i % 4) * 6,))
+        ]
         for i in range(12)
     }
-    rubrics = {task: [rubric] for task in base}
+    rubrics = {f"t{i}": [rubric] for i in range(12)}
     report = asyncio.run(compare_pairwise(JudgePanel([flat]), rubrics, base, cand, seed=1))
     length = report["length"]
     assert report["pairs"] == 12 and report["position_consistency"] == 1.0
@@ -189,3 +191,32 @@ def test_pairwise_says_when_length_explains_the_preference() -> None:
     assert length["win_rate_at_equal_length"] < report["win_rate"]
     low, high = report["win_rate_ci"]
     assert low <= report["win_rate"] <= high
+
+
+def test_compare_with_a_judge_pairs_the_runs_rubric_tasks(tmp_path: Path) -> None:
+    import json
+
+    db = tmp_path / "p.db"
+    with Store(db) as store:
+        ids = [
+            judged_run([judges.careful], store, tasks=MISSING_DOCS, trials=3, seed=seed).run_id
+            for seed in (1, 2)
+        ]
+    out = CliRunner().invoke(
+        main,
+        ["compare", *ids, "--store", str(db), "--judge", f"{KYC}/judges.py:careful", "--tasks",
+         str(KYC / "tasks" / "cases.yaml"), "--json"],
+    )  # fmt: skip
+    assert out.exit_code == 0, out.output
+    pairwise = json.loads(out.output)["pairwise"]
+    assert pairwise["pairs"] == 15 and pairwise["tasks"] == 5  # 5 tasks x 3 trials
+    assert pairwise["candidate_wins"] + pairwise["baseline_wins"] + pairwise["ties"] == 15
+    assert pairwise["judge_calls"] <= 30  # two orders a pair, equal pairs from the cache
+    exported = tmp_path / "run.jsonl"
+    CliRunner().invoke(main, ["export", ids[0], "--out", str(exported), "--store", str(db)])
+    refused = CliRunner().invoke(
+        main,
+        ["compare", str(exported), ids[1], "--store", str(db), "--judge",
+         f"{KYC}/judges.py:careful"],
+    )  # fmt: skip
+    assert refused.exit_code == 2 and "exported run files carry no traces" in refused.output

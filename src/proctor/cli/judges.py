@@ -257,22 +257,20 @@ def pairwise_options(fn: Callable[..., Any]) -> Callable[..., Any]:
     return _with_judges(with_tasks, "Pairwise A/B on the rubric tasks with this judge.")
 
 
-def _views(store: Any, run: dict[str, Any], suite: Any) -> dict[str, list[Any]]:
-    """task id → the run's trials' views per rubric task (first rubric's subject)."""
+def _views(store: Any, run: dict[str, Any], suite: Any) -> dict[tuple[str, str], list[Any]]:
+    """(task id, rubric id) → the run's trials' views for that rubric, in trial order."""
     from proctor.judge.views import trial_view
 
-    out: dict[str, list[Any]] = {}
-    keys = sorted(store.trial_keys(run["run_id"]))
+    out: dict[tuple[str, str], list[Any]] = {}
     members = {t.id: t for t in suite.tasks if t.rubrics}
-    for task_id, trial in keys:
+    for task_id, trial in sorted(store.trial_keys(run["run_id"])):
         member = members.get(task_id)
         if member is None:
             continue
         trace, _, outcome = store.trace(run["run_id"], task_id, trial)
-        view = trial_view(
-            member.rubrics[0], member.task, trace, outcome, run["manifest"].get("model")
-        )
-        out.setdefault(task_id, []).append(view)
+        for rubric in member.rubrics:
+            view = trial_view(rubric, member.task, trace, outcome, run["manifest"].get("model"))
+            out.setdefault((task_id, rubric.id), []).append(view)
     return out
 
 

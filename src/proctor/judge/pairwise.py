@@ -29,7 +29,8 @@ from proctor.judge.base import JudgeView
 from proctor.judge.panel import JudgePanel
 from proctor.tasks.rubrics import Rubric
 
-Views = Mapping[str, Sequence[JudgeView | None]]
+#: (task id, rubric id) → the views of that task's trials for that rubric, by trial.
+Views = Mapping[tuple[str, str], Sequence[JudgeView | None]]
 
 
 def _correlation(xs: Sequence[float], ys: Sequence[float]) -> tuple[float | None, float | None]:
@@ -97,9 +98,10 @@ async def compare_pairwise(
     """The pairwise report of `cand` against `base` on the tasks both have with rubrics."""
     jobs, keys = [], []
     skipped = 0
-    for task_id in sorted(rubrics.keys() & base.keys() & cand.keys()):
+    for task_id in sorted(rubrics):
         for rubric in rubrics[task_id]:
-            for i, (a, b) in enumerate(zip(base[task_id], cand[task_id], strict=False)):
+            key = (task_id, rubric.id)
+            for i, (a, b) in enumerate(zip(base.get(key, ()), cand.get(key, ()), strict=False)):
                 if a is None or b is None:
                     skipped += 1
                     continue
