@@ -5,8 +5,9 @@ order (the order of asking drawn from a seed), and says which is better or that 
 is. A preference that follows the position rather than the text (it flips when the order
 flips) is a tie. From the pairs:
 
-- the candidate's win rate, (wins + ties/2) / pairs, with a t interval over the per-task
-  means (pairs within a task are not independent);
+- the candidate's win rate, (wins + ties/2) / pairs, with the task-clustered interval the
+  success rate has (`decide.stats.bounded_mean_interval`: pairs within a task are not
+  independent);
 - the position-consistency rate: the share of pairs whose two orders agree;
 - length control: the correlation of the preference (+1 candidate, 0 tie, −1 baseline)
   with the length difference (candidate − baseline, characters), its p-value (Fisher's
@@ -24,7 +25,7 @@ from collections import defaultdict
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from proctor.decide.stats import paired_difference
+from proctor.decide.stats import bounded_mean_interval
 from proctor.judge.base import JudgeView
 from proctor.judge.panel import JudgePanel
 from proctor.tasks.rubrics import Rubric
@@ -116,7 +117,7 @@ async def compare_pairwise(
     wins = sum(p["preference"] > 0 for p in pairs)
     losses = sum(p["preference"] < 0 for p in pairs)
     means = [sum(v) / len(v) for v in per_task.values()]
-    spread = paired_difference(means)
+    spread = bounded_mean_interval(means, [len(v) for v in per_task.values()])
     xs = [float(p["length_difference"]) for p in pairs]
     ys = [float(p["preference"]) for p in pairs]
     r, p_value = _correlation(xs, ys)
@@ -131,7 +132,7 @@ async def compare_pairwise(
         "baseline_wins": losses,
         "ties": n - wins - losses,
         "win_rate": (wins + (n - wins - losses) / 2) / n if n else None,
-        "win_rate_ci": [spread.low, spread.high] if spread and spread.low is not None else None,
+        "win_rate_ci": [spread.low, spread.high] if n else None,
         "position_consistency": sum(p["consistent"] for p in pairs) / n if n else None,
         "length": {
             "correlation": r,
