@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError
 
+from proctor.core.bounded import MAX_BYTES
 from proctor.core.documents import SpecError, issues_from_validation, read_document
 from proctor.judge.base import JudgeView
 from proctor.judge.views import trial_view
@@ -58,6 +59,8 @@ def read_items(path: str | Path) -> dict[str, Item]:
     path = Path(path)
     if path.suffix == ".jsonl":
         try:
+            if path.stat().st_size > MAX_BYTES:
+                raise SpecError.one(path, 1, "", f"larger than {MAX_BYTES:,} bytes")
             lines = path.read_bytes().decode("utf-8").split("\n")
         except (OSError, UnicodeDecodeError) as exc:
             raise SpecError.one(path, 1, "", f"cannot read file: {exc}") from None

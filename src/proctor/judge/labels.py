@@ -23,6 +23,7 @@ import json
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
+from proctor.core.bounded import MAX_BYTES
 from proctor.core.documents import SpecError
 
 COLUMNS = ("item", "label", "labeller", "slice", "rubric", "note")
@@ -93,6 +94,8 @@ def read_labels(path: str | Path) -> list[Label]:
     """Every label of a CSV/JSONL file; a problem is a SpecError naming file, line, field."""
     path = Path(path)
     try:
+        if path.stat().st_size > MAX_BYTES:
+            raise SpecError.one(path, 1, "", f"larger than {MAX_BYTES:,} bytes")
         text = path.read_bytes().decode("utf-8-sig")  # no newline translation: CSV fields keep \r
     except (OSError, UnicodeDecodeError) as exc:
         raise SpecError.one(path, 1, "", f"cannot read file: {exc}") from None
