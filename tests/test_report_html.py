@@ -19,7 +19,7 @@ from proctor.report.embed import script_json
 from proctor.report.fmt import pct
 from proctor.report.html import render_html
 from proctor.report.inputs import gather
-from proctor.report.steps import check_views, diff, evidence_seqs
+from proctor.core.steps import check_views, diff, evidence_seqs
 from proctor.store.export import store_run
 from report_runs import EXAMPLES, PAYLOAD, PWN, StoredRun, run_example, run_hostile
 

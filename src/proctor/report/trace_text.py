@@ -15,7 +15,7 @@ from rich.text import Text
 
 from proctor.core.results import TrialResult
 from proctor.core.trace import Trace
-from proctor.report.steps import check_views, step
+from proctor.core.steps import check_views, step
 
 _STYLES = {"denied": "bold red", "error": "red", "fault": "yellow"}
 
