@@ -164,6 +164,19 @@ _sample_rate = click.option(
 )
 @_sample_rate
 @click.option("--review-seed", default=0, show_default=True, type=int)
+@click.option(
+    "--embed-limit",
+    default=1000,
+    show_default=True,
+    type=click.IntRange(min=0),
+    help="Above this many trials, embed only failed and queued traces; link the rest.",
+)
+@click.option(
+    "--desk-url",
+    default="http://127.0.0.1:8765",
+    show_default=True,
+    help="The review desk that traces not embedded link to.",
+)
 @click.option("--store", "store_path", default=str(DEFAULT_PATH), show_default=True)
 def report(
     run_ref: str,
@@ -174,9 +187,13 @@ def report(
     task_paths: tuple[str, ...],
     sample_rate: float,
     review_seed: int,
+    embed_limit: int,
+    desk_url: str,
     store_path: str,
 ) -> None:
-    """Write the HTML report (with every trace) and/or the Markdown one-pager of a run."""
+    """Write the HTML report (with every trace) and/or the Markdown one-pager of a run.
+
+    With review desk labels for the run, both show human-adjudicated success too."""
     from proctor.core.documents import SpecError
     from proctor.decide.compare import CompareError
     from proctor.decide.gate import load_rules
@@ -198,6 +215,9 @@ def report(
     except RunInputError as exc:
         fail(str(exc))
     base = run_data_or_exit(baseline, store) if baseline else None
+    from proctor.review.agreement import human_figures
+
+    human = human_figures(store.db, run_data.run_id, run_data.results)
     try:
         inputs = gather(
             run_data,
@@ -205,6 +225,7 @@ def report(
             rules=rules,
             suite=suite,
             review=_review_config(sample_rate, review_seed),
+            human=human if human["trials"] else None,
         )
     except CompareError as exc:
         fail(str(exc))
@@ -217,7 +238,11 @@ def report(
     try:
         if html_path:
             size = write_html(
-                html_path, inputs, lambda task, trial: store.trace(run_data.run_id, task, trial)[0]
+                html_path,
+                inputs,
+                lambda task, trial: store.trace(run_data.run_id, task, trial)[0],
+                embed_limit=embed_limit,
+                desk_url=desk_url,
             )
             written.append(f"HTML {html_path} ({size / 1e6:.1f} MB)")
         if md_path:

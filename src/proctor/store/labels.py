@@ -1,0 +1,164 @@
+"""Labels and adjudications in the store (docs/architecture.md, review/).
+
+Both are append-only: a reviewer who changes their mind adds a row and the newest counts,
+so nothing a reviewer submitted is overwritten, and two reviewers labelling one trial at
+once both keep theirs. A blinded pair's label is two rows, one per trial. The tables are
+created with the desk's others (`proctor.store.desk.migrate`).
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from dataclasses import dataclass
+from typing import Any
+
+
+@dataclass(frozen=True, slots=True)
+class LabelRow:
+    """One label of one trial (a pair's label is two rows, one per trial)."""
+
+    reviewer_id: int
+    reviewer: str
+    run_id: str
+    task_id: str
+    trial: int
+    value: str
+    passed: bool | None
+    reason: str
+    note: str
+    ambiguous: bool
+    rubric_version: str
+    created_at: float
+    assignment_id: int = 0
+
+    @property
+    def key(self) -> tuple[str, int]:
+        return (self.task_id, self.trial)
+
+
+_LABEL = (
+    "SELECT l.reviewer_id, r.name, l.run_id, l.task_id, l.trial, l.value, l.passed, l.reason,"
+    " l.note, l.ambiguous, l.rubric_version, l.created_at, l.assignment_id"
+    " FROM labels l JOIN reviewers r ON r.id = l.reviewer_id"
+)
+
+
+def _label(row: tuple[Any, ...]) -> LabelRow:
+    rid, name, run, task, trial, value, passed, reason, note, ambiguous, rubric, at, aid = row
+    return LabelRow(
+        rid,
+        name,
+        run,
+        task,
+        trial,
+        value,
+        None if passed is None else bool(passed),
+        reason,
+        note,
+        bool(ambiguous),
+        rubric,
+        at,
+        aid,
+    )
+
+
+def add_labels(db: sqlite3.Connection, assignment_id: int, labels: list[LabelRow]) -> None:
+    """Store the labels of one submission (a pair's two trials) together."""
+    db.execute("BEGIN IMMEDIATE")
+    try:
+        db.executemany(
+            "INSERT INTO labels(assignment_id, reviewer_id, run_id, task_id, trial, value,"
+            " passed, reason, note, ambiguous, rubric_version, created_at)"
+            " VALUES (?,?,?,?,?,?,?,?,?,?,?,?)",
+            [
+                (
+                    assignment_id,
+                    x.reviewer_id,
+                    x.run_id,
+                    x.task_id,
+                    x.trial,
+                    x.value,
+                    None if x.passed is None else int(x.passed),
+                    x.reason,
+                    x.note,
+                    int(x.ambiguous),
+                    x.rubric_version,
+                    x.created_at,
+                )
+                for x in labels
+            ],
+        )
+        db.execute("COMMIT")
+    except BaseException:
+        db.execute("ROLLBACK")
+        raise
+
+
+def current_labels(db: sqlite3.Connection, run_id: str) -> list[LabelRow]:
+    """Each reviewer's newest label of each trial of a run (earlier ones stay stored)."""
+    rows = db.execute(
+        f"{_LABEL} WHERE l.run_id = ? AND l.id = (SELECT MAX(m.id) FROM labels m"
+        " WHERE m.run_id = l.run_id AND m.task_id = l.task_id AND m.trial = l.trial"
+        " AND m.reviewer_id = l.reviewer_id) ORDER BY l.task_id, l.trial, r.name",
+        (run_id,),
+    ).fetchall()
+    return [_label(r) for r in rows]
+
+
+def assignment_labels(db: sqlite3.Connection, assignment_id: int) -> list[LabelRow]:
+    """The newest submission of an assignment (one row per trial it covers)."""
+    rows = db.execute(
+        f"{_LABEL} WHERE l.assignment_id = ? ORDER BY l.id DESC", (assignment_id,)
+    ).fetchall()
+    newest: dict[tuple[str, int], LabelRow] = {}
+    for row in rows:
+        label = _label(row)
+        newest.setdefault(label.key, label)
+    return list(newest.values())
+
+
+def add_adjudication(db: sqlite3.Connection, reviewer_id: int, label: LabelRow) -> None:
+    db.execute(
+        "INSERT INTO adjudications(reviewer_id, run_id, task_id, trial, value, passed, reason,"
+        " note, rubric_version, created_at) VALUES (?,?,?,?,?,?,?,?,?,?)",
+        (
+            reviewer_id,
+            label.run_id,
+            label.task_id,
+            label.trial,
+            label.value,
+            int(bool(label.passed)),
+            label.reason,
+            label.note,
+            label.rubric_version,
+            label.created_at,
+        ),
+    )
+
+
+def adjudications(db: sqlite3.Connection, run_id: str) -> dict[tuple[str, int], LabelRow]:
+    """The newest adjudication of each trial of a run: final, whatever the labels say."""
+    rows = db.execute(
+        "SELECT a.reviewer_id, r.name, a.run_id, a.task_id, a.trial, a.value, a.passed,"
+        " a.reason, a.note, 0, a.rubric_version, a.created_at, 0"
+        " FROM adjudications a JOIN reviewers r ON r.id = a.reviewer_id"
+        " WHERE a.run_id = ? ORDER BY a.id",
+        (run_id,),
+    ).fetchall()
+    return {label.key: label for label in map(_label, rows)}
+
+
+def labelled_runs(db: sqlite3.Connection) -> list[str]:
+    return [r[0] for r in db.execute("SELECT DISTINCT run_id FROM labels ORDER BY run_id")]
+
+
+def labelled_statuses(db: sqlite3.Connection, run_id: str) -> dict[tuple[str, int], str]:
+    """The automated status of each labelled or adjudicated trial of a run."""
+    rows = db.execute(
+        "SELECT t.task_id, t.trial, t.status FROM trials t JOIN ("
+        " SELECT task_id, trial FROM labels WHERE run_id = ?1"
+        " UNION SELECT task_id, trial FROM adjudications WHERE run_id = ?1) k"
+        " ON k.task_id = t.task_id AND k.trial = t.trial WHERE t.run_id = ?1",
+        (run_id,),
+    ).fetchall()
+    return {(task, trial): status for task, trial, status in rows}
