@@ -129,6 +129,7 @@ def create_app(
         post("/assignments/{assignment}/label", items.post_label),
         post("/assignments/{assignment}/release", items.release),
         Route("/static/{name}", static, methods=["GET"]),
+        Route("/favicon.ico", lambda request: Response(status_code=204), methods=["GET"]),
     ]
     handlers: dict[Any, Any] = {HTTPException: partial(_error_page, d)}
     return Starlette(

@@ -130,10 +130,21 @@ def _item_context(d: Desk, item: Item, me: Reviewer) -> dict[str, Any]:
     }
 
 
+def _given(sides: list[Side]) -> dict[str, str]:
+    """The form as the reviewer last submitted it, to change a label without retyping."""
+    form: dict[str, str] = {}
+    for n, side in enumerate(sides):
+        for label in side.label:
+            form |= {f"verdict_{n}": label.value, "reason": label.reason, "note": label.note}
+            form |= {"ambiguous": "1"} if label.ambiguous else {}
+    return form
+
+
 def item_page(d: Desk, request: Request) -> Response:
     me = d.reviewer(request)
     item = _item_or_404(d, request)
-    return d.render(request, "item.html.j2", me, error="", form={}, **_item_context(d, item, me))
+    context = _item_context(d, item, me)
+    return d.render(request, "item.html.j2", me, error="", form=_given(context["sides"]), **context)
 
 
 def post_label(d: Desk, request: Request, form: dict[str, str]) -> Response:
