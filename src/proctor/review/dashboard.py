@@ -35,13 +35,13 @@ def home(d: Desk, request: Request) -> Response:
     store = d.store()
     runs = []
     for run_id, items in desk.queued_runs(store.db):
-        row = store.run(run_id)
-        agent = row["manifest"]["agent"]
+        manifest = desk.run_manifest(store.db, run_id)
+        agent = manifest["agent"]
         runs.append(
             {
                 "run_id": run_id,
                 "agent": f"{agent['name']} {agent['version']}".strip(),
-                "suite": row["manifest"]["suite"]["name"],
+                "suite": manifest["suite"]["name"],
                 "items": items,
                 "counts": desk.queue_counts(store.db, run_id),
             }
@@ -110,7 +110,7 @@ def _adjudication_page(
     except RunNotFound:
         raise HTTPException(404, "no such trial") from None
     truth = run_truth(store.db, run_id)
-    manifest = store.run(run_id)["manifest"]
+    manifest = desk.run_manifest(store.db, run_id)
     return d.render(
         request,
         "adjudication.html.j2",

@@ -110,7 +110,7 @@ def _item_context(d: Desk, item: Item, me: Reviewer) -> dict[str, Any]:
     store = d.store()
     assignment = desk.assignment_of(store.db, item.id, me.id)
     mine = stored.assignment_labels(store.db, assignment.id) if assignment else []
-    manifest = store.run(item.run_id)["manifest"]
+    manifest = desk.run_manifest(store.db, item.run_id)
     sides = []
     for n, (run_id, task_id, trial) in enumerate(item.trials()):
         view = trial_view(store, run_id, task_id, trial, blind=item.is_pair)
@@ -202,7 +202,7 @@ def trials_page(d: Desk, request: Request) -> Response:
         me,
         run_id=run_id,
         rows=rows,
-        counts=desk.status_counts(db, run_id),
+        counts=d.status_counts(run_id),
         status=status or "",
         next_after=f"{rows[-1][0]}:{rows[-1][1]}" if more else None,
     )
@@ -218,6 +218,6 @@ def trial_page(d: Desk, request: Request) -> Response:
         view = trial_view(store, run_id, task_id, trial, blind=False)
     except RunNotFound:
         raise HTTPException(404, "no such trial") from None
-    manifest = store.run(run_id)["manifest"]
+    manifest = desk.run_manifest(store.db, run_id)
     task = task_view(d.tasks.task(manifest, task_id), task_id, view.trace)
     return d.render(request, "trial.html.j2", me, run_id=run_id, task=task, view=view)

@@ -31,7 +31,7 @@ from proctor.review.settings import DeskSettings
 from proctor.review.trialview import TaskFiles
 from proctor.store import desk
 from proctor.store.desk import Reviewer
-from proctor.store.sqlite import RunNotFound, Store
+from proctor.store.sqlite import Store
 
 MAX_BODY = 64 * 1024
 CSP = (
@@ -108,6 +108,7 @@ class Desk:
             lstrip_blocks=True,
         )
         self.env.filters["pretty"] = _pretty
+        self._counts: dict[str, dict[str, int]] = {}
         desk.migrate(self.store().db)
 
     def store(self) -> Store:
@@ -124,11 +125,21 @@ class Desk:
         return HTMLResponse(body, code)
 
     def run_id(self, request: Request) -> str:
-        """The run the address names (an id or a unique prefix), or 404."""
-        try:
-            return str(self.store().run(request.path_params["run"])["run_id"])
-        except RunNotFound:
-            raise HTTPException(404, "no such run") from None
+        """The run the address names, or 404."""
+        run_id = str(request.path_params["run"])
+        if desk.run_status(self.store().db, run_id) is None:
+            raise HTTPException(404, "no such run")
+        return run_id
+
+    def status_counts(self, run_id: str) -> dict[str, int]:
+        """Trials by status: an SQL aggregate, kept once the run has finished (its trials
+        no longer change) so that paging a big run does not count it again."""
+        if run_id in self._counts:
+            return self._counts[run_id]
+        counts = desk.status_counts(self.store().db, run_id)
+        if desk.run_status(self.store().db, run_id) != "running":
+            self._counts[run_id] = counts
+        return counts
 
     def session_reviewer(self, request: Request) -> Reviewer | None:
         token = request.cookies.get(auth.COOKIE)

@@ -54,10 +54,12 @@ CREATE TABLE IF NOT EXISTS review_items (
     swap INTEGER NOT NULL,
     reasons TEXT NOT NULL,
     needed INTEGER NOT NULL,
+    labelled INTEGER NOT NULL DEFAULT 0,
     created_at REAL NOT NULL,
     UNIQUE (run_id, task_id, trial, other_run_id)
 );
 CREATE INDEX IF NOT EXISTS review_items_by_position ON review_items(run_id, position);
+CREATE INDEX IF NOT EXISTS review_items_progress ON review_items(run_id, needed, labelled);
 CREATE TABLE IF NOT EXISTS assignments (
     id INTEGER PRIMARY KEY,
     item_id INTEGER NOT NULL REFERENCES review_items(id),
@@ -299,9 +301,7 @@ def items_page(
     rows = db.execute(
         "SELECT i.id, i.run_id, i.position, i.task_id, i.trial, i.other_run_id, i.other_trial,"
         " i.swap, i.reasons, i.needed,"
-        " (SELECT COUNT(*) FROM assignments a WHERE a.item_id = i.id),"
-        " (SELECT COUNT(DISTINCT l.reviewer_id) FROM assignments a"
-        "   JOIN labels l ON l.assignment_id = a.id WHERE a.item_id = i.id),"
+        " (SELECT COUNT(*) FROM assignments a WHERE a.item_id = i.id), i.labelled,"
         " EXISTS (SELECT 1 FROM assignments a JOIN labels l ON l.assignment_id = a.id"
         "   WHERE a.item_id = i.id AND a.reviewer_id = ?)"
         " FROM review_items i WHERE i.run_id = ? AND i.position > ?"
@@ -312,18 +312,27 @@ def items_page(
 
 
 def queue_counts(db: sqlite3.Connection, run_id: str) -> dict[str, int]:
-    """Items, labels wanted, and items with all their labels, for a run's queue."""
-    items, wanted = db.execute(
-        "SELECT COUNT(*), COALESCE(SUM(needed), 0) FROM review_items WHERE run_id = ?",
-        (run_id,),
-    ).fetchone()
-    (done,) = db.execute(
-        "SELECT COUNT(*) FROM review_items i WHERE i.run_id = ? AND i.needed <="
-        " (SELECT COUNT(DISTINCT l.reviewer_id) FROM assignments a"
-        "  JOIN labels l ON l.assignment_id = a.id WHERE a.item_id = i.id)",
+    """Items, labels wanted, and items with all their labels, for a run's queue (from an
+    index: `labelled` counts the reviewers who labelled, kept by `labels.add_labels`)."""
+    items, wanted, done = db.execute(
+        "SELECT COUNT(*), COALESCE(SUM(needed), 0), COALESCE(SUM(labelled >= needed), 0)"
+        " FROM review_items WHERE run_id = ?",
         (run_id,),
     ).fetchone()
     return {"items": items, "labels_wanted": wanted, "items_done": done}
+
+
+def run_status(db: sqlite3.Connection, run_id: str) -> str | None:
+    """A run's status by its exact id (pages name runs by the ids the desk printed)."""
+    row = db.execute("SELECT status FROM runs WHERE run_id = ?", (run_id,)).fetchone()
+    return row[0] if row else None
+
+
+def run_manifest(db: sqlite3.Connection, run_id: str) -> dict[str, Any]:
+    """A run's manifest alone: a page needs it, not the run's summary (megabytes)."""
+    (text,) = db.execute("SELECT manifest FROM runs WHERE run_id = ?", (run_id,)).fetchone()
+    manifest: dict[str, Any] = json.loads(text)
+    return manifest
 
 
 def queued_runs(db: sqlite3.Connection) -> list[tuple[str, int]]:

@@ -63,9 +63,16 @@ def _label(row: tuple[Any, ...]) -> LabelRow:
 
 
 def add_labels(db: sqlite3.Connection, assignment_id: int, labels: list[LabelRow]) -> None:
-    """Store the labels of one submission (a pair's two trials) together."""
+    """Store the labels of one submission (a pair's two trials) together; an assignment's
+    first submission counts its reviewer on the item (`review_items.labelled`)."""
     db.execute("BEGIN IMMEDIATE")
     try:
+        db.execute(
+            "UPDATE review_items SET labelled = labelled + 1 WHERE id ="
+            " (SELECT item_id FROM assignments WHERE id = ?)"
+            " AND NOT EXISTS (SELECT 1 FROM labels WHERE assignment_id = ?)",
+            (assignment_id, assignment_id),
+        )
         db.executemany(
             "INSERT INTO labels(assignment_id, reviewer_id, run_id, task_id, trial, value,"
             " passed, reason, note, ambiguous, rubric_version, created_at)"
