@@ -137,8 +137,8 @@ def post_adjudication(d: Desk, request: Request, form: dict[str, str]) -> Respon
         raise HTTPException(403, "forbidden: only an adjudicator's label is final")
     run_id = d.run_id(request)
     task_id, trial = _trial_key(request)
-    if desk.trial_row(d.store().db, run_id, task_id, trial) is None:
-        raise HTTPException(404, "no such trial")
+    if (task_id, trial) not in run_truth(d.store().db, run_id).by_trial:
+        raise HTTPException(404, "nobody has labelled this trial: there is nothing to adjudicate")
     try:
         submission = parse_submission(d.settings, form, 1, final=True)
     except LabelError as exc:

@@ -199,7 +199,7 @@ def export_rows(truth: GroundTruth, slice_of: Mapping[str, str]) -> list[dict[st
     rows = []
     for key in sorted(truth.by_trial):
         final = truth.final.get(key)
-        for label in truth.by_trial[key]:
+        for label in sorted(truth.by_trial[key], key=lambda x: x.reviewer):
             if label.ambiguous or (label.task_id in truth.flagged and final is None):
                 continue
             rows.append(

@@ -102,11 +102,11 @@ def add_labels(db: sqlite3.Connection, assignment_id: int, labels: list[LabelRow
 
 
 def current_labels(db: sqlite3.Connection, run_id: str) -> list[LabelRow]:
-    """Each reviewer's newest label of each trial of a run (earlier ones stay stored)."""
+    """Each reviewer's newest label of each trial of a run (earlier ones stay stored), in
+    no particular order."""
     rows = db.execute(
-        f"{_LABEL} WHERE l.run_id = ? AND l.id = (SELECT MAX(m.id) FROM labels m"
-        " WHERE m.run_id = l.run_id AND m.task_id = l.task_id AND m.trial = l.trial"
-        " AND m.reviewer_id = l.reviewer_id) ORDER BY l.task_id, l.trial, r.name",
+        f"{_LABEL} WHERE l.id IN (SELECT MAX(id) FROM labels WHERE run_id = ?"
+        " GROUP BY task_id, trial, reviewer_id)",
         (run_id,),
     ).fetchall()
     return [_label(r) for r in rows]
@@ -160,12 +160,12 @@ def labelled_runs(db: sqlite3.Connection) -> list[str]:
 
 
 def labelled_statuses(db: sqlite3.Connection, run_id: str) -> dict[tuple[str, int], str]:
-    """The automated status of each labelled or adjudicated trial of a run."""
+    """The automated status of each labelled trial of a run (adjudicated ones included:
+    only a labelled trial is adjudicated)."""
     rows = db.execute(
-        "SELECT t.task_id, t.trial, t.status FROM trials t JOIN ("
-        " SELECT task_id, trial FROM labels WHERE run_id = ?1"
-        " UNION SELECT task_id, trial FROM adjudications WHERE run_id = ?1) k"
-        " ON k.task_id = t.task_id AND k.trial = t.trial WHERE t.run_id = ?1",
+        "SELECT k.task_id, k.trial, t.status FROM (SELECT task_id, trial FROM labels"
+        " WHERE run_id = ?1 GROUP BY task_id, trial) k JOIN trials t"
+        " ON t.run_id = ?1 AND t.task_id = k.task_id AND t.trial = k.trial",
         (run_id,),
     ).fetchall()
     return {(task, trial): status for task, trial, status in rows}
