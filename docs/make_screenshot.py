@@ -9,6 +9,7 @@ the desk, signs a reviewer in with headless Chromium (Debian's `chromium` and
 
 from __future__ import annotations
 
+import shutil
 import tempfile
 import threading
 import time
@@ -51,7 +52,8 @@ def main() -> None:
         for flag in ("--headless=new", "--no-sandbox", "--disable-gpu", "--window-size=1200,900"):
             options.add_argument(flag)
         options.add_argument(f"--user-data-dir={tmp}/chromium")
-        browser = webdriver.Chrome(service=Service("chromedriver"), options=options)
+        options.binary_location = str(shutil.which("chromium"))
+        browser = webdriver.Chrome(service=Service(shutil.which("chromedriver")), options=options)
         try:
             browser.get(url + link)
             browser.find_element(By.ID, "signin").click()

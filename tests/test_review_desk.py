@@ -465,3 +465,35 @@ def test_pages_of_a_run_page_by_key(db_path: Path, store: Store, prepared: dict[
     assert csrf_of(queue_page) == alice.csrf
     positions = [int(td) for td in re.findall(r'<tr><td class="num">(\d+)</td>', queue_page)]
     assert positions == list(range(6, prepared["items"] + 1))  # after #5, in queue order
+
+
+def test_the_item_page_shows_the_task_and_the_state_the_trial_touched(
+    db_path: Path, store: Store, prepared: dict[str, Any]
+) -> None:
+    from proctor.env.suite import load_suite
+    from proctor.review.trialview import TaskFiles, relevant_state, task_view
+    from report_runs import EXAMPLES
+
+    run = prepared["run"]
+    suite = {t.id: t for t in load_suite([EXAMPLES / "clinical"]).tasks}
+    task = suite["allergy-check-before-antibiotic"]
+    r = next(r for r in run.results if r.task_id == task.id)
+    trace = store.trace(run.run_id, r.task_id, r.trial)[0]
+    start = task.domain.initial_state(task.task)  # the domain's base state under the task's
+    named = {str(v) for e in trace.of_kind("tool_proposal") for v in e.data["args"].values()}
+    state, note = relevant_state(start, trace)
+    assert set(state["patients"]) == {"p2"} <= named  # the patient the trial looked up
+    assert set(state["formulary"]) <= named and "orders" not in state  # empty, unnamed
+    assert note.startswith("the entries this trial named")
+    view = task_view(TaskFiles().task(run.manifest, task.id), task.id, trace)
+    assert view.found and view.identity == task.task.identity.model_dump(exclude_none=True)
+    assert view.state == state
+    # a task file changed since the run is not shown as if the agent had seen it
+    changed = {**run.manifest, "suite": {**run.manifest["suite"], "task_digests": {}}}
+    assert TaskFiles().task(changed, task.id) is None
+    small = {"orders": {"A-1": {"status": "placed"}}}
+    assert relevant_state(small, trace) == (small, "")  # a small state is shown whole
+    alice = signed(db_path, store, "alice")
+    page = alice.client.get(f"/runs/{run.run_id}/trials/{r.task_id}/{r.trial}").text
+    assert task.task.prompt.split("?")[0].replace("'", "&#39;") in page
+    assert '"tenant": "northside"' in page.replace("&#34;", '"')

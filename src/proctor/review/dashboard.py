@@ -61,8 +61,8 @@ def agreement_page(d: Desk, request: Request) -> Response:
     automated = {key: status == "passed" for key, status in statuses.items() if status != "error"}
     owners = {}
     for task_id in truth.flagged:
-        task = d.tasks.task(row["manifest"], task_id)
-        owners[task_id] = str(task.metadata.get("owner", "")) if task else ""
+        found = d.tasks.task(row["manifest"], task_id)
+        owners[task_id] = str(found[0].metadata.get("owner", "")) if found else ""
     return d.render(
         request,
         "agreement.html.j2",

@@ -5,8 +5,11 @@ Steps are `proctor.core.steps`, the wording the report's trace viewer and `proct
 use. Tasks are not stored with a run: they are read from the run's task files (the paths
 its manifest records, or the desk's `--tasks`), and only a task whose content digest is
 the one the run recorded is shown: a changed file would show what the agent never saw.
-Only task files are read, never a domain's code. In blinded mode the model's name is
-left out of the steps: it would say which run a trial came from.
+The suite is loaded as `proctor run` loads it, domains included, so the initial state is
+the one the trial started from (the domain's base state under the task's own); when the
+suite does not load, the task files alone are read and the state is the task's own. In
+blinded mode the model's name is left out of the steps: it would say which run a trial
+came from.
 """
 
 from __future__ import annotations
@@ -20,7 +23,8 @@ from typing import Any
 from proctor.core.documents import SpecError
 from proctor.core.steps import CheckView, Step, check_views, step
 from proctor.core.trace import Trace, TraceEvent
-from proctor.env.suite import task_files
+from proctor.env.domain import Domain
+from proctor.env.suite import load_suite, task_files
 from proctor.store import desk
 from proctor.store.sqlite import RunNotFound, Store
 from proctor.tasks.loader import load_task_file
@@ -53,38 +57,54 @@ class TrialView:
     trace: Trace
 
 
+Found = tuple[Task, Domain | None]
+
+
+def _files_only(paths: list[str]) -> dict[str, list[Found]]:
+    found: dict[str, list[Found]] = {}
+    try:
+        files = task_files(paths)
+    except SpecError:
+        files = []
+    for file, _ in files:
+        try:
+            loaded = load_task_file(file)
+        except SpecError:
+            continue  # a broken file shows no task; `proctor validate` says why
+        for item in loaded:
+            found.setdefault(item.task.id, []).append((item.task, None))
+    return found
+
+
 class TaskFiles:
-    """Task files by path, read once (a desk serves many pages of the same suite)."""
+    """Tasks by path, loaded once (a desk serves many pages of the same suite)."""
 
     def __init__(self, paths: Sequence[str | Path] = ()) -> None:
         self.paths = [str(p) for p in paths]
         self._lock = threading.Lock()
-        self._cache: dict[tuple[str, ...], dict[str, list[Task]]] = {}
+        self._cache: dict[tuple[str, ...], dict[str, list[Found]]] = {}
 
-    def _catalog(self, paths: tuple[str, ...]) -> dict[str, list[Task]]:
+    def _catalog(self, paths: tuple[str, ...]) -> dict[str, list[Found]]:
         with self._lock:
             if paths not in self._cache:
-                found: dict[str, list[Task]] = {}
+                here = [p for p in paths if Path(p).exists()]
                 try:
-                    files = task_files(p for p in paths if Path(p).exists())
+                    suite = load_suite(here) if here else None
                 except SpecError:
-                    files = []
-                for file, _ in files:
-                    try:
-                        loaded = load_task_file(file)
-                    except SpecError:
-                        continue  # a broken file shows no task; `proctor validate` says why
-                    for item in loaded:
-                        found.setdefault(item.task.id, []).append(item.task)
-                self._cache[paths] = found
+                    suite = None
+                if suite is None:
+                    self._cache[paths] = _files_only(here)
+                else:
+                    self._cache[paths] = {t.id: [(t.task, t.domain)] for t in suite.tasks}
             return self._cache[paths]
 
-    def task(self, manifest: dict[str, Any], task_id: str) -> Task | None:
-        """The task as the run saw it, or None."""
+    def task(self, manifest: dict[str, Any], task_id: str) -> Found | None:
+        """The task as the run saw it (with its domain when the suite loads), or None."""
         suite = manifest.get("suite") or {}
         paths = tuple(self.paths or suite.get("paths") or ())
         want = (suite.get("task_digests") or {}).get(task_id)
-        return next((t for t in self._catalog(paths).get(task_id, []) if t.digest == want), None)
+        found = self._catalog(paths).get(task_id, [])
+        return next((pair for pair in found if pair[0].digest == want), None)
 
 
 def _mentioned(trace: Trace) -> set[str]:
@@ -140,12 +160,16 @@ def relevant_state(state: dict[str, Any], trace: Trace) -> tuple[Any, str]:
     return kept, f"the entries this trial named: {_leaves(kept)} of {total} values shown"
 
 
-def task_view(task: Task | None, task_id: str, trace: Trace) -> TaskView:
-    if task is None:
+def task_view(found: Found | None, task_id: str, trace: Trace) -> TaskView:
+    if found is None:
         prompt = trace.prompt or ""
         return TaskView(task_id, prompt, None, None, "task file not found", False)
-    state, note = relevant_state(task.initial_state, trace)
-    identity = task.identity.model_dump(exclude_none=True) if task.identity else None
+    task, domain = found
+    start = domain.initial_state(task) if domain is not None else task.initial_state
+    state, note = relevant_state(start, trace)
+    if domain is None:
+        note = "; ".join(filter(None, ["the task's own state (its domain did not load)", note]))
+    identity = task.identity.model_dump(exclude_none=True)
     return TaskView(task_id, task.prompt, identity, state, note, True)
 
 
