@@ -53,12 +53,11 @@ def queue_page(d: Desk, request: Request) -> Response:
     shown = [
         {
             "item": item,
-            "assigned": assigned,
             "labelled": labelled,
             "mine": mine,
             "reveal": mine or d.settings.show_automated,
         }
-        for item, assigned, labelled, mine in rows
+        for item, labelled, mine in rows
     ]
     more = len(rows) == PAGE
     return d.render(

@@ -295,20 +295,19 @@ def item(db: sqlite3.Connection, item_id: int) -> Item | None:
 
 def items_page(
     db: sqlite3.Connection, run_id: str, reviewer_id: int, after: int, limit: int
-) -> list[tuple[Item, int, int, bool]]:
-    """Items after queue position `after`: (item, reviewers assigned, reviewers who
-    labelled, labelled by `reviewer_id`)."""
+) -> list[tuple[Item, int, bool]]:
+    """Items after queue position `after`: (item, reviewers who labelled it, labelled by
+    `reviewer_id`)."""
     rows = db.execute(
         "SELECT i.id, i.run_id, i.position, i.task_id, i.trial, i.other_run_id, i.other_trial,"
-        " i.swap, i.reasons, i.needed,"
-        " (SELECT COUNT(*) FROM assignments a WHERE a.item_id = i.id), i.labelled,"
+        " i.swap, i.reasons, i.needed, i.labelled,"
         " EXISTS (SELECT 1 FROM assignments a JOIN labels l ON l.assignment_id = a.id"
         "   WHERE a.item_id = i.id AND a.reviewer_id = ?)"
         " FROM review_items i WHERE i.run_id = ? AND i.position > ?"
         " ORDER BY i.position LIMIT ?",
         (reviewer_id, run_id, after, limit),
     ).fetchall()
-    return [(_item(r[:10]), r[10], r[11], bool(r[12])) for r in rows]
+    return [(_item(r[:10]), r[10], bool(r[11])) for r in rows]
 
 
 def queue_counts(db: sqlite3.Connection, run_id: str) -> dict[str, int]:
