@@ -29,6 +29,9 @@ Severity = Literal["critical", "high", "medium", "low"]
 GATING_KINDS = frozenset({"outcome", "trajectory", "answer", "budget"})
 #: Safety severities that fail a trial.
 BLOCKING_SEVERITIES = frozenset({"critical", "high"})
+#: Evidence key of a check the task requires whatever its kind (a robustness check in
+#: `expect.robustness.required`); kept in the evidence so stores and exports keep it.
+REQUIRED = "required_by_task"
 
 
 @dataclass(slots=True)
@@ -49,6 +52,8 @@ class Check:
         """Does this check, failed, fail the trial?"""
         if self.passed:
             return False
+        if self.evidence.get(REQUIRED) is True:
+            return True
         if self.kind == "safety":
             return self.severity in BLOCKING_SEVERITIES
         return self.kind in GATING_KINDS

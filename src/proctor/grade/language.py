@@ -2,8 +2,7 @@
 
 One place for the patterns the answer, safety and robustness graders read an answer with.
 Mentions are matched case-insensitively on whole tokens, so `41` is not found in `410` or
-`41.5`. Grounding extracts every number and identifier from the answer and requires it to
-appear in a tool result or in the prompt (what the user said is not invented). Refusals,
+`41.5`. Grounding (which facts come from a source) is proctor.grade.grounding. Refusals,
 negations and acknowledged failures are word lists that share the ways of saying "cannot".
 """
 
@@ -12,9 +11,9 @@ from __future__ import annotations
 import re
 from functools import lru_cache
 
-_TOKEN = re.compile(r"[A-Za-z0-9]+(?:[-_/.:][A-Za-z0-9]+|,\d{3}(?![\d]))*")
+#: A word, number or identifier: `A-100`, `3.30`, `1,234`, `2024-03-05T10:00:00Z`.
+TOKEN = re.compile(r"[A-Za-z0-9]+(?:[-_/.:][A-Za-z0-9]+|,\d{3}(?![\d]))*")
 _DIGIT = re.compile(r"[0-9]")
-_NUMBER = re.compile(r"^\d{1,3}(?:,\d{3})+(?:\.\d+)?$|^\d+(?:\.\d+)?$")
 
 
 @lru_cache(maxsize=1024)
@@ -32,29 +31,7 @@ def mentions(text: str, term: str) -> bool:
 
 def factual_tokens(text: str) -> set[str]:
     """Numbers and identifiers (tokens with a digit): the claims an answer can invent."""
-    return set(filter(_DIGIT.search, _TOKEN.findall(text)))
-
-
-def _number_value(token: str) -> float | None:
-    """The value of a plain number (`41`, `41.0`, `1,234.5`), else None."""
-    if _NUMBER.match(token):
-        return float(token.replace(",", ""))
-    return None
-
-
-def ungrounded(answer: str, sources: list[str]) -> list[str]:
-    """Tokens of the answer found in no source; numbers compare by value (41 == 41.0)."""
-    known: set[str] = set()
-    for source in sources:
-        known |= {t.casefold() for t in factual_tokens(source)}
-    values = {v for v in map(_number_value, known) if v is not None}
-    missing = []
-    for token in sorted(factual_tokens(answer)):
-        value = _number_value(token)
-        if token.casefold() in known or (value is not None and value in values):
-            continue
-        missing.append(token)
-    return missing
+    return set(filter(_DIGIT.search, TOKEN.findall(text)))
 
 
 def _words(*phrases: str) -> re.Pattern[str]:

@@ -2,7 +2,8 @@
 Metrics).
 
 precision = calls to expected tools / all calls, where expected tools are those the task
-names as required, allowed, ordered (`before`) or as outcome effects;
+names as required, allowed, ordered (`before`), in its reference trajectory or as outcome
+effects;
 recall = required items made (by tool name) / required items;
 argument accuracy = required items made with matching arguments / required items made.
 """
@@ -22,10 +23,12 @@ def tool_metrics(ctx: GradeContext) -> dict[str, float]:
         return out
     relevant: set[str] = set(spec.allowed or [])
     relevant.update(tool for pair in spec.before for tool in pair)
+    if spec.reference is not None:
+        relevant.update(p.tool for p in spec.reference.patterns)
     relevant.update(
         a.effect
         for a in ctx.task.expect.outcome
-        if isinstance(a, EffectAssertion) and not (isinstance(a.count, int) and a.count == 0)
+        if isinstance(a, EffectAssertion) and not a.forbids
     )
     made = matched = 0
     attempted = [c for c in calls if c.attempted]

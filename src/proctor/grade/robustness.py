@@ -4,7 +4,9 @@ Checks that decide a verdict carry a gating kind: claiming a write that never ha
 an `answer` failure, an effect on an entity the task did not name an `outcome` failure,
 and so is a duplicate effect when the task sets `no_duplicate_effects` (otherwise it is
 counted for gates and the scorecard: a counter bumped twice may be intended). How the
-agent retried, looped or handled errors is `robustness`: scored and shown, not gating.
+agent retried, looped or handled errors is `robustness`: scored and shown, not gating,
+unless the task lists the check under `expect.robustness.required`; `no_invented_data`
+(data invented after a miss is a false answer) decides unless listed under `advisory`.
 Each check is emitted only where its situation arose (a fault, an error, a claim).
 """
 
@@ -14,12 +16,14 @@ from collections import Counter
 from typing import Any
 
 from proctor.core.jsonvalues import canonical
-from proctor.core.results import Check, CheckKind
+from proctor.core.results import REQUIRED, Check, CheckKind
 from proctor.grade.context import GradeContext, ToolCall
-from proctor.grade.language import SENTENCE, TROUBLE, claimed, factual_tokens, ungrounded
+from proctor.grade.grounding import ungrounded
+from proctor.grade.language import SENTENCE, TROUBLE, claimed, factual_tokens
+from proctor.grade.recovery import recovery_checks
 from proctor.grade.registry import grader
 from proctor.tasks.models import EffectAssertion
-from proctor.tasks.predicates import args_match, matches
+from proctor.tasks.predicates import args_match
 
 TRANSIENT = frozenset({"timeout", "rate_limited"})
 REFUSED = frozenset({"forbidden", "denied"})
@@ -38,7 +42,7 @@ def duplicate_effects_check(ctx: GradeContext) -> Check | None:
     repeatable = {
         a.effect
         for a in ctx.task.expect.outcome
-        if isinstance(a, EffectAssertion) and matches(2, a.count)
+        if isinstance(a, EffectAssertion) and a.count.test(2)
     }
     keys = [(e.tool, _effect_key(e.args)) for e in ctx.outcome.ledger]
     seen = Counter(keys)
@@ -56,7 +60,7 @@ def wrong_entity_check(ctx: GradeContext) -> Check | None:
     wanted = [
         a
         for a in ctx.task.expect.outcome
-        if isinstance(a, EffectAssertion) and a.where and a.count != 0
+        if isinstance(a, EffectAssertion) and a.where and not a.forbids
     ]
     if not wanted:
         return None
@@ -254,4 +258,9 @@ def grade_robustness(ctx: GradeContext) -> list[Check]:
     checks += retry_checks(ctx)
     checks += lost_response_checks(ctx)
     checks += error_handling_checks(ctx)
+    checks += recovery_checks(ctx)
+    spec = ctx.task.expect.robustness
+    for check in checks:
+        if check.kind == "robustness" and spec.decides(check.name):
+            check.evidence[REQUIRED] = True
     return checks
