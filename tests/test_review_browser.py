@@ -51,7 +51,17 @@ def sign_in_as(browser: Any, site: dict[str, Any], name: str) -> None:
     browser.delete_all_cookies()
     browser.get(site["url"] + site["links"][name])
     browser.find_element(By.ID, "signin").click()
-    assert f"signed in as {name}" in browser.find_element(By.TAG_NAME, "header").text
+    wait_for(browser, lambda d: arrived(d, "") and f"signed in as {name}" in body_text(d))
+
+
+def body_text(browser: Any) -> str:
+    return str(browser.execute_script("return document.body ? document.body.innerText : ''"))
+
+
+def arrived(browser: Any, fragment: str) -> bool:
+    """The browser is on a page whose address holds `fragment`, and it has loaded."""
+    loaded = browser.execute_script("return document.readyState") == "complete"
+    return fragment in browser.current_url and loaded
 
 
 def keys(browser: Any, *sequence: str) -> None:
@@ -92,7 +102,7 @@ def test_label_with_the_keyboard_and_see_agreement_move(
     sign_in_as(browser, desk_site, "alice")
     browser.get(f"{desk_site['url']}/runs/{run_id}/queue")
     keys(browser, "n")
-    wait_for(browser, lambda d: "/items/" in d.current_url)
+    wait_for(browser, lambda d: arrived(d, "/items/"))
     item_url = browser.current_url
     assert "Automated verdict" not in browser.page_source  # hidden before labelling
     keys(browser, "f", "2", "e")
@@ -110,7 +120,7 @@ def test_label_with_the_keyboard_and_see_agreement_move(
     sign_in_as(browser, desk_site, "bob")
     browser.get(f"{desk_site['url']}/runs/{run_id}/queue")
     keys(browser, "n")
-    wait_for(browser, lambda d: "/items/" in d.current_url)
+    wait_for(browser, lambda d: arrived(d, "/items/"))
     assert browser.current_url == item_url  # the item that wants a second reviewer
     keys(browser, "p", "1", "s")
     wait_for(browser, lambda d: d.find_elements(By.ID, "labelled"))
@@ -146,10 +156,10 @@ def test_a_post_without_its_csrf_token_is_rejected(browser: Any, desk_site: dict
     sign_in_as(browser, desk_site, "judge")
     browser.get(f"{desk_site['url']}/runs/{desk_site['cand'].run_id}/queue")
     keys(browser, "n")
-    wait_for(browser, lambda d: "/items/" in d.current_url)
+    wait_for(browser, lambda d: arrived(d, "/items/"))
     browser.execute_script("document.querySelector('#label-form input[name=csrf]').remove()")
     keys(browser, "p", "1", "s")
-    wait_for(browser, lambda d: d.find_elements(By.TAG_NAME, "h1"))
+    wait_for(browser, lambda d: arrived(d, "/label") and body_text(d).count("403"))
     assert browser.find_element(By.TAG_NAME, "h1").text == "403"
     assert "CSRF" in browser.find_element(By.CSS_SELECTOR, ".error").text
 
@@ -162,7 +172,7 @@ def test_xss_payloads_in_a_trace_execute_nothing(browser: Any, desk_site: dict[s
     browser.get(f"{desk_site['url']}/runs/{hostile.run_id}/queue")
     browser.get_log("browser")
     keys(browser, "n")
-    wait_for(browser, lambda d: "/items/" in d.current_url)
+    wait_for(browser, lambda d: arrived(d, "/items/"))
     item_url = browser.current_url
     # the reviewer's own note quotes the payload too, and flags the task (the agreement
     # page lists flags with their notes)
