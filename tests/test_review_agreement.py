@@ -269,21 +269,27 @@ def test_labels_file_has_calibrates_columns_and_defuses_formulas(tmp_path: Path)
         ]
     }
     rows = export_rows(truth, slice_column(summary, "risk"))
-    assert [(r["item"], r["labeller"], r["label"], r["final"]) for r in rows] == [
-        ("t1#0", "ann", "fail", "fail"),
-        ("t1#0", "bob", "pass", "fail"),
-        ("t2#1", "ann", "pass", "pass"),
+    assert [(r["item"], r["labeller"], r["label"]) for r in rows] == [
+        ("r/t1#0", "ann", "fail"),
+        ("r/t1#0", "bob", "pass"),
+        ("r/t2#1", "ann", "pass"),
     ]  # t3 is flagged: out
-    assert {r["slice"] for r in rows} == {"risk:high"}
+    assert {r["slice"] for r in rows} == {"risk:high"} and rows[0]["rubric"] == "desk@v"
+    assert rows[2]["note"] == "correct" and rows[0]["note"].startswith("wrong_outcome: =HYP")
+    final = export_rows(truth, slice_column(summary, "risk"), final=True)
+    assert [(r["item"], r["labeller"], r["label"]) for r in final] == [
+        ("r/t1#0", "final", "fail"),  # the adjudication
+        ("r/t2#1", "final", "pass"),
+    ]
     assert slice_column(summary, "tag")["t1"] == "tag:a+tag:b"
     out = tmp_path / "labels.csv"
     write_labels(out, rows)
-    read = list(csv.DictReader(out.open(encoding="utf-8")))
-    assert list(read[0])[:4] == ["item", "label", "labeller", "slice"]
-    assert read[0]["note"] == '\'=HYPERLINK("http://x")'
+    assert out.read_bytes().startswith(b"item,label,labeller,slice,rubric,note\r\n")
+    read = list(csv.DictReader(out.open(encoding="utf-8", newline="")))
+    assert read[0]["note"] == 'wrong_outcome: =HYPERLINK("http://x")'  # no cell starts with =
     jsonl = tmp_path / "labels.jsonl"
     write_labels(jsonl, rows)
     first = json.loads(jsonl.read_text().splitlines()[0])
-    assert first["note"].startswith("=HYPERLINK")  # JSON is no spreadsheet: kept exactly
+    assert list(first) == ["item", "label", "labeller", "slice", "rubric", "note"]
     with pytest.raises(LabelError, match=r"\.csv or \.jsonl"):
         write_labels(tmp_path / "labels.xlsx", rows)

@@ -103,10 +103,15 @@ def test_export_writes_what_calibrate_reads(labelled: dict[str, Any], tmp_path: 
     assert out.returncode == 0, out.stderr
     rows = list(csv.DictReader(out_file.open(encoding="utf-8")))
     assert len(rows) == labelled["items"]
-    assert {(r["label"], r["labeller"], r["final"]) for r in rows} == {("fail", "alice", "fail")}
+    assert {(r["label"], r["labeller"]) for r in rows} == {("fail", "alice")}
     assert all(re.fullmatch(r"risk:(low|medium|high)", r["slice"]) for r in rows)
-    results = {f"{r.task_id}#{r.trial}" for r in cand.results}
+    results = {f"{cand.run_id}/{r.task_id}#{r.trial}" for r in cand.results}
     assert {r["item"] for r in rows} <= results
+    final = tmp_path / "final.jsonl"
+    proctor("review", "export", cand.run_id, "--out", str(final), "--final", "--store", store)
+    truth = [json.loads(line) for line in final.read_text().splitlines()]
+    assert {t["item"] for t in truth} == {r["item"] for r in rows}
+    assert {t["labeller"] for t in truth} == {"final"}
     bad = proctor(
         "review", "export", cand.run_id, "--out", str(tmp_path / "x.txt"), "--store", store
     )

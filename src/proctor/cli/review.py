@@ -162,8 +162,9 @@ def add_reviewer(name: str, adjudicator: bool, url: str, store_path: str) -> Non
     type=click.Choice(["risk", "split", "suite", "tag"]),
     help="What the `slice` column holds.",
 )
+@click.option("--final", is_flag=True, help="One row per trial: its ground truth.")
 @click.option("--store", "store_path", default=str(DEFAULT_PATH), show_default=True)
-def export_labels(run_ref: str, out_path: str, slice_by: str, store_path: str) -> None:
+def export_labels(run_ref: str, out_path: str, slice_by: str, final: bool, store_path: str) -> None:
     """Write RUN's labels for `proctor calibrate` (item, label, labeller, slice, ...)."""
     from proctor.review.labels import (
         LabelError,
@@ -178,7 +179,7 @@ def export_labels(run_ref: str, out_path: str, slice_by: str, store_path: str) -
     run = run_data_or_exit(run_ref, store)
     desk.migrate(store.db)
     truth = run_truth(store.db, run.run_id)
-    rows = export_rows(truth, slice_column(run.summary, slice_by))
+    rows = export_rows(truth, slice_column(run.summary, slice_by), final=final)
     try:
         write_labels(out_path, rows)
     except (LabelError, OSError) as exc:

@@ -10,9 +10,11 @@ task is flagged; else the reviewers' common verdict when all of them agree; else
 disagreement waiting for an adjudicator.
 
 The labels file (`proctor review export`) is what `proctor calibrate` reads: CSV or JSON
-lines with the columns `item, label, labeller, slice` first (one row per reviewer and
-trial), then where the label came from (`LABEL_COLUMNS`). `final` is the trial's ground
-truth, the same on each of its rows, empty while there is none.
+lines with exactly the columns `item, label, labeller, slice, rubric, note`, one row per
+reviewer and trial (or, `final=True`, one per trial with its ground truth, labelled by
+`final`). A trial's item is `RUN/TASK#TRIAL`; the rubric is `desk@VERSION`; the note
+starts with the reason code (so no cell starts with `=`: a spreadsheet runs no note
+quoting an agent as a formula).
 """
 
 from __future__ import annotations
@@ -31,22 +33,8 @@ from proctor.review.settings import DeskSettings
 from proctor.store import labels as stored
 from proctor.store.labels import LabelRow
 
-LABEL_COLUMNS = (
-    "item",
-    "label",
-    "labeller",
-    "slice",
-    "run_id",
-    "task_id",
-    "trial",
-    "reason",
-    "note",
-    "rubric_version",
-    "labelled_at",
-    "final",
-)
-#: Spreadsheets run a cell starting with one of these as a formula; notes quote agents.
-_FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
+LABEL_COLUMNS = ("item", "label", "labeller", "slice", "rubric", "note")
+FINAL = "final"
 
 
 class LabelError(ValueError):
@@ -190,34 +178,29 @@ def slice_column(summary: dict[str, Any] | None, by: str) -> dict[str, str]:
     }
 
 
-def _cell(text: str) -> str:
-    return "'" + text if text.startswith(_FORMULA_START) else text
+def _row(label: LabelRow, labeller: str, slice_of: Mapping[str, str]) -> dict[str, Any]:
+    return {
+        "item": f"{label.run_id}/{label.task_id}#{label.trial}",
+        "label": label.value,
+        "labeller": labeller,
+        "slice": slice_of.get(label.task_id, ""),
+        "rubric": f"desk@{label.rubric_version}",
+        "note": f"{label.reason}: {label.note}" if label.note else label.reason,
+    }
 
 
-def export_rows(truth: GroundTruth, slice_of: Mapping[str, str]) -> list[dict[str, Any]]:
-    """One row per reviewer and trial (flagged trials left out), in trial order."""
+def export_rows(
+    truth: GroundTruth, slice_of: Mapping[str, str], *, final: bool = False
+) -> list[dict[str, Any]]:
+    """One row per reviewer and trial, or (`final`) per trial with ground truth; flagged
+    tasks' labels are left out. In trial order."""
+    if final:
+        return [_row(truth.final[key], FINAL, slice_of) for key in sorted(truth.final)]
     rows = []
     for key in sorted(truth.by_trial):
-        final = truth.final.get(key)
         for label in sorted(truth.by_trial[key], key=lambda x: x.reviewer):
-            if label.ambiguous or (label.task_id in truth.flagged and final is None):
-                continue
-            rows.append(
-                {
-                    "item": f"{label.task_id}#{label.trial}",
-                    "label": label.value,
-                    "labeller": label.reviewer,
-                    "slice": slice_of.get(label.task_id, ""),
-                    "run_id": label.run_id,
-                    "task_id": label.task_id,
-                    "trial": label.trial,
-                    "reason": label.reason,
-                    "note": label.note,
-                    "rubric_version": label.rubric_version,
-                    "labelled_at": round(label.created_at, 3),
-                    "final": final.value if final is not None else "",
-                }
-            )
+            if not label.ambiguous and label.task_id not in truth.flagged:
+                rows.append(_row(label, label.reviewer, slice_of))
     return rows
 
 
@@ -227,12 +210,11 @@ def write_labels(path: str | Path, rows: list[dict[str, Any]]) -> None:
     if path.suffix not in (".csv", ".jsonl"):
         raise LabelError(f"{path}: the labels file is .csv or .jsonl")
     path.parent.mkdir(parents=True, exist_ok=True)
-    with path.open("w", encoding="utf-8", newline="") as out:
+    with path.open("w", encoding="utf-8", newline="") as out:  # CSV: RFC 4180 line ends
         if path.suffix == ".jsonl":
             for row in rows:
                 out.write(json.dumps(row, ensure_ascii=False) + "\n")
             return
         writer = csv.DictWriter(out, fieldnames=LABEL_COLUMNS)
         writer.writeheader()
-        for row in rows:
-            writer.writerow({**row, "note": _cell(row["note"])})
+        writer.writerows(rows)
