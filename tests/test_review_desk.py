@@ -497,3 +497,32 @@ def test_the_item_page_shows_the_task_and_the_state_the_trial_touched(
     page = alice.client.get(f"/runs/{run.run_id}/trials/{r.task_id}/{r.trial}").text
     assert task.task.prompt.split("?")[0].replace("'", "&#39;") in page
     assert '"tenant": "northside"' in page.replace("&#34;", '"')
+
+
+def test_odd_task_ids_and_host_names(db_path: Path, store: Store) -> None:
+    from proctor.core.results import TrialResult
+    from proctor.core.trace import Trace, TraceEvent
+    from proctor.review.app import create_app
+
+    odd = "imported/session?x=1#2"  # imported sessions keep their own ids
+    manifest = {"agent": {"name": "a", "version": "1"}, "suite": {"name": "s", "paths": []}}
+    store.create_run("odd-run", manifest)
+    answer = TraceEvent(1, 0.0, "answer", {"text": "done"})
+    result = TrialResult("odd-run", odd, 0, 1, "failed")
+    store.write_trial(result, Trace(f"{odd}#0", "t", [answer]), "done", None)
+    store.finish_run("odd-run", "completed", {})
+    alice = signed(db_path, store, "alice")
+    listing = alice.client.get("/runs/odd-run/trials").text
+    link = re.search(r'href="(/runs/odd-run/trials/[^"]+)"', listing)
+    assert link is not None and "%2F" in link.group(1) and "%3F" in link.group(1)
+    page = alice.client.get(link.group(1))
+    assert page.status_code == 200 and "imported/session?x=1#2" in page.text
+    ipv6 = alice.client.get("/", headers={"host": "[::1]:8765"})
+    assert ipv6.status_code == 200
+    anywhere = desk_client(db_path, hosts=["*"])
+    assert anywhere.get("/signin", headers={"host": "desk.example"}).status_code == 200
+    from starlette.testclient import TestClient
+
+    named = TestClient(create_app(db_path, hosts=["desk.internal"]), base_url="http://x")
+    assert named.get("/signin", headers={"host": "desk.internal:8765"}).status_code == 200
+    assert named.get("/signin", headers={"host": "127.0.0.1"}).status_code == 400

@@ -90,7 +90,8 @@ def serve(
             )
         click.echo(
             f"warning: serving on {host}: anyone who can reach port {port} can try sign-in "
-            "links, and the desk speaks plain HTTP (put it behind TLS)",
+            "links, and the desk speaks plain HTTP (put it behind TLS)"
+            + ("; any host name is answered" if host in ("0.0.0.0", "::") else ""),
             err=True,
         )
     if pairs and baseline is None:
@@ -123,7 +124,8 @@ def serve(
         click.echo(
             f"run {run.run_id}: {len(items)} {kind} routed ({added} new), {twice} for two reviewers"
         )
-    hosts = sorted({*LOOPBACK_NAMES, host})
+    # bound to every address, the desk cannot know the names it is reached by
+    hosts = ["*"] if host in ("0.0.0.0", "::") else sorted({*LOOPBACK_NAMES, host})
     app = create_app(store_path, settings, task_paths, hosts)
     url_host = f"[{host}]" if ":" in host else host
     click.echo(f"review desk on http://{url_host}:{port} (rubric {settings.rubric_version})")

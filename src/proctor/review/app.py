@@ -18,10 +18,10 @@ from typing import Any
 
 from starlette.applications import Starlette
 from starlette.exceptions import HTTPException
-from starlette.middleware import Middleware
 from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
+from starlette.types import ASGIApp
 
 from proctor.review import auth, dashboard, items
 from proctor.review.settings import DeskSettings
@@ -100,7 +100,7 @@ def create_app(
     settings: DeskSettings | None = None,
     task_paths: Sequence[str | Path] = (),
     hosts: Sequence[str] = LOOPBACK_NAMES,
-) -> Starlette:
+) -> ASGIApp:
     """The desk on the store at `store_path`; `hosts`: the host names it answers to."""
     d = Desk(str(store_path), settings or DeskSettings(), TaskFiles(task_paths))
 
@@ -118,11 +118,11 @@ def create_app(
         get("/runs/{run}/queue", items.queue_page),
         post("/runs/{run}/next", items.next_from_queue),
         get("/runs/{run}/trials", items.trials_page),
-        get("/runs/{run}/trials/{task}/{trial}", items.trial_page),
+        get("/runs/{run}/trials/{task:path}/{trial}", items.trial_page),
         get("/runs/{run}/agreement", dashboard.agreement_page),
         get("/runs/{run}/adjudicate", dashboard.adjudication_list),
-        get("/runs/{run}/adjudicate/{task}/{trial}", dashboard.adjudication_page),
-        post("/runs/{run}/adjudicate/{task}/{trial}", dashboard.post_adjudication),
+        get("/runs/{run}/adjudicate/{task:path}/{trial}", dashboard.adjudication_page),
+        post("/runs/{run}/adjudicate/{task:path}/{trial}", dashboard.post_adjudication),
         get("/items/{item}", items.item_page),
         post("/items/{item}/claim", items.claim_item),
         post("/items/{item}/next", items.next_from_item),
@@ -132,14 +132,11 @@ def create_app(
         Route("/favicon.ico", lambda request: Response(status_code=204), methods=["GET"]),
     ]
     handlers: dict[Any, Any] = {HTTPException: partial(_error_page, d)}
-    return Starlette(
-        routes=routes,
-        middleware=[Middleware(Guard, hosts=hosts)],
-        exception_handlers=handlers,
-    )
+    # the guard wraps the whole app, so even a server error's answer has the headers
+    return Guard(Starlette(routes=routes, exception_handlers=handlers), hosts)
 
 
-def serve(app: Starlette, host: str, port: int) -> None:
+def serve(app: ASGIApp, host: str, port: int) -> None:
     """Run the desk until interrupted (uvicorn, one process, requests on a thread pool)."""
     import uvicorn
 

@@ -17,6 +17,7 @@ import json
 from collections.abc import Awaitable, Callable, Iterable
 from importlib.resources import files
 from typing import Any
+from urllib.parse import quote
 
 from jinja2 import Environment, FunctionLoader, StrictUndefined
 from starlette.concurrency import run_in_threadpool
@@ -54,6 +55,7 @@ class Guard:
     """ASGI middleware: allowed hosts, bounded bodies, security headers on every answer."""
 
     def __init__(self, app: ASGIApp, hosts: Iterable[str]) -> None:
+        """`hosts`: the names the desk answers to; `*` any (a desk bound to every address)."""
         self.app = app
         self.hosts = {h.lower() for h in hosts}
 
@@ -68,9 +70,10 @@ class Guard:
             await send(message)
 
         headers = {k.decode("latin-1").lower(): v.decode("latin-1") for k, v in scope["headers"]}
-        host = headers.get("host", "").rsplit(":", 1)[0].strip("[]").lower()
+        raw = headers.get("host", "").lower()
+        host = raw[1 : raw.find("]")] if raw.startswith("[") else raw.rsplit(":", 1)[0]
         refusal = None
-        if host not in self.hosts:
+        if host not in self.hosts and "*" not in self.hosts:
             refusal = (400, "unknown host")
         elif scope["method"] == "POST":
             length = headers.get("content-length", "")
@@ -108,6 +111,7 @@ class Desk:
             lstrip_blocks=True,
         )
         self.env.filters["pretty"] = _pretty
+        self.env.filters["segment"] = lambda text: quote(str(text), safe="")
         self._counts: dict[str, dict[str, int]] = {}
         desk.migrate(self.store().db)
 
