@@ -20,7 +20,7 @@ from proctor.cli.common import (
     split_csv,
     suite_or_exit,
 )
-from proctor.cli.decide import gate_verdict
+from proctor.cli.decide import check_rules, currency_or_exit, gate_verdict
 
 
 @main.command()
@@ -95,7 +95,14 @@ def schema() -> None:
     "--baseline",
     "baseline_ref",
     default=None,
-    help="A stored run for --gate's baseline rules (without it they show as SKIP).",
+    help="A stored run for --gate's baseline rules (they need one: exit 2 without).",
+)
+@click.option(
+    "--prices",
+    "prices_path",
+    default=None,
+    type=click.Path(),
+    help="Price table whose `currency:` the run reports costs in (default: PROCTOR_PRICES).",
 )
 @click.option(
     "--junit", "junit_path", default=None, type=click.Path(), help="Write JUnit XML here."
@@ -138,6 +145,7 @@ def run(
     scorecard_path: str | None,
     gate_path: str | None,
     baseline_ref: str | None,
+    prices_path: str | None,
     junit_path: str | None,
     quiet: bool,
     isolation: str,
@@ -187,9 +195,13 @@ def run(
     from proctor.run.source import ExecutorError
     from proctor.store import RunNotFound
 
-    store = open_store(store_path)
     if baseline_ref is not None and rules is None:
         fail("--baseline goes with --gate")
+    currency = currency_or_exit(prices_path)
+    for path, checked in ((gate_path, rules), (scorecard_path, card.gates if card else None)):
+        if path and checked is not None:
+            check_rules(path, list(checked), baseline=baseline_ref is not None, currency=currency)
+    store = open_store(store_path)
     baseline = run_data_or_exit(baseline_ref, store) if baseline_ref else None  # before running
     try:
         runner = Runner(
@@ -206,6 +218,7 @@ def run(
             max_error_rate=max_error_rate,
             faults=faults,
             scorecard=card,
+            currency=currency,
             executor=_executor(executor_name, isolation, address),
             resume=resume_id is not None,
         )

@@ -36,6 +36,7 @@ Risk = Literal["low", "medium", "high"]
 Split = Literal["dev", "holdout"]
 Approval = Literal["allow", "deny", "require_approval"]
 SuiteKind = Literal["capability", "regression", "adversarial", "replay"]
+Difficulty = Literal["easy", "medium", "hard"]
 #: The suite a task belongs to when it names none.
 DEFAULT_SUITES: tuple[SuiteKind, ...] = ("capability",)
 FaultKind = Literal[
@@ -380,6 +381,10 @@ class Expectations(_Spec):
     budget: Budget | None = None
 
 
+#: Task fields left out of `Task.digest` while unset (see there).
+_LATER_OPTIONAL = ("difficulty", "optimal_steps")
+
+
 class Task(_Spec):
     """One scenario. Immutable once loaded; `digest` identifies its content in manifests."""
 
@@ -390,6 +395,8 @@ class Task(_Spec):
     suites: list[SuiteKind] = Field(default_factory=lambda: list(DEFAULT_SUITES))
     split: Split = "dev"
     risk: Risk = "medium"
+    difficulty: Difficulty | None = None
+    optimal_steps: int | None = Field(default=None, ge=0)
     tags: list[str] = Field(default_factory=list)
     identity: Identity = Field(default_factory=Identity)
     prompt: str = Field(min_length=1)
@@ -410,8 +417,14 @@ class Task(_Spec):
 
     @cached_property
     def digest(self) -> str:
-        """Content hash of the task as parsed (key order and formatting do not matter)."""
-        blob = json.dumps(self.model_dump(mode="json"), sort_keys=True, separators=(",", ":"))
+        """Content hash of the task as parsed (key order and formatting do not matter).
+
+        Optional fields added after tasks were first hashed count only when set, so a task
+        file that does not use them keeps its digest (and its pairing with old baselines).
+        """
+        unset = {name for name in _LATER_OPTIONAL if getattr(self, name) is None}
+        data = self.model_dump(mode="json", exclude=unset)
+        blob = json.dumps(data, sort_keys=True, separators=(",", ":"))
         return hashlib.sha256(blob.encode()).hexdigest()[:16]
 
     def referenced_tools(self) -> list[tuple[tuple[str | int, ...], str]]:
