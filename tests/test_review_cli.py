@@ -179,3 +179,66 @@ def test_big_runs_embed_failed_and_queued_traces_and_link_the_rest(
         f"http://desk:9/runs/{cand.run_id}/trials/{r.task_id}/{r.trial}" for r in rest
     )
     assert f"the report embeds the {len(want)} traces" in part
+
+
+def test_serve_queues_runs_and_serves_the_desk(labelled: dict[str, Any], tmp_path: Path) -> None:
+    import os
+    import shutil
+    import socket
+    import subprocess
+    import sys
+    import time
+
+    import httpx
+
+    from conftest import ROOT
+
+    store = tmp_path / "p.db"
+    for part in ("", "-wal"):  # the store and what its log holds yet
+        if Path(f"{labelled['path']}{part}").exists():
+            shutil.copy(f"{labelled['path']}{part}", f"{store}{part}")
+    base, cand = labelled["base"], labelled["cand"]
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    args = ["--store", str(store), "--port", str(port), "--run", cand.run_id]
+    server = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "proctor.cli",
+            "review",
+            "serve",
+            *args,
+            "--baseline",
+            base.run_id,
+            "--pairs",
+            "--sample-rate",
+            "1",
+        ],
+        cwd=ROOT,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env={**os.environ, "COLUMNS": "200"},
+    )
+    try:
+        deadline = time.monotonic() + 60
+        while True:
+            assert server.poll() is None, server.communicate()
+            try:
+                page = httpx.get(f"http://127.0.0.1:{port}/signin", timeout=5)
+                break
+            except httpx.TransportError:
+                assert time.monotonic() < deadline, "the desk did not start"
+                time.sleep(0.2)
+        assert page.status_code == 200 and page.headers["x-content-type-options"] == "nosniff"
+    finally:
+        server.terminate()
+        out, err = server.communicate(timeout=30)
+    assert re.search(rf"run {cand.run_id}: \d+ blinded pairs routed \(\d+ new\)", out), out + err
+    assert f"review desk on http://127.0.0.1:{port}" in out
+    with Store(store) as opened:
+        items = desk.items_page(opened.db, cand.run_id, 0, -1, 999)
+    pairs = [i for i, *_ in items if i.is_pair]
+    assert pairs and all(i.other_run_id == base.run_id for i in pairs)

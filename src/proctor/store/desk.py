@@ -209,9 +209,12 @@ def reviewer_by_token(db: sqlite3.Connection, token_hash: str) -> Reviewer | Non
 
 
 def open_session(db: sqlite3.Connection, token_hash: str, reviewer_id: int, ttl_s: float) -> None:
+    """Open a session (and forget the sessions that have expired)."""
+    now = time.time()
+    db.execute("DELETE FROM review_sessions WHERE expires_at <= ?", (now,))
     db.execute(
         "INSERT INTO review_sessions(token_hash, reviewer_id, expires_at) VALUES (?,?,?)",
-        (token_hash, reviewer_id, time.time() + ttl_s),
+        (token_hash, reviewer_id, now + ttl_s),
     )
 
 
