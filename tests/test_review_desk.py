@@ -526,3 +526,13 @@ def test_odd_task_ids_and_host_names(db_path: Path, store: Store) -> None:
     named = TestClient(create_app(db_path, hosts=["desk.internal"]), base_url="http://x")
     assert named.get("/signin", headers={"host": "desk.internal:8765"}).status_code == 200
     assert named.get("/signin", headers={"host": "127.0.0.1"}).status_code == 400
+
+
+def test_an_expired_session_signs_the_reviewer_out(db_path: Path, store: Store) -> None:
+    alice = signed(db_path, store, "alice")
+    assert alice.client.get("/", follow_redirects=False).status_code == 200
+    store.db.execute("UPDATE review_sessions SET expires_at = 0")
+    assert alice.client.get("/", follow_redirects=False).headers["location"] == "/signin"
+    signed(db_path, store, "bob")  # a new session forgets the expired ones
+    (left,) = store.db.execute("SELECT COUNT(*) FROM review_sessions").fetchone()
+    assert left == 1
