@@ -4,6 +4,7 @@ and the app served by a real uvicorn on a free loopback port."""
 from __future__ import annotations
 
 import re
+import sqlite3
 import threading
 import time
 from collections.abc import Iterator
@@ -114,3 +115,28 @@ def live_desk(store_path: Path, settings: DeskSettings | None = None, **kw: Any)
 
 def http_client(base_url: str) -> httpx.Client:
     return httpx.Client(base_url=base_url, timeout=60)
+
+
+def signed(db_path: Path, store: Store, name: str, **kw: Any) -> Session:
+    """A new reviewer `name`, signed in to a desk on `db_path`."""
+    adjudicator = kw.pop("adjudicator", False)
+    return sign_in(desk_client(db_path, **kw), reviewer(store, name, adjudicator=adjudicator))
+
+
+def label_count(db_path: Path) -> int:
+    with sqlite3.connect(db_path) as db:
+        return int(db.execute("SELECT COUNT(*) FROM labels").fetchone()[0])
+
+
+def take(s: Session, run_id: str) -> tuple[int, int, str]:
+    """Next item for a reviewer: (item id, assignment id, the item page)."""
+    went = s.post(f"/runs/{run_id}/next", {}, follow_redirects=False)
+    assert went.status_code == 303 and went.headers["location"].startswith("/items/")
+    page = s.client.get(went.headers["location"])
+    item_id = int(went.headers["location"].rsplit("/", 1)[1])
+    assignment = int(page.text.split("/assignments/", 1)[1].split("/", 1)[0])
+    return item_id, assignment, page.text
+
+
+FAIL = {"verdict_0": "fail", "reason": "wrong_outcome", "note": "step 4 writes the wrong value"}
+PASS = {"verdict_0": "pass", "reason": "correct", "note": ""}
