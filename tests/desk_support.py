@@ -128,14 +128,33 @@ def label_count(db_path: Path) -> int:
         return int(db.execute("SELECT COUNT(*) FROM labels").fetchone()[0])
 
 
+def assignment_on(page: str) -> int | None:
+    """The assignment whose label form an item page shows (None: it shows none)."""
+    found = re.search(r"/assignments/(\d+)/", page)
+    return int(found.group(1)) if found else None
+
+
 def take(s: Session, run_id: str) -> tuple[int, int, str]:
     """Next item for a reviewer: (item id, assignment id, the item page)."""
     went = s.post(f"/runs/{run_id}/next", {}, follow_redirects=False)
     assert went.status_code == 303 and went.headers["location"].startswith("/items/")
     page = s.client.get(went.headers["location"])
-    item_id = int(went.headers["location"].rsplit("/", 1)[1])
-    assignment = int(page.text.split("/assignments/", 1)[1].split("/", 1)[0])
-    return item_id, assignment, page.text
+    assignment = assignment_on(page.text)
+    assert assignment is not None
+    return int(went.headers["location"].rsplit("/", 1)[1]), assignment, page.text
+
+
+def claim(s: Session, item_id: int) -> int | None:
+    """Ask for an item; the assignment when the reviewer got it."""
+    s.post(f"/items/{item_id}/claim", {})
+    return assignment_on(s.client.get(f"/items/{item_id}").text)
+
+
+def first_double(store: Store, run_id: str) -> Any:
+    """The first queued item of a run that wants two reviewers."""
+    from proctor.store import desk
+
+    return next(i for i, *_ in desk.items_page(store.db, run_id, 0, -1, 10**6) if i.needed == 2)
 
 
 FAIL = {"verdict_0": "fail", "reason": "wrong_outcome", "note": "step 4 writes the wrong value"}

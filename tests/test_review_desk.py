@@ -18,7 +18,9 @@ from desk_support import (
     FAIL,
     PASS,
     Session,
+    claim,
     csrf_of,
+    first_double,
     http_client,
     label_count,
     live_desk,
@@ -46,16 +48,6 @@ def elements(html: str) -> list[tuple[str, dict[str, str | None]]]:
 
     Collect().feed(html)
     return found
-
-
-SECURITY_HEADERS = {
-    "content-security-policy": (
-        "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self'; "
-        "form-action 'self'; frame-ancestors 'none'; base-uri 'none'"
-    ),
-    "x-content-type-options": "nosniff",
-    "referrer-policy": "no-referrer",
-}
 
 
 def test_labels_outside_the_scale_and_oversized_notes_are_refused(
@@ -199,17 +191,11 @@ def test_two_reviewers_labelling_one_item_at_once_both_keep_theirs(
     desk_db: Path, desk_store: Store, desk_prepared: dict[str, Any]
 ) -> None:
     run_id = desk_prepared["run"].run_id
-    double = next(
-        i for i, *_ in desk.items_page(desk_store.db, run_id, 0, -1, 1000) if i.needed == 2
-    )
+    double = first_double(desk_store, run_id)
     links = [reviewer(desk_store, name) for name in ("alice", "bob")]
     with live_desk(desk_db) as url:
         sessions = [sign_in(http_client(url), link) for link in links]
-        assignments = []
-        for s in sessions:
-            s.post(f"/items/{double.id}/claim", {})
-            page = s.client.get(f"/items/{double.id}").text
-            assignments.append(int(page.split("/assignments/", 1)[1].split("/", 1)[0]))
+        assignments = [claim(s, double.id) for s in sessions]
         start = threading.Barrier(2)
         codes: list[int] = []
 
@@ -247,12 +233,9 @@ def test_parallel_reviewers_posting_labels_lose_none(
             for n in range(rounds):
                 items = s.client.get(f"/runs/{run_id}/queue").text
                 item_ids = [int(x.split('"', 1)[0]) for x in items.split('href="/items/')[1:]]
-                item_id = item_ids[n]
-                s.post(f"/items/{item_id}/claim", {})
-                page = s.client.get(f"/items/{item_id}").text
-                if "/assignments/" not in page:
+                assignment = claim(s, item_ids[n])
+                if assignment is None:
                     continue  # the item's seats went to others first
-                assignment = int(page.split("/assignments/", 1)[1].split("/", 1)[0])
                 for _ in range(2):  # a reviewer who changes their mind: both rows kept
                     r = s.post(f"/assignments/{assignment}/label", FAIL, follow_redirects=False)
                     if r.status_code != 303:
@@ -281,15 +264,10 @@ def test_disagreements_go_to_an_adjudicator_whose_label_is_final(
     desk_db: Path, desk_store: Store, desk_prepared: dict[str, Any]
 ) -> None:
     run_id = desk_prepared["run"].run_id
-    double = next(
-        i for i, *_ in desk.items_page(desk_store.db, run_id, 0, -1, 1000) if i.needed == 2
-    )
+    double = first_double(desk_store, run_id)
     for name, verdict in (("alice", PASS), ("bob", FAIL)):
         s = signed(desk_db, desk_store, name)
-        s.post(f"/items/{double.id}/claim", {})
-        page = s.client.get(f"/items/{double.id}").text
-        assignment = int(page.split("/assignments/", 1)[1].split("/", 1)[0])
-        s.post(f"/assignments/{assignment}/label", verdict)
+        s.post(f"/assignments/{claim(s, double.id)}/label", verdict)
     listing = s.client.get(f"/runs/{run_id}/adjudicate").text
     target = f"/runs/{run_id}/adjudicate/{double.task_id}/{double.trial}"
     assert target in listing
