@@ -16,6 +16,7 @@ from proctor.cli.common import (
     fail,
     maybe_store,
     open_store,
+    redactor_for,
     run_data_or_exit,
     suite_or_exit,
 )
@@ -178,6 +179,9 @@ _sample_rate = click.option(
     help="The review desk that traces not embedded link to.",
 )
 @click.option("--store", "store_path", default=str(DEFAULT_PATH), show_default=True)
+@click.option(
+    "--redact", "redact_path", type=click.Path(), help="Redaction config for --tasks texts."
+)
 def report(
     run_ref: str,
     html_path: str | None,
@@ -190,6 +194,7 @@ def report(
     embed_limit: int,
     desk_url: str,
     store_path: str,
+    redact_path: str | None,
 ) -> None:
     """Write the HTML report (with every trace) and/or the Markdown one-pager of a run.
 
@@ -225,6 +230,7 @@ def report(
             rules=rules,
             suite=suite,
             review=_review_config(sample_rate, review_seed),
+            redactor=redactor_for(redact_path),
             human=human if human["trials"] else None,
         )
     except CompareError as exc:
