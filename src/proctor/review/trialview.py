@@ -63,7 +63,7 @@ Found = tuple[Task, Domain | None]
 def _files_only(paths: list[str]) -> dict[str, list[Found]]:
     found: dict[str, list[Found]] = {}
     try:
-        files = task_files(paths)
+        files, _ = task_files(paths)  # what cannot be gathered shows no task
     except SpecError:
         files = []
     for file, _ in files:
