@@ -243,3 +243,13 @@ def test_review_queue_command(tmp_path: Path) -> None:
     assert done.returncode == 0 and expected["items"][0]["task_id"] in done.stdout
     done = proctor("review-queue", run_id, "--store", str(store.path), "--sample-rate", "2")
     assert done.returncode == 2 and "Traceback" not in done.stderr
+    # against a careful agent's run as the baseline, --drift decides which slices moved
+    from desk_support import run_clinical
+
+    base = run_clinical(store, "perfect", trials=5).run_id
+    args = ("review-queue", run_id, "--baseline", base, "--store", str(store.path), "--json")
+    loose = json.loads(proctor(*args, "--drift", "0.01").stdout)
+    strict = json.loads(proctor(*args, "--drift", "1").stdout)
+    assert loose["config"]["drift"] == 0.01 and strict["config"]["drift"] == 1.0
+    assert "slice_drift" not in strict["counts"]
+    assert loose["counts"].get("slice_drift", 0) > 0

@@ -135,10 +135,10 @@ def export(run_ref: str, out_path: str, store_path: str) -> None:
 # -- reports for people: HTML, Markdown, review queue -----------------------------------
 
 
-def _review_config(sample_rate: float, seed: int) -> Any:
-    from proctor.review.queue import ReviewConfig
+def _review_config(sample_rate: float, seed: int, drift: float | None = None) -> Any:
+    from proctor.review.queue import DEFAULT_DRIFT, ReviewConfig
 
-    return ReviewConfig(sample_rate=sample_rate, seed=seed)
+    return ReviewConfig(sample_rate=sample_rate, seed=seed, drift=drift or DEFAULT_DRIFT)
 
 
 _sample_rate = click.option(
@@ -264,6 +264,13 @@ def report(
 @click.option("--baseline", default=None, help="Run or exported file: route flipped verdicts.")
 @_sample_rate
 @click.option("--seed", default=0, show_default=True, type=int, help="Sampling seed.")
+@click.option(
+    "--drift",
+    default=0.1,
+    show_default=True,
+    type=click.FloatRange(0, 1, min_open=True),
+    help="With --baseline: route the tasks of a slice whose success moved this much.",
+)
 @click.option("--store", "store_path", default=str(DEFAULT_PATH), show_default=True)
 @click.option("--json", "as_json", is_flag=True, help="Print the queue as JSON.")
 def review_queue(
@@ -271,6 +278,7 @@ def review_queue(
     baseline: str | None,
     sample_rate: float,
     seed: int,
+    drift: float,
     store_path: str,
     as_json: bool,
 ) -> None:
@@ -282,7 +290,7 @@ def review_queue(
     run_data = run_data_or_exit(run_ref, store)
     base = run_data_or_exit(baseline, store) if baseline else None
     try:
-        queue = route(run_data, base, _review_config(sample_rate, seed))
+        queue = route(run_data, base, _review_config(sample_rate, seed, drift))
     except CompareError as exc:
         fail(str(exc))
     if as_json:

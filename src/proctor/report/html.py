@@ -272,7 +272,8 @@ def _queue(queue: dict[str, Any], order: dict[tuple[str, int], int]) -> dict[str
     rules = (
         "Routed: safety violations, verdicts flipped since the baseline (with --baseline), "
         "ordering failures, grader disagreements, failed trials, high-risk tasks (at least one "
-        f"trial each), and a seeded {config['sample_rate']:.0%} sample of the rest "
+        "trial each), with a baseline the tasks of drifted slices and the trials of new or "
+        f"changed graders, and a seeded {config['sample_rate']:.0%} sample of the rest "
         f"(seed {config['seed']})."
     )
     items = [{**item, "index": order[(item["task_id"], item["trial"])]} for item in queue["items"]]
