@@ -200,3 +200,20 @@ def test_rubrics_are_validated_like_tasks(tmp_path: Path) -> None:
     )
     out = CliRunner().invoke(main, ["validate", str(tmp_path)])
     assert "rubric document-request judges unknown tool 'send_email'" in out.output
+
+
+def test_the_review_desks_export_is_the_labels_format(tmp_path: Path) -> None:
+    from proctor.review.labels import write_labels as desk_write
+
+    rows = [
+        {"item": "abc123/kyc-case-03#0", "label": "fail", "labeller": "alice",
+         "slice": "risk:high", "rubric": "desk@1f2e", "note": "wrong_outcome: curt"},
+        {"item": "abc123/kyc-case-03#0", "label": "pass", "labeller": "bob",
+         "slice": "risk:high", "rubric": "desk@1f2e", "note": "correct"},
+    ]  # fmt: skip
+    for suffix in (".csv", ".jsonl"):
+        desk_write(tmp_path / f"l{suffix}", rows)
+        back = read_labels(tmp_path / f"l{suffix}")
+        assert [(x.item, x.label, x.labeller, x.slice, x.rubric, x.note) for x in back] == [
+            tuple(row.values()) for row in rows
+        ]
