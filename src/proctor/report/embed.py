@@ -14,8 +14,8 @@ from collections.abc import Callable
 from typing import Any
 
 from proctor.core.results import TrialResult
+from proctor.core.steps import check_views, step
 from proctor.core.trace import Trace
-from proctor.report.steps import check_views, step
 
 _SCRIPT_ESCAPES = {"<": "\\u003c", ">": "\\u003e", "&": "\\u0026"}
 #: The most characters the report embeds of one field: an answer, a tool result, a
