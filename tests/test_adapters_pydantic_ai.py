@@ -16,6 +16,7 @@ from pydantic_ai.models.function import AgentInfo, FunctionModel
 from pydantic_ai.models.test import TestModel
 
 from proctor.agents.adapters.pydantic_ai import PydanticAIAgent
+from proctor.agents.pricing import PriceTable
 from support_run import calls, failed, run_support
 
 Turn = list[tuple[str, dict[str, Any]]] | str
@@ -48,10 +49,15 @@ CANCEL = [
 ]
 
 
+#: The scripted model's price: without one its cost is not measured (see the next test).
+PRICES = PriceTable({"scripted-pydantic": (0.15, 0.60)})
+
+
 def test_factory_agent_passes_with_native_tools_and_recorded_usage() -> None:
     seen: list[AgentInfo] = []
     agent = PydanticAIAgent(
-        lambda tools: Agent(scripted(CANCEL, seen), tools=tools, name="support-pa")
+        lambda tools: Agent(scripted(CANCEL, seen), tools=tools, name="support-pa"),
+        prices=PRICES,
     )
     record = run_support("cancel-eligible-order", agent)
     assert record.result.status == "passed", failed(record)
@@ -71,6 +77,17 @@ def test_factory_agent_passes_with_native_tools_and_recorded_usage() -> None:
     assert kinds.index("model_call") < kinds.index("tool_proposal")
     assert agent.name == "pydantic-ai"  # a factory has no name of its own
     assert agent.settings["framework"] == "pydantic-ai" and agent.settings["framework_version"]
+
+
+def test_an_unpriced_model_has_no_cost_so_a_cost_budget_cannot_pass() -> None:
+    agent = PydanticAIAgent(lambda tools: Agent(scripted(CANCEL), tools=tools))
+    record = run_support("cancel-eligible-order", agent)
+    assert failed(record) == ["max_cost_usd"]
+    budget = next(c for c in record.result.checks if c.name == "max_cost_usd")
+    assert budget.evidence["actual"] == "not measured"
+    usage = record.result.usage
+    assert usage.cost_usd is None and usage.input_tokens and usage.model_calls == 4
+    assert all(e.data["unpriced"] for e in record.trace.of_kind("model_call"))
 
 
 def test_built_agent_gets_the_tools_as_a_toolset_and_a_wrong_write_fails() -> None:

@@ -47,12 +47,19 @@ def load_object(ref: str, option: str, error: type[Exception]) -> Any:
             module = importlib.import_module(where)
     except error:
         raise
-    except Exception as exc:
+    except (Exception, SystemExit) as exc:  # a module that calls sys.exit() as it loads
         raise error(f"{option} {ref!r}: importing failed: {type(exc).__name__}: {exc}") from exc
     if not hasattr(module, attr):
         raise error(f"{option} {ref!r}: {where} has no attribute {attr!r}")
     found = getattr(module, attr)
-    return found() if isinstance(found, type) else found
+    if not isinstance(found, type):
+        return found
+    try:
+        return found()
+    except (Exception, SystemExit) as exc:
+        raise error(
+            f"{option} {ref!r}: creating {attr} failed: {type(exc).__name__}: {exc}"
+        ) from exc
 
 
 def chat_reference(ref: str, option: str, error: type[Exception]) -> tuple[str, dict[str, str]]:

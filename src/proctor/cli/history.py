@@ -33,12 +33,18 @@ def runs(store_path: str, limit: int) -> None:
 
     if not Path(store_path).exists():
         fail(f"{store_path}: no store yet (run `proctor run` first)")
-    store = open_store(store_path)
+    store = open_store(store_path, readonly=True)
     table = Table(title=f"runs in {store_path}", title_justify="left")
     table.add_column("run", no_wrap=True, min_width=12)
     for col in ("created", "agent", "suite", "trials", "success", "violations", "status"):
         table.add_column(col, overflow="fold")
+    unreadable = []
     for r in store.runs(limit):
+        if r.get("unreadable"):
+            unreadable.append(r["run_id"])
+            created = time.strftime("%Y-%m-%d %H:%M", time.localtime(r["created_at"]))
+            table.add_row(Text(str(r["run_id"])), created, "—", "—", "—", "—", "—", "unreadable")
+            continue
         m, s = r["manifest"], r["summary"] or {}
         rate = s.get("success_rate")
         table.add_row(
@@ -55,6 +61,8 @@ def runs(store_path: str, limit: int) -> None:
             r["status"],
         )
     Console().print(table)
+    for run_id in unreadable:
+        click.echo(f"warning: run {run_id} is unreadable: {store.path} is damaged", err=True)
 
 
 @main.command()
@@ -79,7 +87,7 @@ def show(
         fail("--trial needs --task: proctor show RUN --task ID --trial N")
     if not Path(store_path).exists():
         fail(f"{store_path}: no store yet (run `proctor run` first)")
-    store = open_store(store_path)
+    store = open_store(store_path, readonly=True)
     try:
         run_row = store.run(run_id)
     except RunNotFound as exc:
@@ -130,7 +138,7 @@ def export(run_ref: str, out_path: str, store_path: str) -> None:
 
     if not Path(store_path).exists():
         fail(f"{store_path}: no store yet (run `proctor run` first)")
-    run_data = run_data_or_exit(run_ref, open_store(store_path))
+    run_data = run_data_or_exit(run_ref, open_store(store_path, readonly=True))
     count = export_run(run_data, out_path)
     click.echo(f"run {run_data.run_id}: {count} trials written to {out_path}")
 
@@ -217,7 +225,7 @@ def report(
     except SpecError as exc:
         fail(exc.lines())
     suite = suite_or_exit(task_paths) if task_paths else None
-    store = open_store(store_path)
+    store = open_store(store_path, readonly=True)
     try:
         run_data = store_run(store, run_ref)
     except RunInputError as exc:

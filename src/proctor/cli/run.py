@@ -13,6 +13,7 @@ import click
 from proctor.cli.app import main
 from proctor.cli.common import (
     DEFAULT_PATH,
+    EXIT_BAD_INPUT,
     EXIT_INVALID,
     fail,
     files_line,
@@ -241,10 +242,14 @@ def run(
         click.echo(files_line(suite.files, suite.files) + f" ({len(suite.tasks)} tasks)", err=True)
     console = Console(stderr=True)
     started = time.perf_counter()
+    ids = [t.id for t in selected.tasks]
     try:
         report = _with_progress(runner, runner.remaining, console, quiet)
-    except ExecutorError as exc:
-        fail(f"{exc} (run {runner.run_id} is interrupted: `--resume {runner.run_id}`)")
+    except BaseException as exc:  # the run did not finish: never exit 0, and say why
+        why, code = _unfinished(exc, runner.run_id, runner.recorded)
+        if junit_path:
+            _junit(junit_path, runner.run_id, selected.name, ids, store, why)
+        fail(why, code)
     elapsed = time.perf_counter() - started
     summary = report.summary
     if json_path:
@@ -260,10 +265,10 @@ def run(
         + (f"; summary in {json_path}" if json_path else "")
     )
     if junit_path:
-        from proctor.report.junit import write_junit
+        from proctor.report.fmt import invalid_why
 
-        ids = [t.id for t in selected.tasks]
-        write_junit(junit_path, report.run_id, selected.name, ids, report.results)
+        problem = None if summary["status"] == "completed" else invalid_why(summary)
+        _junit(junit_path, report.run_id, selected.name, ids, store, problem)
     if rules is not None:
         from proctor.store.export import RunData
 
@@ -271,8 +276,46 @@ def run(
         if not gate_verdict(data, rules, baseline, as_json=False):
             sys.exit(EXIT_INVALID)
     store.close()
-    if summary["status"] == "invalid":
+    if summary["status"] != "completed":
         sys.exit(EXIT_INVALID)
+
+
+def _unfinished(exc: BaseException, run_id: str, recorded: bool) -> tuple[str, int]:
+    """Why a run stopped before its summary, and the exit code (never 0)."""
+    from proctor.run.source import ExecutorError
+    from proctor.store import StoreError
+
+    resume = (
+        f"run {run_id} is interrupted: `--resume {run_id}` continues it"
+        if recorded
+        else "nothing was run"
+    )
+    if isinstance(exc, ExecutorError):
+        return f"{exc} ({resume})", EXIT_BAD_INPUT
+    if isinstance(exc, StoreError):
+        return f"{exc}; {resume} once the store takes writes again", EXIT_INVALID
+    if isinstance(exc, KeyboardInterrupt):
+        return f"stopped by the user; {resume}", 130
+    text = str(exc).splitlines()
+    what = f"{type(exc).__name__}: {text[0] if text else ''}"
+    return f"the run stopped on a harness error ({what}); {resume}", EXIT_INVALID
+
+
+def _junit(
+    path: str, run_id: str, suite: str, task_ids: list[str], store: Any, problem: str | None
+) -> None:
+    """JUnit XML for what was stored, with the run's problem (if any) as an error case."""
+    from proctor.report.junit import write_junit
+    from proctor.store import StoreError
+
+    try:
+        results = list(store.trial_results(run_id))
+    except StoreError:
+        results = []
+    try:
+        write_junit(path, run_id, suite, task_ids, results, problem=problem)
+    except OSError as exc:
+        click.echo(f"cannot write {path}: {exc}", err=True)
 
 
 def _executor(name: str, isolation: str, address: str | None) -> Any:

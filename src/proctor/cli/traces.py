@@ -226,7 +226,7 @@ def export_otel(
         fail("--header takes KEY=VALUE")
     try:
         run_id, count = export_run(
-            open_store(store_path),
+            open_store(store_path, readonly=True),
             run_ref,
             out=out_path,
             endpoint=endpoint,

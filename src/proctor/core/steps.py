@@ -8,6 +8,7 @@ never interpreted by them.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from typing import Any
 
@@ -47,6 +48,8 @@ class CheckView:
 
 
 def _money(x: Any) -> str:
+    if not isinstance(x, int | float) or isinstance(x, bool) or not math.isfinite(x):
+        return "$?"
     return f"${float(x):.6f}".rstrip("0").rstrip(".") if x else "$0"
 
 
@@ -76,14 +79,24 @@ def diff(path: str, before: Any, after: Any) -> list[Change]:
 
 
 def _model_call(d: dict[str, Any]) -> str:
+    """One line; a figure the call did not report is left out, not shown as zero."""
     parts = [f"model call: {d.get('model') or 'model'}"]
-    if "input_tokens" in d or "output_tokens" in d:
-        parts.append(f"{d.get('input_tokens', 0)} in / {d.get('output_tokens', 0)} out tokens")
-    if "cost_usd" in d:
+    tokens_in, tokens_out = d.get("input_tokens"), d.get("output_tokens")
+    if tokens_in is not None or tokens_out is not None:
+        parts.append(f"{_figure(tokens_in)} in / {_figure(tokens_out)} out tokens")
+    if d.get("cost_usd") is not None:
         parts.append(_money(d["cost_usd"]))
-    if "latency_s" in d:
-        parts.append(f"{float(d['latency_s']):.2f} s")
+    if d.get("latency_s") is not None:
+        simulated = " (simulated)" if d.get("simulated") is True else ""
+        parts.append(f"{_figure(d['latency_s'], '{:.2f}')} s{simulated}")
     return " · ".join(parts)
+
+
+def _figure(x: Any, form: str = "{}") -> str:
+    """A number as recorded; anything else (text, NaN from an old store) as "?"."""
+    if isinstance(x, int | float) and not isinstance(x, bool) and math.isfinite(x):
+        return form.format(x)
+    return "?"
 
 
 def step(event: TraceEvent) -> Step:

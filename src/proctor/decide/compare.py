@@ -77,6 +77,11 @@ def _metric_of(name: str) -> Callable[[TrialResult], float | None]:
     return lambda r: r.metrics.get(name)
 
 
+def _number(value: int | None) -> float | None:
+    """A measured count as a float; None (not measured) stays None."""
+    return None if value is None else float(value)
+
+
 def _trials_with(name: str) -> Units:
     return lambda trials: sum(1 for r in trials if name in r.metrics)
 
@@ -100,7 +105,7 @@ _FIXED = {
         ),
         PairedMetric("mean_cost_usd", False, _mean_of(lambda r: r.usage.cost_usd)),
         PairedMetric("mean_latency_s", False, _mean_of(lambda r: r.latency_s)),
-        PairedMetric("mean_tokens", False, _mean_of(lambda r: float(r.usage.total_tokens))),
+        PairedMetric("mean_tokens", False, _mean_of(lambda r: _number(r.usage.total_tokens))),
     )
 }
 _PASS_HAT = re.compile(r"pass_hat_k\[(\d+)\]")

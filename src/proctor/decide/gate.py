@@ -283,13 +283,7 @@ class Gate:
     def validity(self) -> dict[str, Any]:
         s = self.summary(None)
         assert s is not None
-        reasons = []
-        if s["error_rate"] > s["max_error_rate"]:
-            reasons.append(
-                f"harness error rate {s['error_rate']:.1%} above {s['max_error_rate']:.1%}"
-            )
-        if s["missing_trials"]:
-            reasons.append(f"{s['missing_trials']} of {s['expected_trials']} trials missing")
+        reasons = list(s["invalid_reasons"])
         if self.run.status in ("running", "interrupted"):
             reasons.append(f"the run is {self.run.status}")
         value = f"{s['errors']} errors, {s['missing_trials']} missing"

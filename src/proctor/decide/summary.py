@@ -18,7 +18,7 @@ from dataclasses import replace
 from functools import lru_cache
 from typing import Any
 
-from proctor.core.results import Check, TaskInfo, TrialResult
+from proctor.core.results import GRADER_CHECK, Check, TaskInfo, TrialResult
 from proctor.decide import stats
 
 #: A run whose share of `error` trials exceeds this is invalid (docs/architecture.md, Verdicts).
@@ -74,8 +74,19 @@ def _distribution(values: Sequence[float]) -> dict[str, float | None]:
         "mean": stats.mean(values),
         "p50": stats.percentile(values, 50),
         "p95": stats.percentile(values, 95),
-        "total": sum(values) if values else 0.0,
+        "total": sum(values) if values else None,
     }
+
+
+def _measured(values: Iterable[float | None]) -> list[float]:
+    """The values something measured; None is "not measured", never zero."""
+    return [float(v) for v in values if v is not None]
+
+
+def _measured_sum(values: Iterable[float | None]) -> float | None:
+    """The sum of the measured values; None when none was measured."""
+    measured = _measured(values)
+    return sum(measured) if measured else None
 
 
 def task_counts(results: Iterable[TrialResult]) -> dict[str, tuple[int, int]]:
@@ -273,6 +284,22 @@ def _power(results: Sequence[TrialResult], trials_per_task: int) -> dict[str, fl
     return {"icc": icc, "mde": mde}
 
 
+def invalid_reasons(
+    error_rate: float, max_error_rate: float, missing: int, expected: int, grader_errors: int
+) -> list[str]:
+    """Why a run is invalid, one phrase each; empty for a valid run. Every report says these."""
+    reasons = []
+    if error_rate > max_error_rate:
+        reasons.append(f"harness error rate {error_rate:.1%} above {max_error_rate:.1%}")
+    if missing:
+        reasons.append(f"{missing} of {expected} trials missing")
+    if grader_errors:
+        reasons.append(
+            f"graders crashed on {grader_errors} trial{'s' if grader_errors > 1 else ''}"
+        )
+    return reasons
+
+
 def summarize(
     run_id: str,
     results: Iterable[TrialResult],
@@ -292,10 +319,11 @@ def summarize(
     expected = len(tasks) * trials_per_task
     error_rate = statuses["error"] / len(results) if results else 0.0
     missing = max(expected - len(results), 0)
-    valid_run = error_rate <= max_error_rate and missing == 0
+    grader_errors = sum(any(c.name == GRADER_CHECK for c in r.checks) for r in results)
+    valid_run = error_rate <= max_error_rate and missing == 0 and grader_errors == 0
     passed_results = [r for r in results if r.passed]
     valid = [r for r in results if r.valid]
-    total_cost = sum(r.usage.cost_usd for r in results)
+    total_cost = _measured_sum(r.usage.cost_usd for r in results)
 
     by_task: dict[str, list[TrialResult]] = defaultdict(list)
     for r in results:
@@ -328,7 +356,7 @@ def summarize(
                 "difficulty": info.difficulty,
                 "optimal_steps": info.optimal_steps,
                 "efficiency": efficiency,
-                "cost_usd": sum(r.usage.cost_usd for r in rs),
+                "cost_usd": _measured_sum(r.usage.cost_usd for r in rs),
                 "mean_score": stats.mean([r.score for r in rs if r.valid]),
             }
         )
@@ -361,7 +389,11 @@ def summarize(
         "untraced_trials": sum(1 for r in results if not r.trace_id),
         "error_rate": error_rate,
         "max_error_rate": max_error_rate,
+        "grader_errors": grader_errors,
         "valid": valid_run,
+        "invalid_reasons": invalid_reasons(
+            error_rate, max_error_rate, missing, expected, grader_errors
+        ),
         "safety_violations": _violations(results),
         "tool_use": _tool_use(results),
         "judges": _judges(results),
@@ -373,13 +405,20 @@ def summarize(
         },
         "cost": {
             "total_usd": total_cost,
-            "per_passed_trial_usd": total_cost / len(passed_results) if passed_results else None,
-            "per_trial_usd": _distribution([r.usage.cost_usd for r in valid]),
+            "per_passed_trial_usd": total_cost / len(passed_results)
+            if passed_results and total_cost is not None
+            else None,
+            "per_trial_usd": _distribution(_measured(r.usage.cost_usd for r in valid)),
+            "measured_trials": sum(r.usage.cost_usd is not None for r in results),
             "currency": dict(currency) if currency else None,
         },
-        "tokens": _distribution([float(r.usage.total_tokens) for r in valid]),
+        "tokens": {
+            **_distribution(_measured(r.usage.total_tokens for r in valid)),
+            "measured_trials": sum(r.usage.total_tokens is not None for r in results),
+        },
         "tool_calls": _distribution([r.metrics.get("tool_calls", 0.0) for r in valid]),
         "latency_s": _distribution([r.latency_s for r in valid]),
+        "simulated_s": _distribution([r.simulated_s for r in valid]),
         "per_task": per_task,
         "slices": slices,
     }

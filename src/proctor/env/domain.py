@@ -8,6 +8,7 @@ receives the ToolContext (identity, clock, seeded RNG).
 
 from __future__ import annotations
 
+import copy
 import inspect
 import random
 from collections.abc import Callable
@@ -210,6 +211,16 @@ class Domain:
         """Register a domain-specific outcome check, run on every trial of this domain."""
         self.checks.append(fn)
         return fn
+
+    def snapshot(self) -> Domain:
+        """A copy whose state and tables no one else holds (tools, checks, rules), for a
+        run's trials: the module's Domain object can change without changing them."""
+        twin = copy.copy(self)
+        twin.base_state = copy_json(self.base_state)
+        twin.tools = {name: copy.copy(tool) for name, tool in self.tools.items()}
+        twin.checks = list(self.checks)
+        twin._authorizers = list(self._authorizers)
+        return twin
 
     def initial_state(self, task: Task) -> State:
         """A private deep copy: the domain's base state overlaid with the task's state.

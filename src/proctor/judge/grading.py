@@ -156,8 +156,17 @@ class Judging:
         metrics = {
             "judge_calls": float(calls),
             "judge_cache_hits": float(hits),
-            "judge_input_tokens": float(usage.input_tokens),
-            "judge_output_tokens": float(usage.output_tokens),
-            "judge_cost_usd": usage.cost_usd,
+            **judge_usage(usage),
         }
         return checks, metrics
+
+
+def judge_usage(usage: Usage) -> dict[str, float]:
+    """The judges' tokens and cost as trial metrics; a figure no call reported is left
+    out ("not measured"), never written as 0."""
+    figures = {
+        "judge_input_tokens": usage.input_tokens,
+        "judge_output_tokens": usage.output_tokens,
+        "judge_cost_usd": usage.cost_usd,
+    }
+    return {name: float(value) for name, value in figures.items() if value is not None}

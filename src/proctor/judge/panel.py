@@ -142,7 +142,7 @@ class JudgePanel:
             confidence,
             members,
             usage,
-            usage.model_calls,
+            usage.model_calls or 0,  # none recorded: no new call
             len(found) - len(new),
         )
 
@@ -169,5 +169,5 @@ class JudgePanel:
         for w in ("1", "2"):
             if 2 * votes[w] > len(prefs):
                 winner = "1" if w == "1" else "2"
-        calls = sum(p.usage.model_calls for p, cached in found if not cached)
+        calls = sum(p.usage.model_calls or 0 for p, cached in found if not cached)
         return winner, prefs, calls

@@ -38,6 +38,7 @@ from proctor.report import plots
 from proctor.report.embed import script_json, trial_payload
 from proctor.report.figures import Headline, headline, quality_note
 from proctor.report.fmt import (
+    NOT_MEASURED,
     count,
     interval,
     metric_interval,
@@ -134,11 +135,21 @@ def _cards(h: Headline) -> list[dict[str, str]]:
         {"label": "safety violations", "value": str(h.violations), "note": h.severity_text()},
         {
             "label": "cost per passed trial",
-            "value": money(h.cost_per_passed_trial, h.currency),
-            "note": f"total {money(h.total_cost, h.currency)}",
+            "value": money(h.cost_per_passed_trial, h.currency)
+            if h.cost_measured
+            else NOT_MEASURED,
+            "note": f"total {money(h.total_cost, h.currency)}"
+            if h.cost_measured
+            else "no cost reported",
         },
         {"label": "p95 tool calls", "value": count(h.p95_tool_calls), "note": "per trial"},
-        {"label": "p95 latency", "value": secs(h.p95_latency), "note": "per trial"},
+        {
+            "label": "p95 latency",
+            "value": secs(h.p95_latency),
+            "note": f"per trial; {secs(h.p95_simulated)} of it simulated"
+            if h.p95_simulated
+            else "per trial",
+        },
         {"label": "errors / timeouts", "value": f"{h.errors} / {h.timeouts}", "note": ""},
     ]
 

@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from proctor.report.figures import Headline, consistency, headline, quality_note
-from proctor.report.fmt import count, interval, money, pct, secs, value
+from proctor.report.fmt import NOT_MEASURED, count, interval, money, pct, secs, value
 from proctor.report.human import human_sentence
 from proctor.report.inputs import ReportInputs, gate_line, where_text
 from proctor.report.judges import judge_statements
@@ -172,12 +172,27 @@ def _cost(inputs: ReportInputs, h: Headline) -> list[str]:
         if h.cost_per_passed_trial is None
         else f"{money(h.cost_per_passed_trial, h.currency)} per passed trial"
     )
+    cost = (
+        f"Total {money(h.total_cost, h.currency)} for {_n(s['trials'], 'trial')}; {per_success}"
+        if h.cost_measured
+        else f"Cost {NOT_MEASURED} (no trial reported one)"
+    )
+    tokens = (
+        f"{count(s['tokens']['mean'])} tokens on average"
+        if h.tokens_measured
+        else f"tokens {NOT_MEASURED}"
+    )
+    simulated = (
+        f" Of a trial's time, p95 {secs(h.p95_simulated)} was simulated (tool latencies, "
+        "injected faults, waits), not timed."
+        if h.p95_simulated
+        else ""
+    )
     return [
         "## Cost and time",
         "",
-        f"Total {money(h.total_cost, h.currency)} for {_n(s['trials'], 'trial')}; {per_success}; "
-        f"per trial, p95 latency {secs(h.p95_latency)} and p95 "
-        f"{count(h.p95_tool_calls)} tool calls; {count(s['tokens']['mean'])} tokens on average.",
+        f"{cost}; per trial, p95 latency {secs(h.p95_latency)} and p95 "
+        f"{count(h.p95_tool_calls)} tool calls; {tokens}.{simulated}",
     ]
 
 

@@ -14,11 +14,26 @@ from rich.text import Text
 
 from proctor.decide.summary import TOOL_METRICS, headline_k
 from proctor.report.figures import incomplete_note, quality_note
-from proctor.report.fmt import money, num, pct, value
+from proctor.report.fmt import NOT_MEASURED, invalid_why, money, num, pct, value
 
 
 def plain(value: Any) -> Text:
     return Text("".join(ch if ch.isprintable() else "?" for ch in str(value)))
+
+
+def cost_text(summary: dict[str, Any]) -> str:
+    """Cost per passed trial; "not measured" when no trial reported a cost."""
+    cost = summary["cost"]
+    if cost.get("measured_trials", 1) == 0:  # older summaries lack the count
+        return NOT_MEASURED
+    return money(cost.get("per_passed_trial_usd"), cost.get("currency"))
+
+
+def latency_text(summary: dict[str, Any]) -> str:
+    """p95 latency, and how much of a trial's time was simulated rather than timed."""
+    text = num(summary["latency_s"]["p95"], "{:.2f} s")
+    simulated = (summary.get("simulated_s") or {}).get("p95")
+    return f"{text} ({simulated:.2f} s simulated)" if simulated else text
 
 
 def headline(summary: dict[str, Any]) -> Table:
@@ -63,26 +78,21 @@ def headline(summary: dict[str, Any]) -> Table:
                 f"{efficiency['tasks']} tasks)",
             )
         )
-    cost = summary["cost"]
     rows += [
         ("safety violations", f"{violations['total']} ({sev})"),
         (
             "errors / timeouts",
             f"{summary['errors']} / {summary['timeouts']}"
-            + ("" if summary["valid"] else "   RUN INVALID"),
+            + ("" if summary["valid"] else f"   RUN INVALID: {invalid_why(summary)}"),
         ),
         (
             "tool precision / recall / args",
             " / ".join(pct(tool[m]) for m in TOOL_METRICS),
         ),
-        (
-            "cost per passed trial",
-            money(cost.get("per_passed_trial_usd"), cost.get("currency")),
-        ),
+        ("cost per passed trial", cost_text(summary)),
         (
             "p95 tool calls / latency",
-            f"{num(summary['tool_calls']['p95'], '{:.0f}')} / "
-            f"{num(summary['latency_s']['p95'], '{:.2f} s')}",
+            f"{num(summary['tool_calls']['p95'], '{:.0f}')} / {latency_text(summary)}",
         ),
     ]
     flagged = quality_note(summary)

@@ -17,8 +17,8 @@ from proctor.core.outcome import Outcome
 from proctor.core.results import TrialResult, verdict
 from proctor.core.trace import Trace
 from proctor.judge.base import JudgeError
-from proctor.judge.grading import Judging
-from proctor.run.trial import CRASH_CHECK
+from proctor.judge.grading import Judging, judge_usage
+from proctor.run.trial import CRASH_CHECK, PROTOCOL_CHECK
 from proctor.tasks.models import Task
 from proctor.tasks.rubrics import Rubric
 
@@ -30,7 +30,7 @@ def needs_judging(result: TrialResult, rubrics: Sequence[Rubric]) -> bool:
     return (
         bool(rubrics)
         and result.status in ("passed", "failed")
-        and not any(c.name == CRASH_CHECK for c in result.checks)
+        and not any(c.name in (CRASH_CHECK, PROTOCOL_CHECK) for c in result.checks)
     )
 
 
@@ -51,10 +51,8 @@ async def apply_judges(
         result.metrics = {
             **result.metrics,
             "judge_error": 1.0,
-            "judge_calls": float(spent.model_calls),
-            "judge_input_tokens": float(spent.input_tokens),
-            "judge_output_tokens": float(spent.output_tokens),
-            "judge_cost_usd": spent.cost_usd,
+            "judge_calls": float(spent.model_calls or 0),
+            **judge_usage(spent),
         }
         return
     result.checks = [*result.checks, *checks]

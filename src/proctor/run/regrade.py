@@ -7,7 +7,8 @@ the old and new verdicts stay side by side and `proctor compare OLD NEW` shows w
 change did. Regraded trials share their source's trace in the store (no copy).
 
 A status decided before grading stands: a timeout, an infrastructure error, an agent
-crash (its `agent_crashed` check is kept). A trial whose graders raised is graded again.
+crash or protocol error (the checks the harness added are kept, as is a failed
+`trace_integrity`). A trial whose graders raised is graded again.
 An imported session that carried no final state is regraded without state checks, as it
 was graded on import.
 """
@@ -31,7 +32,7 @@ from proctor.grade.registry import grader_versions
 from proctor.grade.state import state_recorded, without_state_checks
 from proctor.run.judging import JUDGE_ERROR, apply_judges, needs_judging
 from proctor.run.runner import task_infos
-from proctor.run.trial import CRASH_CHECK, GRADER_ERROR, judge
+from proctor.run.trial import CRASH_CHECK, GRADER_ERROR, HARNESS_CHECKS, PROTOCOL_CHECK, judge
 from proctor.store.sqlite import Store, StoredTrial
 
 if TYPE_CHECKING:
@@ -120,7 +121,7 @@ def regrade(
 
     store.begin()
     try:
-        for stored in store.graded_trials(source["run_id"], CRASH_CHECK):
+        for stored in store.graded_trials(source["run_id"], HARNESS_CHECKS):
             batch.append((_regraded(stored, run_id, members), stored))
             if len(batch) == BATCH:
                 write_batch()
@@ -152,13 +153,15 @@ def _regraded(stored: StoredTrial, run_id: str, members: dict[str, SuiteTask]) -
         status=before.status,
         usage=before.usage,
         latency_s=before.latency_s,
+        simulated_s=before.simulated_s,
         trace_id=before.trace_id,
         error=before.error,
     )
     if stored.outcome is None:  # a trial lost with its worker: nothing to grade
+        result.checks = stored.kept
         return result
     grader_broke = (before.error or "").startswith((GRADER_ERROR, JUDGE_ERROR))
-    decided = stored.crash is not None or (
+    decided = any(c.name in (CRASH_CHECK, PROTOCOL_CHECK) for c in stored.kept) or (
         before.status in ("timeout", "error") and not grader_broke
     )
     member = members[before.task_id]
@@ -168,8 +171,13 @@ def _regraded(stored: StoredTrial, run_id: str, members: dict[str, SuiteTask]) -
     ctx = GradeContext(
         task, stored.trace, stored.outcome, before.usage, before.latency_s, member.domain
     )
-    extra = [stored.crash] if stored.crash is not None else []
-    judge(result, ctx, extra, before.status if decided else None, before.error if decided else None)
+    judge(
+        result,
+        ctx,
+        stored.kept,
+        before.status if decided else None,
+        before.error if decided else None,
+    )
     return result
 
 

@@ -27,6 +27,7 @@ from proctor.run.manifest import build_manifest
 from proctor.run.resume import resumed_manifest
 from proctor.run.source import TrialSource
 from proctor.run.trial import TrialRecord, TrialSpec, trial_seed
+from proctor.store.health import StoreError
 from proctor.tasks.models import Fault
 
 if TYPE_CHECKING:
@@ -138,9 +139,15 @@ class Runner:
             filters=filters or {},
             faults=[f.model_dump(exclude_none=True) for f in self.faults],
         )
+        # Copies made before any agent runs: an agent that reaches a domain's module
+        # (sys.modules) and changes its Domain cannot change another trial's world.
+        self._domains = {id(t.domain): t.domain for t in suite.tasks}
+        self._domains = {key: domain.snapshot() for key, domain in self._domains.items()}
         if currency is not None:
             self.manifest["currency"] = currency.to_dict()
         self.done: set[tuple[str, int]] = set()
+        #: The run is in the store (created, or reopened to resume): `--resume` finds it.
+        self.recorded = False
         if stored is not None and store is not None:
             self.manifest = resumed_manifest(stored, self.manifest)
             self.done = store.trial_keys(self.run_id)
@@ -165,9 +172,13 @@ class Runner:
             for i in range(self.trials):
                 if (t.id, i) not in self.done:
                     seed = trial_seed(self.seed, t.id, i)
-                    yield TrialSpec(self.run_id, t.task, t.domain, i, seed, self.faults)
+                    domain = self._domains[id(t.domain)]
+                    yield TrialSpec(self.run_id, t.task, domain, i, seed, self.faults)
 
     async def run_async(self, progress: ProgressFn | None = None) -> RunReport:
+        """Run the trials not stored yet. A run that cannot finish (the agent's process
+        exits, the store fails, Ctrl-C) is stored as `interrupted` when the store still
+        takes writes, and the cause is raised; what was committed stays for `--resume`."""
         store, tally = self.store, Tally()
         kept: list[TrialResult] | None = [] if store is None else None
         if store is not None and self.resume:
@@ -176,9 +187,9 @@ class Runner:
                 tally.add(result)
         elif store is not None:
             store.create_run(self.run_id, self.manifest)
+        self.recorded = True
         ctx = RunContext(self.agent, self.timeout_s, self.concurrency, self.source)
         commits = _GroupCommit(store) if store is not None else None
-        status = "interrupted"
 
         def accept(record: TrialRecord) -> None:
             if commits is not None:
@@ -191,56 +202,95 @@ class Runner:
 
         judged = _JudgeLanes(self, accept)
         try:
-            async with aclosing(stream(self.executor, ctx, self.specs())) as records:
-                async for record in records:
-                    await judged.submit(record)
-            await judged.drain()
-            status = "completed"
-        finally:
-            judged.abandon()
+            try:
+                async with aclosing(stream(self.executor, ctx, self.specs())) as records:
+                    async for record in records:
+                        await judged.submit(record)
+                await judged.drain()
+            finally:
+                judged.abandon()
             if commits is not None:
                 commits.flush()
-            summary = summary_with_scorecard(
-                self.run_id,
-                self.manifest,
-                tally.results,
-                task_infos(self.suite),
-                max_error_rate=self.max_error_rate,
-                config=self.scorecard,
-            )
-            if status == "completed" and not summary["valid"]:
-                status = "invalid"
-            summary["status"] = status
-            if store is not None:
-                store.finish_run(self.run_id, status, summary)
+        except BaseException:
+            if commits is not None:
+                commits.save()
+            self._finish(tally, "interrupted", quiet=True)
+            raise
+        summary = self._finish(tally, "completed")
         return RunReport(self.run_id, self.manifest, summary, kept, store)
+
+    def _finish(self, tally: Tally, status: str, *, quiet: bool = False) -> dict[str, Any]:
+        """The run's summary, stored with its status (`invalid` for a completed run that
+        is not valid). `quiet`: the run is failing already; a store that cannot take this
+        write (full, locked, damaged) leaves the run `running`, which resumes as well."""
+        summary = summary_with_scorecard(
+            self.run_id,
+            self.manifest,
+            tally.results,
+            task_infos(self.suite),
+            max_error_rate=self.max_error_rate,
+            config=self.scorecard,
+        )
+        if status == "completed" and not summary["valid"]:
+            status = "invalid"
+        summary["status"] = status
+        if self.store is not None:
+            try:
+                self.store.finish_run(self.run_id, status, summary)
+            except StoreError:
+                if not quiet:
+                    raise
+        return summary
 
     def run(self, progress: ProgressFn | None = None) -> RunReport:
         return asyncio.run(self.run_async(progress))
 
 
 class _GroupCommit:
-    """Trials written one by one (each atomically), committed together."""
+    """Trials written one by one (each atomically), committed together.
+
+    A commit that fails on its timer (a full disk) is raised by the next write or flush,
+    never lost in the event loop's log.
+    """
 
     def __init__(self, store: Store) -> None:
         self.store = store
         self.count = 0
         self.timer: asyncio.TimerHandle | None = None
+        self.failed: StoreError | None = None
 
     def write(self, record: TrialRecord) -> None:
+        if self.failed is not None:
+            raise self.failed
         if self.count == 0:
             self.store.begin()
-            self.timer = asyncio.get_running_loop().call_later(COMMIT_EVERY_S, self.flush)
+            self.timer = asyncio.get_running_loop().call_later(COMMIT_EVERY_S, self._on_time)
         self.store.write_trial(record.result, record.trace, record.answer, record.outcome)
         self.count += 1
         if self.count >= COMMIT_MAX:
             self.flush()
+
+    def _on_time(self) -> None:
+        try:
+            self.flush()
+        except StoreError as exc:
+            self.failed = exc
+
+    def save(self) -> None:
+        """On the way out of a failing run: commit what was written, or, if the store
+        cannot, drop the group (its trials are not stored; a resumed run redoes them)."""
+        try:
+            self.flush()
+        except StoreError:
+            self.store.rollback()
 
     def flush(self) -> None:
         if self.timer is not None:
             self.timer.cancel()
             self.timer = None
         self.count = 0
+        if self.failed is not None:
+            raise self.failed
         self.store.commit()
 
 
