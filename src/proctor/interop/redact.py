@@ -171,6 +171,11 @@ class Redactor:
             if isinstance(v, str | int | float) and len(str(v)) >= MIN_PROPAGATED
         )
 
+    def path_values(self, trace: Trace) -> frozenset[str]:
+        """The values at argument paths in a trial: redacted wherever else they appear
+        in it (and in what is made from it, such as a promoted task)."""
+        return self._literals(trace)
+
     # -- whole trials ----------------------------------------------------------------
 
     def trace(self, trace: Trace, literals: frozenset[str] | None = None) -> Trace:
