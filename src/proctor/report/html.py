@@ -41,13 +41,14 @@ from proctor.report.fmt import (
     value,
 )
 from proctor.report.inputs import ReportInputs, gate_line, where_text
+from proctor.report.program_html import program_section
 
 TraceLoader = Callable[[str, int], Trace]
 _TEMPLATES = files("proctor.report") / "templates"
 _RISK_RANK = {"low": 0, "medium": 1, "high": 2}
 
 
-def _csp_hash(text: str) -> str:
+def csp_hash(text: str) -> str:
     return "'sha256-" + base64.b64encode(hashlib.sha256(text.encode()).digest()).decode() + "'"
 
 
@@ -253,7 +254,7 @@ def render_html(inputs: ReportInputs, load_trace: TraceLoader) -> str:
     css = (_TEMPLATES / "report.css").read_text(encoding="utf-8")
     js = (_TEMPLATES / "report.js").read_text(encoding="utf-8")
     csp = (
-        f"default-src 'none'; script-src {_csp_hash(js)}; style-src {_csp_hash(css)}; "
+        f"default-src 'none'; script-src {csp_hash(js)}; style-src {csp_hash(css)}; "
         "base-uri 'none'; form-action 'none'"
     )
     env = Environment(
@@ -284,6 +285,7 @@ def render_html(inputs: ReportInputs, load_trace: TraceLoader) -> str:
             if (v["task_id"], v["trial"]) in order
         ],
         trials=blobs,
+        program=program_section(inputs.program) if inputs.program else None,
     )
 
 

@@ -34,6 +34,8 @@ class ReportInputs:
     comparison: dict[str, Any] | None = None
     gate: dict[str, Any] | None = None
     tasks: dict[str, TaskText] = field(default_factory=dict)
+    #: The evaluation program's figures (proctor.loop.program), when the caller has them.
+    program: dict[str, Any] | None = None
 
     @property
     def manifest(self) -> dict[str, Any]:

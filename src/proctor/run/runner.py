@@ -11,6 +11,7 @@ the last commit, and `resume` redoes exactly those, with the same seeds.
 from __future__ import annotations
 
 import asyncio
+import time
 import uuid
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import aclosing
@@ -148,6 +149,7 @@ class Runner:
 
     async def run_async(self, progress: ProgressFn | None = None) -> RunReport:
         store, tally = self.store, Tally()
+        started = time.perf_counter()
         kept: list[TrialResult] | None = [] if store is None else None
         if store is not None and self.resume:
             store.reopen_run(self.run_id, self.manifest)
@@ -183,6 +185,9 @@ class Runner:
             if status == "completed" and not summary["valid"]:
                 status = "invalid"
             summary["status"] = status
+            # The suite's wall time, an evaluation-program figure (proctor.loop.program);
+            # a resumed run counts this session's time only.
+            summary["wall_time_s"] = round(time.perf_counter() - started, 3)
             if store is not None:
                 store.finish_run(self.run_id, status, summary)
         return RunReport(self.run_id, self.manifest, summary, kept, store)
