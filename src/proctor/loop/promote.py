@@ -54,6 +54,7 @@ from proctor.interop.redact import Redactor
 from proctor.loop.failing import blocking_failures, failed_items, task_with
 from proctor.loop.world import state_slice, touched_paths
 from proctor.store.sqlite import RunNotFound, Store
+from proctor.tasks.loader import load_task_file
 from proctor.tasks.models import Fault, PathAssertion, Task
 
 #: Tags every promoted task gets; `production` marks one promoted from a recorded session.
@@ -340,7 +341,8 @@ def build_task(
     fails = blocking_failures(promoted, domain, trial.trace, trial.outcome, r.latency_s)
     if not fails:
         raise PromoteError(f"the promoted task passes the original trace of {r.task_id}#{r.trial}")
-    differences = replay_differences(promoted, domain, trial)
+    # what the trial recorded may hold what was redacted from the world: redacted too
+    differences = [redaction.text(d, "") for d in replay_differences(promoted, domain, trial)]
     if differences:
         data["metadata"]["promoted_from"]["replay_differences"] = differences
         promoted = Task.model_validate(data)
@@ -393,7 +395,8 @@ def _domain_file(domain: Domain) -> tuple[Path, str] | None:
 
 def _shim(domain: Domain, folder: Path) -> tuple[Path, str] | None:
     """A `domains/<name>.py` beside the task that loads the domain's file by path, as
-    examples/adversarial/domains/ does; None when the domain is found from there."""
+    examples/adversarial/domains/ does; None when the domain is found from there, or when
+    it is defined in no file (built in Python: its caller knows where it lives)."""
     try:
         if resolve_domain(domain.name, folder, folder) is domain:
             return None
@@ -401,7 +404,7 @@ def _shim(domain: Domain, folder: Path) -> tuple[Path, str] | None:
         pass
     found = _domain_file(domain)
     if found is None:
-        raise PromoteError(f"cannot find the file defining domain {domain.name!r}")
+        return None
     source, attr = found
     shim = folder / "domains" / f"{domain.name}.py"
     relative = Path(os.path.relpath(source.resolve(), shim.parent.resolve())).as_posix()
@@ -413,6 +416,18 @@ def _shim(domain: Domain, folder: Path) -> tuple[Path, str] | None:
         f"{domain.name} = _source.{attr}\n"
     )
     return shim, text
+
+
+def _loads(path: Path, domain: Domain) -> None:
+    """The written file reads back as a task of `domain`'s tools (SpecError if not)."""
+    [loaded] = load_task_file(path)
+    unknown = [(loc, t) for loc, t in loaded.task.referenced_tools() if t not in domain.tools]
+    if unknown:
+        loc, tool = unknown[0]
+        problem = (path, loaded.line_at(loc), loaded.field_name(loc), f"unknown tool {tool!r}")
+        raise SpecError([problem])
+    if _domain_file(domain) is not None:  # findable from the file, as `proctor run` needs
+        load_suite([path])
 
 
 def promote(
@@ -457,7 +472,7 @@ def promote(
             encoding="utf-8",
         )
         written.append(path)
-        load_suite([path])
+        _loads(path, member.domain)
     except (SpecError, OSError) as exc:
         for p in written:
             p.unlink(missing_ok=True)

@@ -9,13 +9,15 @@ compares like with like (docs/architecture.md, Flow):
   entity: the tool's `entity` argument, else an argument named `id` or `*_id` both share;
 - **repeated**: an identical call made again after its result came back;
 - **denied**: a proposal the policy refused (a `policy_decision` that did not allow it,
-  or a `denied` / `forbidden` error);
+  a `denied` / `forbidden` error, or, in a log that records only error texts, an error
+  saying permission was denied);
 - **abandoned**: no final answer;
 - latency, cost, and the outcome where it is observable (graded, or logged).
 """
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
@@ -27,6 +29,7 @@ from proctor.grade.trajectory import duplicate_calls
 from proctor.run.trial import usage_of
 
 DENIED_CODES = frozenset({"denied", "forbidden"})
+DENIAL = re.compile(r"(?i)\b(permission denied|access denied|not (authori[sz]ed|allowed))\b")
 _TRUE = frozenset({"true", "yes", "1", "success", "succeeded", "resolved", "passed", "ok"})
 _FALSE = frozenset({"false", "no", "0", "failure", "failed", "unresolved", "error"})
 
@@ -121,6 +124,11 @@ def read_signals(
         for e in trace.of_kind("policy_decision")
     ]
     denied = {c.call_id for c in calls if c.denied or c.error_code in DENIED_CODES}
+    denied |= {
+        str(e.data.get("call_id"))
+        for e in trace.of_kind("tool_error")
+        if DENIAL.search(str(e.data.get("error", "")))
+    }
     return {
         "escalated": any(c.attempted and c.tool in escalation for c in calls),
         "undone": undone(calls, inverses, domain),
