@@ -6,6 +6,7 @@ import random
 from pathlib import Path
 from typing import Any
 
+import pytest
 from click.testing import CliRunner
 
 from proctor.cli import main
@@ -16,16 +17,13 @@ from proctor.grade.context import GradeContext
 from proctor.grade.registry import grader
 from proctor.health.flaky import check_differences, flaky_tasks
 from proctor.tasks.models import Task
+from test_grader_registry import isolated  # noqa: F401  (registrations vanish after)
 from trial_run import order_desk
 
 EXAMPLES = Path(__file__).resolve().parents[1] / "examples"
 _unseeded = random.Random()  # what a careless grader does: no seed, no trial RNG
 
 
-@grader(
-    "coin_flip_probe",
-    applies=lambda task: task.metadata.get("probe") == "coin",
-)
 def coin_flip(ctx: GradeContext) -> list[Check]:
     """A planted nondeterministic grader: its verdict is a coin flip."""
     return [Check("coin_flip", "answer", _unseeded.random() < 0.5)]
@@ -52,7 +50,9 @@ def suite(tasks: int, probe: str | None) -> Suite:
     return Suite.from_tasks("flaky", specs, [order_desk("flakydesk", {"A": {"status": "placed"}})])
 
 
+@pytest.mark.usefixtures("isolated")
 def test_a_planted_nondeterministic_grader_is_caught_with_its_check() -> None:
+    grader("coin_flip_probe", applies=lambda task: task.metadata.get("probe") == "coin")(coin_flip)
     # 20 trials of the probed task: the chance that 20 coin flips agree across two runs
     # by luck is 2**-20.
     report = flaky_tasks(suite(3, "coin"), agent, seed=5, trials=20)

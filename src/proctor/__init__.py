@@ -73,6 +73,11 @@ _EXPORTS = {
     "load_rules": "proctor.decide.gate",
     "ScorecardConfig": "proctor.decide.scorecard",
     "load_scorecard": "proctor.decide.scorecard",
+    # production and the suite's own tests
+    "promote": "proctor.loop.promote",
+    "mutate_suite": "proctor.health.mutate",
+    "flaky_tasks": "proctor.health.flaky",
+    "reenact": "proctor.env.reenact",
 }
 
 __all__ = [
@@ -120,6 +125,7 @@ __all__ = [
     "Usage",
     "__version__",
     "compare_runs",
+    "flaky_tasks",
     "grader",
     "load_agent",
     "load_module_from_path",
@@ -128,6 +134,9 @@ __all__ = [
     "load_scorecard",
     "load_suite",
     "match_trajectory",
+    "mutate_suite",
+    "promote",
+    "reenact",
     "stats",
     "summarize",
 ]
@@ -180,9 +189,13 @@ if TYPE_CHECKING:
         load_module_from_path,
         load_suite,
     )
+    from proctor.env.reenact import reenact
     from proctor.grade.context import GradeContext
     from proctor.grade.match import match_trajectory
     from proctor.grade.registry import grader
+    from proctor.health.flaky import flaky_tasks
+    from proctor.health.mutate import mutate_suite
+    from proctor.loop.promote import promote
     from proctor.run import Runner
     from proctor.store import Store
     from proctor.store.export import RunData, load_run
