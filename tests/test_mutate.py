@@ -69,7 +69,7 @@ async def reference_agent(input: Any, toolbox: Toolbox) -> str:
     for tool in ("orders.get", "orders.cancel"):
         toolbox.record_model_call(model="m", input_tokens=100, output_tokens=10, cost_usd=0.001)
         await toolbox.call(tool, {"order_id": "A-1"})
-    return "Order A-1 is cancelled."
+    return "Order A-1: done."  # no claim phrase: the default claim checks stay silent
 
 
 #: kind -> (the expectation meant to kill it, the checks it fails).

@@ -10,7 +10,7 @@ A difference between two rates or two distributions is read with a test, not by 
   distributions, so one slow outlier does not decide it as it would a mean.
 
 Across the many figures and slices a monitor tests, p-values are Holm-adjusted
-(proctor.decide.stats.holm) before anything is called drift.
+(proctor.decide.paired.holm) before anything is called drift.
 """
 
 from __future__ import annotations

@@ -24,6 +24,7 @@ from typing import Any
 from proctor.core.trace import Trace
 from proctor.decide import stats
 from proctor.decide.drift import fisher_exact, mann_whitney
+from proctor.decide.paired import holm
 from proctor.env.suite import Suite, SuiteTask
 from proctor.interop.grading import grade_session
 from proctor.interop.session import Session
@@ -92,7 +93,8 @@ def read_sessions(
         try:
             sessions += [(s, str(file)) for s in load_sessions(file, fmt)]
         except TraceInputError as exc:
-            skipped.append(Skipped(str(file), str(exc).removeprefix(f"{file}: ")))
+            why = str(exc).removeprefix(f"{file}:").strip()  # the file is named beside it
+            skipped.append(Skipped(str(file), f"line {why}" if why[:1].isdigit() else why))
     return sessions, skipped
 
 
@@ -282,7 +284,7 @@ def drift_tests(
                     "p": p,
                 }
             )
-    for row, adjusted in zip(rows, stats.holm([r["p"] for r in rows]), strict=True):
+    for row, adjusted in zip(rows, holm([r["p"] for r in rows]), strict=True):
         row["p_holm"] = adjusted
         row["drifted"] = adjusted < ALPHA
     return rows
