@@ -11,13 +11,13 @@ import pytest
 from click.testing import CliRunner
 
 from proctor.cli import main
-from proctor.env.domain import Domain, ToolError
 from proctor.env.suite import Suite
 from proctor.env.toolbox import Toolbox
 from proctor.run import Runner
 from proctor.store import Store
 from proctor.tasks.models import Task
 from test_browser import driver, errors, open_page  # noqa: F401  (Chromium, as the report tests)
+from trial_run import order_desk
 
 N = 60  # sessions, 20 a day over three days
 MAPPING = """\
@@ -151,25 +151,6 @@ def test_every_session_keeps_the_identifiers_that_join_it(tmp_path: Path) -> Non
 # -- a baseline run of the same task type, and drift ----------------------------------
 
 
-def proddesk() -> Domain:
-    desk = Domain("proddesk", base_state={"orders": {"A-0": {"status": "placed"}}})
-
-    @desk.tool("orders.get", entity="order_id")
-    def get(state: dict[str, Any], order_id: str) -> dict[str, Any]:
-        """Read an order."""
-        if order_id not in state["orders"]:
-            raise ToolError("no order", code="not_found")
-        return dict(state["orders"][order_id])
-
-    @desk.tool("orders.cancel", kind="write", entity="order_id")
-    def cancel(state: dict[str, Any], order_id: str) -> dict[str, Any]:
-        """Cancel an order."""
-        state["orders"][order_id]["status"] = "cancelled"
-        return {"status": "cancelled"}
-
-    return desk
-
-
 async def good_agent(input: Any, toolbox: Toolbox) -> str:
     await toolbox.call("orders.get", {"order_id": "A-0"})
     await toolbox.call("orders.cancel", {"order_id": "A-0"})
@@ -186,7 +167,9 @@ def baseline_run(db: Path) -> str:
             "expect": {"outcome": [{"path": "orders.A-0.status", "equals": "cancelled"}]},
         }
     )
-    suite = Suite.from_tasks("prod", [task], [proddesk()])
+    suite = Suite.from_tasks(
+        "prod", [task], [order_desk("proddesk", {"A-0": {"status": "placed"}})]
+    )
     with Store(db) as store:
         return Runner(suite, good_agent, trials=40, store=store).run().run_id
 

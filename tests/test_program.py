@@ -23,8 +23,11 @@ from proctor.loop.program import (
     judge_verdicts,
 )
 from proctor.store import Store
+from test_promote import promote_cancel
 
 SUPPORT = Path(__file__).resolve().parents[1] / "examples" / "support"
+#: The support agents that fix and repeat the careless cancel, as promotion tests use them.
+PROMOTE_TESTS = Path(__file__).resolve().parent / "test_promote.py"
 
 
 def invoke(*args: str) -> Any:
@@ -71,43 +74,23 @@ def test_judge_agreement_reads_judge_checks_and_human_labels() -> None:
     assert judge_agreement({}, human)["note"] == "no judge checks in the run"
 
 
-async def fixed(input: Any, toolbox: Any) -> str:
-    await toolbox.call("orders.get", {"order_id": "A-100"})
-    await toolbox.ask_user("Shall I cancel order A-100?")
-    await toolbox.call("orders.cancel", {"order_id": "A-100", "reason": "customer_request"})
-    return "Order A-100 has been cancelled."
-
-
 def test_a_promoted_failure_that_comes_back_is_caught_by_the_suite(tmp_path: Path) -> None:
     db, out = tmp_path / "p.db", tmp_path / "regression"
     careless = f"{SUPPORT / 'agents.py'}:careless"
     invoke("run", str(SUPPORT), "--agent", careless, "--store", str(db), "-q")
-    invoke(
-        "promote",
-        "latest",
-        "--task",
-        "cancel-eligible-order",
-        "--out",
-        str(out),
-        "--store",
-        str(db),
-        "--suite",
-        str(SUPPORT),
-    )
+    assert promote_cancel(db, out).exit_code == 0
     suite = load_suite(out)
     with Store(db) as store:
         assert incidents_caught(store, suite)["caught"] == 0  # the source run came before
     time.sleep(1.1)  # promotion dates have one-second resolution: later runs are later
-    invoke(
-        "run", str(out), "--agent", f"{Path(__file__).resolve()}:fixed", "--store", str(db), "-q"
-    )
+    invoke("run", str(out), "--agent", f"{PROMOTE_TESTS}:support_fixed", "--store", str(db), "-q")
     with Store(db) as store:
         assert incidents_caught(store, suite)["caught"] == 0  # the fix passes it
     invoke(
         "run",
         str(out),
         "--agent",
-        f"{Path(__file__).resolve()}:careless_again",
+        f"{PROMOTE_TESTS}:support_careless",
         "--store",
         str(db),
         "-q",
@@ -118,12 +101,6 @@ def test_a_promoted_failure_that_comes_back_is_caught_by_the_suite(tmp_path: Pat
     assert figure["caught"] == 1 and figure["promoted_tasks"] == 1
     assert figure["production_incidents_caught"] == 0  # promoted from a live trial
     assert figure["tasks"][0]["first_caught_in"] == latest
-
-
-async def careless_again(input: Any, toolbox: Any) -> str:
-    await toolbox.ask_user("Shall I cancel order A-100?")
-    await toolbox.call("orders.cancel", {"order_id": "A-100", "reason": "customer_request"})
-    return "Order A-100 has been cancelled."
 
 
 def test_runs_record_their_wall_time_and_the_report_shows_the_program(tmp_path: Path) -> None:

@@ -33,6 +33,14 @@ def invoke(*args: str) -> Any:
     return CliRunner().invoke(main, list(args))
 
 
+def promote_cancel(db: Path, out: Path, *extra: str) -> Any:
+    """`proctor promote latest` of the support example's cancel-eligible-order#0."""
+    return invoke(
+        "promote", "latest", "--task", "cancel-eligible-order", "--out", str(out),
+        "--store", str(db), "--suite", str(SUPPORT), *extra,
+    )  # fmt: skip
+
+
 def regrade_original(
     store: Store, run_id: str, task_id: str, trial: int, promoted: Any
 ) -> TrialResult:
@@ -68,18 +76,7 @@ def test_a_live_failure_becomes_a_task_that_fails_the_trace_and_passes_the_fix(
     careless = f"{SUPPORT / 'agents.py'}:careless"
     ran = invoke("run", str(SUPPORT), "--agent", careless, "--store", str(db), "-q")
     assert ran.exit_code == 0, ran.output
-    done = invoke(
-        "promote",
-        "latest",
-        "--task",
-        "cancel-eligible-order",
-        "--out",
-        str(out),
-        "--store",
-        str(db),
-        "--suite",
-        str(SUPPORT),
-    )
+    done = promote_cancel(db, out)
     assert done.exit_code == 0, done.output
     [written] = out.glob("*.yaml")
     assert invoke("validate", str(out)).exit_code == 0
@@ -164,22 +161,7 @@ def test_an_imported_openai_session_is_promoted_redacted_and_replays(tmp_path: P
     log.write_text(json.dumps(openai_session(state)) + "\n")
     graded = invoke("grade", str(log), "--suite", str(SUPPORT), "--store", str(db), "-q")
     assert graded.exit_code == 0, graded.output
-    done = invoke(
-        "promote",
-        "latest",
-        "--task",
-        "cancel-eligible-order",
-        "--out",
-        str(out),
-        "--store",
-        str(db),
-        "--suite",
-        str(SUPPORT),
-        "--reason",
-        "wrong_tool",
-        "--note",
-        "cancelled blind",
-    )
+    done = promote_cancel(db, out, "--reason", "wrong_tool", "--note", "cancelled blind")
     assert done.exit_code == 0, done.output
     [written] = out.glob("*.yaml")
     text = written.read_text()

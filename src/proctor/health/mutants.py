@@ -32,18 +32,6 @@ from proctor.grade.safety import find_secrets
 from proctor.tasks.models import AnyOf, CallPattern, Task
 from proctor.tasks.predicates import OneOf, Predicate, args_match
 
-KINDS = (
-    "drop_required_call",
-    "swap_required_order",
-    "corrupt_argument",
-    "add_forbidden_call",
-    "duplicate_write",
-    "claim_success_without_write",
-    "leak_planted_secret",
-    "obey_injected_instruction",
-    "exceed_budget",
-    "ungrounded_number",
-)
 MutationKind = Literal[
     "drop_required_call",
     "swap_required_order",
@@ -56,6 +44,7 @@ MutationKind = Literal[
     "exceed_budget",
     "ungrounded_number",
 ]
+KINDS: tuple[MutationKind, ...] = get_args(MutationKind)
 #: Most mutants of one kind per trial (calls to corrupt, tools to add).
 PER_KIND = 6
 #: How many times over the budget mutant repeats each model call.

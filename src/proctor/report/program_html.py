@@ -19,6 +19,11 @@ _TEMPLATE = files("proctor.report") / "templates" / "program.html.j2"
 _MISSING = "not given"
 
 
+def _note(figure: dict[str, Any] | None) -> str:
+    """Why a figure is missing: its own note, or that the caller did not give it."""
+    return str((figure or {}).get("note") or ("" if figure else _MISSING))
+
+
 def program_lines(program: dict[str, Any]) -> dict[str, Any]:
     """Each figure in words (value, note), shared by the HTML and Markdown reports."""
     cov = program.get("coverage")
@@ -29,27 +34,27 @@ def program_lines(program: dict[str, Any]) -> dict[str, Any]:
         "coverage": (
             f"{pct(cov['rate'])} of {cov['typed']} typed sessions" if cov and cov["typed"] else "—"
         ),
-        "coverage_note": (cov or {}).get("note") or ("" if cov else _MISSING),
+        "coverage_note": _note(cov),
         "agreement": (
             f"{pct(judge['agreement'])} agree, kappa {num(judge['kappa'])} "
             f"({judge['trials']} trials)"
             if judge and judge["trials"]
             else "—"
         ),
-        "agreement_note": (judge or {}).get("note") or ("" if judge else _MISSING),
+        "agreement_note": _note(judge),
         "wall": (
             f"{secs(wall['seconds'])} for {wall['trials']} trials"
             if wall and wall["seconds"] is not None
             else "—"
         ),
-        "wall_note": (wall or {}).get("note") or ("" if wall else _MISSING),
+        "wall_note": _note(wall),
         "incidents": (
             f"{inc['production_incidents_caught']} of {inc['from_production']} from production "
             f"({inc['caught']} of {inc['promoted_tasks']} promoted tasks caught)"
             if inc and inc["promoted_tasks"]
             else "—"
         ),
-        "incidents_note": (inc or {}).get("note") or ("" if inc else _MISSING),
+        "incidents_note": _note(inc),
         "untested": [t for t in (cov or {}).get("by_tag", []) if not t["in_suite"]],
         "caught": (inc or {}).get("tasks", []),
     }
