@@ -295,3 +295,30 @@ def test_the_page_in_chromium_runs_nothing_and_shows_the_payload(
     assert browser.execute_script("return document.querySelectorAll('#sessions img').length") == 0
     assert browser.execute_script("return document.querySelectorAll('#windows svg').length") == 1
     assert errors(browser) == []
+
+
+def test_otel_spans_are_monitored_graded_against_the_suite_and_timed(tmp_path: Path) -> None:
+    support = Path(__file__).resolve().parents[1] / "examples" / "support"
+    db, spans = tmp_path / "p.db", tmp_path / "spans" / "run.jsonl"
+    agent = f"{support / 'agents.py'}:careless"
+    for args in (
+        ["run", str(support), "--agent", agent, "--store", str(db), "-q"],
+        ["export-otel", "latest", "--out", str(spans), "--store", str(db), "--include-content"],
+    ):
+        done = CliRunner().invoke(main, args)
+        assert done.exit_code == 0, done.output
+    mapping = tmp_path / "map.yaml"
+    mapping.write_text("escalation: [handoff.human]\n")  # tags come from the suite's tasks
+    out = tmp_path / "m.json"
+    result = CliRunner().invoke(
+        main,
+        ["monitor", str(spans.parent), "--map", str(mapping), "--suite", str(support),
+         "--json", str(out), "--store", str(db)],
+    )  # fmt: skip
+    assert result.exit_code == 0, result.output
+    data = json.loads(out.read_text())
+    assert data["sessions"] == 3 and data["skipped"] == []
+    assert all(r["outcome_source"] == "graded" and r["time"] for r in data["records"])
+    assert data["overall"]["success"] == {"events": 0, "n": 3, "rate": 0.0}  # careless fails all
+    assert data["slices"]["tag:write"]["sessions"] == 1  # cancel-eligible-order's tags
+    assert data["program"]["coverage"]["rate"] == 1.0
