@@ -36,9 +36,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import yaml
-
-from proctor.core.documents import SpecError
+from proctor.core.documents import SpecError, dump_document
 from proctor.core.jsonvalues import canonical
 from proctor.core.outcome import Outcome
 from proctor.core.results import TrialResult
@@ -468,7 +466,7 @@ def promote(
             written.append(shim[0])
             promotion.shim = shim[0]
         path.write_text(
-            header + yaml.safe_dump(data, sort_keys=False, allow_unicode=True, width=100),
+            header + dump_document(data),
             encoding="utf-8",
         )
         written.append(path)
