@@ -17,6 +17,7 @@ from proctor.run import Runner
 from proctor.store import Store
 from proctor.tasks.models import Task
 from test_browser import driver, errors, open_page  # noqa: F401  (Chromium, as the report tests)
+from test_promote import adjudicate
 from trial_run import order_desk
 
 N = 60  # sessions, 20 a day over three days
@@ -322,3 +323,15 @@ def test_otel_spans_are_monitored_graded_against_the_suite_and_timed(tmp_path: P
     assert data["overall"]["success"] == {"events": 0, "n": 3, "rate": 0.0}  # careless fails all
     assert data["slices"]["tag:write"]["sessions"] == 1  # cancel-eligible-order's tags
     assert data["program"]["coverage"]["rate"] == 1.0
+    assert all(r["review_label"] is None for r in data["records"])  # nobody labelled yet
+    with Store(db) as store:  # a reviewer adjudicates the trial one session came from
+        adjudicate(store, store.run("latest")["run_id"], "missing-order", 0, "false_claim", "x")
+    again = CliRunner().invoke(
+        main,
+        ["monitor", str(spans.parent), "--map", str(mapping), "--suite", str(support),
+         "--json", str(out), "--store", str(db)],
+    )  # fmt: skip
+    assert again.exit_code == 0, again.output
+    labelled = [r for r in json.loads(out.read_text())["records"] if r["review_label"]]
+    assert [r["task_id"] for r in labelled] == ["missing-order"]
+    assert labelled[0]["review_label"]["reason"] == "false_claim"

@@ -19,9 +19,11 @@ from proctor.env.suite import Suite, load_suite
 from proctor.env.toolbox import Toolbox
 from proctor.grade.context import GradeContext
 from proctor.loop.promote import PromoteError, ReviewNote, promote
+from proctor.review.auth import add_reviewer
 from proctor.run import Runner
 from proctor.run.trial import judge, usage_of
 from proctor.store import Store
+from proctor.store.labels import LabelRow, add_adjudication
 from proctor.tasks.models import Task
 from trial_run import run_member
 
@@ -284,3 +286,33 @@ def test_a_failure_no_expectation_states_is_refused(tmp_path: Path) -> None:
     with pytest.raises(PromoteError, match="no expectation of the task states"):
         promote(store, run.run_id, "crash", 0, suite, tmp_path / "out")
     assert not (tmp_path / "out").exists()
+
+
+def adjudicate(store: Store, run_id: str, task_id: str, trial: int, reason: str, note: str) -> None:
+    """What an adjudicator's label on the review desk stores."""
+    add_reviewer(store, "rita", "", adjudicator=True)
+    [(reviewer_id,)] = store.db.execute("SELECT id FROM reviewers WHERE name = 'rita'").fetchall()
+    label = LabelRow(
+        reviewer_id, "rita", run_id, task_id, trial, "fail", False, reason, note, False, "1", 0.0
+    )
+    add_adjudication(store.db, reviewer_id, label)
+
+
+def test_the_review_desk_s_adjudication_travels_into_the_description(tmp_path: Path) -> None:
+    db, out = tmp_path / "p.db", tmp_path / "out"
+    careless = f"{SUPPORT / 'agents.py'}:careless"
+    assert invoke("run", str(SUPPORT), "--agent", careless, "--store", str(db), "-q").exit_code == 0
+    with Store(db) as store:
+        run_id = store.run("latest")["run_id"]
+        adjudicate(store, run_id, "cancel-eligible-order", 0, "wrong_tool", "no lookup first")
+    assert promote_cancel(db, out).exit_code == 0
+    [written] = out.glob("*.yaml")
+    data = yaml.safe_load(written.read_text())
+    assert "Reviewer rita adjudicated it (fail): wrong_tool: no lookup first" in data["description"]
+    assert data["metadata"]["review"] == {
+        "reason": "wrong_tool",
+        "note": "no lookup first",
+        "reviewer": "rita",
+        "verdict": "fail",
+        "adjudicated": True,
+    }

@@ -29,6 +29,7 @@ from proctor.env.suite import Suite, SuiteTask
 from proctor.interop.grading import grade_session
 from proctor.interop.session import Session
 from proctor.interop.trace_files import TraceInputError, load_sessions
+from proctor.loop.desk_labels import labels_by_trace
 from proctor.loop.mapping import Mapping, TagRule
 from proctor.loop.signals import Signals, first_of, logged_outcome, parse_time, read_signals
 from proctor.store.export import RunData
@@ -316,6 +317,10 @@ def monitor(inputs: MonitorInputs) -> tuple[dict[str, Any], list[Signals]]:
         records.append(
             session_signals(session, source, inputs.mapping, members.get(task_id or ""), i)
         )
+    if inputs.store is not None:  # the review desk's label of the trial a session became
+        labels = labels_by_trace(inputs.store, [r.trace_id for r in records])
+        for r in records:
+            r.review_label = labels.get(r.trace_id)
     if not any(r.tags or r.task_id in members for r in records):
         raise MonitorError(
             f"{inputs.mapping_path or 'the mapping'}: maps nothing: none of the {len(records)} "

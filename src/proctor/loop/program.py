@@ -2,8 +2,9 @@
 
 - **coverage**: of the production sessions that have a task type (a tag), the share
   whose type the suite has a task for, and the types it has none for;
-- **judge–human agreement**: on trials both a judge and a person verdicted, the share
-  where they agree and Cohen's kappa (agreement beyond what chance gives);
+- **judge–human agreement**: on trials both a judge and a person verdicted (the review
+  desk's final labels), the share where they agree and Cohen's kappa (agreement beyond
+  what chance gives);
 - **the suite's wall time**: how long a run of it took (`wall_time_s` in run summaries);
 - **incidents first caught by the suite**: promoted tasks (`metadata.promoted_from`, see
   proctor.loop.promote) whose failure appeared again in a run made after the promotion:
@@ -22,6 +23,7 @@ from typing import Any
 
 from proctor.core.results import TrialResult
 from proctor.env.suite import Suite
+from proctor.review.agreement import cohen_kappa
 from proctor.store.sqlite import Store
 
 
@@ -43,18 +45,6 @@ def coverage(session_tags: Sequence[Sequence[str]], suite_tags: Iterable[str]) -
     }
 
 
-def cohen_kappa(pairs: Sequence[tuple[bool, bool]]) -> float | None:
-    """Cohen's kappa of two raters' pass/fail verdicts (None when chance agreement is
-    total, as when both always say the same thing)."""
-    n = len(pairs)
-    if not n:
-        return None
-    observed = sum(a == b for a, b in pairs) / n
-    first, second = sum(a for a, _ in pairs) / n, sum(b for _, b in pairs) / n
-    chance = first * second + (1 - first) * (1 - second)
-    return None if chance == 1 else (observed - chance) / (1 - chance)
-
-
 def judge_verdicts(results: Iterable[TrialResult]) -> dict[tuple[str, int], bool]:
     """Per trial with judge checks: did every judge check pass?"""
     out: dict[tuple[str, int], bool] = {}
@@ -70,6 +60,7 @@ def judge_agreement(
 ) -> dict[str, Any]:
     """Agreement of judges and people on the trials both verdicted."""
     pairs = [(judged[k], human[k]) for k in sorted(judged.keys() & human.keys())]
+    kappa = cohen_kappa([a for a, _ in pairs], [b for _, b in pairs])
     note = None
     if not judged:
         note = "no judge checks in the run"
@@ -80,7 +71,7 @@ def judge_agreement(
     return {
         "trials": len(pairs),
         "agreement": sum(a == b for a, b in pairs) / len(pairs) if pairs else None,
-        "kappa": cohen_kappa(pairs),
+        "kappa": kappa,
         "note": note,
     }
 

@@ -12,8 +12,9 @@ grade`), `promote` writes a task file holding what the failure needs and nothing
 - the expectations the trial failed (proctor.loop.failing), with the task's robustness
   settings;
 - provenance in `metadata.promoted_from` (run, trial, trace id, dates, source, agent,
-  failed checks) and, when a reviewer adjudicated the failure, their reason code and note
-  in the description.
+  failed checks) and, when people labelled the failure on the review desk (its final
+  label: adjudicated, or the reviewers agreeing), their reason code and note in the
+  description; `--reason` and `--note` give them by hand.
 
 Redaction applies to everything the file takes from the trial or its world (prompt,
 replies, state): secrets and personal values are replaced, except values the task needs
@@ -49,6 +50,7 @@ from proctor.env.user import is_affirmative
 from proctor.grade.context import ToolCall, calls_from_trace
 from proctor.grade.state import state_recorded
 from proctor.interop.redact import Redactor
+from proctor.loop.desk_labels import final_label, review_truth
 from proctor.loop.failing import blocking_failures, failed_items, task_with
 from proctor.loop.world import state_slice, touched_paths
 from proctor.store.sqlite import RunNotFound, Store
@@ -68,11 +70,25 @@ class PromoteError(ValueError):
 
 @dataclass(frozen=True)
 class ReviewNote:
-    """A reviewer's adjudication of the failure: it travels into the description."""
+    """A reviewer's verdict on the failure: it travels into the description. Read from
+    the review desk's final label of the trial, or given (`--reason`, `--note`)."""
 
     reason: str
     note: str = ""
     reviewer: str = ""
+    verdict: str = ""
+    adjudicated: bool = False
+
+    @classmethod
+    def of(cls, label: dict[str, Any]) -> ReviewNote:
+        """From a final label (proctor.loop.desk_labels.final_label)."""
+        return cls(
+            str(label["reason"]),
+            str(label["note"]),
+            str(label["reviewer"]),
+            str(label["verdict"]),
+            bool(label["adjudicated"]),
+        )
 
 
 @dataclass
@@ -245,7 +261,9 @@ def _description(trial: _Trial, failed: list[str], review: ReviewNote | None) ->
     )
     if review is not None:
         who = f" {review.reviewer}" if review.reviewer else ""
-        text += f" Reviewer{who} adjudicated it: {review.reason}"
+        how = "adjudicated" if review.adjudicated or not review.verdict else "labelled"
+        verdict = f" ({review.verdict})" if review.verdict else ""
+        text += f" Reviewer{who} {how} it{verdict}: {review.reason}"
         text += f": {review.note}" if review.note else "."
     return text
 
@@ -327,11 +345,7 @@ def build_task(
         "redaction": {"kept": list(redaction.kept.values()), "replaced_texts": redaction.replaced},
     }
     if review is not None:
-        data["metadata"]["review"] = {
-            "reason": review.reason,
-            "note": review.note,
-            "reviewer": review.reviewer,
-        }
+        data["metadata"]["review"] = {k: v for k, v in vars(review).items() if v not in ("", False)}
     try:
         promoted = Task.model_validate(data)
     except ValueError as exc:
@@ -444,6 +458,9 @@ def promote(
     is not found from there); raises PromoteError, writing nothing, when it cannot."""
     stored = _stored_trial(store, run_ref, task_id, trial)
     member = _member(suite, stored)
+    if review is None:  # the review desk's final label of the trial, if people gave one
+        label = final_label(review_truth(store, stored.run["run_id"]), task_id, trial)
+        review = ReviewNote.of(label) if label is not None else None
     data, promotion = build_task(
         stored, member, redactor or Redactor(), new_id=new_id, review=review
     )
