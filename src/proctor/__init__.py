@@ -73,6 +73,11 @@ _EXPORTS = {
     "load_rules": "proctor.decide.gate",
     "ScorecardConfig": "proctor.decide.scorecard",
     "load_scorecard": "proctor.decide.scorecard",
+    # judges
+    "ChatJudge": "proctor.judge",
+    "JudgeView": "proctor.judge",
+    "ScriptedJudge": "proctor.judge",
+    "Rubric": "proctor.tasks.rubrics",
     # production and the suite's own tests
     "promote": "proctor.loop.promote",
     "mutate_suite": "proctor.health.mutate",
@@ -85,6 +90,7 @@ __all__ = [
     "AgentInput",
     "AgentResult",
     "ChatAgent",
+    "ChatJudge",
     "Check",
     "Decision",
     "Domain",
@@ -92,6 +98,7 @@ __all__ = [
     "GradeContext",
     "Identity",
     "InfrastructureError",
+    "JudgeView",
     "LangGraphAgent",
     "Misbehaviour",
     "OpenAIAgentsAgent",
@@ -99,10 +106,12 @@ __all__ = [
     "Pairing",
     "Plan",
     "PydanticAIAgent",
+    "Rubric",
     "RunData",
     "Runner",
     "ScorecardConfig",
     "ScriptedAgent",
+    "ScriptedJudge",
     "Session",
     "SmolAgent",
     "SpecError",
@@ -195,8 +204,10 @@ if TYPE_CHECKING:
     from proctor.grade.registry import grader
     from proctor.health.flaky import flaky_tasks
     from proctor.health.mutate import mutate_suite
+    from proctor.judge import ChatJudge, JudgeView, ScriptedJudge
     from proctor.loop.promote import promote
     from proctor.run import Runner
     from proctor.store import Store
     from proctor.store.export import RunData, load_run
     from proctor.tasks import Identity, Task
+    from proctor.tasks.rubrics import Rubric
