@@ -78,6 +78,11 @@ _EXPORTS = {
     "JudgeView": "proctor.judge",
     "ScriptedJudge": "proctor.judge",
     "Rubric": "proctor.tasks.rubrics",
+    # production and the suite's own tests
+    "promote": "proctor.loop.promote",
+    "mutate_suite": "proctor.health.mutate",
+    "flaky_tasks": "proctor.health.flaky",
+    "reenact": "proctor.env.reenact",
 }
 
 __all__ = [
@@ -129,6 +134,7 @@ __all__ = [
     "Usage",
     "__version__",
     "compare_runs",
+    "flaky_tasks",
     "grader",
     "load_agent",
     "load_module_from_path",
@@ -137,6 +143,9 @@ __all__ = [
     "load_scorecard",
     "load_suite",
     "match_trajectory",
+    "mutate_suite",
+    "promote",
+    "reenact",
     "stats",
     "summarize",
 ]
@@ -189,10 +198,14 @@ if TYPE_CHECKING:
         load_module_from_path,
         load_suite,
     )
+    from proctor.env.reenact import reenact
     from proctor.grade.context import GradeContext
     from proctor.grade.match import match_trajectory
     from proctor.grade.registry import grader
+    from proctor.health.flaky import flaky_tasks
+    from proctor.health.mutate import mutate_suite
     from proctor.judge import ChatJudge, JudgeView, ScriptedJudge
+    from proctor.loop.promote import promote
     from proctor.run import Runner
     from proctor.store import Store
     from proctor.store.export import RunData, load_run

@@ -248,6 +248,7 @@ def report(
         fail(str(exc))
     except ValueError as exc:
         fail(str(exc), EXIT_INVALID)
+    inputs.program = _program(store, run_data, suite)
     from proctor.report.html import write_html
     from proctor.report.markdown import write_markdown
 
@@ -268,6 +269,31 @@ def report(
     except OSError as exc:
         fail(f"cannot write the report: {exc}")
     click.echo(f"report of run {run_data.run_id}: " + "; ".join(written))
+
+
+def _program(store: Any, run_data: Any, suite: Any) -> dict[str, Any]:
+    """The evaluation program's figures of a run: its wall time, judge-human agreement,
+    the promoted tasks of its suite caught since (the run's task files when --tasks is
+    not given and they are still here)."""
+    from proctor.core.documents import SpecError
+    from proctor.env.suite import load_suite
+    from proctor.loop.desk_labels import human_verdicts
+    from proctor.loop.program import program_figures
+
+    if suite is None:
+        paths = run_data.manifest["suite"].get("paths") or []
+        if paths and all(Path(p).exists() for p in paths):
+            try:
+                suite = load_suite(paths)
+            except SpecError:
+                suite = None
+    return program_figures(
+        run_results=run_data.results,
+        human=human_verdicts(store, run_data.run_id),
+        summary=run_data.summary,
+        store=store,
+        suite=suite,
+    )
 
 
 @main.command("review-queue")

@@ -23,6 +23,7 @@ from typing import Any
 
 from proctor.core.results import TaskInfo, TrialResult
 from proctor.decide import paired, stats
+from proctor.decide.changes import manifest_changes
 from proctor.decide.paired import MIN_TASKS
 from proctor.decide.summary import TOOL_METRICS, task_counts
 from proctor.store.export import RunData
@@ -321,7 +322,8 @@ def compare_runs(
     `looks` is `holdout_looks(...)`: earlier runs on the candidate's holdout tasks.
     """
     pairing = Pairing(base, cand)
-    warnings = list(pairing.warnings)
+    changes = manifest_changes(base.manifest, cand.manifest)
+    warnings = [*([changes["warning"]] if changes["warning"] else []), *pairing.warnings]
     if looks >= HOLDOUT_LOOKS_WARN:
         warnings.append(
             f"the candidate's holdout tasks were evaluated in {looks} earlier runs: a candidate "
@@ -357,6 +359,7 @@ def compare_runs(
         "candidate": _run_brief(cand),
         "tasks": len(pairing.tasks),
         "warnings": warnings,
+        "changes": changes,
         "excluded": pairing.excluded,
         "unequal_trials": pairing.unequal,
         "verdict_rule": VERDICT_RULE,

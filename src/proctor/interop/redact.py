@@ -201,6 +201,11 @@ class Redactor:
         texts = (_scalar_text(v) for v in found if isinstance(v, str | int | float))
         return frozenset(t for t in texts if len(t) >= MIN_PROPAGATED and t not in BOOLEANS)
 
+    def path_values(self, trace: Trace) -> frozenset[str]:
+        """The values at argument paths in a trial: redacted wherever else they appear
+        in it (and in what is made from it, such as a promoted task)."""
+        return self._literals(trace)
+
     # -- whole trials ----------------------------------------------------------------
 
     def trace(self, trace: Trace, literals: frozenset[str] | None = None) -> Trace:

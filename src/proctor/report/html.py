@@ -51,6 +51,7 @@ from proctor.report.fmt import (
 from proctor.report.human import human_sentence
 from proctor.report.inputs import ReportInputs, gate_line, where_text
 from proctor.report.judges import judge_statements
+from proctor.report.program_html import program_section
 from proctor.report.recommendation import recommend
 
 TraceLoader = Callable[[str, int], Trace]
@@ -60,7 +61,7 @@ _TEMPLATES = files("proctor.report") / "templates"
 _RISK_RANK = {"low": 0, "medium": 1, "high": 2}
 
 
-def _csp_hash(text: str) -> str:
+def csp_hash(text: str) -> str:
     return "'sha256-" + base64.b64encode(hashlib.sha256(text.encode()).digest()).decode() + "'"
 
 
@@ -344,7 +345,7 @@ def render_html(
     css = (_TEMPLATES / "report.css").read_text(encoding="utf-8")
     js = (_TEMPLATES / "report.js").read_text(encoding="utf-8")
     csp = (
-        f"default-src 'none'; script-src {_csp_hash(js)}; style-src {_csp_hash(css)}; "
+        f"default-src 'none'; script-src {csp_hash(js)}; style-src {csp_hash(css)}; "
         "base-uri 'none'; form-action 'none'"
     )
     env = Environment(
@@ -377,6 +378,7 @@ def render_html(
         trials=blobs,
         partial=None if keep is None else {"embedded": len(blobs), "trials": len(results)},
         desk_url=desk_url,
+        program=program_section(inputs.program) if inputs.program else None,
     )
 
 

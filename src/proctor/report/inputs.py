@@ -39,6 +39,8 @@ class ReportInputs:
     tasks: dict[str, TaskText] = field(default_factory=dict)
     #: people beside graders (proctor.review.agreement.human_vs_automated), when labelled
     human: dict[str, Any] | None = None
+    #: The evaluation program's figures (proctor.loop.program), when the caller has them.
+    program: dict[str, Any] | None = None
 
     @property
     def manifest(self) -> dict[str, Any]:

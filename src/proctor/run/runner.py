@@ -11,6 +11,7 @@ the last commit, and `resume` redoes exactly those, with the same seeds.
 from __future__ import annotations
 
 import asyncio
+import time
 import uuid
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import aclosing
@@ -180,6 +181,7 @@ class Runner:
         exits, the store fails, Ctrl-C) is stored as `interrupted` when the store still
         takes writes, and the cause is raised; what was committed stays for `--resume`."""
         store, tally = self.store, Tally()
+        started = time.perf_counter()
         kept: list[TrialResult] | None = [] if store is None else None
         if store is not None and self.resume:
             store.reopen_run(self.run_id, self.manifest)
@@ -214,12 +216,14 @@ class Runner:
         except BaseException:
             if commits is not None:
                 commits.save()
-            self._finish(tally, "interrupted", quiet=True)
+            self._finish(tally, "interrupted", started, quiet=True)
             raise
-        summary = self._finish(tally, "completed")
+        summary = self._finish(tally, "completed", started)
         return RunReport(self.run_id, self.manifest, summary, kept, store)
 
-    def _finish(self, tally: Tally, status: str, *, quiet: bool = False) -> dict[str, Any]:
+    def _finish(
+        self, tally: Tally, status: str, started: float, *, quiet: bool = False
+    ) -> dict[str, Any]:
         """The run's summary, stored with its status (`invalid` for a completed run that
         is not valid). `quiet`: the run is failing already; a store that cannot take this
         write (full, locked, damaged) leaves the run `running`, which resumes as well."""
@@ -234,6 +238,9 @@ class Runner:
         if status == "completed" and not summary["valid"]:
             status = "invalid"
         summary["status"] = status
+        # The suite's wall time, an evaluation-program figure (proctor.loop.program);
+        # a resumed run counts this session's time only.
+        summary["wall_time_s"] = round(time.perf_counter() - started, 3)
         if self.store is not None:
             try:
                 self.store.finish_run(self.run_id, status, summary)
