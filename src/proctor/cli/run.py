@@ -32,7 +32,8 @@ def validate(paths: tuple[str, ...], strict: bool) -> None:
     from proctor.tasks.duplicates import duplicate_tasks
 
     suite = suite_or_exit(paths)
-    duplicates = SpecError(duplicate_tasks([t.loaded for t in suite.tasks])).lines()
+    starts = {t.id: t.domain.starting_point(t.task) for t in suite.tasks}
+    duplicates = SpecError(duplicate_tasks([t.loaded for t in suite.tasks], starts=starts)).lines()
     if strict and duplicates:
         fail(duplicates)
     for line in duplicates:
@@ -316,6 +317,7 @@ def regrade(
 
     from proctor.core.documents import SpecError
     from proctor.decide.scorecard import load_scorecard
+    from proctor.env.sources import source_spec
     from proctor.report.terminal import print_summary
     from proctor.run.regrade import RegradeError
     from proctor.run.regrade import regrade as regrade_run
@@ -333,7 +335,7 @@ def regrade(
         fail(exc.lines())
     if not paths:
         paths = tuple(source["manifest"]["suite"].get("paths") or ())
-        if not paths or not all(Path(p).exists() for p in paths):
+        if not paths or not all(Path(p).exists() or source_spec(p) for p in paths):
             fail(
                 f"run {source['run_id']}'s suite paths {list(paths)} are not found here "
                 "(they are relative to where it ran): pass PATHS"

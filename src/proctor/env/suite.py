@@ -15,6 +15,7 @@ from pathlib import Path
 from proctor.core.documents import Problem, SpecError
 from proctor.env.domain import Domain
 from proctor.env.loading import DomainNotFound, resolve_domain
+from proctor.env.sources import SourceError, source_spec, source_tasks
 from proctor.tasks.loader import TASK_SUFFIXES, LoadedTask, load_task_file
 from proctor.tasks.models import Task
 
@@ -102,53 +103,65 @@ def task_files(paths: Iterable[str | Path]) -> list[tuple[Path, Path | None]]:
 
 
 def load_suite(paths: str | Path | Sequence[str | Path], name: str | None = None) -> Suite:
-    """Load, validate and resolve every task under `paths`; all problems raised together."""
+    """Load, validate and resolve every task under `paths`; all problems raised together.
+
+    A path may also name a suite source (`agentdojo:banking`, env/sources.py).
+    """
     path_list = [paths] if isinstance(paths, str | Path) else list(paths)
-    files = task_files(path_list)
+    specs = {str(p): source_spec(p) for p in path_list}
+    files = task_files([p for p in path_list if specs[str(p)] is None])
     problems: list[Problem] = []
-    seen: dict[str, LoadedTask] = {}
-    tasks: list[SuiteTask] = []
+    found: list[tuple[LoadedTask, Domain | None, Path | None]] = []
+    for raw, spec in specs.items():
+        if spec is not None:
+            try:
+                built = source_tasks(*spec)
+            except SourceError as exc:
+                problems.append((Path(raw), 1, "", str(exc)))
+                continue
+            found.extend((LoadedTask(t, Path(raw), (), {}), d, None) for t, d in built)
     for file, root in files:
         try:
-            loaded_tasks = load_task_file(file)
+            found.extend((loaded, None, root) for loaded in load_task_file(file))
         except SpecError as exc:
             problems.extend(exc.problems)
+    seen: dict[str, LoadedTask] = {}
+    tasks: list[SuiteTask] = []
+    for loaded, given, root in found:
+        task, file = loaded.task, loaded.path
+        if task.id in seen:
+            first = seen[task.id]
+            problems.append(
+                (
+                    file,
+                    loaded.line_at(("id",)),
+                    loaded.field_name(("id",)),
+                    f"duplicate task id {task.id!r} (first in {first.path}:{first.line})",
+                )
+            )
             continue
-        for loaded in loaded_tasks:
-            task = loaded.task
-            if task.id in seen:
-                first = seen[task.id]
+        seen[task.id] = loaded
+        try:
+            domain = given or resolve_domain(task.domain, file, root)
+        except DomainNotFound as exc:
+            problems.append(
+                (file, loaded.line_at(("domain",)), loaded.field_name(("domain",)), str(exc))
+            )
+            continue
+        for loc, tool in task.referenced_tools():
+            if tool not in domain.tools:
                 problems.append(
                     (
                         file,
-                        loaded.line_at(("id",)),
-                        loaded.field_name(("id",)),
-                        f"duplicate task id {task.id!r} (first in {first.path}:{first.line})",
+                        loaded.line_at(loc),
+                        loaded.field_name(loc),
+                        f"unknown tool {tool!r} in domain {domain.name!r}",
                     )
                 )
-                continue
-            seen[task.id] = loaded
-            try:
-                domain = resolve_domain(task.domain, file, root)
-            except DomainNotFound as exc:
-                problems.append(
-                    (file, loaded.line_at(("domain",)), loaded.field_name(("domain",)), str(exc))
-                )
-                continue
-            for loc, tool in task.referenced_tools():
-                if tool not in domain.tools:
-                    problems.append(
-                        (
-                            file,
-                            loaded.line_at(loc),
-                            loaded.field_name(loc),
-                            f"unknown tool {tool!r} in domain {domain.name!r}",
-                        )
-                    )
-            tasks.append(SuiteTask(loaded, domain))
+        tasks.append(SuiteTask(loaded, domain))
     if problems:
         raise SpecError(problems)
-    if not files:
+    if not files and not any(specs.values()):
         raise SpecError.one(
             Path(path_list[0]) if path_list else Path("."), 1, "", "no task files found"
         )

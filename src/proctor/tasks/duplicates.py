@@ -11,8 +11,9 @@ from __future__ import annotations
 
 import re
 from collections import defaultdict
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from difflib import SequenceMatcher
+from typing import Any
 
 from proctor.core.documents import Problem
 from proctor.core.jsonvalues import digest
@@ -21,13 +22,13 @@ from proctor.tasks.loader import LoadedTask
 NEAR = 0.9
 
 
-def _setting(t: LoadedTask) -> str:
+def _setting(t: LoadedTask, starts: Mapping[str, Any]) -> str:
     task = t.task
     return digest(
         {
             "domain": task.domain,
             "identity": task.identity.model_dump(),
-            "initial_state": task.initial_state,
+            "initial_state": starts.get(task.id, task.initial_state),
             "tools": task.tools,
             "faults": [f.model_dump() for f in task.faults],
             "user": task.user.model_dump(),
@@ -47,11 +48,17 @@ def _similarity(a: str, b: str, near: float) -> float:
     return matcher.ratio()
 
 
-def duplicate_tasks(tasks: Sequence[LoadedTask], near: float = NEAR) -> list[Problem]:
-    """One problem (file, line, field, message) per task that repeats an earlier one."""
+def duplicate_tasks(
+    tasks: Sequence[LoadedTask], near: float = NEAR, starts: Mapping[str, Any] | None = None
+) -> list[Problem]:
+    """One problem (file, line, field, message) per task that repeats an earlier one.
+
+    `starts` gives, by task id, what a task starts from when its domain builds that
+    rather than taking the task's `initial_state` (env/domain.py: `starting_point`).
+    """
     groups: dict[str, list[LoadedTask]] = defaultdict(list)
     for t in tasks:
-        groups[_setting(t)].append(t)
+        groups[_setting(t, starts or {})].append(t)
     problems = []
     for members in groups.values():
         prompts = [_prompt(t) for t in members]

@@ -254,7 +254,7 @@ class Expectations(_Spec):
 class Task(_Spec):
     """One scenario. Immutable once loaded; `digest` identifies its content in manifests."""
 
-    id: str = Field(min_length=1, pattern=r"^[A-Za-z0-9_.:-]+$")
+    id: str = Field(min_length=1, pattern=r"^[A-Za-z0-9_.:/-]+$")
     version: int | str = 1
     domain: str
     description: str | None = None
