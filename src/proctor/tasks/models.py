@@ -51,7 +51,11 @@ class UserReply(_Spec):
 
 
 class UserSpec(_Spec):
+    """`turns`: what the user says next, in order, one per question (a multi-turn
+    conversation); once they are said, `replies` answer."""
+
     replies: list[UserReply] = Field(default_factory=list)
+    turns: list[str] = Field(default_factory=list)
 
 
 class Fault(_Spec):
