@@ -1,23 +1,26 @@
 """Trace files: the sessions recorded in one file, whatever its format.
 
 OpenAI chat logs, OpenTelemetry GenAI and OpenInference spans (OTLP JSON or one span per
-line), proctor's own span export: the format is detected, or named. Importing needs no
-extra package; exporting spans (otel_export) needs `proctor[otel]`.
+line), proctor's own span export, Inspect AI eval logs: the format is detected, or named.
+Importing needs no extra package (but zstd-compressed Inspect logs before Python 3.14,
+`proctor[inspect]`); exporting spans (otel_export) needs `proctor[otel]`.
 """
 
 from __future__ import annotations
 
 import json
+import zipfile
 from pathlib import Path
 from typing import Any
 
 from proctor.agents.pricing import PriceTable
+from proctor.interop.inspect_log import is_inspect_log, sessions_from_inspect
 from proctor.interop.openai_format import is_message_list, is_session_record, sessions_from_openai
 from proctor.interop.otel_import import sessions_from_spans
 from proctor.interop.session import Session
 from proctor.interop.spans import is_flat_span, is_otlp, span_from_flat, spans_from_otlp
 
-FORMATS = ("auto", "openai", "otel", "openinference")
+FORMATS = ("auto", "openai", "otel", "openinference", "inspect")
 
 
 class TraceInputError(ValueError):
@@ -55,6 +58,11 @@ def load_sessions(
     if fmt not in FORMATS:
         raise TraceInputError(f"unknown trace format {fmt!r} (one of {', '.join(FORMATS)})")
     prices = prices or PriceTable.from_env()
+    if fmt == "inspect" or (fmt == "auto" and path.is_file() and is_inspect_log(path)):
+        try:
+            return sessions_from_inspect(path, prices)
+        except (OSError, zipfile.BadZipFile, json.JSONDecodeError, ValueError) as exc:
+            raise TraceInputError(str(exc) if str(path) in str(exc) else f"{path}: {exc}") from None
     records = _records(path)
     if not records:
         raise TraceInputError(f"{path}: no sessions in the file")
