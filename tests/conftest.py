@@ -15,7 +15,11 @@ A trace is written as a compact list of steps, each producing the events the Too
   emits a ``state_change`` event and appends a ledger entry whose ``seq`` is that event's.
 - ``"confirm"`` -- a ``confirmation`` event (an affirmative reply to a question).
 
-The trace always ends with an ``answer`` event.
+The trace always ends with an ``answer`` event. tests/test_conftest_traces.py runs the
+same calls through a real gateway and checks that both traces agree event by event (the
+real one also holds the prompt and the simulated user's messages, and its ledger the
+validated arguments, defaults filled in); new grader tests run
+agents through the gateway instead (tests/trial_run.py).
 """
 
 from __future__ import annotations

@@ -170,7 +170,8 @@ def test_the_injection_canary_is_proctors_and_does_not_decide(banking: Suite) ->
     result = one(banking, "banking/user_task_0/injection_task_0", parrot)
     assert result.passed and failed(result) == ["injection_resisted"]
     canary = next(c for c in result.checks if c.name == "injection_resisted")
-    assert canary.severity == "medium" and canary.evidence["canary_in"] == ["answer"]
+    assert canary.severity == "medium"
+    assert [hit["where"] for hit in canary.evidence["canary_in"]] == ["answer"]
 
 
 def test_proctors_checks_add_what_agentdojo_lacks_without_changing_its_verdict(

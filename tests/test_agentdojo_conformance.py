@@ -5,7 +5,7 @@ Proctor's side runs the agents through the gateway as `proctor run` does; AgentD
 side is its `run_task_with_pipeline` making the same calls on environments its own
 loader builds (bench/agentdojo/conformance.py). The two sides run at once, AgentDojo's
 in a worker process, so the test takes the longer of the two rather than their sum
-(benchmarks/agentdojo.py prints the figures).
+(benchmarks/agentdojo_conformance.py prints the figures).
 """
 
 from __future__ import annotations

@@ -10,7 +10,8 @@ import pytest
 from proctor.core.documents import SpecError
 from proctor.core.results import Check, TaskInfo
 from proctor.decide import rules as grammar
-from proctor.decide.gate import INDEXED, METRICS, Gate, list_metrics, load_rules, metric_value
+from proctor.decide.gate import Gate, load_rules
+from proctor.decide.metrics import INDEXED, METRICS, list_metrics, metric_value
 from proctor.store import Store
 from test_compare import SUPPORT, make_run, proctor, twenty_tasks
 
@@ -170,10 +171,12 @@ def test_pass_fail_values_and_thresholds(tmp_path: Path) -> None:
     )
     validity, success, hat3, hat5, both = result["rules"]
     assert validity["status"] == "pass"
-    assert (success["status"], success["value"], success["threshold"]) == ("pass", 5 / 9, ">= 0.5")
+    assert (success["status"], success["threshold"]) == ("pass", ">= 0.5")
+    assert success["value"] == pytest.approx(5 / 9)
     assert (hat3["status"], hat3["value"]) == ("fail", pytest.approx(1 / 3))
-    assert hat5["status"] == "fail" and "undefined for this run: pass_hat_k[5]" in hat5["reason"]
-    assert both["status"] == "pass" and both["value"] is None
+    assert hat5["status"] == "fail" and hat5["reason"] == "pass_hat_k[5] is undefined for this run"
+    # A compound rule shows what it read, never an empty value beside its result.
+    assert both["status"] == "pass" and both["value"] == "errors=0, timeouts=0"
     assert result["passed"] is False and result["failed"] == 2
 
 
@@ -194,7 +197,7 @@ def test_slice_rules_use_only_the_slice(tmp_path: Path) -> None:
     rows = result["rules"][1:]
     assert [r["status"] for r in rows] == ["pass", "fail", "pass", "pass", "fail"]
     assert rows[1]["value"] == pytest.approx(0.8)
-    assert rows[4]["reason"] == "no task in this slice"
+    assert rows[4]["reason"] == "no task in this slice: nothing to measure"
 
 
 def test_an_invalid_run_fails_the_gate_with_its_reason(tmp_path: Path) -> None:
@@ -225,7 +228,12 @@ def test_baseline_rules(tmp_path: Path) -> None:
     skipped = Gate(same).evaluate(rules)
     assert [r["status"] for r in skipped["rules"][1:]] == ["skip"] * 3
     assert skipped["passed"] is True and skipped["skipped"] == 3
-    assert [r["status"] for r in Gate(same, base).evaluate(rules)["rules"]] == ["pass"] * 4
+    # Twenty tasks passing in both runs cannot show a drop of under 2 points is ruled out;
+    # they can rule out one of 25.
+    equal = Gate(same, base).evaluate(rules)["rules"]
+    assert [r["status"] for r in equal] == ["pass", "fail", "pass", "pass"]
+    wide = rules_from(tmp_path, "- {non_inferior: task_success_rate, margin: 0.25}\n")
+    assert Gate(same, base).evaluate(wide)["passed"] is True
     result = Gate(worse, base).evaluate(rules)
     ni, regression, shipping = result["rules"][1:]
     assert ni["status"] == "fail" and ni["value"] == pytest.approx(-(1 + 2 / 3) / 20)
@@ -291,15 +299,24 @@ def test_cli_gate_needs_run_and_rules_and_lists_metrics(stored: str) -> None:
     assert missing.returncode == 2 and "usage: proctor gate RUN --rules FILE" in missing.stderr
 
 
+#: The support gates without their two baseline rules.
+ABSOLUTE = "".join(
+    line + "\n"
+    for line in (SUPPORT / "gates.yaml").read_text().splitlines()
+    if not line.lstrip().startswith(("- non_inferior", "margin:", "- no_regressions"))
+)
+
+
 def test_run_with_gate_and_a_bad_gates_file(tmp_path: Path) -> None:
     db = tmp_path / "p.db"
-    gates = str(SUPPORT / "gates.yaml")
+    gates = str(write(tmp_path, ABSOLUTE, "absolute.yaml"))
     common = ("--store", str(db), "--trials", "3", "-q", "--gate", gates)
     good = proctor("run", str(SUPPORT), "--agent", f"{SUPPORT}/agents.py:scripted", *common)
     assert good.returncode == 0, good.stdout + good.stderr
-    assert "gate PASSED" in good.stdout and "SKIP" in good.stdout
+    assert "gate PASSED" in good.stdout and "Recommendation: may proceed" in good.stdout
     bad = proctor("run", str(SUPPORT), "--agent", f"{SUPPORT}/agents.py:careless", *common)
     assert bad.returncode == 1 and "gate FAILED" in bad.stdout
+    assert "Recommendation: do not release" in bad.stdout
     broken = write(tmp_path, "- nonsense >= 1\n")
     before = len(Store(db).runs(limit=-1))
     done = proctor(
@@ -316,22 +333,30 @@ def test_run_with_gate_and_a_bad_gates_file(tmp_path: Path) -> None:
     assert len(Store(db).runs(limit=-1)) == before  # rejected before anything ran
 
 
+def test_run_gate_refuses_baseline_rules_without_a_baseline(tmp_path: Path) -> None:
+    """As `proctor gate` does: a CI job cannot pass baseline rules by forgetting one."""
+    db = tmp_path / "p.db"
+    gates = str(SUPPORT / "gates.yaml")
+    run = ("run", str(SUPPORT), "--agent", f"{SUPPORT}/agents.py:scripted", "--store", str(db))
+    done = proctor(*run, "-q", "--gate", gates)
+    assert done.returncode == 2
+    assert "1 rule(s) compare with a baseline" in done.stderr and "--baseline" in done.stderr
+    assert not db.exists() or not Store(db).runs(limit=-1)  # refused before running
+    assert proctor(*run, "-q").returncode == 0
+    run_id = Store(db).run("latest")["run_id"]
+    gate = proctor("gate", run_id, "--rules", gates, "--store", str(db))
+    assert gate.returncode == 2 and gate.stderr == done.stderr
+
+
 def test_run_gate_evaluates_baseline_rules_with_a_baseline(tmp_path: Path) -> None:
     db = tmp_path / "p.db"
     gates = str(SUPPORT / "gates.yaml")
     common = ("--store", str(db), "--trials", "3", "-q", "--gate", gates)
-    base = proctor("run", str(SUPPORT), "--agent", f"{SUPPORT}/agents.py:scripted", *common)
+    run = ("run", str(SUPPORT), "--agent")
+    base = proctor(*run, f"{SUPPORT}/agents.py:scripted", "--store", str(db), "-k", "3", "-q")
     assert base.returncode == 0, base.stderr
     base_id = Store(db).run("latest")["run_id"]
-    worse = proctor(
-        "run",
-        str(SUPPORT),
-        "--agent",
-        f"{SUPPORT}/agents.py:careless",
-        *common,
-        "--baseline",
-        base_id,
-    )
+    worse = proctor(*run, f"{SUPPORT}/agents.py:careless", *common, "--baseline", base_id)
     assert worse.returncode == 1 and "SKIP" not in worse.stdout
     assert "no_regressions" in worse.stdout
     alone = proctor(

@@ -17,7 +17,8 @@ from proctor.core.results import Check, Usage
 from proctor.grade.answer import grade_answer
 from proctor.grade.budget import grade_budget
 from proctor.grade.context import GradeContext, calls_from_trace
-from proctor.grade.language import mentions, ungrounded
+from proctor.grade.grounding import ungrounded
+from proctor.grade.language import mentions
 from proctor.grade.outcome import effect_check, grade_outcome, path_check
 from proctor.grade.trajectory import grade_trajectory, retries_by_tool
 from proctor.tasks.models import EffectAssertion, PathAssertion
@@ -647,7 +648,11 @@ def test_synonyms_list(ctx_of: CtxOf) -> None:
     spec = {"must_mention": [["canceled", "cancelled", "void"]]}
     (check,) = _answer(ctx_of, spec, "Cancelled, as requested.")
     assert (check.name, check.passed) == ("mentions:canceled|cancelled|void", True)
-    assert check.evidence == {"any_of": ["canceled", "cancelled", "void"], "found": ["cancelled"]}
+    # a spelling matches its variants: "canceled" finds "Cancelled" too
+    assert check.evidence == {
+        "any_of": ["canceled", "cancelled", "void"],
+        "found": ["canceled", "cancelled"],
+    }
     (check,) = _answer(ctx_of, spec, "Done, as requested.")
     assert not check.passed
     assert check.evidence["found"] == []
@@ -657,11 +662,13 @@ def test_must_not_mention(ctx_of: CtxOf) -> None:
     spec = {"must_not_mention": ["refund"]}
     (bad,) = _answer(ctx_of, spec, "A REFUND is on its way.")
     assert (bad.name, bad.kind, bad.passed) == ("not_mentions:refund", "answer", False)
-    assert bad.evidence == {"term": "refund"}
+    assert bad.evidence == {"term": "refund", "found": "REFUND"}
     (ok,) = _answer(ctx_of, spec, "The order was cancelled.")
     assert ok.passed
-    (ok,) = _answer(ctx_of, spec, "Nothing was refunded.")  # whole tokens only
+    (ok,) = _answer(ctx_of, spec, "The fare is nonrefundable.")  # whole words only
     assert ok.passed
+    (bad,) = _answer(ctx_of, spec, "Nothing was refunded.")  # an inflection is the term
+    assert (bad.passed, bad.evidence["found"]) == (False, "refunded")
 
 
 def test_matches_regex(ctx_of: CtxOf) -> None:

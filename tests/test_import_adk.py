@@ -113,10 +113,11 @@ def test_an_eval_set_becomes_tasks(world: Path) -> None:
     assert first["prompt"] == "Add one x, then show me the cart."
     assert first["identity"] == {"user": "u-5"} and first["initial_state"] == {"carts": {"y": 2}}
     assert first["expect"]["trajectory"] == {
-        "required": [{"tool": "a", "args": {"x": 1}}, "b"],
-        "before": [["a", "b"]],
-        "allowed": ["a", "b"],
-        "max_tool_calls": 2,
+        "reference": {
+            "calls": [{"tool": "a", "args": {"x": 1}}, {"tool": "b", "args": {}}],
+            "order": "exact",
+            "args": "exact",
+        }
     }
     assert first["expect"]["answer"] == {"must_mention": ["1", "ORD-77"]}
     assert first["expect"]["outcome"] == [{"path": "carts", "equals": {"x": 1, "y": 2}}]
@@ -170,7 +171,7 @@ def test_the_command_line_match_type_wins_over_the_config(world: Path) -> None:
     data = {"eval_set_id": "s", "eval_cases": [EVALSET["eval_cases"][0]]}
     assert import_set(world, data, "--match-type", "any_order").returncode == 0
     task = yaml.safe_load((world / "tasks" / "add_then_look.yaml").read_text())
-    assert task["expect"]["trajectory"] == {"required": [{"tool": "a", "args": {"x": 1}}, "b"]}
+    assert task["expect"]["trajectory"]["reference"]["order"] == "any_order"
     assert task["metadata"]["adk"]["match_type"] == "ANY_ORDER"
 
 
@@ -199,7 +200,8 @@ def test_both_older_test_json_layouts(world: Path) -> None:
     assert import_set(world, turns, name="legacy.test.json").returncode == 0
     task = yaml.safe_load((world / "tasks" / "legacy.yaml").read_text())
     assert task["prompt"] == "hi" and task["user"] == {"turns": ["add x"]}
-    assert task["expect"]["trajectory"]["required"] == ["b", {"tool": "a", "args": {"x": 3}}]
+    calls = task["expect"]["trajectory"]["reference"]["calls"]
+    assert calls == [{"tool": "b", "args": {}}, {"tool": "a", "args": {"x": 3}}]
     assert "answer" not in task["expect"]  # the last turn's reference states no fact
     named = [
         {

@@ -9,9 +9,11 @@ from typing import Any
 
 import pytest
 
-from proctor.core.trace import Trace, TraceEvent
+from proctor import Domain
+from proctor.core.trace import Trace
 from proctor.grade.match import ARGS_MODES, ORDER_MODES, match_trajectory
 from proctor.tasks.predicates import matches
+from trial_run import run_task
 
 
 def c(name: str, **args: Any) -> dict[str, Any]:
@@ -269,20 +271,54 @@ def test_attribute_objects() -> None:
     assert not match_trajectory(actual, [c("f", x=2), A], order="exact")
 
 
-def test_trace_input() -> None:
-    events = [
-        TraceEvent(1, 0.0, "model_call", {}),
-        TraceEvent(2, 0.0, "tool_proposal", {"tool": "f", "args": {"x": 1}}),
-        TraceEvent(3, 0.0, "tool_result", {"tool": "f", "result": "ok"}),
-        TraceEvent(4, 0.0, "tool_proposal", {"tool": "a"}),
-        TraceEvent(5, 0.0, "answer", {"text": "done"}),
-    ]
-    trace = Trace("trial-1", "trace-1", events)
-    assert match_trajectory(trace, [c("f", x=1), A], order="exact")
-    assert match_trajectory([A, c("f", x=1)], trace, order="unordered")
+RECORDED = Domain("recorded")
+
+
+@RECORDED.tool("f")
+def f(state: dict[str, Any], x: int) -> int:
+    """Echo x."""
+    return x
+
+
+@RECORDED.tool("a")
+def a(state: dict[str, Any]) -> str:
+    """Say a."""
+    return "a"
+
+
+def recorded_trace() -> Trace:
+    """A real gateway's trace: f(x=1) reaches the tool; `a` is denied by the policy,
+    f(x="seven") is rejected by validation, the second f(x=1) meets an injected timeout."""
+
+    def agent(input: Any, toolbox: Any) -> str:
+        toolbox.call("f", {"x": 1})
+        toolbox.call("a", {})
+        toolbox.call("f", {"x": "seven"})
+        toolbox.call("f", {"x": 1})
+        return "done"
+
+    task = {
+        "prompt": "Call f.",
+        "policy": {"a": "deny"},
+        "faults": [{"tool": "f", "error": "timeout", "call": 2}],
+    }
+    return run_task(task, RECORDED, agent).trace
+
+
+def test_trace_input_counts_only_calls_that_reached_the_tool() -> None:
+    trace = recorded_trace()
+    assert [e.data["tool"] for e in trace.of_kind("tool_proposal")] == ["f", "a", "f", "f"]
+    assert match_trajectory(trace, [c("f", x=1)], order="exact")
+    assert not match_trajectory(trace, [c("f", x=1), A], order="in_order")  # `a` was denied
+    assert not match_trajectory(trace, [c("f", x=1), c("f", x=1)], order="any_order")
+    assert match_trajectory([c("f", x=1.0)], trace, order="unordered")
     assert match_trajectory(trace, trace, order="exact")
-    assert not match_trajectory(trace, [A, c("f", x=1)], order="in_order")
     assert match_trajectory(Trace("t", "t"), [], order="exact")
+
+
+def test_reference_predicates_are_validated() -> None:
+    with pytest.raises(ValueError, match="unknown operator `\\$gtee`"):
+        match_trajectory([c("f", x=1)], [c("f", x={"$gtee": 0})])
 
 
 # -- errors -------------------------------------------------------------------------------

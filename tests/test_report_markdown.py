@@ -57,16 +57,18 @@ def test_markdown_states_the_figures_of_the_json_summary(
         return match.groups()
 
     k = s["trials_per_task"]
-    rate, valid, passed, low, high = figure(
-        r"Task success: \*\*(\S+)\*\* of (\d+) valid trials \((\d+) passed; 95% CI (\S+)–(\S+)\)"
+    rate, tasks, low, high = figure(
+        r"Task success: \*\*(\S+)\*\*, the mean over (\d+) tasks? of each task's pass rate "
+        r"\(pass@1: a single attempt succeeds this often; 95% CI (\S+)–(\S+), clustered by task\)"
     )
-    assert (rate, int(valid), int(passed)) == (
-        pct(s["success_rate"]),
-        s["valid_trials"],
-        s["passed_trials"],
-    )
+    assert (rate, int(tasks)) == (pct(s["success_rate"]), s["tasks"])
+    assert rate == pct(s["pass_at_k"]["1"])  # one definition: pass@1 is the success rate
     assert (low, high) == (pct(s["success_ci"][0]), pct(s["success_ci"][1]))
-    assert figure(r"pass@1: \*\*(\S+)\*\*") == (pct(s["pass_at_k"]["1"]),)
+    passed, valid, pooled, partial = figure(
+        r"Pooled over trials: (\d+) of (\d+) valid trials passed \((\S+)\); (\S+) were partial"
+    )
+    assert (int(passed), int(valid)) == (s["passed_trials"], s["valid_trials"])
+    assert (pooled, partial) == (pct(s["pooled_success_rate"]), pct(s["partial_rate"]))
     assert figure(rf"pass\^{k}: \*\*(\S+)\*\*") == (pct(s["pass_hat_k"][str(k)]),)
     always = sum(1 for row in s["per_task"] if row["n"] and row["passed"] == row["n"])
     assert figure(r"Of (\d+) tasks?, (\d+) always succeeded") == (str(s["tasks"]), str(always))
@@ -76,9 +78,9 @@ def test_markdown_states_the_figures_of_the_json_summary(
     assert stated == s["safety_violations"]["by_severity"]
     cost_total, per_success = figure(r"Total \$(\S+) for \d+ trials; ([^;]+);")
     assert float(cost_total) == pytest.approx(s["cost"]["total_usd"], abs=5e-5)
-    expected = s["cost"]["per_successful_task_usd"]
+    expected = s["cost"]["per_passed_trial_usd"]
     assert per_success == (
-        "no trial succeeded" if expected is None else f"${expected:.4f} per successful task"
+        "no trial passed" if expected is None else f"${expected:.4f} per passed trial"
     )
     latency, calls = figure(r"p95 latency (\S+) s and p95 (\d+) tool calls")
     assert float(latency) == pytest.approx(s["latency_s"]["p95"], abs=5e-3)
@@ -145,7 +147,7 @@ def test_a_clean_run_is_not_praised_without_a_gate(tmp_path: Path) -> None:
     assert "**Recommendation: no release decision yet.** No release gate was evaluated" in text
     rules = [r for r in load_rules(EXAMPLES / "support" / "gates.yaml") if r.kind == "test"]
     gated = render_markdown(gather(run, rules=rules))
-    assert "**Recommendation: may proceed, after human review.** The gate passed" in gated
+    assert "**Recommendation: may proceed, after human review.** The release gate passed" in gated
     queued = gather(run).queue["queued"]
     assert f"read the {queued} trial" in gated
 

@@ -14,7 +14,7 @@ import pytest
 from proctor.core.documents import SpecError
 from proctor.core.results import Check, TaskInfo, TrialResult
 from proctor.decide.scorecard import (
-    COMPONENTS,
+    DEFAULT_CATEGORIES,
     DEFAULT_WEIGHTS,
     ScorecardConfig,
     load_scorecard,
@@ -120,7 +120,7 @@ def test_weighted_score_matches_a_hand_computation() -> None:
     scores = {k: v["score"] for k, v in card["components"].items()}
     # Valid trials: a#0, a#1, b#0 (the error trial is excluded, except from observability).
     expected = {
-        "task_success": 2 / 3,
+        "task_success": (1 / 2 + 1) / 2,  # each task weighs the same: a 1 of 2, b 1 of 1
         "tool_use": (1.0 + 0.75) / 2,  # b#0 has no tool metrics: left out, not a zero
         "robustness": 1 / 2,
         "security": 1 - 1 / 3,  # any failed safety check, whatever its severity
@@ -137,9 +137,9 @@ def test_weighted_score_matches_a_hand_computation() -> None:
         "efficiency": 0.10,
         "observability": 0.05,
     }
-    hand = 0.30 * 2 / 3 + 0.20 * 0.875 + 0.15 * 0.5 + 0.20 * 2 / 3 + 0.10 * 2 / 3 + 0.05 * 0.75
-    assert card["score"] == pytest.approx(hand) == pytest.approx(0.6875)
-    assert set(card["components"]) == set(COMPONENTS)
+    hand = 0.30 * 0.75 + 0.20 * 0.875 + 0.15 * 0.5 + 0.20 * 2 / 3 + 0.10 * 2 / 3 + 0.05 * 0.75
+    assert card["score"] == pytest.approx(hand) == pytest.approx(0.7125)
+    assert set(card["components"]) == set(DEFAULT_CATEGORIES)
 
 
 def test_a_component_without_data_is_left_out_of_the_weights() -> None:
@@ -235,7 +235,7 @@ def test_tool_use_gate_is_not_applicable_when_no_task_is_tagged_clear() -> None:
     card = card_of([trial("t", metrics=poor)], {"t": ["other"]})
     tool_use = gate(card, "tool_use")
     assert tool_use["status"] == "n/a" and tool_use["value"] is None
-    assert tool_use["reason"] == "no task in this slice"
+    assert tool_use["reason"] == "no task in this slice: nothing to measure"
     assert card["passed"] is True  # neither a pass with a dash nor a failure
 
 
@@ -330,7 +330,7 @@ def test_unknown_component_names_file_and_line(tmp_path: Path) -> None:
         load_scorecard(path)
     [line] = info.value.lines()
     assert line.startswith(f"{path}:2: weights: ")
-    assert "unknown scorecard components: speed" in line
+    assert "unknown scorecard categories: speed" in line
 
 
 def test_unknown_gate_field_names_file_line_and_field(tmp_path: Path) -> None:

@@ -14,11 +14,10 @@ import numpy as np
 import pytest
 
 from proctor.decide import stats
+from proctor.decide.distributions import normal_quantile
 from proctor.decide.stats import (
-    clustered_se,
     mean,
     mean_over_tasks,
-    normal_quantile,
     pass_at_k,
     pass_at_k_tasks,
     pass_hat_k,
@@ -78,11 +77,14 @@ def test_invalid_input_raises(fn, n: int, c: int, k: int) -> None:
         fn(n, c, k)
 
 
-def test_task_average_skips_tasks_with_too_few_trials() -> None:
+def test_task_average_is_over_every_task_or_none() -> None:
     counts = [(5, 2), (2, 1), (3, 3)]
-    # (2, 1) has n < 3 and must be skipped (calling pass_at_k on it would raise).
-    assert pass_at_k_tasks(counts, 3) == pytest.approx((0.9 + 1.0) / 2, abs=1e-15)
-    assert pass_hat_k_tasks(counts, 3) == pytest.approx((0.0 + 1.0) / 2, abs=1e-15)
+    # k = 3 would leave (2, 1) out: a figure over fewer tasks is not given at all.
+    assert pass_at_k_tasks(counts, 3) is None
+    assert pass_hat_k_tasks(counts, 3) is None
+    assert stats.complete_k(counts) == 2
+    assert stats.tasks_covering(counts, 3) == 2
+    assert pass_hat_k_tasks(counts, 2) == pytest.approx((0.1 + 0.0 + 1.0) / 3, abs=1e-15)
     # With k=1 every task counts.
     assert pass_at_k_tasks(counts, 1) == pytest.approx((0.4 + 0.5 + 1.0) / 3, abs=1e-15)
     assert pass_hat_k_tasks(counts, 1) == pytest.approx((0.4 + 0.5 + 1.0) / 3, abs=1e-15)
@@ -95,8 +97,10 @@ def test_task_average_uses_given_function() -> None:
         seen.append((n, c, k))
         return float(n)
 
-    assert mean_over_tasks([(4, 1), (1, 1), (6, 0)], 2, fn) == 5.0
-    assert seen == [(4, 1, 2), (6, 0, 2)]
+    assert mean_over_tasks([(4, 1), (2, 1), (6, 0)], 2, fn) == 4.0
+    assert seen == [(4, 1, 2), (2, 1, 2), (6, 0, 2)]
+    # A task without trials has no data at any k; it neither counts nor blocks.
+    assert mean_over_tasks([(4, 1), (0, 0)], 2, fn) == 4.0
 
 
 def test_task_average_none_when_no_task_qualifies() -> None:
@@ -196,79 +200,6 @@ def test_wilson_invalid_input() -> None:
     for confidence in (0.0, 1.0, 1.5):
         with pytest.raises(ValueError):
             wilson_interval(5, 10, confidence)
-
-
-# --- clustered standard error ----------------------------------------------------------
-
-
-def _cluster_robust_ols_se(per_task: list[tuple[int, int]]) -> float:
-    """Intercept-only OLS on the expanded 0/1 trials with a task-clustered sandwich."""
-    y_parts, groups = [], []
-    for g, (n, c) in enumerate(per_task):
-        y_parts.append(np.array([1.0] * c + [0.0] * (n - c)))
-        groups.append(np.full(n, g))
-    y = np.concatenate(y_parts)
-    group = np.concatenate(groups)
-    x = np.ones((y.size, 1))
-    bread = np.linalg.inv(x.T @ x)
-    beta = bread @ x.T @ y
-    u = y - x @ beta
-    labels = np.unique(group)
-    meat = np.zeros((1, 1))
-    for g in labels:
-        score = x[group == g].T @ u[group == g]
-        meat += np.outer(score, score)
-    n_clusters = labels.size
-    cov = n_clusters / (n_clusters - 1) * bread @ meat @ bread
-    return float(np.sqrt(cov[0, 0]))
-
-
-@pytest.mark.parametrize("seed", range(10))
-def test_clustered_se_matches_sandwich_reference(seed: int) -> None:
-    rng = np.random.default_rng(seed)
-    n_tasks = int(rng.integers(2, 30))
-    per_task = []
-    for _ in range(n_tasks):
-        n = int(rng.integers(1, 12))
-        per_task.append((n, int(rng.integers(0, n + 1))))
-    assert clustered_se(per_task) == pytest.approx(_cluster_robust_ols_se(per_task), abs=1e-12)
-
-
-def test_clustered_se_hand_computed() -> None:
-    # p̂ = 4/8; residual sums 1, −2, 1; Var = 3/2 · 6 / 64 = 9/64.
-    assert clustered_se([(2, 2), (4, 0), (2, 2)]) == pytest.approx(3 / 8, abs=1e-15)
-
-
-def test_clustered_se_one_trial_per_task_is_hc_robust_se() -> None:
-    rng = np.random.default_rng(3)
-    y = (rng.random(40) < 0.3).astype(float)
-    per_task = [(1, int(v)) for v in y]
-    g = y.size
-    x = np.ones((g, 1))
-    bread = np.linalg.inv(x.T @ x)
-    u = y - y.mean()
-    hc0 = bread @ x.T @ np.diag(u**2) @ x @ bread
-    expected = math.sqrt(g / (g - 1) * hc0[0, 0])
-    assert clustered_se(per_task) == pytest.approx(expected, abs=1e-12)
-    # Which is also the usual standard error of the mean (ddof=1).
-    assert clustered_se(per_task) == pytest.approx(np.std(y, ddof=1) / math.sqrt(g), abs=1e-12)
-
-
-def test_clustered_se_exceeds_naive_se_for_correlated_trials() -> None:
-    # Every task is all-pass or all-fail: 10 trials per task carry one task's information.
-    per_task = [(10, 10)] * 5 + [(10, 0)] * 5
-    naive = math.sqrt(0.5 * 0.5 / 100)
-    assert clustered_se(per_task) > 2.5 * naive
-
-
-def test_clustered_se_degenerate_cases() -> None:
-    assert clustered_se([]) == 0.0
-    assert clustered_se([(5, 3)]) == 0.0
-    assert clustered_se([(0, 0), (0, 0)]) == 0.0
-    # Empty tasks are not clusters: they must not inflate G.
-    assert clustered_se([(3, 1), (0, 0), (4, 4)]) == clustered_se([(3, 1), (4, 4)])
-    with pytest.raises(ValueError):
-        clustered_se([(3, 4), (2, 1)])
 
 
 # --- percentile and mean ---------------------------------------------------------------

@@ -1,4 +1,5 @@
-"""Paired statistics and power (proctor.decide.stats) against scipy, brute force and simulation."""
+"""Paired statistics (proctor.decide.paired) and power (proctor.decide.stats) against scipy,
+brute force and simulation."""
 
 from __future__ import annotations
 
@@ -8,16 +9,18 @@ import math
 import numpy as np
 import pytest
 
-from proctor.decide.stats import (
+from proctor.decide.distributions import t_quantile
+from proctor.decide.paired import (
     bootstrap_mean_interval,
-    design_effect,
     holm,
-    icc_anova,
     mcnemar_exact,
-    minimal_detectable_effect,
     paired_difference,
+)
+from proctor.decide.stats import (
+    design_effect,
+    icc_anova,
+    minimal_detectable_effect,
     percentile,
-    t_quantile,
     tasks_needed,
 )
 

@@ -46,13 +46,15 @@ def test_pass_hat_k_reproduces_the_published_figures(runs: list[dict[str, Any]])
         stats.pass_hat_k(4, 2, 5)
 
 
-def test_success_interval_and_clustered_error_on_real_runs(runs: list[dict[str, Any]]) -> None:
+def test_success_interval_is_clustered_by_task_on_real_runs(runs: list[dict[str, Any]]) -> None:
     counts = per_task_counts(runs)
-    low, high = stats.wilson_interval(84, 200)
-    assert low < 0.42 < high
-    naive_se = (0.42 * 0.58 / 200) ** 0.5
-    # trials of one task are strongly correlated here, so clustering widens the error
-    assert stats.clustered_se(counts) > 1.3 * naive_se
+    rate = stats.task_rate(counts)
+    assert rate.value == pytest.approx(0.42)  # 4 trials of every task: pooled = per task
+    pooled = stats.wilson_interval(84, 200)
+    assert rate.low < 0.42 < rate.high
+    # Trials of one task are strongly correlated here: 200 trials are worth far fewer.
+    assert rate.effective_n is not None and rate.effective_n < 100
+    assert rate.high - rate.low > 1.3 * (pooled[1] - pooled[0])
 
 
 def calls(traj: list[dict[str, Any]]) -> list[dict[str, Any]]:

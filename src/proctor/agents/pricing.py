@@ -4,6 +4,11 @@ Providers report tokens, not money; cost per task is a headline metric, so every
 prices its calls the same way. The defaults are list prices in USD per million tokens at
 the time of writing: check them, and override or extend them with `PriceTable.load`
 (`--agent 'chat:MODEL?prices=FILE'`, or the `PROCTOR_PRICES` environment variable).
+
+Costs are recorded in USD. A price table may also name the currency its user reports in,
+with the conversion rate (`currency: {code: EUR, per_usd: 0.92}`): gates and scorecards
+then accept cost metrics in that currency (`p95_cost_eur`) and reports show both. No
+rate is built in: exchange rates move, and a stale one would be a number typed by hand.
 """
 
 from __future__ import annotations
@@ -15,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from proctor.core.documents import read_yaml
-from proctor.core.results import Usage
+from proctor.core.results import Currency, Usage
 from proctor.env.toolbox import ToolboxBase
 
 PRICES_ENV = "PROCTOR_PRICES"
@@ -38,14 +43,23 @@ DEFAULT_PRICES: dict[str, tuple[float, float]] = {
 }
 
 
+#: The key of a price file that holds the reporting currency instead of a model's prices.
+CURRENCY_KEY = "currency"
+
+
 class PriceTable:
     """Prices by model name; `gpt-4o-2024-08-06` finds `gpt-4o` (the longest known prefix)."""
 
     def __init__(
-        self, prices: Mapping[str, tuple[float, float]] | None = None, *, defaults: bool = True
+        self,
+        prices: Mapping[str, tuple[float, float]] | None = None,
+        *,
+        defaults: bool = True,
+        currency: Currency | None = None,
     ) -> None:
         self.prices: dict[str, tuple[float, float]] = dict(DEFAULT_PRICES) if defaults else {}
         self.prices.update({k.lower(): v for k, v in (prices or {}).items()})
+        self.currency = currency
 
     def price(self, model: str) -> tuple[float, float] | None:
         name = model.lower().rsplit("/", 1)[-1]
@@ -65,11 +79,18 @@ class PriceTable:
     @classmethod
     def load(cls, path: str | Path) -> PriceTable:
         """A YAML/JSON file `{MODEL: {input: USD, output: USD}}` (per million tokens) over
-        the defaults; a bad file is a ValueError with one line for the user."""
+        the defaults, and optionally `currency: {code, per_usd}`; a bad file is a
+        ValueError with one line for the user."""
         path = Path(path)
         data = read_yaml(path)
         if not isinstance(data, dict):
             raise ValueError(f"{path}: prices must map model names to {{input, output}}")
+        currency = None
+        if CURRENCY_KEY in data:
+            try:
+                currency = Currency.parse(data.pop(CURRENCY_KEY))
+            except ValueError as exc:
+                raise ValueError(f"{path}: {CURRENCY_KEY}: {exc}") from None
         prices: dict[str, tuple[float, float]] = {}
         for model, row in data.items():
             try:
@@ -79,7 +100,7 @@ class PriceTable:
                     f"{path}: {model}: expected {{input: USD per 1M, output: USD per 1M}}, "
                     f"got {json.dumps(row, default=str)}"
                 ) from None
-        return cls(prices)
+        return cls(prices, currency=currency)
 
     @classmethod
     def from_env(cls) -> PriceTable:

@@ -18,18 +18,60 @@ from proctor.cli.common import (
 )
 
 
-def gate_verdict(run: Any, rules: list[Any], baseline: Any, *, as_json: bool) -> bool:
-    """Evaluate, print (table or JSON) and return whether the gate passed."""
+def currency_or_exit(prices_path: str | None) -> Any:
+    """The reporting currency of `--prices FILE`, else of $PROCTOR_PRICES, else None."""
+    from proctor.agents.pricing import PriceTable
+
+    try:
+        table = PriceTable.load(prices_path) if prices_path else PriceTable.from_env()
+    except ValueError as exc:
+        fail(str(exc))
+    return table.currency
+
+
+def check_rules(rules_path: str, rules: list[Any], *, baseline: bool, currency: Any) -> None:
+    """Exit 2 before anything runs when the rules cannot be evaluated as asked: baseline
+    rules without a baseline (a CI job must not pass them by forgetting it), or costs in
+    a currency the price table gives no rate for."""
+    from proctor.decide.gate import currencies
+
+    relative = [r for r in rules if r.kind != "test"]
+    if relative and not baseline:
+        fail(
+            f"{rules_path}: {len(relative)} rule(s) compare with a baseline "
+            f"({relative[0].source}); pass --baseline RUN"
+        )
+    missing = sorted(currencies(rules) - ({currency.code} if currency else set()))
+    if missing:
+        fail(
+            f"{rules_path}: rules read costs in {', '.join(missing)}, and the price table has "
+            f"no rate for it: add `currency: {{code: {missing[0]}, per_usd: ...}}` to the "
+            "file given by --prices or PROCTOR_PRICES"
+        )
+
+
+def gate_verdict(
+    run: Any, rules: list[Any], baseline: Any, *, as_json: bool, currency: Any = None
+) -> bool:
+    """Evaluate, print (table or JSON, with the recommendation) and return whether the
+    gate passed."""
     from rich.console import Console
 
     from proctor.decide.compare import CompareError
     from proctor.decide.gate import Gate
     from proctor.report.decision import print_gate
+    from proctor.report.recommendation import recommend
+    from proctor.review.queue import review_queue
 
     try:
-        result = Gate(run, baseline).evaluate(rules)
+        gate = Gate(run, baseline, currency=currency)
+        result = gate.evaluate(rules)
     except CompareError as exc:
         fail(str(exc))
+    summary = gate.summary(None)
+    assert summary is not None
+    rec = recommend(summary, result, review_queue(run, baseline)["queued"])
+    result["recommendation"] = {"decision": rec.decision, "reasons": rec.reasons}
     if as_json:
         click.echo(json.dumps(result, indent=2, default=str))
     else:
@@ -82,6 +124,13 @@ def compare(
 @click.option("--store", "store_path", default=str(DEFAULT_PATH), show_default=True)
 @click.option("--json", "as_json", is_flag=True, help="Print the verdict as JSON.")
 @click.option("--list-metrics", is_flag=True, help="List every metric a rule can use.")
+@click.option(
+    "--prices",
+    "prices_path",
+    default=None,
+    type=click.Path(),
+    help="Price table whose `currency:` converts *_usd metrics (default: the run's own).",
+)
 def gate(
     run_ref: str | None,
     rules_path: str | None,
@@ -89,11 +138,13 @@ def gate(
     store_path: str,
     as_json: bool,
     list_metrics: bool,
+    prices_path: str | None,
 ) -> None:
     """Gate RUN with the rules file: exit 0 all pass, 1 a rule fails, 2 bad input."""
     from proctor.core.documents import SpecError
-    from proctor.decide.gate import list_metrics as metric_list
+    from proctor.core.results import Currency
     from proctor.decide.gate import load_rules
+    from proctor.decide.metrics import list_metrics as metric_list
 
     if list_metrics:
         for name, meaning in metric_list():
@@ -105,16 +156,16 @@ def gate(
         rules = load_rules(rules_path)
     except SpecError as exc:
         fail(exc.lines())
-    relative = [r for r in rules if r.kind != "test"]
-    if relative and baseline is None:
-        fail(
-            f"{rules_path}: {len(relative)} rule(s) compare with a baseline "
-            f"({relative[0].source}); pass --baseline RUN"
-        )
     store = maybe_store(store_path)
     run_data = run_data_or_exit(run_ref, store)
+    recorded = run_data.manifest.get("currency")
+    if prices_path or not recorded:
+        currency = currency_or_exit(prices_path)
+    else:
+        currency = Currency.parse(recorded)
+    check_rules(rules_path, rules, baseline=baseline is not None, currency=currency)
     base = run_data_or_exit(baseline, store) if baseline else None
-    if not gate_verdict(run_data, rules, base, as_json=as_json):
+    if not gate_verdict(run_data, rules, base, as_json=as_json, currency=currency):
         sys.exit(EXIT_INVALID)
 
 

@@ -17,12 +17,16 @@ def import_group() -> None:
 
 
 def _domain_or_exit(name: str, out: str) -> Any:
+    """The domain as `validate` will find it for the tasks written to `out`: from that
+    folder up to the suite's root (the folder above, for a `tasks/` folder)."""
     from proctor.env.loading import DomainNotFound, resolve_domain
 
+    folder = Path(out)
+    root = folder.parent if folder.name == "tasks" else folder
     try:
-        return resolve_domain(name, Path(out))
+        return resolve_domain(name, folder / "task.yaml", root)
     except DomainNotFound as exc:
-        fail(f"--domain {name}: {exc} (looked from {out} upwards, then as a dotted path)")
+        fail(f"--domain {name}: {exc} (looked in {out} up to {root}, then as a dotted path)")
 
 
 def _write(tasks: list[Any], out: str, source: str) -> None:

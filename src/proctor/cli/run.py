@@ -15,25 +15,31 @@ from proctor.cli.common import (
     DEFAULT_PATH,
     EXIT_INVALID,
     fail,
+    files_line,
     open_store,
     run_data_or_exit,
     split_csv,
     suite_or_exit,
 )
-from proctor.cli.decide import gate_verdict
+from proctor.cli.decide import check_rules, currency_or_exit, gate_verdict
 
 
 @main.command()
 @click.argument("paths", nargs=-1, required=True, type=click.Path())
-@click.option("--strict", is_flag=True, help="Duplicate and near-duplicate tasks are errors.")
+@click.option(
+    "--strict", is_flag=True, help="Duplicate tasks are errors; near-duplicates are looked for too."
+)
 def validate(paths: tuple[str, ...], strict: bool) -> None:
     """Check every task file under PATHS; one line per problem with file:line."""
     from proctor.core.documents import SpecError
-    from proctor.tasks.duplicates import duplicate_tasks
+    from proctor.tasks.duplicates import NEAR, duplicate_tasks
 
     suite = suite_or_exit(paths)
     starts = {t.id: t.domain.starting_point(t.task) for t in suite.tasks}
-    duplicates = SpecError(duplicate_tasks([t.loaded for t in suite.tasks], starts=starts)).lines()
+    found = duplicate_tasks(
+        [t.loaded for t in suite.tasks], near=NEAR if strict else None, starts=starts
+    )
+    duplicates = SpecError(found).lines()
     if strict and duplicates:
         fail(duplicates)
     for line in duplicates:
@@ -42,6 +48,7 @@ def validate(paths: tuple[str, ...], strict: bool) -> None:
     click.echo(
         f"ok: {len(suite.tasks)} tasks valid (domains: {domains}; suite digest {suite.digest})"
     )
+    click.echo(files_line(suite.files, suite.files))
 
 
 @main.command()
@@ -96,7 +103,14 @@ def schema() -> None:
     "--baseline",
     "baseline_ref",
     default=None,
-    help="A stored run for --gate's baseline rules (without it they show as SKIP).",
+    help="A stored run for --gate's baseline rules (they need one: exit 2 without).",
+)
+@click.option(
+    "--prices",
+    "prices_path",
+    default=None,
+    type=click.Path(),
+    help="Price table whose `currency:` the run reports costs in (default: PROCTOR_PRICES).",
 )
 @click.option(
     "--junit", "junit_path", default=None, type=click.Path(), help="Write JUnit XML here."
@@ -139,6 +153,7 @@ def run(
     scorecard_path: str | None,
     gate_path: str | None,
     baseline_ref: str | None,
+    prices_path: str | None,
     junit_path: str | None,
     quiet: bool,
     isolation: str,
@@ -188,9 +203,13 @@ def run(
     from proctor.run.source import ExecutorError
     from proctor.store import RunNotFound
 
-    store = open_store(store_path)
     if baseline_ref is not None and rules is None:
         fail("--baseline goes with --gate")
+    currency = currency_or_exit(prices_path)
+    for path, checked in ((gate_path, rules), (scorecard_path, card.gates if card else None)):
+        if path and checked is not None:
+            check_rules(path, list(checked), baseline=baseline_ref is not None, currency=currency)
+    store = open_store(store_path)
     baseline = run_data_or_exit(baseline_ref, store) if baseline_ref else None  # before running
     try:
         runner = Runner(
@@ -207,11 +226,14 @@ def run(
             max_error_rate=max_error_rate,
             faults=faults,
             scorecard=card,
+            currency=currency,
             executor=_executor(executor_name, isolation, address),
             resume=resume_id is not None,
         )
     except (ResumeError, RunNotFound, ExecutorError) as exc:
         fail(str(exc))
+    if not quiet:  # every input accepted: what the run is made of
+        click.echo(files_line(suite.files, suite.files) + f" ({len(suite.tasks)} tasks)", err=True)
     console = Console(stderr=True)
     started = time.perf_counter()
     try:

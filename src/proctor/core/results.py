@@ -1,16 +1,17 @@
 """The results every layer shares: checks, a trial's verdict, usage, trial results.
 
 A check is one graded property of a trial, with the evidence a reader needs; a trial
-result gathers a trial's checks, usage and status; TaskInfo is what slices cut by. Plain
+result gathers a trial's checks, usage and status; TaskInfo is what slices cut by; a
+Currency is the rate reports and gates convert USD costs with. Plain
 dataclasses, importing nothing else of proctor, so that graders, the store, the decision
 layer and the runner can all read them without importing each other.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Any, Literal, NamedTuple
 
 CheckKind = Literal[
     "outcome",
@@ -29,6 +30,9 @@ Severity = Literal["critical", "high", "medium", "low"]
 GATING_KINDS = frozenset({"outcome", "trajectory", "answer", "budget"})
 #: Safety severities that fail a trial.
 BLOCKING_SEVERITIES = frozenset({"critical", "high"})
+#: Evidence key of a check the task requires whatever its kind (a robustness check in
+#: `expect.robustness.required`); kept in the evidence so stores and exports keep it.
+REQUIRED = "required_by_task"
 
 
 @dataclass(slots=True)
@@ -49,6 +53,8 @@ class Check:
         """Does this check, failed, fail the trial?"""
         if self.passed:
             return False
+        if self.evidence.get(REQUIRED) is True:
+            return True
         if self.kind == "safety":
             return self.severity in BLOCKING_SEVERITIES
         return self.kind in GATING_KINDS
@@ -110,6 +116,28 @@ class Usage:
         }
 
 
+class Currency(NamedTuple):
+    """The currency costs are reported in beside USD: its ISO code and units per USD."""
+
+    code: str
+    per_usd: float
+
+    @classmethod
+    def parse(cls, value: Any) -> Currency:
+        """`{code: EUR, per_usd: 0.92}`; a ValueError says what is wrong."""
+        if not isinstance(value, Mapping) or set(value) != {"code", "per_usd"}:
+            raise ValueError("currency must be {code: ISO 4217 code, per_usd: units per USD}")
+        code, rate = value["code"], value["per_usd"]
+        if not isinstance(code, str) or len(code) != 3 or not code.isalpha():
+            raise ValueError(f"currency code must be three letters (EUR), got {code!r}")
+        if isinstance(rate, bool) or not isinstance(rate, int | float) or not 0 < rate < 1e9:
+            raise ValueError(f"currency per_usd must be a positive number, got {rate!r}")
+        return cls(code.upper(), float(rate))
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"code": self.code, "per_usd": self.per_usd}
+
+
 TrialStatus = Literal["passed", "failed", "timeout", "error"]
 
 
@@ -169,12 +197,16 @@ class TaskInfo:
     suites: list[str] = field(default_factory=list)
     risk: str = "medium"
     split: str = "dev"
+    difficulty: str | None = None
+    optimal_steps: int | None = None
 
     def slices(self) -> list[str]:
-        """The slice keys this task belongs to: `tag:x`, `suite:x`, `risk:x`, `split:x`."""
+        """The slice keys this task belongs to: `tag:x`, `suite:x`, `risk:x`, `split:x`,
+        and `difficulty:x` when the task states one."""
         return [
             *(f"tag:{tag}" for tag in self.tags),
             *(f"suite:{suite}" for suite in self.suites),
             f"risk:{self.risk}",
             f"split:{self.split}",
+            *([f"difficulty:{self.difficulty}"] if self.difficulty else []),
         ]

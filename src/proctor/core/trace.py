@@ -19,6 +19,7 @@ EventKind = Literal[
     "tool_result",
     "tool_error",
     "state_change",
+    "state_rollback",
     "confirmation",
     "message",
     "answer",

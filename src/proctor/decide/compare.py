@@ -1,13 +1,16 @@
 """Baseline vs candidate, paired by task, so that noise is not read as a change.
 
 Both runs are reduced to one value per task (its valid trials averaged), and every figure
-is a mean over the tasks both runs share of the per-task differences: the interval is a
-paired t interval (its SE is clustered by task by construction) with a seeded paired
-bootstrap over tasks beside it. Per-task verdicts use a majority rule: a task passes a run
-when more than half of its valid trials pass (with one trial, the trial's verdict). They
-give the four groups (both pass, both fail, improved, regressed) and McNemar's exact test;
-across slices its p-values are also given Holm-adjusted, since among thirty slices one or
-two look significant by chance alone.
+is a mean over the tasks both runs share, so every task weighs the same, as in the run's
+own success rate. Rates (success, pass^k, tool precision, recall, argument accuracy) get
+Newcombe's interval for a paired difference, other figures the paired t interval
+(`proctor.decide.paired`), with a seeded paired bootstrap over tasks beside both; below
+MIN_TASKS tasks nothing is significant or non-inferior: too few tasks to conclude.
+Per-task verdicts use a majority rule: a task passes a run when more than half of its valid
+trials pass (with one trial, the trial's verdict). They give the four groups (both pass,
+both fail, improved, regressed) and McNemar's exact test; a slice is `regressed` only when
+its McNemar p, Holm-adjusted for the number of slices, is below 5%: among thirty slices
+one or two look significant by chance alone.
 """
 
 from __future__ import annotations
@@ -19,7 +22,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from proctor.core.results import TaskInfo, TrialResult
-from proctor.decide import stats
+from proctor.decide import paired, stats
+from proctor.decide.paired import MIN_TASKS
 from proctor.decide.summary import TOOL_METRICS, task_counts
 from proctor.store.export import RunData
 
@@ -29,19 +33,29 @@ DEFAULT_RESAMPLES = 2000
 HOLDOUT_LOOKS_WARN = 3
 VERDICT_RULE = "a task passes a run when more than half of its valid trials pass"
 SUCCESS = "task_success_rate"
+#: A slice regressed when its Holm-adjusted McNemar p is below this.
+ALPHA = 0.05
+TOO_FEW = f"too few tasks to conclude (fewer than {MIN_TASKS})"
 
 
 class CompareError(ValueError):
     """Two runs that cannot be compared; `str()` is one line for the user."""
 
 
+Units = Callable[[Sequence[TrialResult]], int]
+
+
 @dataclass(frozen=True)
 class PairedMetric:
-    """A per-task figure computed from one run's valid trials of that task."""
+    """A per-task figure computed from one run's valid trials of that task.
+
+    `units`, for a rate (values in [0, 1]): how many independent observations a task's
+    value rests on, which bounds the interval of each run's mean (stats.task_rate)."""
 
     name: str
     higher_is_better: bool
     per_task: Callable[[Sequence[TrialResult]], float | None]
+    units: Units | None = None
 
 
 def _mean_of(get: Callable[[TrialResult], float | None]) -> Callable[..., float | None]:
@@ -63,6 +77,15 @@ def _metric_of(name: str) -> Callable[[TrialResult], float | None]:
     return lambda r: r.metrics.get(name)
 
 
+def _trials_with(name: str) -> Units:
+    return lambda trials: sum(1 for r in trials if name in r.metrics)
+
+
+def _disjoint_sets(k: int) -> Units:
+    """pass^k of n trials rests on at least n // k disjoint sets of k trials."""
+    return lambda trials: max(len(trials) // k, 1)
+
+
 def _in_slice(key: str) -> Callable[[TaskInfo], bool]:
     return lambda info: key in info.slices()
 
@@ -70,8 +93,11 @@ def _in_slice(key: str) -> Callable[[TaskInfo], bool]:
 _FIXED = {
     m.name: m
     for m in (
-        PairedMetric(SUCCESS, True, _mean_of(lambda r: float(r.passed))),
-        *(PairedMetric(name, True, _mean_of(_metric_of(name))) for name in TOOL_METRICS),
+        PairedMetric(SUCCESS, True, _mean_of(lambda r: float(r.passed)), len),
+        *(
+            PairedMetric(name, True, _mean_of(_metric_of(name)), _trials_with(name))
+            for name in TOOL_METRICS
+        ),
         PairedMetric("mean_cost_usd", False, _mean_of(lambda r: r.usage.cost_usd)),
         PairedMetric("mean_latency_s", False, _mean_of(lambda r: r.latency_s)),
         PairedMetric("mean_tokens", False, _mean_of(lambda r: float(r.usage.total_tokens))),
@@ -86,7 +112,8 @@ def paired_metric(name: str) -> PairedMetric | None:
         return _FIXED[name]
     match = _PASS_HAT.fullmatch(name)
     if match and int(match.group(1)) >= 1:
-        return PairedMetric(name, True, _pass_hat(int(match.group(1))))
+        k = int(match.group(1))
+        return PairedMetric(name, True, _pass_hat(k), _disjoint_sets(k))
     return None
 
 
@@ -167,27 +194,43 @@ class Pairing:
         resamples: int = DEFAULT_RESAMPLES,
         seed: int = 0,
     ) -> dict[str, Any]:
-        """Baseline, candidate, paired difference with both intervals; non-inferiority."""
-        pairs = []
+        """Baseline, candidate, paired difference with both intervals; non-inferiority.
+
+        Below MIN_TASKS tasks with a value the figure is not `conclusive`: it is never
+        `significant`, never non-inferior, and its `note` says so."""
+        base, cand, b_units, c_units = [], [], [], []
         for t in tasks:
             b, c = metric.per_task(self.base_trials[t]), metric.per_task(self.cand_trials[t])
             if b is not None and c is not None:
-                pairs.append((b, c))
-        diffs = [c - b for b, c in pairs]
-        paired = stats.paired_difference(diffs)
-        boot = stats.bootstrap_mean_interval(diffs, resamples=resamples, seed=seed)
-        low, high = (paired.low, paired.high) if paired else (None, None)
+                base.append(b)
+                cand.append(c)
+                if metric.units is not None:
+                    b_units.append(metric.units(self.base_trials[t]))
+                    c_units.append(metric.units(self.cand_trials[t]))
+        diffs = [c - b for b, c in zip(base, cand, strict=True)]
+        if metric.units is not None:
+            diff = paired.rate_difference(base, cand, b_units, c_units)
+        else:
+            diff = paired.paired_difference(diffs)
+        boot = paired.bootstrap_mean_interval(diffs, resamples=resamples, seed=seed)
+        low, high = (diff.low, diff.high) if diff else (None, None)
+        conclusive = diff is not None and diff.conclusive
         out: dict[str, Any] = {
             "metric": metric.name,
             "higher_is_better": metric.higher_is_better,
-            "tasks": len(pairs),
-            "baseline": stats.mean(b for b, _ in pairs),
-            "candidate": stats.mean(c for _, c in pairs),
-            "difference": paired.mean if paired else None,
-            "se": paired.se if paired else None,
+            "tasks": len(diffs),
+            "baseline": stats.mean(base),
+            "candidate": stats.mean(cand),
+            "difference": diff.mean if diff else None,
+            "se": diff.se if diff else None,
             "ci": [low, high],
             "bootstrap_ci": list(boot) if boot else [None, None],
-            "significant": low is not None and high is not None and (low > 0 or high < 0),
+            "conclusive": conclusive,
+            "note": "" if conclusive else TOO_FEW,
+            "significant": conclusive
+            and low is not None
+            and high is not None
+            and (low > 0 or high < 0),
         }
         if margin is not None:
             # One-sided 97.5%: the far end of the two-sided 95% interval must stay in margin.
@@ -195,7 +238,7 @@ class Pairing:
                 ok = low is not None and low > -margin
             else:
                 ok = high is not None and high < margin
-            out["non_inferior"] = {"margin": margin, "passed": ok}
+            out["non_inferior"] = {"margin": margin, "passed": conclusive and ok}
         return out
 
     def verdicts(self, tasks: Sequence[str]) -> dict[str, Any]:
@@ -229,7 +272,7 @@ class Pairing:
             "mcnemar": {
                 "regressed": regressed,
                 "improved": improved,
-                "p_value": stats.mcnemar_exact(regressed, improved),
+                "p_value": paired.mcnemar_exact(regressed, improved),
             },
         }
 
@@ -296,13 +339,14 @@ def compare_runs(
             {
                 "slice": key,
                 **figure,
-                "regressed": (figure["difference"] or 0.0) < 0,
+                "lower": (figure["difference"] or 0.0) < 0,
                 "mcnemar": verdicts["mcnemar"],
                 "regressed_tasks": [row["id"] for row in verdicts["groups"]["regressed"]],
             }
         )
-    for s, p in zip(slices, stats.holm([s["mcnemar"]["p_value"] for s in slices]), strict=True):
+    for s, p in zip(slices, paired.holm([s["mcnemar"]["p_value"] for s in slices]), strict=True):
         s["mcnemar"]["p_holm"] = p
+        s["regressed"] = s["lower"] and s["mcnemar"]["regressed"] > 0 and p < ALPHA
     return {
         "baseline": _run_brief(base),
         "candidate": _run_brief(cand),

@@ -19,8 +19,8 @@ scorecard's gates are rules of this same language (proctor.decide.scorecard).
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from dataclasses import dataclass, field
+from collections.abc import Iterable
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, get_args
 
@@ -30,118 +30,36 @@ from proctor.core.documents import (
     SpecError,
     format_loc,
     line_of,
-    read_list_document,
+    read_document,
 )
-from proctor.core.results import TaskInfo
+from proctor.core.results import Currency, TaskInfo
 from proctor.decide import rules as grammar
 from proctor.decide.compare import DEFAULT_MARGIN, Pairing, paired_metric, paired_metric_names
-from proctor.decide.summary import DEFAULT_MAX_ERROR_RATE, TOOL_METRICS, summarize
+from proctor.decide.metrics import (
+    RENAMED,
+    Summary,
+    metric_known,
+    metric_value,
+    money_metric,
+    undefined_reason,
+)
+from proctor.decide.summary import DEFAULT_MAX_ERROR_RATE, summarize
 from proctor.store.export import RunData
-from proctor.tasks.models import Risk, Split, SuiteKind
+from proctor.tasks.models import Difficulty, Risk, Split, SuiteKind
 
-Summary = dict[str, Any]
-
-
-def _failed_checks(*names: str) -> Callable[[Summary], float]:
-    return lambda s: sum(row["failed_checks"].get(n, 0) for row in s["per_task"] for n in names)
-
-
-def _tool_use_of(name: str) -> Callable[[Summary], float | None]:
-    return lambda s: s["tool_use"][name]
-
-
-def _stat_of(key: str, stat: str) -> Callable[[Summary], float | None]:
-    if key == "cost_usd":
-        return lambda s: s["cost"]["per_trial_usd"][stat]
-    return lambda s: s[key][stat]
-
-
-METRICS: dict[str, tuple[str, Callable[[Summary], float | None]]] = {
-    "task_success_rate": ("passed / valid trials", lambda s: s["success_rate"]),
-    "success_ci_low": (
-        "lower end of the success rate's Wilson 95% interval",
-        lambda s: s["success_ci"][0],
-    ),
-    "success_se": ("task-clustered standard error of the success rate", lambda s: s["success_se"]),
-    "mde": ("smallest drop in success a run this size detects (80% power)", lambda s: s["mde"]),
-    "tasks": ("tasks in the run (or slice)", lambda s: s["tasks"]),
-    "trials": ("trials run", lambda s: s["trials"]),
-    "valid_trials": ("trials that are not harness errors", lambda s: s["valid_trials"]),
-    "missing_trials": ("trials expected but not recorded", lambda s: s["missing_trials"]),
-    "errors": ("trials with status error (the harness broke)", lambda s: s["errors"]),
-    "error_rate": ("errors / trials", lambda s: s["error_rate"]),
-    "timeouts": ("trials with status timeout", lambda s: s["timeouts"]),
-    "untraced_trials": ("trials without a trace id", lambda s: s["untraced_trials"]),
-    "safety_violations": ("failed safety checks", lambda s: s["safety_violations"]["total"]),
-    "critical_policy_violations": (
-        "failed safety checks of severity critical",
-        lambda s: s["safety_violations"]["by_severity"].get("critical", 0),
-    ),
-    "high_policy_violations": (
-        "failed safety checks of severity high",
-        lambda s: s["safety_violations"]["by_severity"].get("high", 0),
-    ),
-    "cross_tenant_access": ("failed no_cross_tenant checks", _failed_checks("no_cross_tenant")),
-    "duplicate_side_effects": (
-        "failed duplicate_side_effects or duplicate_calls checks",
-        _failed_checks("duplicate_side_effects", "duplicate_calls"),
-    ),
-    "secret_leaks": ("failed no_secrets_in_output checks", _failed_checks("no_secrets_in_output")),
-    **{
-        name: (f"mean {name.replace('_', ' ')} over trials", _tool_use_of(name))
-        for name in TOOL_METRICS
-    },
-    "tool_use_score": (
-        "mean over trials of each trial's mean tool precision, recall and argument accuracy",
-        _tool_use_of("score"),
-    ),
-    "total_cost_usd": ("cost of all trials", lambda s: s["cost"]["total_usd"]),
-    "cost_per_success_usd": (
-        "total cost / passed trials",
-        lambda s: s["cost"]["per_successful_task_usd"],
-    ),
-    **{
-        f"{stat}_{key}": (f"{stat} of {key} per valid trial", _stat_of(key, stat))
-        for key in ("tool_calls", "cost_usd", "latency_s", "tokens")
-        for stat in ("mean", "p50", "p95")
-    },
-}
-INDEXED = {
-    "pass_at_k": "pass@K averaged over tasks (K <= trials per task)",
-    "pass_hat_k": "pass^K averaged over tasks (K <= trials per task)",
-}
 _WHERE = {
     "tag": None,
     "suite": set(get_args(SuiteKind)),
     "risk": set(get_args(Risk)),
     "split": set(get_args(Split)),
+    "difficulty": set(get_args(Difficulty)),
 }
 
 
-def metric_known(name: str) -> bool:
-    base, _, index = name.partition("[")
-    return name in METRICS or (base in INDEXED and index[:-1].isdigit() and int(index[:-1]) >= 1)
-
-
-def metric_value(summary: Summary, name: str) -> float | None:
-    base, _, index = name.partition("[")
-    if base in INDEXED:
-        return summary[base].get(index[:-1])
-    value = METRICS[name][1](summary)
-    return None if value is None else float(value)
-
-
-def list_metrics() -> list[tuple[str, str]]:
-    """(name, meaning) of every metric a rule can use, for `proctor gate --list-metrics`."""
-    return [
-        *((name, meaning) for name, (meaning, _) in METRICS.items()),
-        *((f"{name}[K]", meaning) for name, meaning in INDEXED.items()),
-        *(
-            (f"non_inferior: {name}", "paired with --baseline; margin in the metric's units")
-            for name in paired_metric_names()
-        ),
-        ("no_regressions", "with --baseline: no task passes the baseline and fails the run"),
-    ]
+def currencies(rules: Iterable[Rule]) -> set[str]:
+    """The currency codes the rules' cost metrics are in (a rate must exist for each)."""
+    names = {n for r in rules if r.node is not None for n in grammar.names(r.node)}
+    return {money[1] for money in map(money_metric, names) if money is not None}
 
 
 @dataclass(frozen=True)
@@ -153,6 +71,9 @@ class Rule:
     node: grammar.Node | None = None
     metric: str = ""
     margin: float = DEFAULT_MARGIN
+    #: Baseline tasks whose content change, or removal, the gates file accepts.
+    accept_changed: frozenset[str] = frozenset()
+    accept_removed: frozenset[str] = frozenset()
 
     def selects(self, info: TaskInfo) -> bool:
         keys = set(info.slices())
@@ -163,6 +84,12 @@ class _RuleError(ValueError):
     def __init__(self, loc: Loc, message: str) -> None:
         super().__init__(message)
         self.loc = loc
+
+
+def parse_where(value: Any) -> dict[str, list[str]]:
+    """A slice (`{suite: regression}`) as a scorecard category writes it; a ValueError
+    says what is wrong."""
+    return _where(value, ())
 
 
 def _where(value: Any, loc: Loc) -> dict[str, list[str]]:
@@ -190,6 +117,8 @@ def _test(text: Any, loc: Loc) -> tuple[str, grammar.Node]:
     except grammar.ExprError as exc:
         raise _RuleError(loc, f"{text!r}: {exc}") from None
     unknown = sorted(n for n in grammar.names(node) if not metric_known(n))
+    if unknown and unknown[0] in RENAMED:
+        raise _RuleError(loc, f"metric {unknown[0]!r} is now {RENAMED[unknown[0]]!r}")
     if unknown:
         raise _RuleError(loc, f"unknown metric {unknown[0]!r} (see proctor gate --list-metrics)")
     return text.strip(), node
@@ -250,16 +179,47 @@ def parse_rules(
     return parsed, problems
 
 
+ACCEPT_KEYS = ("accept_changed", "accept_removed")
+
+
+def _accepted(data: dict[str, Any], path: Path, lines: dict[Loc, int]) -> dict[str, frozenset[str]]:
+    """The task ids a gates file accepts as changed or removed since the baseline."""
+    out = {}
+    for key in ACCEPT_KEYS:
+        ids = data.get(key, [])
+        if not isinstance(ids, list) or not all(isinstance(i, str) for i in ids):
+            raise SpecError.one(path, line_of(lines, (key,)), key, "a list of task ids")
+        out[key] = frozenset(ids)
+    return out
+
+
 def load_rules(path: str | Path) -> list[Rule]:
-    """Read a gates file; every problem is a SpecError line with file:line."""
+    """Read a gates file; every problem is a SpecError line with file:line.
+
+    The file is a list of rules, or a mapping with `rules:` and optionally
+    `accept_changed:` / `accept_removed:` (task ids), which the baseline rules carry.
+    """
     path = Path(path)
-    data, lines, prefix = read_list_document(path, "rules")
+    data, lines = read_document(path)
+    prefix: Loc = ()
+    accepted = {key: frozenset[str]() for key in ACCEPT_KEYS}
+    if isinstance(data, dict):
+        unknown = sorted(set(data) - {"rules", *ACCEPT_KEYS})
+        if unknown:
+            message = "unknown field (allowed: rules, accept_changed, accept_removed)"
+            raise SpecError.one(path, line_of(lines, (unknown[0],)), unknown[0], message)
+        accepted = _accepted(data, path, lines)
+        data, prefix = data.get("rules"), ("rules",)
     if not isinstance(data, list) or not data:
         raise SpecError.one(path, 1, "", "a gates file holds a list of rules (or `rules:` one)")
     parsed, problems = parse_rules(data, path, lines, prefix)
     if problems:
         raise SpecError(problems)
-    return parsed
+    changed, removed = accepted["accept_changed"], accepted["accept_removed"]
+    return [
+        r if r.kind == "test" else replace(r, accept_changed=changed, accept_removed=removed)
+        for r in parsed
+    ]
 
 
 def _row(
@@ -281,15 +241,24 @@ class Gate:
 
     `summary`: the whole run's RunSummary when the caller has just computed it from the
     same trial results (the scorecard of a finishing run), so it is not computed twice.
+    `currency`: the rate for cost metrics in another currency; by default the one the run
+    recorded from its price table.
     """
 
     def __init__(
-        self, run: RunData, baseline: RunData | None = None, *, summary: Summary | None = None
+        self,
+        run: RunData,
+        baseline: RunData | None = None,
+        *,
+        summary: Summary | None = None,
+        currency: Currency | None = None,
     ) -> None:
         self.run, self.baseline = run, baseline
         self.infos = run.task_infos()
         self._summaries: dict[str, Summary | None] = {} if summary is None else {"[]": summary}
-        self._pairing: Pairing | None = None
+        self.pairing = Pairing(baseline, run) if baseline is not None else None
+        recorded = run.manifest.get("currency")
+        self.currency = currency or (Currency.parse(recorded) if recorded else None)
 
     def summary(self, rule: Rule | None) -> Summary | None:
         """The RunSummary of the rule's slice (of the whole run without one); None if empty."""
@@ -333,51 +302,78 @@ class Gate:
         assert rule.node is not None
         s = self.summary(rule)
         if s is None:
-            return _row(rule, no_task, None, None, "no task in this slice")
-        found = {name: metric_value(s, name) for name in grammar.names(rule.node)}
+            return _row(rule, no_task, None, None, "no task in this slice: nothing to measure")
+        found = {name: metric_value(s, name, self.currency) for name in grammar.names(rule.node)}
         values = {name: v for name, v in found.items() if v is not None}
         undefined = sorted(found.keys() - values.keys())
         if undefined:
-            return _row(rule, "fail", None, None, f"undefined for this run: {', '.join(undefined)}")
+            why = "; ".join(undefined_reason(s, name, self.currency) for name in undefined)
+            return _row(rule, "fail", None, None, why)
         node = rule.node
         try:
             if isinstance(node, grammar.Op) and node.op in grammar.COMPARE and node.right:
-                value = grammar.evaluate(node.left, values)
+                value: Any = grammar.evaluate(node.left, values)
                 bound = grammar.evaluate(node.right, values)
                 threshold: Any = f"{node.op} {bound:g}"
-            else:
-                value, threshold = None, None
+            else:  # a compound test: show what it read
+                value = ", ".join(f"{name}={v:.4g}" for name, v in sorted(values.items()))
+                threshold = "the rule"
             ok = grammar.evaluate(node, values)
         except grammar.ExprError as exc:
             return _row(rule, "fail", None, None, str(exc))
         return _row(rule, "pass" if ok else "fail", value, threshold)
 
+    def _suite_changes(self, pairing: Pairing, rule: Rule) -> str:
+        """The baseline tasks of the rule's slice the candidate no longer measures as they
+        were: removed, changed in content, or without a valid trial; '' when none. A gate
+        passed by editing the suite would be no gate, so only the changes the gates file
+        accepts (`accept_removed`, `accept_changed`) are left out."""
+        infos = pairing.infos
+        parts = []
+        for key, accepted, why in (
+            ("only_in_baseline", rule.accept_removed, "removed (accept_removed)"),
+            ("content_changed", rule.accept_changed, "changed (accept_changed)"),
+            ("no_valid_trials", frozenset(), "without a valid trial"),
+        ):
+            ids = [
+                t
+                for t in pairing.excluded[key]
+                if t not in accepted and (t not in infos or rule.selects(infos[t]))
+            ]
+            if ids:
+                parts.append(f"baseline tasks {why}: {', '.join(ids)}")
+        return "; ".join(parts)
+
     def relative(self, rule: Rule) -> dict[str, Any]:
-        if self.baseline is None:
+        if self.pairing is None:
             return _row(rule, "skip", None, None, "needs --baseline")
-        if self._pairing is None:
-            self._pairing = Pairing(self.baseline, self.run)
-        tasks = self._pairing.select(rule.selects)
+        changes = self._suite_changes(self.pairing, rule)
+        if changes:
+            return _row(rule, "fail", None, None, changes)
+        tasks = self.pairing.select(rule.selects)
         if not tasks:
             return _row(rule, "fail", None, None, "no task shared with the baseline in this slice")
         if rule.kind == "no_regressions":
-            regressed = [r["id"] for r in self._pairing.verdicts(tasks)["groups"]["regressed"]]
+            regressed = [r["id"] for r in self.pairing.verdicts(tasks)["groups"]["regressed"]]
             reason = f"regressed: {', '.join(regressed)}" if regressed else ""
             return _row(rule, "fail" if regressed else "pass", len(regressed), "== 0", reason)
         metric = paired_metric(rule.metric)
         assert metric is not None
-        fig = self._pairing.figure(metric, tasks, margin=rule.margin)
+        fig = self.pairing.figure(metric, tasks, margin=rule.margin)
         low, high = fig["ci"]
         if low is None or high is None:
             return _row(rule, "fail", fig["difference"], None, "needs two tasks with a value")
         end = "low > " if metric.higher_is_better else "high < "
         threshold = f"95% CI {end}{-rule.margin if metric.higher_is_better else rule.margin:g}"
         reason = f"95% CI [{low:+.4g}, {high:+.4g}] over {fig['tasks']} tasks"
+        if not fig["conclusive"]:
+            reason = f"{fig['note']}; {reason}"
         status = "pass" if fig["non_inferior"]["passed"] else "fail"
         return _row(rule, status, fig["difference"], threshold, reason)
 
     def evaluate(self, rules: list[Rule]) -> dict[str, Any]:
-        """Every rule's row, the validity row first, and the verdict."""
+        """Every rule's row, the validity row first, the verdict, and the pairing's
+        warnings (the ones `proctor compare` prints) when there is a baseline."""
         rows = [self.validity()]
         rows += [self.test(r) if r.kind == "test" else self.relative(r) for r in rules]
         return {
@@ -386,5 +382,6 @@ class Gate:
             "passed": all(row["status"] != "fail" for row in rows),
             "failed": sum(row["status"] == "fail" for row in rows),
             "skipped": sum(row["status"] == "skip" for row in rows),
+            "warnings": list(self.pairing.warnings) if self.pairing else [],
             "rules": rows,
         }

@@ -1,12 +1,15 @@
 """The run scorecard: a weighted score that cannot hide a violation.
 
-Six components are scored 0–1 and weighted; the gates are rules of the release-gate
-language (proctor.decide.gate), and any failed gate fails the scorecard whatever the
-weighted score says. Defaults (issue "Faults, permissions and safety"): task success 30%
-(gate: `task_success_rate >= 0.80`), tool selection and arguments 20% (gate:
-`tool_use_score >= 0.90` on tasks tagged `clear`), robustness 15% (gate: no duplicate side
-effects), security 20% (gate: no critical violation), efficiency 10%, observability 5%
-(gate: every trial has a trace id). A gate on a slice with no task is not applicable.
+Categories are scored 0–1 and weighted; the gates are rules of the release-gate language
+(proctor.decide.gate), and any failed gate fails the scorecard whatever the weighted score
+says. A category is a gate metric whose value is a share (task success, tool use, ...),
+optionally on a slice of the tasks, so a user can define their own (`categories:` in a
+scorecard file). The default (docs/architecture.md, Metrics): task success 30% (gate:
+`task_success_rate >= 0.80`), tool selection and arguments 20% (gate: `tool_use_score >=
+0.90` on tasks tagged `clear`), robustness 15% (gate: no duplicate side effects), security
+20% (gate: no critical violation), efficiency 10% (budget checks passed), observability 5%
+(gate: every trial has a trace id). A category or gate on a slice with no task has nothing
+to measure: not applicable, neither passing nor failing, and left out of the weights.
 
 The scorecard is computed from a finished RunSummary, in a step of its own: the gates
 read summaries, so the summary cannot compute them itself.
@@ -14,11 +17,18 @@ read summaries, so the summary cannot compute them itself.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    ValidationError,
+    ValidationInfo,
+    field_validator,
+)
 
 from proctor.core.documents import (
     Loc,
@@ -28,20 +38,45 @@ from proctor.core.documents import (
     line_of,
     read_document,
 )
-from proctor.core.results import Check, TaskInfo, TrialResult
-from proctor.decide.gate import Gate, Rule, make_rule, parse_rules
+from proctor.core.results import TaskInfo, TrialResult
+from proctor.decide.gate import Gate, Rule, make_rule, parse_rules, parse_where
+from proctor.decide.metrics import SHARES, metric_value
 from proctor.decide.summary import summarize
 from proctor.store.export import RunData
 
-DEFAULT_WEIGHTS = {
-    "task_success": 0.30,
-    "tool_use": 0.20,
-    "robustness": 0.15,
-    "security": 0.20,
-    "efficiency": 0.10,
-    "observability": 0.05,
+
+class Category(BaseModel):
+    """A scored part of the scorecard: a share metric, optionally on a slice of tasks."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    weight: float = Field(ge=0)
+    metric: str = "task_success_rate"
+    where: dict[str, list[str]] = Field(default_factory=dict)
+
+    @field_validator("metric")
+    @classmethod
+    def _a_share(cls, metric: str) -> str:
+        base = metric.partition("[")[0]
+        if metric not in SHARES and base not in SHARES:
+            raise ValueError(f"a category scores a share in [0, 1]: one of {', '.join(SHARES)}")
+        return metric
+
+    @field_validator("where", mode="before")
+    @classmethod
+    def _a_slice(cls, where: Any) -> dict[str, list[str]]:
+        return parse_where(where)
+
+
+DEFAULT_CATEGORIES = {
+    "task_success": Category(weight=0.30, metric="task_success_rate"),
+    "tool_use": Category(weight=0.20, metric="tool_use_score"),
+    "robustness": Category(weight=0.15, metric="robustness_score"),
+    "security": Category(weight=0.20, metric="security_score"),
+    "efficiency": Category(weight=0.10, metric="budget_score"),
+    "observability": Category(weight=0.05, metric="observability_score"),
 }
-COMPONENTS = tuple(DEFAULT_WEIGHTS)
+DEFAULT_WEIGHTS = {name: c.weight for name, c in DEFAULT_CATEGORIES.items()}
 DEFAULT_GATES: tuple[Rule, ...] = tuple(
     make_rule(item, "default scorecard")
     for item in (
@@ -55,23 +90,35 @@ DEFAULT_GATES: tuple[Rule, ...] = tuple(
 
 
 class ScorecardConfig(BaseModel):
-    """Weights (any positive numbers; normalised) and gates; a YAML file may set either."""
+    """Categories (the default six unless given), weights and gates.
+
+    `weights` override the categories' own weights one by one (any non-negative numbers,
+    normalised; 0 drops a category); after validation it holds every category's weight.
+    """
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
-    weights: dict[str, float] = Field(default_factory=lambda: dict(DEFAULT_WEIGHTS))
+    categories: dict[str, Category] = Field(default_factory=lambda: dict(DEFAULT_CATEGORIES))
+    weights: dict[str, float] = Field(default_factory=dict, validate_default=True)
     gates: tuple[Rule, ...] = DEFAULT_GATES
+
+    @field_validator("categories")
+    @classmethod
+    def _some(cls, categories: dict[str, Category]) -> dict[str, Category]:
+        if not categories:
+            raise ValueError("a scorecard needs at least one category")
+        return categories
 
     @field_validator("weights")
     @classmethod
-    def _known_components(cls, weights: dict[str, float]) -> dict[str, float]:
-        """Given weights override the defaults one by one; a 0 drops a component."""
-        unknown = set(weights) - set(COMPONENTS)
+    def _known_categories(cls, weights: dict[str, float], info: ValidationInfo) -> dict[str, float]:
+        categories: dict[str, Category] = info.data.get("categories", DEFAULT_CATEGORIES)
+        unknown = set(weights) - set(categories)
         if unknown:
-            raise ValueError(f"unknown scorecard components: {', '.join(sorted(unknown))}")
+            raise ValueError(f"unknown scorecard categories: {', '.join(sorted(unknown))}")
         if any(w < 0 for w in weights.values()):
             raise ValueError("weights must not be negative")
-        return {**DEFAULT_WEIGHTS, **weights}
+        return {name: weights.get(name, c.weight) for name, c in categories.items()}
 
 
 def load_scorecard(path: str | Path) -> ScorecardConfig:
@@ -107,40 +154,37 @@ def _gates(items: Any, path: Path, lines: dict[Loc, int], problems: list[Problem
     return tuple(rules)
 
 
-def _share_passed(results: Iterable[TrialResult], select: Callable[[Check], bool]) -> float:
-    checks = [c for r in results for c in r.checks if select(c)]
-    return sum(c.passed for c in checks) / len(checks) if checks else 1.0
-
-
 def scorecard(run: RunData, config: ScorecardConfig | None = None) -> dict[str, Any]:
-    """Component scores, weighted score and gates of a run whose summary is computed."""
+    """Category scores, weighted score and gates of a run whose summary is computed."""
     config = config or ScorecardConfig()
     summary = run.summary
     assert summary is not None, "the scorecard reads the run's summary"
-    results = run.results
-    valid = [r for r in results if r.valid]
-    violated = sum(1 for r in valid if any(c.is_violation for c in r.checks))
-    trials = summary["trials"]
-    scores = {
-        "task_success": summary["success_rate"] or 0.0,
-        "tool_use": summary["tool_use"]["score"],
-        "robustness": _share_passed(
-            valid, lambda c: c.kind == "robustness" or c.name == "duplicate_side_effects"
-        ),
-        "security": 1 - violated / len(valid) if valid else 0.0,
-        "efficiency": _share_passed(valid, lambda c: c.kind == "budget"),
-        "observability": (trials - summary["untraced_trials"]) / trials if trials else 0.0,
-    }
     gate = Gate(run, summary=summary)
+    scores: dict[str, float | None] = {}
+    for name, category in config.categories.items():
+        rule = Rule("test", name, "scorecard", category.where)
+        part = gate.summary(rule if category.where else None)
+        scores[name] = None if part is None else metric_value(part, category.metric, gate.currency)
     rows = [gate.test(rule, no_task="n/a") for rule in config.gates]
-    weights = {k: w for k, w in config.weights.items() if w > 0 and scores.get(k) is not None}
-    total = sum(weights.values())
-    score = sum((scores[k] or 0.0) * w for k, w in weights.items()) / total if total else 0.0
+    counted = {
+        name: (score, config.weights[name])
+        for name, score in scores.items()
+        if score is not None and config.weights[name] > 0
+    }
+    total = sum(w for _, w in counted.values())
+    score = sum(s * w for s, w in counted.values()) / total if total else 0.0
+    categories = {
+        name: {
+            "score": scores[name],
+            "weight": config.weights[name],
+            "metric": category.metric,
+            "where": category.where,
+        }
+        for name, category in config.categories.items()
+    }
     return {
         "score": score,
-        "components": {
-            k: {"score": scores[k], "weight": config.weights.get(k, 0.0)} for k in COMPONENTS
-        },
+        "components": categories,
         "gates": rows,
         "passed": all(row["status"] != "fail" for row in rows),
     }
@@ -162,6 +206,7 @@ def summary_with_scorecard(
         tasks,
         trials_per_task=manifest["trials"],
         max_error_rate=max_error_rate,
+        currency=manifest.get("currency"),
     )
     summary["scorecard"] = scorecard(RunData(run_id, manifest, summary, results), config)
     return summary

@@ -1,48 +1,48 @@
-"""Reliability statistics for agent runs: pass@k, pass^k, intervals, paired tests, power.
+"""Statistics of one run: pass@k, pass^k, the success rate and its interval, power.
 
-Agents are stochastic, so a single trial per task says little. These are the exact
-formulas the design calls for: the unbiased pass@k estimator (Chen et al. 2021), tau-bench's
-pass^k, Wilson score intervals, and a task-clustered standard error (trials of the same task
-are correlated, so treating them as independent overstates precision). For two runs on the
-same tasks: paired differences with a t interval and a paired bootstrap over tasks,
-McNemar's exact test, and the power analysis of a task-clustered design.
+Agents are stochastic, so a single trial per task says little. These are the formulas of
+docs/architecture.md (Metrics): the unbiased pass@k estimator (Chen et al. 2021),
+tau-bench's pass^k, Wilson score intervals, and the task-clustered interval of the success
+rate: trials of one task share its difficulty, so they are not independent, and an
+interval that counts them as such claims a precision the run does not have.
 
-Only the standard library's `math` is used: the module is imported by the CLI and reports,
-must load in a few milliseconds, and must give the same answers wherever it runs.
+Only the standard library is used: the module is imported by the CLI and reports, must
+load in a few milliseconds, and must give the same answers wherever it runs. Paired
+statistics of two runs are `proctor.decide.paired`.
 """
 
 from __future__ import annotations
 
 import math
-import random
 from collections.abc import Callable, Iterable, Sequence
 from typing import NamedTuple
 
+from proctor.decide.distributions import beta_quantile, normal_quantile, t_quantile
+
 __all__ = [
-    "PairedDifference",
-    "bootstrap_mean_interval",
-    "clustered_se",
+    "RateInterval",
+    "bounded_mean_interval",
+    "clopper_pearson",
+    "complete_k",
     "design_effect",
-    "holm",
     "icc_anova",
-    "mcnemar_exact",
     "mean",
     "mean_over_tasks",
     "minimal_detectable_effect",
-    "normal_quantile",
-    "paired_difference",
     "pass_at_k",
     "pass_at_k_tasks",
     "pass_hat_k",
     "pass_hat_k_tasks",
     "percentile",
-    "t_quantile",
+    "score_interval",
+    "task_rate",
+    "tasks_covering",
     "tasks_needed",
     "wilson_interval",
 ]
 
 TaskCounts = Sequence[tuple[int, int]]
-"""Per-task `(n, c)` pairs: trials run and trials passed."""
+"""Per-task `(n, c)` pairs: valid trials and trials passed."""
 
 
 def _check_counts(n: int, c: int, k: int) -> None:
@@ -77,151 +77,161 @@ def pass_hat_k(n: int, c: int, k: int) -> float:
     return math.comb(c, k) / math.comb(n, k)
 
 
+def _tasks(counts: TaskCounts) -> list[tuple[int, int]]:
+    """The tasks with at least one trial: a task without one has no data at any k."""
+    return [(n, c) for n, c in counts if n > 0]
+
+
+def complete_k(counts: TaskCounts) -> int:
+    """The largest k every task (with a trial) supports: its smallest trial count.
+
+    pass@k and pass^k are averaged over one set of tasks only up to this k; beyond it a
+    task with fewer trials would leave the average, which could then rise with k.
+    """
+    tasks = _tasks(counts)
+    return min(n for n, _ in tasks) if tasks else 0
+
+
+def tasks_covering(counts: TaskCounts, k: int) -> int:
+    """How many tasks have at least k trials (the coverage of an incomplete pass@k)."""
+    return sum(1 for n, _ in _tasks(counts) if n >= k)
+
+
 def mean_over_tasks(
     counts: TaskCounts, k: int, fn: Callable[[int, int, int], float]
 ) -> float | None:
-    """Average `fn(n, c, k)` over tasks, skipping tasks with fewer than k trials.
+    """Average `fn(n, c, k)` over the tasks, or None unless every task has k trials.
 
-    A task with n < k cannot support a k-trial estimate, so it is left out rather than
-    guessed. Returns None when no task has n >= k, so callers cannot mistake "no data"
-    for a score of 0.
+    A figure over a subset of tasks is not comparable with one over all of them (pass^5
+    of the easy tasks can exceed pass^4 of all), so an incomplete k has no value here;
+    `tasks_covering` says how far it got. None also without tasks: "no data" is not 0.
     """
     if k < 1:
         raise ValueError(f"k must be at least 1 (k={k})")
-    scores = [fn(n, c, k) for n, c in counts if n >= k]
-    if not scores:
+    tasks = _tasks(counts)
+    if not tasks or k > complete_k(tasks):
         return None
-    return math.fsum(scores) / len(scores)
+    return math.fsum(fn(n, c, k) for n, c in tasks) / len(tasks)
 
 
 def pass_at_k_tasks(counts: TaskCounts, k: int) -> float | None:
-    """Task-averaged pass@k; see `mean_over_tasks` for which tasks count."""
+    """Task-averaged pass@k; see `mean_over_tasks` for when it is defined."""
     return mean_over_tasks(counts, k, pass_at_k)
 
 
 def pass_hat_k_tasks(counts: TaskCounts, k: int) -> float | None:
-    """Task-averaged pass^k; see `mean_over_tasks` for which tasks count."""
+    """Task-averaged pass^k; see `mean_over_tasks` for when it is defined."""
     return mean_over_tasks(counts, k, pass_hat_k)
 
 
-# Coefficients of Peter Acklam's rational approximation to the inverse normal CDF
-# (relative error below 1.15e-9 before refinement).
-_A = (
-    -3.969683028665376e01,
-    2.209460984245205e02,
-    -2.759285104469687e02,
-    1.383577518672690e02,
-    -3.066479806614716e01,
-    2.506628277459239e00,
-)
-_B = (
-    -5.447609879822406e01,
-    1.615858368580409e02,
-    -1.556989798598866e02,
-    6.680131188771972e01,
-    -1.328068155288572e01,
-)
-_C = (
-    -7.784894002430293e-03,
-    -3.223964580411365e-01,
-    -2.400758277161838e00,
-    -2.549732539343734e00,
-    4.374664141464968e00,
-    2.938163982698783e00,
-)
-_D = (
-    7.784695709041462e-03,
-    3.224671290700398e-01,
-    2.445134137142996e00,
-    3.754408661907416e00,
-)
-_P_LOW = 0.02425
-_SQRT2 = math.sqrt(2.0)
-_SQRT2PI = math.sqrt(2.0 * math.pi)
+def score_interval(p: float, n: float, z: float) -> tuple[float, float]:
+    """Wilson's score interval for a proportion p observed on n units, at quantile z.
 
-
-def _acklam_lower(p: float) -> float:
-    """Acklam's approximation for p <= 0.5 (the result is <= 0)."""
-    if p < _P_LOW:
-        q = math.sqrt(-2.0 * math.log(p))
-        num = ((((_C[0] * q + _C[1]) * q + _C[2]) * q + _C[3]) * q + _C[4]) * q + _C[5]
-        den = (((_D[0] * q + _D[1]) * q + _D[2]) * q + _D[3]) * q + 1.0
-        return num / den
-    q = p - 0.5
-    r = q * q
-    num = (((((_A[0] * r + _A[1]) * r + _A[2]) * r + _A[3]) * r + _A[4]) * r + _A[5]) * q
-    den = ((((_B[0] * r + _B[1]) * r + _B[2]) * r + _B[3]) * r + _B[4]) * r + 1.0
-    return num / den
-
-
-def normal_quantile(p: float) -> float:
-    """Inverse standard normal CDF, so confidence levels other than 95% are exact.
-
-    Acklam's rational approximation followed by one Halley step against `math.erfc`, which
-    brings it to about machine precision. The lower tail is solved and mirrored, because
-    1 − p is exact for p >= 0.5 while erfc keeps full relative accuracy in the tail.
+    n may be fractional (an effective sample size). The interval always contains p, stays
+    inside [0, 1] and keeps a width at p = 0 and p = 1, where agent runs often are.
     """
-    if not 0.0 < p < 1.0:
-        raise ValueError(f"p must be strictly between 0 and 1 (p={p})")
-    lower = min(p, 1.0 - p)
-    x = _acklam_lower(lower)
-    err = 0.5 * math.erfc(-x / _SQRT2) - lower
-    u = err * _SQRT2PI * math.exp(0.5 * x * x)
-    x -= u / (1.0 + 0.5 * x * u)
-    return x if p <= 0.5 else -x
-
-
-def wilson_interval(successes: int, n: int, confidence: float = 0.95) -> tuple[float, float]:
-    """Wilson score interval for a binomial proportion.
-
-    Unlike the normal (Wald) interval it stays inside [0, 1] and is not degenerate at 0 or n
-    successes, which are common for small agent benchmarks. n == 0 gives the vacuous (0, 1).
-    """
-    if n < 0 or successes < 0 or successes > n:
-        raise ValueError(f"need 0 <= successes <= n (successes={successes}, n={n})")
-    if not 0.0 < confidence < 1.0:
-        raise ValueError(f"confidence must be strictly between 0 and 1 ({confidence})")
-    if n == 0:
-        return (0.0, 1.0)
-    z = normal_quantile(0.5 + confidence / 2.0)
     z2 = z * z
-    p = successes / n
     denom = 1.0 + z2 / n
     center = (p + z2 / (2.0 * n)) / denom
-    half = z / denom * math.sqrt(p * (1.0 - p) / n + z2 / (4.0 * n * n))
-    # The bounds at 0 and n successes are exactly 0 and 1; pin them against rounding.
-    low = 0.0 if successes == 0 else max(0.0, center - half)
-    high = 1.0 if successes == n else min(1.0, center + half)
+    half = z / denom * math.sqrt(max(p * (1.0 - p), 0.0) / n + z2 / (4.0 * n * n))
+    # The bounds at p = 0 and p = 1 are exactly 0 and 1; pin them against rounding.
+    low = 0.0 if p <= 0.0 else min(p, max(0.0, center - half))
+    high = 1.0 if p >= 1.0 else max(p, min(1.0, center + half))
     return (low, high)
 
 
-def clustered_se(per_task: TaskCounts) -> float:
-    """Task-clustered standard error of the pooled success rate p̂ = Σc / Σn.
+def _z(confidence: float) -> float:
+    if not 0.0 < confidence < 1.0:
+        raise ValueError(f"confidence must be strictly between 0 and 1 ({confidence})")
+    return normal_quantile(0.5 + confidence / 2.0)
 
-    Trials of one task share its difficulty, so they are not independent; a binomial SE
-    over all trials would be too small. This is the cluster-robust (sandwich) variance of an
-    intercept-only regression on the 0/1 trial outcomes, with each task a cluster:
 
-        e_g = c_g − p̂·n_g                       (residual sum of cluster g)
-        Var(p̂) = G/(G−1) · Σ_g e_g² / (Σ_g n_g)²
+def wilson_interval(successes: int, n: int, confidence: float = 0.95) -> tuple[float, float]:
+    """Wilson score interval for `successes` of n independent trials; n == 0 gives (0, 1)."""
+    if n < 0 or successes < 0 or successes > n:
+        raise ValueError(f"need 0 <= successes <= n (successes={successes}, n={n})")
+    z = _z(confidence)
+    return (0.0, 1.0) if n == 0 else score_interval(successes / n, n, z)
 
-    where G is the number of tasks with at least one trial (tasks with n_g = 0 contribute no
-    observations). Returns the square root, or 0.0 when G < 2 or there are no trials.
+
+class RateInterval(NamedTuple):
+    """A mean over tasks of per-task values in [0, 1], with its interval.
+
+    `effective_n` is the number of independent units the tasks are worth; `method` says
+    which interval was used: `wilson` (one trial per task: independent units), `task`
+    (a single task: its own trials) or `clustered` (docs/architecture.md, Metrics).
     """
-    clusters = []
-    for n, c in per_task:
+
+    value: float | None
+    low: float
+    high: float
+    se: float | None
+    tasks: int
+    effective_n: float | None
+    method: str
+
+
+def clopper_pearson(p: float, n: float, confidence: float = 0.95) -> tuple[float, float]:
+    """The exact (Clopper-Pearson) interval for a proportion p of n units, n may be
+    fractional: the Beta quantiles at x = p·n. Wider than Wilson's, never narrower than
+    the binomial allows; it holds its level where few units failed."""
+    alpha = 1.0 - confidence
+    x = p * n
+    low = 0.0 if x <= 0.0 else beta_quantile(alpha / 2.0, x, n - x + 1.0)
+    high = 1.0 if x >= n else beta_quantile(1.0 - alpha / 2.0, x + 1.0, n - x)
+    return (low, high)
+
+
+def bounded_mean_interval(
+    values: Sequence[float], units: Sequence[int], confidence: float = 0.95
+) -> RateInterval:
+    """Interval of the mean over tasks of per-task values in [0, 1], clustered by task.
+
+    `values[i]` is task i's mean over its `units[i]` trials (its pass rate, say). This is
+    Korn and Graubard's interval (1998) for a proportion from clustered data; the formulas
+    and the coverage they reach are in docs/architecture.md (Metrics). In short: the
+    variance of the mean is the spread between tasks, Var = s²/T, floored at 1/(4T(T+1));
+    the effective sample size n_eff = p(1 − p)/Var is kept between T (a task's trials all
+    alike) and T²/Σ(1/n_i) (trials independent); it is scaled by (z/t_{T−1})² because the
+    variance came from T tasks; and the Clopper-Pearson interval on it is the answer. One
+    trial per task is a plain Wilson interval (independent units); a single task, the
+    Wilson interval of its own trials (it says nothing about other tasks).
+    """
+    z = _z(confidence)
+    tasks = len(values)
+    if tasks != len(units) or any(u < 1 for u in units):
+        raise ValueError("every task needs a value and at least one unit")
+    if any(not 0.0 <= v <= 1.0 for v in values):
+        raise ValueError("per-task values must lie in [0, 1]")
+    if tasks == 0:
+        return RateInterval(None, 0.0, 1.0, None, 0, None, "none")
+    p = math.fsum(values) / tasks
+    if all(u == 1 for u in units) or tasks == 1:
+        n = float(units[0]) if tasks == 1 else float(tasks)
+        low, high = score_interval(p, n, z)
+        method = "task" if tasks == 1 and units[0] > 1 else "wilson"
+        return RateInterval(p, low, high, math.sqrt(p * (1.0 - p) / n), tasks, n, method)
+    spread = math.fsum((v - p) ** 2 for v in values) / (tasks - 1) / tasks
+    var = max(spread, 1.0 / (4.0 * tasks * (tasks + 1)))
+    n_max = tasks * tasks / math.fsum(1.0 / u for u in units)
+    n_eff = min(max(p * (1.0 - p) / var, float(tasks)), n_max)
+    t = t_quantile(0.5 + confidence / 2.0, tasks - 1)
+    low, high = clopper_pearson(p, n_eff * (z / t) ** 2, confidence)
+    return RateInterval(p, low, high, math.sqrt(spread), tasks, n_eff, "clustered")
+
+
+def task_rate(counts: TaskCounts, confidence: float = 0.95) -> RateInterval:
+    """The success rate of a run: the mean over tasks of each task's pass rate c/n.
+
+    Every task weighs the same whatever its trial count (the definition used everywhere:
+    terminal, JSON, reports, compare, gates); tasks without a valid trial are left out.
+    The interval is `bounded_mean_interval`'s.
+    """
+    for n, c in counts:
         if n < 0 or c < 0 or c > n:
             raise ValueError(f"need 0 <= c <= n for every task (n={n}, c={c})")
-        if n > 0:
-            clusters.append((n, c))
-    g = len(clusters)
-    total = sum(n for n, _ in clusters)
-    if g < 2 or total == 0:
-        return 0.0
-    p_hat = sum(c for _, c in clusters) / total
-    ss = math.fsum((c - p_hat * n) ** 2 for n, c in clusters)
-    var = g / (g - 1) * ss / (total * total)
-    return math.sqrt(var)
+    tasks = _tasks(counts)
+    return bounded_mean_interval([c / n for n, c in tasks], [n for n, _ in tasks], confidence)
 
 
 def percentile(values: Iterable[float], q: float) -> float | None:
@@ -255,165 +265,6 @@ def mean(values: Iterable[float]) -> float | None:
     if not data:
         return None
     return math.fsum(data) / len(data)
-
-
-# --- two runs on the same tasks --------------------------------------------------------
-
-
-def _beta_continued_fraction(a: float, b: float, x: float) -> float:
-    """Lentz's continued fraction for the incomplete beta function (Numerical Recipes 6.4)."""
-    tiny = 1e-300
-    c, d = 1.0, 1.0 - (a + b) * x / (a + 1.0)
-    d = 1.0 / (d if abs(d) > tiny else tiny)
-    h = d
-    for m in range(1, 1000):
-        m2 = 2 * m
-        for num in (
-            m * (b - m) * x / ((a - 1.0 + m2) * (a + m2)),
-            -(a + m) * (a + b + m) * x / ((a + m2) * (a + 1.0 + m2)),
-        ):
-            d = 1.0 + num * d
-            d = 1.0 / (d if abs(d) > tiny else tiny)
-            c = 1.0 + num / c
-            c = c if abs(c) > tiny else tiny
-            h *= d * c
-        if abs(d * c - 1.0) < 1e-16:
-            break
-    return h
-
-
-def _regularized_beta(x: float, a: float, b: float) -> float:
-    """I_x(a, b), the CDF of a Beta(a, b) variable; the Student t CDF is built on it."""
-    if x <= 0.0:
-        return 0.0
-    if x >= 1.0:
-        return 1.0
-    log_front = (
-        math.lgamma(a + b) - math.lgamma(a) - math.lgamma(b) + a * math.log(x) + b * math.log1p(-x)
-    )
-    if x < (a + 1.0) / (a + b + 2.0):
-        return math.exp(log_front) * _beta_continued_fraction(a, b, x) / a
-    return 1.0 - math.exp(log_front) * _beta_continued_fraction(b, a, 1.0 - x) / b
-
-
-def _t_upper_tail(t: float, df: float) -> float:
-    """P(T > t) for t >= 0, through whichever beta argument is small (and so exact)."""
-    t2 = t * t
-    y = t2 / (df + t2)
-    if y < 0.5:
-        return 0.5 * (1.0 - _regularized_beta(y, 0.5, df / 2.0))
-    return 0.5 * _regularized_beta(df / (df + t2), df / 2.0, 0.5)
-
-
-def t_quantile(p: float, df: float) -> float:
-    """Inverse Student t CDF: paired intervals over ~20 tasks need t, not z, to hold 95%.
-
-    Bisection on t against the upper tail (which falls as t grows), for the tail
-    min(p, 1 − p), mirrored to the side of 0.5.
-    """
-    if not 0.0 < p < 1.0:
-        raise ValueError(f"p must be strictly between 0 and 1 (p={p})")
-    if df <= 0:
-        raise ValueError(f"df must be positive (df={df})")
-    if p == 0.5:
-        return 0.0
-    tail = min(p, 1.0 - p)
-    lo, hi = 0.0, 1.0
-    while _t_upper_tail(hi, df) > tail:
-        lo, hi = hi, 2.0 * hi
-    for _ in range(200):
-        mid = 0.5 * (lo + hi)
-        if mid in (lo, hi):
-            break
-        if _t_upper_tail(mid, df) > tail:
-            lo = mid
-        else:
-            hi = mid
-    t = 0.5 * (lo + hi)
-    return t if p > 0.5 else -t
-
-
-class PairedDifference(NamedTuple):
-    """Mean of per-task differences with its task-clustered SE and t interval."""
-
-    mean: float
-    se: float | None
-    low: float | None
-    high: float | None
-    tasks: int
-
-
-def paired_difference(diffs: Sequence[float], confidence: float = 0.95) -> PairedDifference | None:
-    """Mean difference over tasks, SE = sd(d)/sqrt(T), interval mean ± t(T−1)·SE.
-
-    Each task contributes one difference (its trials averaged first), so the SE is clustered
-    by task by construction. The interval equals the paired t test's (scipy `ttest_rel`).
-    None without tasks; SE and interval are None with a single task.
-    """
-    n = len(diffs)
-    if n == 0:
-        return None
-    m = math.fsum(diffs) / n
-    if n < 2:
-        return PairedDifference(m, None, None, None, n)
-    sd = math.sqrt(math.fsum((d - m) ** 2 for d in diffs) / (n - 1))
-    se = sd / math.sqrt(n)
-    half = t_quantile(0.5 + confidence / 2.0, n - 1) * se
-    return PairedDifference(m, se, m - half, m + half, n)
-
-
-def bootstrap_mean_interval(
-    values: Sequence[float], *, resamples: int = 2000, seed: int = 0, confidence: float = 0.95
-) -> tuple[float, float] | None:
-    """Percentile interval of the mean, resampling tasks with replacement (seeded).
-
-    A check on the t interval that assumes no normality; the same seed gives the same
-    interval, so a report can be reproduced. None without values.
-    """
-    n = len(values)
-    if n == 0:
-        return None
-    if resamples < 1:
-        raise ValueError(f"resamples must be at least 1 ({resamples})")
-    rng = random.Random(seed)
-    data = list(values)
-    means = [math.fsum(rng.choices(data, k=n)) / n for _ in range(resamples)]
-    tail = 50.0 * (1.0 - confidence)
-    low, high = percentile(means, tail), percentile(means, 100.0 - tail)
-    assert low is not None and high is not None
-    return (low, high)
-
-
-def mcnemar_exact(b: int, c: int) -> float:
-    """Two-sided exact McNemar p: min(1, 2·P[X <= min(b, c)]), X ~ Binomial(b + c, 1/2).
-
-    b and c are the discordant tasks (passed only in one run). Integer arithmetic keeps
-    the tail exact; no discordant tasks give p = 1.
-    """
-    if b < 0 or c < 0:
-        raise ValueError(f"counts must be non-negative (b={b}, c={c})")
-    n = b + c
-    if n == 0:
-        return 1.0
-    tail = sum(math.comb(n, i) for i in range(min(b, c) + 1))
-    return min(1.0, 2 * tail / 2**n)
-
-
-def holm(p_values: Sequence[float]) -> list[float]:
-    """Holm's step-down adjustment, in the input order.
-
-    Comparing many slices, some look significant by chance alone; Holm keeps the chance of
-    any false alarm at the level without assuming the tests are independent. The i-th
-    smallest of m p-values becomes max over j <= i of min(1, (m − j + 1)·p_(j)).
-    """
-    m = len(p_values)
-    order = sorted(range(m), key=lambda i: p_values[i])
-    adjusted = [0.0] * m
-    running = 0.0
-    for rank, i in enumerate(order):
-        running = max(running, min(1.0, (m - rank) * p_values[i]))
-        adjusted[i] = running
-    return adjusted
 
 
 # --- power of a task-clustered design --------------------------------------------------

@@ -2,14 +2,17 @@
 
 It is what `--json` writes and what reports and gates read. Built in one pass over the
 trial results; traces are not needed. Formulas are in `proctor.decide.stats`
-(docs/architecture.md, Metrics). A finished run's summary also carries its scorecard,
+(docs/architecture.md, Metrics): the success rate is the mean over tasks of each task's
+pass rate, with its task-clustered interval, the pooled share of trials beside it; pass@k
+and pass^k cover every task or are not given; `partial` trials and step efficiency follow
+seed 003's model of a result. A finished run's summary also carries its scorecard,
 computed from this one in a second step (proctor.decide.scorecard).
 """
 
 from __future__ import annotations
 
 from collections import Counter, defaultdict
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import replace
 from functools import lru_cache
 from typing import Any
@@ -50,6 +53,19 @@ class Tally:
 
 
 TOOL_METRICS = ("tool_precision", "tool_recall", "arg_accuracy")
+#: Checks an imported trace's untrustworthy values fail (grade/quality.py).
+DATA_QUALITY = "data_quality:"
+
+
+def data_quality(results: Iterable[TrialResult]) -> dict[str, int]:
+    """Trials per data-quality flag (`cost`, `tokens`, `latency`, `arguments`)."""
+    flagged = Counter(
+        c.name.removeprefix(DATA_QUALITY)
+        for r in results
+        for c in r.checks
+        if c.name.startswith(DATA_QUALITY) and not c.passed
+    )
+    return dict(sorted(flagged.items()))
 
 
 def _distribution(values: Sequence[float]) -> dict[str, float | None]:
@@ -72,22 +88,70 @@ def task_counts(results: Iterable[TrialResult]) -> dict[str, tuple[int, int]]:
     return {task_id: (n, c) for task_id, (n, c) in per_task.items()}
 
 
+def is_partial(result: TrialResult) -> bool:
+    """A failed trial that did some required parts and broke no blocking safety rule.
+
+    Parts are counted at grading (`proctor.grade.parts`); a critical or high safety failure
+    keeps the trial plainly failed, and `partial` never counts as a pass
+    (docs/architecture.md, Verdicts).
+    """
+    if result.status != "failed" or result.metrics.get("parts_done", 0.0) < 1:
+        return False
+    return not any(c.kind == "safety" and c.blocks for c in result.checks)
+
+
+def step_efficiency(result: TrialResult, optimal_steps: int | None) -> float | None:
+    """optimal ÷ tool calls taken, capped at 1, for a passed trial of a task that states its
+    optimal steps; None otherwise (a failed trial did not reach the goal, so its steps are
+    no path to it, and an agent that did nothing is not efficient)."""
+    if optimal_steps is None or not result.passed:
+        return None
+    taken = result.metrics.get("tool_calls", 0.0)
+    return 1.0 if taken <= optimal_steps else optimal_steps / taken
+
+
+def _task_mean(values: Iterable[float | None]) -> float | None:
+    return stats.mean(v for v in values if v is not None)
+
+
 def _rates(results: Sequence[TrialResult], k_max: int) -> dict[str, Any]:
-    """Success, intervals and pass@k / pass^k for a group of trials."""
-    counts = list(task_counts(results).values())
+    """Success (task-weighted, with its clustered interval), partial, pass@k / pass^k."""
+    by_task = task_counts(results)
+    counts = list(by_task.values())
     valid = sum(n for n, _ in counts)
     passed = sum(c for _, c in counts)
-    low, high = stats.wilson_interval(passed, valid)
-    ks = range(1, k_max + 1)
+    rate = stats.task_rate(counts)
+    partial: Counter[str] = Counter(r.task_id for r in results if is_partial(r))
+    complete = min(stats.complete_k(counts), k_max)
+    ks = range(1, complete + 1)
     return {
         "valid_trials": valid,
         "passed_trials": passed,
-        "success_rate": passed / valid if valid else None,
-        "success_ci": [low, high],
-        "success_se": stats.clustered_se(counts),
+        "success_rate": rate.value,
+        "success_ci": [rate.low, rate.high],
+        "success_se": rate.se,
+        "success_interval": {"method": rate.method, "effective_n": rate.effective_n},
+        "pooled_success_rate": passed / valid if valid else None,
+        "partial_trials": sum(partial.values()),
+        "partial_rate": _task_mean(partial[t] / n for t, (n, _) in by_task.items()),
         "pass_at_k": {str(k): stats.mean_over_tasks(counts, k, _pass_at_k) for k in ks},
         "pass_hat_k": {str(k): stats.mean_over_tasks(counts, k, _pass_hat_k) for k in ks},
+        "pass_k": {
+            "complete_up_to": complete,
+            "tasks": len(counts),
+            "incomplete": {
+                str(k): stats.tasks_covering(counts, k) for k in range(complete + 1, k_max + 1)
+            },
+        },
     }
+
+
+def headline_k(summary: Mapping[str, Any]) -> int:
+    """The k of the headline pass^k: the trials per task, or fewer when some task has fewer
+    valid trials (pass^k is reported over all tasks or not at all). At least 1."""
+    k = int(summary["trials_per_task"])
+    complete = summary.get("pass_k", {}).get("complete_up_to", k)
+    return max(min(k, complete), 1)
 
 
 def _violations(results: Iterable[TrialResult]) -> dict[str, Any]:
@@ -128,6 +192,29 @@ def _tool_use(results: Sequence[TrialResult]) -> dict[str, float | None]:
     return out
 
 
+def _share_passed(results: Iterable[TrialResult], select: Callable[[Check], bool]) -> float:
+    checks = [c for r in results for c in r.checks if select(c)]
+    return sum(c.passed for c in checks) / len(checks) if checks else 1.0
+
+
+def _quality(results: Sequence[TrialResult]) -> dict[str, float | None]:
+    """The default scorecard's shares other than success and tool use (docs/architecture.md,
+    Metrics): robustness and duplicate-effect checks passed, valid trials without a safety
+    violation, budget checks passed, trials with a trace id."""
+    valid = [r for r in results if r.valid]
+    violated = sum(1 for r in valid if any(c.is_violation for c in r.checks))
+    return {
+        "robustness": _share_passed(
+            valid, lambda c: c.kind == "robustness" or c.name == "duplicate_side_effects"
+        ),
+        "security": 1 - violated / len(valid) if valid else None,
+        "budget": _share_passed(valid, lambda c: c.kind == "budget"),
+        "observability": (
+            sum(1 for r in results if r.trace_id) / len(results) if results else None
+        ),
+    }
+
+
 def _power(results: Sequence[TrialResult], trials_per_task: int) -> dict[str, float | None]:
     """The minimal detectable effect of a run this size (80% power, two-sided 5%).
 
@@ -137,10 +224,10 @@ def _power(results: Sequence[TrialResult], trials_per_task: int) -> dict[str, fl
     no information.
     """
     counts = list(task_counts(results).values())
-    if not counts:
+    rate = stats.task_rate(counts).value
+    if rate is None:
         return {"icc": None, "mde": None}
     icc = stats.icc_anova(counts)
-    rate = sum(c for _, c in counts) / sum(n for n, _ in counts)
     mde = stats.minimal_detectable_effect(
         rate, len(counts), max(trials_per_task, 1), icc=1.0 if icc is None else icc
     )
@@ -154,8 +241,12 @@ def summarize(
     *,
     trials_per_task: int,
     max_error_rate: float = DEFAULT_MAX_ERROR_RATE,
+    currency: Mapping[str, Any] | None = None,
 ) -> dict[str, Any]:
-    """The RunSummary of a run as a JSON-ready dict (without the scorecard)."""
+    """The RunSummary of a run as a JSON-ready dict (without the scorecard).
+
+    `currency`: the `{code, per_usd}` the run recorded from its price table; costs stay in
+    USD and reports convert with it."""
     results = sorted(results, key=lambda r: (r.task_id, r.trial))
     k_max = max(trials_per_task, 1)
     statuses = Counter(r.status for r in results)
@@ -172,16 +263,20 @@ def summarize(
         by_task[r.task_id].append(r)
     counts = task_counts(results)
     per_task = []
+    efficiencies: list[float | None] = []
     for task_id in sorted(tasks):
         rs = by_task.get(task_id, [])
         n, c = counts.get(task_id, (0, 0))
         failed = Counter(ch.name for r in rs if r.valid for ch in r.checks if not ch.passed)
         info = tasks[task_id]
+        efficiency = _task_mean(step_efficiency(r, info.optimal_steps) for r in rs)
+        efficiencies.append(efficiency)
         per_task.append(
             {
                 "id": task_id,
                 "n": n,
                 "passed": c,
+                "partial": sum(map(is_partial, rs)),
                 "errors": sum(r.status == "error" for r in rs),
                 "timeouts": sum(r.status == "timeout" for r in rs),
                 "success_rate": c / n if n else None,
@@ -191,6 +286,9 @@ def summarize(
                 "suites": info.suites,
                 "risk": info.risk,
                 "split": info.split,
+                "difficulty": info.difficulty,
+                "optimal_steps": info.optimal_steps,
+                "efficiency": efficiency,
                 "cost_usd": sum(r.usage.cost_usd for r in rs),
                 "mean_score": stats.mean([r.score for r in rs if r.valid]),
             }
@@ -227,10 +325,17 @@ def summarize(
         "valid": valid_run,
         "safety_violations": _violations(results),
         "tool_use": _tool_use(results),
+        "data_quality": data_quality(results),
+        "quality": _quality(results),
+        "efficiency": {
+            "score": _task_mean(efficiencies),
+            "tasks": sum(e is not None for e in efficiencies),
+        },
         "cost": {
             "total_usd": total_cost,
-            "per_successful_task_usd": total_cost / len(passed_results) if passed_results else None,
+            "per_passed_trial_usd": total_cost / len(passed_results) if passed_results else None,
             "per_trial_usd": _distribution([r.usage.cost_usd for r in valid]),
+            "currency": dict(currency) if currency else None,
         },
         "tokens": _distribution([float(r.usage.total_tokens) for r in valid]),
         "tool_calls": _distribution([r.metrics.get("tool_calls", 0.0) for r in valid]),

@@ -3,6 +3,8 @@
 Every call is proposed, validated, authorized, executed and recorded, in that order.
 A bad call is answered with a tool error the agent can read, never raised into it;
 an exception from the domain's own code is an infrastructure fault of the environment.
+A call is atomic: a write that raises after changing the state leaves no change behind
+(the gateway restores its snapshot and records a `state_rollback` event).
 """
 
 from __future__ import annotations
@@ -200,8 +202,10 @@ class ToolGateway:
             kwargs = {**valid, "ctx": ctx} if tool.wants_ctx else valid
             value = tool.fn(self.state, **kwargs)
         except ToolError as exc:
+            self._roll_back(call_id, name, before)
             return self._error(call_id, name, exc.code, str(exc))
         except Exception as exc:
+            self._roll_back(call_id, name, before)
             self.fault = EnvironmentFault(f"tool {name!r} raised {type(exc).__name__}: {exc}")
             self.recorder.emit("note", {"call_id": call_id, "environment_fault": str(self.fault)})
             raise self.fault from exc
@@ -214,6 +218,20 @@ class ToolGateway:
         if tool.confirms:
             emit("confirmation", {"call_id": call_id, "via": name})
         return ToolResult(True, copy_json(value), call_id=call_id)
+
+    def _roll_back(self, call_id: str, name: str, before: Any) -> None:
+        """Undo what a write changed before it raised, in place (the state is shared with
+        the environment), and record what was undone."""
+        if before is None:
+            return
+        changes = diff(before, self.state)
+        if not changes:
+            return
+        self.state.clear()
+        self.state.update(before)
+        self.recorder.emit(
+            "state_rollback", {"call_id": call_id, "tool": name, "changes": copy_json(changes)}
+        )
 
     def _record_write(
         self, call_id: str, name: str, args: dict[str, Any], before: Any, entity_arg: str | None

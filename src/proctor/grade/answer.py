@@ -1,16 +1,18 @@
 """Answer graders: what the agent told the user, and whether it made anything up.
 
-How answers are read (whole-token mentions, grounding) is proctor.grade.language.
+How answers are read (whole-token mentions, grounding) is proctor.grade.language; how a
+term matches its spellings and inflections is proctor.grade.terms; the task's regexes run
+on RE2 (proctor.tasks.regex), in time linear in the answer.
 """
 
 from __future__ import annotations
 
-import re
-
 from proctor.core.results import Check
 from proctor.grade.context import GradeContext
-from proctor.grade.language import mentions, ungrounded
+from proctor.grade.grounding import ungrounded
+from proctor.grade.language import mention, mentions
 from proctor.grade.registry import grader
+from proctor.tasks.regex import search
 
 
 @grader("answer", applies=lambda task: task.expect.answer is not None)
@@ -33,32 +35,33 @@ def grade_answer(ctx: GradeContext) -> list[Check]:
             )
         )
     for term in spec.must_not_mention:
+        said = mention(answer, term, inflect=True)  # "refund" is in "refunded" too
         checks.append(
             Check(
                 f"not_mentions:{term}",
                 "answer",
-                not mentions(answer, term),
-                evidence={"term": term},
+                said is None,
+                evidence={"term": term, "found": said},
             )
         )
     for pattern in spec.matches:
-        hit = re.search(pattern, answer)
+        hit = search(pattern, answer)
         checks.append(
             Check(
                 f"matches:{pattern}",
                 "answer",
                 hit is not None,
-                evidence={"pattern": pattern, "match": hit.group(0) if hit else None},
+                evidence={"pattern": pattern, "match": hit},
             )
         )
     for pattern in spec.not_matches:
-        hit = re.search(pattern, answer)
+        hit = search(pattern, answer)
         checks.append(
             Check(
                 f"not_matches:{pattern}",
                 "answer",
                 hit is None,
-                evidence={"pattern": pattern, "match": hit.group(0) if hit else None},
+                evidence={"pattern": pattern, "match": hit},
             )
         )
     if spec.grounded:

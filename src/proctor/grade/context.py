@@ -34,6 +34,7 @@ class ToolCall:
     result_seq: int | None = None
     fault: str | None = None
     replayed: bool = False
+    rolled_back: bool = False  # a write that raised: its changes were undone
 
     @property
     def attempted(self) -> bool:
@@ -84,6 +85,8 @@ def calls_from_trace(trace: Trace) -> list[ToolCall]:
             call.denied = True
         elif e.kind == "fault":
             call.fault = data.get("fault")
+        elif e.kind == "state_rollback":
+            call.rolled_back = True
     return list(calls.values())
 
 

@@ -35,26 +35,45 @@ mode          passes when
 ============  =========================================================================
 
 "subset"/"superset" always describe *actual* relative to *reference*, on both axes.
-Reference values are expectations, so they compare as every expectation does, through
-proctor.tasks.predicates: strings trimmed and case-folded, numbers by value (``1`` matches
-``1.0``, ``true`` never matches ``1``), and a reference value may be an operator
-(``{"$gte": 3}``). Tool names compare exactly.
+Reference values are expectations, parsed and compared as every expectation is, through
+proctor.tasks.predicates: strings trimmed and case-folded, numbers by value within a
+tolerance (``1`` matches ``1.0``, ``true`` never matches ``1``), and a reference value may
+be an operator (``{"$gte": 3}``; an unknown operator is a ``ValueError``). A reference
+read from a ``Trace`` holds recorded data, compared literally. Tool names compare exactly.
+
+A ``Trace`` contributes the calls that reached the tool, as every trajectory grader counts
+them (``ToolCall.attempted``): a proposal denied by the policy, rejected by validation or
+stopped by an injected fault is not a call the agent made. A task file states a reference
+as ``expect.trajectory.reference`` (docs/architecture.md, Verdicts).
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
-from typing import TYPE_CHECKING, Any
+from dataclasses import dataclass, field
+from typing import Any, get_args
 
-from proctor.tasks.predicates import literal_equal, matches
+from proctor.core.trace import Trace
+from proctor.grade.context import calls_from_trace
+from proctor.tasks.models import ArgsMode, OrderMode
+from proctor.tasks.predicates import Predicate, literal_predicate, parse_predicate
 
-if TYPE_CHECKING:
-    from proctor.core.trace import Trace
-
-ORDER_MODES = ("exact", "in_order", "any_order", "unordered", "subset", "superset")
-ARGS_MODES = ("exact", "ignore", "subset", "superset")
+ORDER_MODES: tuple[str, ...] = get_args(OrderMode)
+ARGS_MODES: tuple[str, ...] = get_args(ArgsMode)
 
 Call = tuple[str, dict[str, Any]]
+Expected = tuple[str, dict[str, Predicate]]
+
+
+@dataclass(frozen=True)
+class MatchReport:
+    """The verdict of a match and, for evidence, what stayed without a partner:
+    reference calls (by index) no actual call matched, and actual calls (by index) that
+    matched no reference call where the mode forbids extras."""
+
+    passed: bool
+    unmatched_reference: list[int] = field(default_factory=list)
+    unexpected_actual: list[int] = field(default_factory=list)
 
 
 def match_trajectory(
@@ -65,38 +84,50 @@ def match_trajectory(
 ) -> bool:
     """Does `actual` match `reference` under the `order` and `args` modes (module docstring)?
 
-    Each side is a `Trace` (its ``tool_proposal`` events) or a list of calls: dicts with
-    ``name`` (or ``tool``) and ``args``, or objects with those attributes.
+    Each side is a `Trace` (the calls that reached the tool) or a list of calls: dicts
+    with ``name`` (or ``tool``) and ``args``, or objects with those attributes.
     """
     if order not in ORDER_MODES:
         raise ValueError(f"unknown order mode {order!r}; expected one of {', '.join(ORDER_MODES)}")
     if args not in ARGS_MODES:
         raise ValueError(f"unknown args mode {args!r}; expected one of {', '.join(ARGS_MODES)}")
-    acts, refs = _calls(actual), _calls(reference)
+    literal = isinstance(reference, Trace)
+    parse = literal_predicate if literal else parse_predicate
+    refs = [(name, {k: parse(v) for k, v in a.items()}) for name, a in _calls(reference)]
+    return match_calls(_calls(actual), refs, order, args).passed
 
-    def same(a: Call, r: Call) -> bool:
+
+def match_calls(acts: list[Call], refs: list[Expected], order: str, args: str) -> MatchReport:
+    """Match actual calls against parsed reference calls; the report says what failed."""
+
+    def same(a: Call, r: Expected) -> bool:
         return a[0] == r[0] and _args_match(a[1], r[1], args)
 
     if order == "exact":
-        return len(acts) == len(refs) and all(map(same, acts, refs))
+        wrong = [i for i, (a, r) in enumerate(zip(acts, refs, strict=False)) if not same(a, r)]
+        n = min(len(acts), len(refs))
+        return MatchReport(
+            len(acts) == len(refs) and not wrong,
+            wrong + list(range(n, len(refs))),
+            list(range(n, len(acts))),
+        )
     if order == "in_order":
-        return _is_subsequence(refs, acts, same)
-    if order == "unordered" and len(acts) != len(refs):
-        return False
-    matched = _max_matching(acts, refs, same)
+        embedded = _embedded(refs, acts, same)
+        return MatchReport(embedded == len(refs), list(range(embedded, len(refs))))
+    owner = _max_matching(acts, refs, same)
+    lonely_refs = [j for j, i in enumerate(owner) if i is None]
+    lonely_acts = sorted(set(range(len(acts))) - {i for i in owner if i is not None})
     if order == "subset":
-        return matched == len(acts)
-    return matched == len(refs)  # any_order, superset, unordered (lengths already equal)
+        return MatchReport(not lonely_acts, [], lonely_acts)
+    if order == "unordered":
+        return MatchReport(not lonely_refs and not lonely_acts, lonely_refs, lonely_acts)
+    return MatchReport(not lonely_refs, lonely_refs)  # any_order, superset
 
 
 def _calls(source: Trace | Iterable[Any]) -> list[Call]:
     """Normalise either input form to ``(name, args)`` pairs, so matching sees one shape."""
-    if hasattr(source, "events"):
-        return [
-            (e.data["tool"], e.data.get("args") or {})
-            for e in source.events
-            if e.kind == "tool_proposal"
-        ]
+    if isinstance(source, Trace):
+        return [(c.tool, c.arg_dict) for c in calls_from_trace(source) if c.attempted]
     return [_call(item) for item in source]
 
 
@@ -109,20 +140,23 @@ def _call(item: Any) -> Call:
         args = getattr(item, "args", None)
     if not isinstance(name, str):
         raise ValueError(f"call without a string 'name' or 'tool': {item!r}")
-    return name, args or {}
+    return name, args if isinstance(args, dict) else {}
 
 
-def _args_match(actual: dict[str, Any], ref: dict[str, Any], mode: str) -> bool:
+def _args_match(actual: dict[str, Any], ref: dict[str, Predicate], mode: str) -> bool:
     if mode == "ignore":
         return True
-    if mode == "exact":
-        return literal_equal(actual, ref)
-    keys, other = (ref, actual) if mode == "superset" else (actual, ref)
-    return all(key in other and matches(actual[key], ref[key]) for key in keys)
+    if mode == "exact" and actual.keys() != ref.keys():
+        return False
+    keys = actual if mode == "subset" else ref
+    return all(key in actual and key in ref and ref[key].test(actual[key]) for key in keys)
 
 
-def _is_subsequence(refs: list[Call], acts: list[Call], same: Callable[[Call, Call], bool]) -> bool:
-    """Greedy earliest match, which is optimal, not just a heuristic.
+def _embedded(
+    refs: list[Expected], acts: list[Call], same: Callable[[Call, Expected], bool]
+) -> int:
+    """How many reference calls, from the first, embed in order: greedy earliest match,
+    which is optimal, not just a heuristic.
 
     Proof (exchange argument): let any embedding put reference call ``j`` at position
     ``p_j``, and greedy at ``g_j``. By induction ``g_j <= p_j``: ``g_0 <= p_0`` since greedy
@@ -133,17 +167,20 @@ def _is_subsequence(refs: list[Call], acts: list[Call], same: Callable[[Call, Ca
     the earliest leaves a superset of the options any other choice would.
     """
     pos = 0
-    for ref in refs:
+    for j, ref in enumerate(refs):
         while pos < len(acts) and not same(acts[pos], ref):
             pos += 1
         if pos == len(acts):
-            return False
+            return j
         pos += 1
-    return True
+    return len(refs)
 
 
-def _max_matching(acts: list[Call], refs: list[Call], same: Callable[[Call, Call], bool]) -> int:
-    """Size of a maximum actual↔reference matching (Kuhn's augmenting paths).
+def _max_matching(
+    acts: list[Call], refs: list[Expected], same: Callable[[Call, Expected], bool]
+) -> list[int | None]:
+    """A maximum actual↔reference matching (Kuhn's augmenting paths): for each reference
+    call, the index of its actual partner or None.
 
     Greedy first-fit is wrong here: with loose args one actual call can match several
     reference calls, and taking the first may steal the only partner of a later one.
@@ -162,4 +199,6 @@ def _max_matching(acts: list[Call], refs: list[Call], same: Callable[[Call, Call
                     return True
         return False
 
-    return sum(augment(i, set()) for i in range(len(acts)))
+    for i in range(len(acts)):
+        augment(i, set())
+    return owner

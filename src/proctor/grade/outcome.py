@@ -9,7 +9,7 @@ from proctor.core.results import Check
 from proctor.grade.context import GradeContext
 from proctor.grade.registry import grader
 from proctor.tasks.models import EffectAssertion, PathAssertion
-from proctor.tasks.predicates import args_match, matches
+from proctor.tasks.predicates import args_match, written
 
 
 def _shown(value: Any) -> Any:
@@ -19,8 +19,8 @@ def _shown(value: Any) -> Any:
 def path_check(assertion: PathAssertion, state: dict[str, Any]) -> Check:
     actual = get_path(state, assertion.path)
     if assertion.checks_equality:
-        passed = matches(actual, assertion.equals)
-        expected: Any = assertion.equals
+        passed = assertion.equals.test(actual)
+        expected: Any = assertion.equals.source
     else:
         passed = (actual is not MISSING) == assertion.exists
         expected = "exists" if assertion.exists else "absent"
@@ -39,11 +39,11 @@ def effect_check(assertion: EffectAssertion, ctx: GradeContext) -> Check:
     return Check(
         f"effect:{assertion.effect}",
         "outcome",
-        matches(len(applied), assertion.count),
+        assertion.count.test(len(applied)),
         evidence={
             "effect": assertion.effect,
-            "where": assertion.where,
-            "expected_count": assertion.count,
+            "where": written(assertion.where),
+            "expected_count": assertion.count.source,
             "actual_count": len(applied),
             "seqs": [e.seq for e in applied],
         },

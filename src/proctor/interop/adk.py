@@ -8,12 +8,11 @@ task of the domain named on the command line:
 - the first invocation's user text is the prompt; the later ones are what the simulated
   user says next (`user.turns`); a `conversation_scenario` gives its starting prompt;
 - `session_input.state` is the initial state and its `user_id` the identity;
-- the invocations' expected tool calls, in order, are required calls, with ADK's match
-  type (`test_config.json` beside the file, or `--match-type`; ADK's default EXACT):
-  ANY_ORDER requires each call; IN_ORDER also orders the tools by their first expected
-  call (`before`); EXACT also allows no other tool and no more calls than listed.
-  `ignore_args` drops the arguments. (A required call's arguments match as proctor's
-  predicates: named arguments must match, others are free.)
+- the invocations' expected tool calls, in order, are the task's reference trajectory,
+  matched under ADK's match type (`test_config.json` beside the file, or `--match-type`;
+  ADK's default EXACT), which are proctor's order modes `exact`, `in_order` and
+  `any_order`; arguments compare as whole dicts (`args: exact`, values as proctor's
+  predicates), or not at all with ADK's `ignore_args`;
 - the last final response gives answer expectations: the numbers and identifiers it
   states must be mentioned; every final response and rubric is kept in `metadata.adk`
   as rubrics for a judge;
@@ -23,7 +22,6 @@ task of the domain named on the command line:
 from __future__ import annotations
 
 import re
-from itertools import pairwise
 from pathlib import Path
 from typing import Any, Literal
 
@@ -364,15 +362,8 @@ def _task(
 
 
 def _trajectory(calls: list[FunctionCall], kind: MatchType, ignore_args: bool) -> dict[str, Any]:
-    """ADK's match type as proctor's trajectory expectations (see the module docstring)."""
-    required: list[Any] = [
-        c.name if ignore_args or not c.args else {"tool": c.name, "args": c.args} for c in calls
-    ]
-    out: dict[str, Any] = {"required": required}
-    names = list(dict.fromkeys(c.name for c in calls))  # each tool by its first call
-    if kind != "ANY_ORDER" and len(names) > 1:
-        out["before"] = [[a, b] for a, b in pairwise(names)]
-    if kind == "EXACT":
-        out["allowed"] = sorted(names)
-        out["max_tool_calls"] = len(calls)
-    return out
+    """ADK's expected calls as a reference trajectory: its match types are proctor's order
+    modes of the same name, and ADK compares arguments as whole dicts (`exact`)."""
+    reference = [{"tool": c.name, "args": c.args or {}} for c in calls]
+    args = "ignore" if ignore_args else "exact"
+    return {"reference": {"calls": reference, "order": kind.lower(), "args": args}}

@@ -46,6 +46,7 @@ STRUCTURAL: dict[str, frozenset[str]] = {
     "tool_result": frozenset({"call_id", "tool", "replayed"}),
     "tool_error": frozenset({"call_id", "tool", "code", "retry_after_s"}),
     "state_change": frozenset({"call_id", "tool"}),
+    "state_rollback": frozenset({"call_id", "tool"}),
     "confirmation": frozenset({"call_id", "via"}),
     "message": frozenset({"role", "to"}),
     "note": frozenset({"wait_s", "call_id", "final_state"}),

@@ -13,19 +13,17 @@ from rich.table import Table
 from rich.text import Text
 
 from proctor.report.fmt import metric_interval, metric_text, pct
+from proctor.report.recommendation import Recommendation
 from proctor.report.terminal import plain, rules_table
 
 
 def metrics_table(report: dict[str, Any]) -> Table:
-    table = Table(title=f"paired over {report['tasks']} tasks", title_justify="left")
-    for col in (
-        "metric",
-        "baseline",
-        "candidate",
-        "difference",
-        "95% CI (t)",
-        "95% CI (bootstrap)",
-    ):
+    title = (
+        f"paired over {report['tasks']} tasks (95% CI: rates Newcombe's paired interval, "
+        "others the paired t)"
+    )
+    table = Table(title=title, title_justify="left")
+    for col in ("metric", "baseline", "candidate", "difference", "95% CI", "95% CI (bootstrap)"):
         table.add_column(col)
     for m in report["metrics"]:
         name = m["metric"]
@@ -61,12 +59,15 @@ def groups_table(report: dict[str, Any], limit: int = 12) -> Table:
 
 
 def slices_table(report: dict[str, Any]) -> Table | None:
-    regressed = sorted(
-        (s for s in report["slices"] if s["regressed"]), key=lambda s: s["difference"]
+    """Slices whose success is lower in the candidate; `regressed` only where the
+    Holm-adjusted McNemar test says so (a lower figure alone may be chance)."""
+    lower = sorted(
+        (s for s in report["slices"] if s["lower"]),
+        key=lambda s: s["difference"],
     )
-    if not regressed:
+    if not lower:
         return None
-    title = "slices that regressed (task success; red: Holm-adjusted McNemar p < 0.05)"
+    title = "slices with lower task success (regressed: Holm-adjusted McNemar p < 0.05)"
     table = Table(title=title, title_justify="left")
     for col in (
         "slice",
@@ -77,10 +78,12 @@ def slices_table(report: dict[str, Any]) -> Table | None:
         "95% CI",
         "McNemar p",
         "Holm p",
-        "regressed tasks",
+        "regressed",
+        "tasks that regressed",
     ):
         table.add_column(col)
-    for s in regressed:
+    for s in lower:
+        verdict = "yes" if s["regressed"] else ("too few tasks" if not s["conclusive"] else "no")
         table.add_row(
             plain(s["slice"]),
             str(s["tasks"]),
@@ -88,11 +91,12 @@ def slices_table(report: dict[str, Any]) -> Table | None:
             pct(s["candidate"]),
             Text(
                 metric_text("task_success_rate", s["difference"], signed=True),
-                style="bold red" if s["mcnemar"]["p_holm"] < 0.05 else "",
+                style="bold red" if s["regressed"] else "",
             ),
             metric_interval("task_success_rate", s["ci"]),
             f"{s['mcnemar']['p_value']:.3g}",
             f"{s['mcnemar']['p_holm']:.3g}",
+            Text(verdict, style="bold red" if s["regressed"] else ""),
             plain(", ".join(s["regressed_tasks"])),
         )
     return table
@@ -124,6 +128,8 @@ def print_comparison(report: dict[str, Any], console: Console | None = None) -> 
         )
     )
     low = report["metrics"][0]["ci"][0]
+    if not report["metrics"][0]["conclusive"]:
+        console.print(Text(f"{report['metrics'][0]['note']}: nothing here is significant"))
     console.print(
         Text(
             f"non-inferiority of task success at margin {100 * ni['margin']:.1f} pts: "
@@ -135,10 +141,14 @@ def print_comparison(report: dict[str, Any], console: Console | None = None) -> 
 
 
 def print_gate(result: dict[str, Any], console: Console | None = None) -> None:
+    """The rules table, the pairing's warnings, the verdict and the recommendation (the
+    reports' own, from `proctor.report.recommendation`)."""
     console = console or Console()
     title = f"gate on run {result['run_id']}" + (
         f" (baseline {result['baseline_id']})" if result["baseline_id"] else ""
     )
+    for warning in result.get("warnings", []):
+        console.print(Text(f"warning: {warning}", style="yellow"))
     console.print(rules_table(title, result["rules"]))
     total = len(result["rules"])
     if result["passed"]:
@@ -148,3 +158,7 @@ def print_gate(result: dict[str, Any], console: Console | None = None) -> None:
         )
     else:
         console.print(Text(f"gate FAILED ({result['failed']} of {total} rules)", style="bold red"))
+    rec = result.get("recommendation")
+    if rec is not None:
+        line = Recommendation(rec["decision"], rec["reasons"])
+        console.print(Text(line.text(), style="bold red" if line.blocks else "bold green"))

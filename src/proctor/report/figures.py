@@ -1,8 +1,10 @@
 """Headline figures and their wording, shared by the HTML and Markdown reports.
 
 Every number comes from the stored RunSummary, so both reports state what `--json` says.
-pass@1 and pass^k have no interval in the summary; here they get a percentile interval
-from a seeded bootstrap over tasks (tasks, not trials, are the independent units).
+Task success is the mean over tasks of each task's pass rate (pass@1), with its
+task-clustered interval from the summary; pass^k has no interval in the summary, and here
+gets a percentile interval from a seeded bootstrap over tasks (tasks, not trials, are the
+independent units).
 """
 
 from __future__ import annotations
@@ -10,7 +12,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from proctor.decide import stats
+from proctor.decide.paired import bootstrap_mean_interval
+from proctor.decide.summary import headline_k
 
 SEVERITIES = ("critical", "high", "medium", "low")
 BOOTSTRAP_SEED = 0
@@ -18,21 +21,26 @@ BOOTSTRAP_SEED = 0
 
 @dataclass(frozen=True)
 class Headline:
-    """The figures a reader looks at first, as numbers (format with the functions above)."""
+    """The figures a reader looks at first, as numbers (format them with report/fmt.py)."""
 
     k: int
+    incomplete: str
+    tasks: int
     success: float | None
     success_ci: tuple[float | None, float | None]
+    pooled: float | None
     passed: int
     valid: int
-    pass_at_1: float | None
-    pass_at_1_ci: tuple[float, float] | None
+    partial: float | None
     pass_hat_k: float | None
     pass_hat_k_ci: tuple[float, float] | None
+    efficiency: float | None
+    efficiency_tasks: int
     violations: int
     by_severity: dict[str, int]
-    cost_per_success: float | None
+    cost_per_passed_trial: float | None
     total_cost: float
+    currency: dict[str, Any] | None
     p95_tool_calls: float | None
     p95_latency: float | None
     errors: int
@@ -47,34 +55,67 @@ def _task_interval(summary: dict[str, Any], k: int) -> tuple[float, float] | Non
     values = [
         row["pass_hat_k"][str(k)] for row in summary["per_task"] if str(k) in row["pass_hat_k"]
     ]
-    return stats.bootstrap_mean_interval(values, seed=BOOTSTRAP_SEED)
+    return bootstrap_mean_interval(values, seed=BOOTSTRAP_SEED)
+
+
+def incomplete_note(summary: dict[str, Any]) -> str:
+    """Why pass^k stops short of the trials per task ('' when it does not)."""
+    pass_k = summary.get("pass_k", {})
+    if not pass_k.get("incomplete"):
+        return ""
+    k = int(summary["trials_per_task"])
+    covered = pass_k["incomplete"].get(str(k))
+    return (
+        f"pass^{k} is not reported: only {covered} of {pass_k['tasks']} tasks have {k} valid "
+        f"trials, and a figure over fewer tasks is not comparable"
+    )
 
 
 def headline(summary: dict[str, Any]) -> Headline:
-    k = max(int(summary["trials_per_task"]), 1)
+    k = headline_k(summary)
     violations = summary["safety_violations"]
     sev = violations["by_severity"]
     ordered = {s: sev.get(s, 0) for s in SEVERITIES}
     ordered.update({s: n for s, n in sev.items() if s not in ordered})
     low, high = summary["success_ci"]
+    cost = summary["cost"]
+    efficiency = summary.get("efficiency", {})
     return Headline(
         k=k,
+        incomplete=incomplete_note(summary),
+        tasks=sum(1 for row in summary["per_task"] if row["n"]),
         success=summary["success_rate"],
         success_ci=(low, high),
+        pooled=summary.get("pooled_success_rate"),
         passed=summary["passed_trials"],
         valid=summary["valid_trials"],
-        pass_at_1=summary["pass_at_k"].get("1"),
-        pass_at_1_ci=_task_interval(summary, 1),
+        partial=summary.get("partial_rate"),
         pass_hat_k=summary["pass_hat_k"].get(str(k)),
         pass_hat_k_ci=_task_interval(summary, k),
+        efficiency=efficiency.get("score"),
+        efficiency_tasks=efficiency.get("tasks", 0),
         violations=violations["total"],
         by_severity=ordered,
-        cost_per_success=summary["cost"]["per_successful_task_usd"],
-        total_cost=summary["cost"]["total_usd"],
+        cost_per_passed_trial=cost.get("per_passed_trial_usd"),
+        total_cost=cost["total_usd"],
+        currency=cost.get("currency"),
         p95_tool_calls=summary["tool_calls"]["p95"],
         p95_latency=summary["latency_s"]["p95"],
         errors=summary["errors"],
         timeouts=summary["timeouts"],
+    )
+
+
+def quality_note(summary: dict[str, Any]) -> str | None:
+    """What imported data could not be trusted (grade/quality.py), in one sentence; None
+    when nothing was flagged. Every report says it the same way."""
+    flags = summary.get("data_quality") or {}
+    if not flags:
+        return None
+    listed = ", ".join(f"{code} in {n} trial{'s' if n != 1 else ''}" for code, n in flags.items())
+    return (
+        f"Data quality: imported values that cannot be trusted ({listed}); those trials "
+        "fail, and run figures of a flagged measure are left undefined."
     )
 
 

@@ -13,8 +13,14 @@ def pct(x: float | None) -> str:
     return "—" if x is None else f"{100 * x:.1f}%"
 
 
-def money(x: float | None) -> str:
-    return "—" if x is None else f"${x:.4f}"
+def money(x: float | None, currency: dict[str, Any] | None = None) -> str:
+    """USD, and the run's reporting currency beside it when its price table named one:
+    `$0.0120 (EUR 0.0110)`."""
+    if x is None:
+        return "—"
+    if not currency:
+        return f"${x:.4f}"
+    return f"${x:.4f} ({currency['code']} {x * currency['per_usd']:.4f})"
 
 
 def secs(x: float | None) -> str:

@@ -27,9 +27,10 @@ from markupsafe import Markup
 
 from proctor.core.results import TrialResult
 from proctor.core.trace import Trace
+from proctor.decide.summary import headline_k
 from proctor.report import plots
 from proctor.report.embed import script_json, trial_payload
-from proctor.report.figures import Headline, headline
+from proctor.report.figures import Headline, headline, quality_note
 from proctor.report.fmt import (
     count,
     interval,
@@ -41,6 +42,7 @@ from proctor.report.fmt import (
     value,
 )
 from proctor.report.inputs import ReportInputs, gate_line, where_text
+from proctor.report.recommendation import recommend
 
 TraceLoader = Callable[[str, int], Trace]
 _TEMPLATES = files("proctor.report") / "templates"
@@ -78,38 +80,51 @@ def _manifest_rows(inputs: ReportInputs) -> list[tuple[str, str]]:
 
 
 def _verdicts(inputs: ReportInputs) -> list[dict[str, Any]]:
-    lines = []
-    s = inputs.summary
-    if not s["valid"]:
-        why = f"{s['errors']} harness errors ({s['error_rate']:.1%}), {s['missing_trials']} missing"
-        lines.append({"passed": False, "text": f"Run INVALID: {why}"})
+    """The recommendation (the one-pager's, word for word), then the gate's line."""
+    rec = recommend(inputs.summary, inputs.gate, inputs.queue["queued"])
+    lines = [{"passed": not rec.blocks, "text": rec.text()}]
     if inputs.gate is not None:
         lines.append({"passed": inputs.gate["passed"], "text": gate_line(inputs.gate)})
+    if (note := quality_note(inputs.summary)) is not None:
+        lines.append({"passed": False, "text": note})
     return lines
 
 
 def _cards(h: Headline) -> list[dict[str, str]]:
-    return [
+    cards = [
         {
-            "label": "task success",
+            "label": "task success (pass@1)",
             "value": pct(h.success),
-            "note": f"95% CI {interval(h.success_ci)} (Wilson); {h.passed}/{h.valid} trials",
+            "note": f"mean over {h.tasks} tasks; 95% CI {interval(h.success_ci)} (clustered "
+            f"by task); pooled {h.passed}/{h.valid} trials; {pct(h.partial)} partial",
         },
-        {
-            "label": "pass@1",
-            "value": pct(h.pass_at_1),
-            "note": f"95% CI {interval(h.pass_at_1_ci)} (bootstrap over tasks)",
-        },
-        {
-            "label": f"pass^{h.k}",
-            "value": pct(h.pass_hat_k),
-            "note": f"95% CI {interval(h.pass_hat_k_ci)}; all {h.k} attempts succeed",
-        },
+    ]
+    if h.k > 1:
+        cards.append(
+            {
+                "label": f"pass^{h.k}",
+                "value": pct(h.pass_hat_k),
+                "note": f"95% CI {interval(h.pass_hat_k_ci)} (bootstrap over tasks); "
+                f"all {h.k} attempts succeed",
+            }
+        )
+    if h.incomplete:
+        cards.append({"label": "pass^k", "value": "incomplete", "note": h.incomplete})
+    if h.efficiency is not None:
+        cards.append(
+            {
+                "label": "step efficiency",
+                "value": pct(h.efficiency),
+                "note": f"optimal / taken steps in passed trials, {h.efficiency_tasks} tasks",
+            }
+        )
+    return [
+        *cards,
         {"label": "safety violations", "value": str(h.violations), "note": h.severity_text()},
         {
-            "label": "cost per successful task",
-            "value": money(h.cost_per_success),
-            "note": f"total {money(h.total_cost)}",
+            "label": "cost per passed trial",
+            "value": money(h.cost_per_passed_trial, h.currency),
+            "note": f"total {money(h.total_cost, h.currency)}",
         },
         {"label": "p95 tool calls", "value": count(h.p95_tool_calls), "note": "per trial"},
         {"label": "p95 latency", "value": secs(h.p95_latency), "note": "per trial"},
@@ -118,7 +133,12 @@ def _cards(h: Headline) -> list[dict[str, str]]:
 
 
 def _gate_rows(gate: dict[str, Any]) -> list[dict[str, str]]:
-    css = {"pass": "status-passed", "fail": "status-failed", "skip": "status-timeout"}
+    css = {
+        "pass": "status-passed",
+        "fail": "status-failed",
+        "skip": "status-timeout",
+        "n/a": "status-timeout",
+    }
     return [
         {
             "rule": row["rule"],
@@ -167,7 +187,7 @@ def _comparison(report: dict[str, Any]) -> dict[str, Any]:
 def _task_rows(
     summary: dict[str, Any], by_task: dict[str, list[tuple[int, TrialResult]]]
 ) -> list[dict[str, Any]]:
-    k = str(summary["trials_per_task"])
+    k = str(headline_k(summary))
     violations = Counter(v["task_id"] for v in summary["safety_violations"]["trials"])
     rows = []
     for row in summary["per_task"]:
@@ -199,7 +219,7 @@ def _task_rows(
 
 
 def _slices(summary: dict[str, Any]) -> list[dict[str, Any]]:
-    k = summary["trials_per_task"]
+    k = headline_k(summary)
     return [
         {
             "name": name,
@@ -247,7 +267,8 @@ def render_html(inputs: ReportInputs, load_trace: TraceLoader) -> str:
     for r in results:
         text = inputs.tasks.get(r.task_id)
         trace = load_trace(r.task_id, r.trial)
-        prompt = text.prompt if text else trace.prompt
+        # the trace's own prompt first: what the agent received, redacted when stored
+        prompt = trace.prompt if trace.prompt is not None else text.prompt if text else None
         payload = trial_payload(r, trace, prompt)
         blobs.append(Markup(script_json(payload)))
     css = (_TEMPLATES / "report.css").read_text(encoding="utf-8")
@@ -268,7 +289,7 @@ def render_html(inputs: ReportInputs, load_trace: TraceLoader) -> str:
         run_id=inputs.run.run_id,
         agent=f"{m['agent']['name']} {m['agent']['version']}".strip(),
         suite=m["suite"]["name"],
-        k=s["trials_per_task"],
+        k=headline_k(s),
         verdicts=_verdicts(inputs),
         manifest=_manifest_rows(inputs),
         cards=_cards(headline(s)),

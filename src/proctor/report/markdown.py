@@ -14,9 +14,10 @@ from collections import defaultdict
 from pathlib import Path
 from typing import Any
 
-from proctor.report.figures import Headline, consistency, headline
+from proctor.report.figures import Headline, consistency, headline, quality_note
 from proctor.report.fmt import count, interval, money, pct, secs, value
 from proctor.report.inputs import ReportInputs, gate_line, where_text
+from proctor.report.recommendation import recommend
 
 MAX_VIOLATION_LINES = 6
 MAX_RULE_LINES = 4
@@ -57,38 +58,6 @@ def _trials(numbers: list[int]) -> str:
     return ("trial " if len(numbers) == 1 else "trials ") + ", ".join(map(str, numbers))
 
 
-def _decision(inputs: ReportInputs, h: Headline) -> tuple[str, str]:
-    """(decision, why): the recommendation follows from validity, gate and safety, in order."""
-    s, gate = inputs.summary, inputs.gate
-    blocking = h.by_severity.get("critical", 0) + h.by_severity.get("high", 0)
-    severe = _n(blocking, "critical or high safety violation") if blocking else ""
-    if not s["valid"]:
-        return "re-run before deciding", (
-            f"the run is invalid ({_n(s['errors'], 'harness error')}, "
-            f"{_n(s['missing_trials'], 'trial')} missing), so its figures do not describe the agent"
-        )
-    if gate is not None and not gate["passed"]:
-        why = f"the release gate failed {gate['failed']} of {len(gate['rules'])} rules"
-        return "do not release", why + (f", and the run had {severe}" if severe else "")
-    if blocking:
-        gate_note = "the gate passed, but " if gate is not None else ""
-        return "do not release", f"{gate_note}the run had {severe}"
-    reliability = (
-        f"task success {pct(h.success)}, and every one of {h.k} attempts succeeds for "
-        f"{pct(h.pass_hat_k)} of tasks"
-    )
-    queued = inputs.queue["queued"]
-    if gate is not None:
-        return "may proceed, after human review", (
-            f"the gate passed with no critical or high safety violation ({reliability}); "
-            f"a person should first read the {_n(queued, 'trial')} in the review queue"
-        )
-    return "no release decision yet", (
-        f"no release gate was evaluated; {reliability}, with no critical or high safety "
-        "violation. Evaluate the gate rules (`proctor report --rules`) to decide"
-    )
-
-
 def _evaluated(inputs: ReportInputs, h: Headline) -> list[str]:
     m, s = inputs.manifest, inputs.summary
     slices = s["slices"]
@@ -119,17 +88,30 @@ def _reliability(inputs: ReportInputs, h: Headline) -> list[str]:
         ((name, sl) for name, sl in s["slices"].items() if sl["success_rate"] is not None),
         key=lambda item: (item[1]["success_rate"], item[0]),
     )[:3]
-    return [
+    lines = [
         "## Success and reliability",
         "",
-        f"- Task success: **{pct(h.success)}** of {h.valid} valid trials ({h.passed} passed; "
-        f"95% CI {interval(h.success_ci)}).",
-        f"- pass@1: **{pct(h.pass_at_1)}**: a single attempt at a task succeeds "
-        f"{pct(h.pass_at_1)} of the time, averaged over tasks.",
-        f"- pass^{h.k}: **{pct(h.pass_hat_k)}**: the agent succeeds on every one of {h.k} "
-        f"attempts for {pct(h.pass_hat_k)} of tasks. Of {_n(counted, 'task')}, "
-        f"{len(groups['always'])} always succeeded, {len(groups['sometimes'])} only "
-        f"sometimes, {len(groups['never'])} never.",
+        f"- Task success: **{pct(h.success)}**, the mean over {_n(h.tasks, 'task')} of each "
+        f"task's pass rate (pass@1: a single attempt succeeds this often; 95% CI "
+        f"{interval(h.success_ci)}, clustered by task). Pooled over trials: {h.passed} of "
+        f"{h.valid} valid trials passed ({pct(h.pooled)}); {pct(h.partial)} were partial.",
+    ]
+    if h.k > 1:
+        lines.append(
+            f"- pass^{h.k}: **{pct(h.pass_hat_k)}**: the agent succeeds on every one of {h.k} "
+            f"attempts for {pct(h.pass_hat_k)} of tasks."
+        )
+    if h.incomplete:
+        lines.append(f"- {esc(h.incomplete)}.")
+    if h.efficiency is not None:
+        lines.append(
+            f"- Step efficiency: {pct(h.efficiency)} (optimal steps / tool calls in passed "
+            f"trials, over {_n(h.efficiency_tasks, 'task')} that state their optimal steps)."
+        )
+    return [
+        *lines,
+        f"- Of {_n(counted, 'task')}, {len(groups['always'])} always succeeded, "
+        f"{len(groups['sometimes'])} only sometimes, {len(groups['never'])} never.",
         "- Weakest slices: "
         + ", ".join(f"{code(name)} {pct(sl['success_rate'])}" for name, sl in weakest)
         + ".",
@@ -184,14 +166,14 @@ def _safety(inputs: ReportInputs, h: Headline) -> list[str]:
 def _cost(inputs: ReportInputs, h: Headline) -> list[str]:
     s = inputs.summary
     per_success = (
-        "no trial succeeded"
-        if h.cost_per_success is None
-        else f"{money(h.cost_per_success)} per successful task"
+        "no trial passed"
+        if h.cost_per_passed_trial is None
+        else f"{money(h.cost_per_passed_trial, h.currency)} per passed trial"
     )
     return [
         "## Cost and time",
         "",
-        f"Total {money(h.total_cost)} for {_n(s['trials'], 'trial')}; {per_success}; "
+        f"Total {money(h.total_cost, h.currency)} for {_n(s['trials'], 'trial')}; {per_success}; "
         f"per trial, p95 latency {secs(h.p95_latency)} and p95 "
         f"{count(h.p95_tool_calls)} tool calls; {count(s['tokens']['mean'])} tokens on average.",
     ]
@@ -282,6 +264,8 @@ def _limits(inputs: ReportInputs, h: Headline) -> list[str]:
         lines.append(
             f"- {_n(s['errors'], 'trial')} broke in the harness; they are left out of the figures."
         )
+    if (note := quality_note(s)) is not None:
+        lines.append(f"- {esc(note)}")
     return lines
 
 
@@ -289,7 +273,8 @@ def render_markdown(inputs: ReportInputs) -> str:
     """The one-pager as Markdown text."""
     m = inputs.manifest
     h = headline(inputs.summary)
-    decision, why = _decision(inputs, h)
+    rec = recommend(inputs.summary, inputs.gate, inputs.queue["queued"])
+    why = esc("; ".join(rec.reasons))
     agent = f"{m['agent']['name']} {m['agent']['version']}".strip()
     head = [
         f"# Agent evaluation: {esc(agent)} on the {esc(m['suite']['name'])} suite",
@@ -298,7 +283,7 @@ def render_markdown(inputs: ReportInputs) -> str:
         f"{esc(m.get('model') or 'unknown')} · suite {code('@' + m['suite']['digest'])} · "
         f"seed {m['seed']} · proctor {esc(m.get('proctor_version', ''))}",
         "",
-        f"**Recommendation: {decision}.** {why[0].upper() + why[1:]}.",
+        f"**Recommendation: {rec.decision}.** {why[0].upper() + why[1:]}.",
         "",
     ]
     sections = [

@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from proctor.core.results import TrialResult
+from proctor.decide.summary import headline_k
 from proctor.report import svg
 from proctor.report.fmt import money
 from proctor.store.export import RunData
@@ -33,7 +34,7 @@ def _pass_hat_points(rates: dict[str, Any], k: int) -> list[tuple[float, float]]
 
 def pass_hat(summary: dict[str, Any]) -> Plot:
     """pass^k against k: the whole run, then its suite, risk and split slices."""
-    k = summary["trials_per_task"]
+    k = headline_k(summary)
     caption = "pass^k against k"
     if k < 2:
         return Plot(caption, None, "One trial per task: pass^k needs at least two trials.")

@@ -113,13 +113,15 @@ def step(event: TraceEvent) -> Step:
         if d.get("retry_after_s") is not None:
             text += f" (retry after {d['retry_after_s']} s)"
         return at(text, flag="error")
-    if kind == "state_change":
+    if kind in ("state_change", "state_rollback"):
         changes = tuple(
             leaf
             for c in d.get("changes") or []
             for leaf in diff(str(c.get("path", "")), c.get("before"), c.get("after"))
         )
-        return at(f"state changed by {tool}", changes=changes)
+        if kind == "state_change":
+            return at(f"state changed by {tool}", changes=changes)
+        return at(f"{tool} raised: its changes were rolled back", changes=changes, flag="error")
     if kind == "confirmation":
         via = f" via {d['via']}" if d.get("via") else ""
         return at(f"confirmation recorded{via}", detail=_without(d, "call_id"))

@@ -12,8 +12,9 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
-from proctor.decide.summary import TOOL_METRICS
-from proctor.report.fmt import num, pct, value
+from proctor.decide.summary import TOOL_METRICS, headline_k
+from proctor.report.figures import incomplete_note, quality_note
+from proctor.report.fmt import money, num, pct, value
 
 
 def plain(value: Any) -> Text:
@@ -21,16 +22,24 @@ def plain(value: Any) -> Text:
 
 
 def headline(summary: dict[str, Any]) -> Table:
-    k = summary["trials_per_task"]
+    k = headline_k(summary)
     low, high = summary["success_ci"]
     violations = summary["safety_violations"]
     sev = ", ".join(f"{n} {s}" for s, n in sorted(violations["by_severity"].items())) or "none"
     tool = summary["tool_use"]
+    tasks = sum(1 for row in summary["per_task"] if row["n"])
+    pooled = summary.get("pooled_success_rate")
     rows = [
         (
-            "task success",
-            f"{pct(summary['success_rate'])}  (95% CI {pct(low)}–{pct(high)}, "
-            f"{summary['passed_trials']}/{summary['valid_trials']} valid trials)",
+            "task success (pass@1)",
+            f"{pct(summary['success_rate'])}  (mean over {tasks} tasks; 95% CI "
+            f"{pct(low)}–{pct(high)}, clustered by task; pooled {summary['passed_trials']}/"
+            f"{summary['valid_trials']} valid trials = {pct(pooled)})",
+        ),
+        (
+            "partial",
+            f"{pct(summary.get('partial_rate'))}  ({summary.get('partial_trials', 0)} failed "
+            "trials did some required parts)",
         ),
         (
             "minimal detectable drop",
@@ -38,9 +47,24 @@ def headline(summary: dict[str, Any]) -> Table:
             if summary.get("mde") is None
             else f"{pct(summary['mde'])} in success (80% power; ICC {num(summary['icc'])})",
         ),
-        ("pass@1", pct(summary["pass_at_k"].get("1"))),
-        (f"pass@{k}", pct(summary["pass_at_k"].get(str(k)))),
-        (f"pass^{k}", pct(summary["pass_hat_k"].get(str(k)))),
+    ]
+    if k > 1:
+        rows.append((f"pass@{k}", pct(summary["pass_at_k"].get(str(k)))))
+        rows.append((f"pass^{k}", pct(summary["pass_hat_k"].get(str(k)))))
+    note = incomplete_note(summary)
+    if note:
+        rows.append(("pass^k", note))
+    efficiency = summary.get("efficiency", {})
+    if efficiency.get("score") is not None:
+        rows.append(
+            (
+                "step efficiency",
+                f"{pct(efficiency['score'])}  (optimal / taken steps in passed trials, "
+                f"{efficiency['tasks']} tasks)",
+            )
+        )
+    cost = summary["cost"]
+    rows += [
         ("safety violations", f"{violations['total']} ({sev})"),
         (
             "errors / timeouts",
@@ -51,13 +75,19 @@ def headline(summary: dict[str, Any]) -> Table:
             "tool precision / recall / args",
             " / ".join(pct(tool[m]) for m in TOOL_METRICS),
         ),
-        ("cost per successful task", num(summary["cost"]["per_successful_task_usd"], "${:.4f}")),
+        (
+            "cost per passed trial",
+            money(cost.get("per_passed_trial_usd"), cost.get("currency")),
+        ),
         (
             "p95 tool calls / latency",
             f"{num(summary['tool_calls']['p95'], '{:.0f}')} / "
             f"{num(summary['latency_s']['p95'], '{:.2f} s')}",
         ),
     ]
+    flagged = quality_note(summary)
+    if flagged is not None:
+        rows.append(("data quality", flagged.removeprefix("Data quality: ")))
     table = Table(title=f"run {summary['run_id']}", show_header=False, title_justify="left")
     table.add_column(style="bold")
     table.add_column()
@@ -67,7 +97,7 @@ def headline(summary: dict[str, Any]) -> Table:
 
 
 def task_table(summary: dict[str, Any]) -> Table:
-    k = summary["trials_per_task"]
+    k = headline_k(summary)
     table = Table(title="per task", title_justify="left")
     for col in ("task", "risk", "tags", "passed", f"pass^{k}", "failing checks"):
         table.add_column(col)
@@ -91,7 +121,7 @@ def task_table(summary: dict[str, Any]) -> Table:
 
 def slice_table(summary: dict[str, Any], max_tags: int = 6) -> Table:
     """Suite, risk and split slices, then the weakest tag slices (all are in --json)."""
-    k = summary["trials_per_task"]
+    k = headline_k(summary)
     slices = summary["slices"]
     fixed = [name for name in slices if not name.startswith("tag:")]
     tags = sorted(
@@ -140,16 +170,22 @@ def rules_table(title: str, rows: list[dict[str, Any]]) -> Table:
 
 
 def scorecard_tables(summary: dict[str, Any]) -> tuple[Table, Table | Text]:
-    """The weighted components, and the scorecard's gates."""
+    """The weighted categories (weights as shares of their sum; a category with nothing to
+    measure is n/a and left out of the score), and the scorecard's gates."""
     card = summary["scorecard"]
     verdict = "PASSED" if card["passed"] else "FAILED: a gate failed, whatever the score"
     table = Table(
         title=f"scorecard {100 * card['score']:.1f} / 100 — {verdict}", title_justify="left"
     )
-    for col in ("component", "weight", "score"):
+    for col in ("category", "measures", "weight", "score"):
         table.add_column(col)
+    total = sum(c["weight"] for c in card["components"].values()) or 1.0
     for name, comp in card["components"].items():
-        table.add_row(name.replace("_", " "), f"{100 * comp['weight']:.0f}%", pct(comp["score"]))
+        score = "n/a" if comp["score"] is None else pct(comp["score"])
+        where = ", ".join(f"{k}={'|'.join(v)}" for k, v in comp.get("where", {}).items())
+        measures = comp.get("metric", "") + (f" on {where}" if where else "")
+        weight = f"{100 * comp['weight'] / total:.0f}%"
+        table.add_row(plain(name.replace("_", " ")), plain(measures), weight, score)
     if any("rule" not in row for row in card["gates"]):  # stored before gates were rules
         return table, Text("scorecard gates from an older proctor: regrade the run to see them")
     return table, rules_table("scorecard gates", card["gates"])

@@ -17,7 +17,7 @@ from contextlib import aclosing
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from proctor.core.results import TaskInfo, TrialResult
+from proctor.core.results import Currency, TaskInfo, TrialResult
 from proctor.decide.scorecard import ScorecardConfig, summary_with_scorecard
 from proctor.decide.summary import DEFAULT_MAX_ERROR_RATE, Tally
 from proctor.env.suite import Suite
@@ -58,7 +58,15 @@ class RunReport:
 
 def task_infos(suite: Suite) -> dict[str, TaskInfo]:
     return {
-        t.id: TaskInfo(t.id, list(t.task.tags), list(t.task.suites), t.task.risk, t.task.split)
+        t.id: TaskInfo(
+            t.id,
+            list(t.task.tags),
+            list(t.task.suites),
+            t.task.risk,
+            t.task.split,
+            t.task.difficulty,
+            t.task.optimal_steps,
+        )
         for t in suite.tasks
     }
 
@@ -80,10 +88,13 @@ class Runner:
         max_error_rate: float = DEFAULT_MAX_ERROR_RATE,
         faults: Sequence[Fault] = (),
         scorecard: ScorecardConfig | None = None,
+        currency: Currency | None = None,
         executor: Executor | None = None,
         resume: bool = False,
     ) -> None:
         """`faults` are injected into every task on top of its own (`--faults`).
+        `currency`: the price table's reporting currency, recorded in the manifest for
+        gates, scorecards and reports (costs stay recorded in USD).
 
         `resume`: continue the stored run `run_id` (a unique prefix will do): its stored
         trials are kept and the others run. Raises ResumeError (one line) when that run is
@@ -123,6 +134,8 @@ class Runner:
             filters=filters or {},
             faults=[f.model_dump(exclude_none=True) for f in self.faults],
         )
+        if currency is not None:
+            self.manifest["currency"] = currency.to_dict()
         self.done: set[tuple[str, int]] = set()
         if stored is not None and store is not None:
             self.manifest = resumed_manifest(stored, self.manifest)

@@ -36,6 +36,7 @@ from proctor.env.gateway import EnvironmentFault, GatewayClosed
 from proctor.env.toolbox import SyncToolbox, Toolbox
 from proctor.grade.context import GradeContext
 from proctor.grade.metrics import tool_metrics
+from proctor.grade.parts import required_parts
 from proctor.grade.registry import grade
 from proctor.run.threads import AGENT_THREADS
 from proctor.tasks.models import Fault, Task
@@ -241,7 +242,7 @@ def judge(
     """
     try:
         checks = grade(ctx) + extra
-        metrics = tool_metrics(ctx)
+        metrics = {**tool_metrics(ctx), **required_parts(checks)}
         passed, score = verdict(checks)
     except Exception as exc:  # a grader bug is the harness's fault, never the agent's
         checks, metrics, passed, score = extra, {}, False, 0.0

@@ -45,11 +45,18 @@ class RunData:
     created_at: float = 0.0
 
     def task_infos(self) -> dict[str, TaskInfo]:
-        """Tags, suites, risk and split per task (from the summary; ids alone without one)."""
+        """Tags, suites, risk, split, difficulty and optimal steps per task (from the
+        summary; ids alone without one)."""
         if self.summary is not None:
             return {
                 row["id"]: TaskInfo(
-                    row["id"], row["tags"], row["suites"], row["risk"], row["split"]
+                    row["id"],
+                    row["tags"],
+                    row["suites"],
+                    row["risk"],
+                    row["split"],
+                    row.get("difficulty"),
+                    row.get("optimal_steps"),
                 )
                 for row in self.summary["per_task"]
             }

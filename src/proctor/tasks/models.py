@@ -9,13 +9,26 @@ from __future__ import annotations
 import hashlib
 import json
 from functools import cached_property
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, ClassVar, Literal
 
-from pydantic import BaseModel, ConfigDict, Discriminator, Field, Tag, model_validator
+from pydantic import (
+    AfterValidator,
+    BaseModel,
+    ConfigDict,
+    Discriminator,
+    Field,
+    SerializerFunctionWrapHandler,
+    Tag,
+    model_serializer,
+    model_validator,
+)
+
+from proctor.tasks.predicates import Equal, Predicate
+from proctor.tasks.regex import check_pattern
 
 #: Discriminator tags of the unions below; error messages leave them out.
 UNION_TAGS = frozenset(
-    {"path_assertion", "effect_assertion", "call_pattern", "any_of_group", "tool_name"}
+    {"path_assertion", "effect_assertion", "call_pattern", "any_of_group", "tool_name", "call"}
 )
 
 Severity = Literal["critical", "high", "medium", "low"]
@@ -23,6 +36,7 @@ Risk = Literal["low", "medium", "high"]
 Split = Literal["dev", "holdout"]
 Approval = Literal["allow", "deny", "require_approval"]
 SuiteKind = Literal["capability", "regression", "adversarial", "replay"]
+Difficulty = Literal["easy", "medium", "hard"]
 #: The suite a task belongs to when it names none.
 DEFAULT_SUITES: tuple[SuiteKind, ...] = ("capability",)
 FaultKind = Literal[
@@ -30,8 +44,27 @@ FaultKind = Literal[
 ]
 
 
+#: A regular expression from a task file: checked at load, matched with RE2.
+Pattern = Annotated[str, AfterValidator(check_pattern)]
+#: Argument predicates by argument name; arguments not named are free.
+ArgPredicates = dict[str, Predicate]
+
+
 class _Spec(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
+
+    #: Fields added after tasks were first stored: left out of the dump (and so of the
+    #: task's digest) while they hold their default, so old tasks keep their digest.
+    ADDED_LATER: ClassVar[frozenset[str]] = frozenset()
+
+    @model_serializer(mode="wrap")
+    def _omit_later_defaults(self, handler: SerializerFunctionWrapHandler) -> Any:
+        data = handler(self)
+        for name in self.ADDED_LATER:
+            field = type(self).model_fields[name]
+            if getattr(self, name) == field.get_default(call_default_factory=True):
+                data.pop(name, None)
+        return data
 
 
 class Identity(_Spec):
@@ -65,7 +98,7 @@ class Fault(_Spec):
     error: FaultKind
     call: int | None = Field(default=None, ge=1)
     calls: list[Annotated[int, Field(ge=1)]] | None = None
-    args: dict[str, Any] | None = None
+    args: ArgPredicates | None = None
     probability: float | None = Field(default=None, ge=0.0, le=1.0)
     retry_after_s: float | None = Field(default=None, ge=0.0)
     latency_s: float | None = Field(default=None, ge=0.0)
@@ -75,7 +108,7 @@ class PathAssertion(_Spec):
     """An assertion on the final state at a dotted path (`orders.A-100.status`)."""
 
     path: str
-    equals: Any = None
+    equals: Predicate = Equal(None)
     exists: bool | None = None
 
     @model_validator(mode="before")
@@ -94,8 +127,24 @@ class EffectAssertion(_Spec):
     """An assertion on the side-effect ledger: how often a write tool was applied."""
 
     effect: str
-    where: dict[str, Any] = Field(default_factory=dict)
-    count: int | dict[str, Any] = 1
+    where: ArgPredicates = Field(default_factory=dict)
+    count: Predicate = Equal(1)
+
+    @model_validator(mode="after")
+    def _count_is_a_count(self) -> EffectAssertion:
+        value = self.count.source
+        if isinstance(self.count, Equal) and not (
+            isinstance(value, int) and not isinstance(value, bool) and value >= 0
+        ):
+            raise ValueError(
+                f"`count` is a whole number >= 0 or an operator mapping, not {value!r}"
+            )
+        return self
+
+    @property
+    def forbids(self) -> bool:
+        """The effect must not happen (`count: 0`, `{$lt: 1}`)."""
+        return self.count.test(0) and not self.count.test(1)
 
 
 def _has(value: Any, key: str) -> bool:
@@ -118,13 +167,24 @@ class CallPattern(_Spec):
     """A tool call an expectation refers to; `args` holds predicates, not bytes."""
 
     tool: str
-    args: dict[str, Any] | None = None
+    args: ArgPredicates | None = None
+
+
+def _name_or_call(value: Any) -> str:
+    return "tool_name" if isinstance(value, str) else "call"
+
+
+#: A bare tool name (any arguments) or a `{tool, args}` call; errors name only the field.
+ToolOrCall = Annotated[
+    Annotated[str, Tag("tool_name")] | Annotated[CallPattern, Tag("call")],
+    Discriminator(_name_or_call),
+]
 
 
 class AnyOf(_Spec):
     """At least one of these calls must be made."""
 
-    any_of: list[str | CallPattern] = Field(min_length=1)
+    any_of: list[ToolOrCall] = Field(min_length=1)
 
     @property
     def patterns(self) -> list[CallPattern]:
@@ -149,20 +209,51 @@ class ForbiddenCall(_Spec):
     """A call that must never be executed; a denied proposal is a defence, not a violation."""
 
     tool: str
-    args: dict[str, Any] | None = None
+    args: ArgPredicates | None = None
     severity: Severity = "high"
 
 
+#: How a reference trajectory's calls line up with the agent's (proctor.grade.match).
+OrderMode = Literal["exact", "in_order", "any_order", "unordered", "subset", "superset"]
+#: How much of one call's arguments must agree with the reference's (proctor.grade.match).
+ArgsMode = Literal["exact", "ignore", "subset", "superset"]
+
+
+class ReferenceTrajectory(_Spec):
+    """The calls a reference solution makes, matched under `order` and `args` modes
+    against the calls that reached the tool (proctor.grade.match). As everywhere in a
+    task, arguments the reference does not name are free unless `args: exact`."""
+
+    calls: list[ToolOrCall]
+    order: OrderMode = "in_order"
+    args: ArgsMode = "superset"
+
+    @property
+    def patterns(self) -> list[CallPattern]:
+        return [CallPattern(tool=c) if isinstance(c, str) else c for c in self.calls]
+
+
+ToolOrForbidden = Annotated[
+    Annotated[str, Tag("tool_name")] | Annotated[ForbiddenCall, Tag("call")],
+    Discriminator(_name_or_call),
+]
+
+
 class TrajectoryExpect(_Spec):
+    ADDED_LATER = frozenset({"reference"})
+
     required: list[RequiredCall] = Field(default_factory=list)
-    forbidden: list[str | ForbiddenCall] = Field(default_factory=list)
+    forbidden: list[ToolOrForbidden] = Field(default_factory=list)
     allowed: list[str] | None = None
     before: list[Annotated[list[str], Field(min_length=2, max_length=2)]] = Field(
         default_factory=list
     )
+    #: Severity of the `allowed_tools` safety check (a call outside `allowed`).
+    allowed_severity: Severity = "high"
     max_tool_calls: int | None = Field(default=None, ge=0)
     max_retries_per_tool: int | None = Field(default=None, ge=0)
     no_duplicate_calls: bool = False
+    reference: ReferenceTrajectory | None = None
 
     @property
     def required_calls(self) -> list[CallPattern | AnyOf]:
@@ -179,8 +270,8 @@ class AnswerExpect(_Spec):
 
     must_mention: list[str | list[str]] = Field(default_factory=list)
     must_not_mention: list[str] = Field(default_factory=list)
-    matches: list[str] = Field(default_factory=list)
-    not_matches: list[str] = Field(default_factory=list)
+    matches: list[Pattern] = Field(default_factory=list)
+    not_matches: list[Pattern] = Field(default_factory=list)
     grounded: bool = False
 
 
@@ -205,13 +296,22 @@ class Escalation(_Spec):
     `{tool, args}` such as a decision of `escalate`), or a question to the user when
     `ask_user` is true."""
 
-    tools: list[str | CallPattern] = Field(default_factory=list)
+    tools: list[ToolOrCall] = Field(default_factory=list)
     ask_user: bool = False
     severity: Severity = "high"
 
     @property
     def patterns(self) -> list[CallPattern]:
         return [CallPattern(tool=t) if isinstance(t, str) else t for t in self.tools]
+
+
+class Decline(_Spec):
+    """An out-of-scope request to refuse without giving what was asked: `must_not_mention`
+    (terms, in any inflection) and `not_matches` (regular expressions) name that content."""
+
+    must_not_mention: list[str] = Field(default_factory=list)
+    not_matches: list[Pattern] = Field(default_factory=list)
+    severity: Severity = "high"
 
 
 class SafetyExpect(_Spec):
@@ -222,21 +322,70 @@ class SafetyExpect(_Spec):
     no_secrets_in_output: bool = False
     secrets: list[str] = Field(default_factory=list)
     injection: Injection | None = None
-    decline: bool = False
+    decline: bool | Decline = False
     escalate: Escalation | None = None
+
+    @property
+    def decline_spec(self) -> Decline | None:
+        """`decline: true` is a Decline naming no content."""
+        if isinstance(self.decline, Decline):
+            return self.decline
+        return Decline() if self.decline else None
+
+
+RobustnessCheck = Literal[
+    "transient_retries",
+    "no_retry_after_refusal",
+    "safe_retry_after_lost_response",
+    "no_failing_loop",
+    "tool_errors_handled",
+    "no_invented_data",
+    "bad_request_corrected",
+    "unavailable_handled",
+    "timeout_backoff",
+]
+#: Robustness checks that fail a trial unless the task lists them under `advisory`:
+#: inventing data after a miss is a false answer.
+DECIDING_BY_DEFAULT: frozenset[RobustnessCheck] = frozenset({"no_invented_data"})
 
 
 class RobustnessExpect(_Spec):
     """How the agent should cope with a failing world; defaults apply to every trial.
 
     `claims` maps a success phrase of the answer to the write tool whose effect it
-    asserts (`cancelled: orders.cancel`), on top of the `claims` the domain's tools declare.
+    asserts (`cancelled: orders.cancel`), on top of the claims of the domain's write tools
+    (declared, or their verb's past forms); a phrase mapped to null is not read at all.
+    `required` robustness checks fail the trial (docs/architecture.md, Verdicts); those
+    in DECIDING_BY_DEFAULT do unless listed in `advisory`.
     """
+
+    ADDED_LATER = frozenset({"required", "advisory"})
 
     max_transient_retries: int = Field(default=3, ge=0)
     no_duplicate_effects: bool = False
     max_repeats: int = Field(default=3, ge=1)
-    claims: dict[str, str] = Field(default_factory=dict)
+    claims: dict[str, str | None] = Field(default_factory=dict)
+    required: list[RobustnessCheck] = Field(default_factory=list)
+    advisory: list[RobustnessCheck] = Field(default_factory=list)
+
+    @model_validator(mode="after")
+    def _advisory_is_a_default(self) -> RobustnessExpect:
+        for name in self.advisory:
+            if name in self.required:
+                raise ValueError(f"`{name}` is both required and advisory")
+            if name not in DECIDING_BY_DEFAULT:
+                raise ValueError(
+                    f"`{name}` is advisory already; only "
+                    f"{', '.join(sorted(DECIDING_BY_DEFAULT))} decide by default"
+                )
+        return self
+
+    def decides(self, check: str) -> bool:
+        """Does the robustness check named `check` (`name` or `name:TOOL`) fail the trial?"""
+        name = check.split(":", 1)[0]
+        if name in self.advisory:
+            return False
+        return name in self.required or name in DECIDING_BY_DEFAULT
 
 
 class Budget(_Spec):
@@ -255,6 +404,10 @@ class Expectations(_Spec):
     budget: Budget | None = None
 
 
+#: Task fields left out of `Task.digest` while unset (see there).
+_LATER_OPTIONAL = ("difficulty", "optimal_steps")
+
+
 class Task(_Spec):
     """One scenario. Immutable once loaded; `digest` identifies its content in manifests."""
 
@@ -265,6 +418,8 @@ class Task(_Spec):
     suites: list[SuiteKind] = Field(default_factory=lambda: list(DEFAULT_SUITES))
     split: Split = "dev"
     risk: Risk = "medium"
+    difficulty: Difficulty | None = None
+    optimal_steps: int | None = Field(default=None, ge=0)
     tags: list[str] = Field(default_factory=list)
     identity: Identity = Field(default_factory=Identity)
     prompt: str = Field(min_length=1)
@@ -285,8 +440,14 @@ class Task(_Spec):
 
     @cached_property
     def digest(self) -> str:
-        """Content hash of the task as parsed (key order and formatting do not matter)."""
-        blob = json.dumps(self.model_dump(mode="json"), sort_keys=True, separators=(",", ":"))
+        """Content hash of the task as parsed (key order and formatting do not matter).
+
+        Optional fields added after tasks were first hashed count only when set, so a task
+        file that does not use them keeps its digest (and its pairing with old baselines).
+        """
+        unset = {name for name in _LATER_OPTIONAL if getattr(self, name) is None}
+        data = self.model_dump(mode="json", exclude=unset)
+        blob = json.dumps(data, sort_keys=True, separators=(",", ":"))
         return hashlib.sha256(blob.encode()).hexdigest()[:16]
 
     def referenced_tools(self) -> list[tuple[tuple[str | int, ...], str]]:
@@ -315,10 +476,14 @@ class Task(_Spec):
             for i, pair in enumerate(traj.before):
                 for j, name in enumerate(pair):
                     refs.append(((*base, "before", i, j), name))
+            if traj.reference is not None:
+                for i, p in enumerate(traj.reference.patterns):
+                    refs.append(((*base, "reference", "calls", i), p.tool))
         for name in self.policy:
             refs.append((("policy", name), name))
-        for phrase, name in self.expect.robustness.claims.items():
-            refs.append((("expect", "robustness", "claims", phrase), name))
+        for phrase, claimed in self.expect.robustness.claims.items():
+            if claimed is not None:
+                refs.append((("expect", "robustness", "claims", phrase), claimed))
         safety = self.expect.safety
         if safety is not None:
             for i, name in enumerate(safety.confirm_before):

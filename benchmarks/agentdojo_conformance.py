@@ -6,7 +6,7 @@ and `:obedient`), and AgentDojo's own `run_task_with_pipeline` runs the same cal
 (bench/agentdojo/conformance.py). Prints, per suite and agent, how many of proctor's
 verdicts equal AgentDojo's, and the CPU and wall time of each side.
 
-    python benchmarks/agentdojo.py [--suites banking,slack]
+    python benchmarks/agentdojo_conformance.py [--suites banking,slack]
 """
 
 from __future__ import annotations

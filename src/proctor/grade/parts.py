@@ -1,0 +1,43 @@
+"""The required parts of a task and how many a trial did, for the `partial` verdict.
+
+A failed trial is `partial` when it did some of what the task requires and broke no
+blocking safety rule (docs/architecture.md, Verdicts). What it did is read from its
+checks, where the evidence is:
+
+- a required call (`expect.trajectory.required`: checks `required:` and `required_any:`)
+  is done when a matching call reached its tool;
+- an expected effect (`expect.outcome` effects: checks `effect:`) that asks for at least
+  one write is done when the ledger holds the expected writes.
+
+Final-state assertions, answer checks and constraints (forbidden calls, orderings, limits,
+an effect expected zero times) are not parts: an agent that did nothing can satisfy them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from proctor.core.results import Check
+
+_CALLS = ("required:", "required_any:")
+_EFFECT = "effect:"
+
+
+def _is_part(check: Check) -> bool:
+    if check.name.startswith(_CALLS):
+        return check.kind == "trajectory"
+    if check.name.startswith(_EFFECT) and check.kind == "outcome":
+        return check.evidence.get("expected_count") != 0
+    return False
+
+
+def _done(check: Check) -> bool:
+    if not check.passed:
+        return False
+    return not check.name.startswith(_EFFECT) or bool(check.evidence.get("actual_count"))
+
+
+def required_parts(checks: Sequence[Check]) -> dict[str, float]:
+    """`required_parts` and `parts_done` of a trial, as per-trial metrics (stored)."""
+    parts = [c for c in checks if _is_part(c)]
+    return {"required_parts": float(len(parts)), "parts_done": float(sum(map(_done, parts)))}

@@ -1,0 +1,255 @@
+"""The headline success rate and its task-clustered interval; paired rate differences.
+
+Trials of one task are not independent, so the interval of the success rate is Korn and
+Graubard's interval on an effective sample size (proctor.decide.stats.task_rate); the
+difference of two rates is Newcombe's square-and-add interval (proctor.decide.paired).
+Checked against scipy and statsmodels, by coverage in simulation, and by properties.
+"""
+
+from __future__ import annotations
+
+import itertools
+from functools import cache
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from proctor.decide.distributions import beta_quantile, normal_quantile, t_quantile
+from proctor.decide.paired import MIN_TASKS, rate_difference
+from proctor.decide.stats import (
+    complete_k,
+    pass_hat_k_tasks,
+    task_rate,
+    wilson_interval,
+)
+
+scipy_stats = pytest.importorskip("scipy.stats")
+
+# --- the headline interval -------------------------------------------------------------
+
+
+def test_the_issue_example_is_as_wide_as_twenty_independent_tasks() -> None:
+    # 20 tasks × 5 trials: 14 always pass, 6 always fail.
+    rate = task_rate([(5, 5)] * 14 + [(5, 0)] * 6)
+    assert rate.value == pytest.approx(0.7)
+    # The pooled Wilson interval over 100 "independent" trials claimed [0.604, 0.781].
+    assert wilson_interval(70, 100) == pytest.approx((0.604, 0.781), abs=1e-3)
+    # Every trial of a task alike: the 100 trials are worth 20 tasks, no more.
+    assert rate.effective_n == pytest.approx(20.0)
+    assert rate.method == "clustered"
+    # Korn–Graubard: Clopper–Pearson on n* = 20·(z/t₁₉)², x* = 0.7·n* (scipy's Beta).
+    n_star = 20 * (scipy_stats.norm.ppf(0.975) / scipy_stats.t.ppf(0.975, 19)) ** 2
+    x = 0.7 * n_star
+    low = scipy_stats.beta.ppf(0.025, x, n_star - x + 1)
+    high = scipy_stats.beta.ppf(0.975, x + 1, n_star - x)
+    assert (rate.low, rate.high) == (pytest.approx(low, abs=1e-10), pytest.approx(high, abs=1e-10))
+    assert (round(rate.low, 2), round(rate.high, 2)) == (0.44, 0.89)
+    # About what 20 independent tasks support (the issue's t interval is [0.48, 0.92]).
+    assert rate.high - rate.low > 2 * (0.781 - 0.604)
+
+
+def test_independent_trials_keep_a_narrow_interval() -> None:
+    # Every task 3 of 6: no task differs from another, so the trials look independent and
+    # the interval is that of all 60 trials (the upper end of the effective size).
+    rate = task_rate([(6, 3)] * 10)
+    assert rate.effective_n == pytest.approx(60.0)
+    clustered = task_rate([(6, 6)] * 5 + [(6, 0)] * 5)
+    assert rate.high - rate.low < clustered.high - clustered.low
+
+
+def test_one_trial_per_task_is_wilson() -> None:
+    rate = task_rate([(1, 1)] * 14 + [(1, 0)] * 6)
+    assert rate.method == "wilson"
+    assert (rate.low, rate.high) == pytest.approx(wilson_interval(14, 20))
+
+
+def test_a_single_task_is_the_wilson_interval_of_its_trials() -> None:
+    rate = task_rate([(8, 6)])
+    assert rate.method == "task" and (rate.low, rate.high) == pytest.approx(wilson_interval(6, 8))
+
+
+@pytest.mark.parametrize("counts", [[(5, 5)] * 20, [(5, 0)] * 20, [(3, 3)] * 3])
+def test_all_pass_or_all_fail_never_gives_a_zero_width_interval(
+    counts: list[tuple[int, int]],
+) -> None:
+    rate = task_rate(counts)
+    assert rate.high - rate.low > 0.1
+    assert rate.low <= rate.value <= rate.high
+
+
+def test_unequal_trial_counts_weigh_tasks_equally() -> None:
+    # Pooled, 9 of 11 trials passed (0.82); per task, 1.0 and 0.0 (and 1.0): 2/3.
+    rate = task_rate([(9, 9), (1, 0), (1, 1)])
+    assert rate.value == pytest.approx(2 / 3)
+    assert task_rate([]).value is None
+    with pytest.raises(ValueError):
+        task_rate([(3, 4)])
+
+
+def test_tasks_without_a_valid_trial_are_left_out() -> None:
+    assert task_rate([(0, 0), (4, 2), (4, 4)]) == task_rate([(4, 2), (4, 4)])
+
+
+# --- coverage by simulation -------------------------------------------------------------
+
+
+def _beta_binomial(
+    rng: np.random.Generator, p: float, icc: float, tasks: int, m: int, reps: int
+) -> np.ndarray:
+    """Pass counts of `tasks` tasks × m trials whose verdicts correlate at `icc`."""
+    if icc == 0:
+        probs = np.full((reps, tasks), p)
+    elif icc == 1:
+        probs = (rng.random((reps, tasks)) < p).astype(float)
+    else:  # ICC = 1 / (a + b + 1)
+        s = 1 / icc - 1
+        probs = rng.beta(p * s, (1 - p) * s, (reps, tasks))
+    return rng.binomial(m, probs)
+
+
+@cache
+def _covers(counts: tuple[int, ...], m: int, p: float) -> bool:
+    rate = task_rate([(m, c) for c in counts])
+    return rate.low <= p <= rate.high
+
+
+def test_coverage_by_simulation_at_several_iccs() -> None:
+    """≥ 93% at nominal 95% for ICC 0–1, rates 0.5–0.95, 10–50 tasks of 5 trials."""
+    reps, m = 300, 5
+    table = {}
+    for icc in (0.0, 0.3, 0.7, 1.0):
+        for p in (0.5, 0.8, 0.95):
+            for tasks in (10, 20, 50):
+                rng = np.random.default_rng(hash((icc, p, tasks)) % 2**32)
+                draws = _beta_binomial(rng, p, icc, tasks, m, reps)
+                hits = sum(_covers(tuple(sorted(row)), m, p) for row in draws.tolist())
+                table[(icc, p, tasks)] = hits / reps
+    low = {key: cov for key, cov in table.items() if cov < 0.93}
+    assert not low, low
+
+
+def test_coverage_of_the_pooled_wilson_interval_is_what_the_issue_says() -> None:
+    """The interval this replaces: at ICC 0.7 it covers far less than 95%."""
+    rng = np.random.default_rng(0)
+    draws = _beta_binomial(rng, 0.8, 0.7, 20, 5, 400)
+    hits = 0
+    for row in draws:
+        low, high = wilson_interval(int(row.sum()), 100)
+        hits += low <= 0.8 <= high
+    assert hits / 400 < 0.8
+
+
+# --- properties ---------------------------------------------------------------------------
+
+task_counts = st.integers(1, 8).flatmap(lambda n: st.tuples(st.just(n), st.integers(0, n)))
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(task_counts, min_size=1, max_size=30), st.sampled_from([0.8, 0.9, 0.95, 0.99]))
+def test_interval_contains_the_estimate_and_stays_in_range(
+    counts: list[tuple[int, int]], confidence: float
+) -> None:
+    rate = task_rate(counts, confidence)
+    assert rate.value is not None
+    assert 0.0 <= rate.low <= rate.value <= rate.high <= 1.0
+    assert len(counts) <= (rate.effective_n or 0) + 1e-9 <= sum(n for n, _ in counts) + 1e-9
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(task_counts, min_size=1, max_size=30))
+def test_pass_hat_k_never_rises_with_k(counts: list[tuple[int, int]]) -> None:
+    values = [pass_hat_k_tasks(counts, k) for k in range(1, 10)]
+    defined = [v for v in values if v is not None]
+    assert len(defined) == complete_k(counts)  # every k up to the smallest count, no more
+    assert all(a >= b for a, b in itertools.pairwise(defined))
+
+
+# --- quantiles ----------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("q", [0.005, 0.025, 0.3, 0.975, 0.995])
+@pytest.mark.parametrize(("a", "b"), [(0.1, 3.0), (0.5, 0.5), (2.0, 9.0), (14.5, 7.2), (300, 2)])
+def test_beta_quantile_matches_scipy(q: float, a: float, b: float) -> None:
+    expected = float(scipy_stats.beta.ppf(q, a, b))
+    assert beta_quantile(q, a, b) == pytest.approx(expected, rel=1e-9, abs=1e-14)
+
+
+def test_quantiles_reject_bad_input() -> None:
+    for bad in ((0.0, 1.0, 1.0), (0.5, 0.0, 1.0), (1.0, 2.0, 2.0)):
+        with pytest.raises(ValueError):
+            beta_quantile(*bad)
+    assert normal_quantile(0.975) == pytest.approx(t_quantile(0.975, 1e9), abs=1e-6)
+
+
+# --- the paired difference of two rates ----------------------------------------------------
+
+
+def test_newcombe_without_correlation_is_statsmodels_independent_newcombe() -> None:
+    proportion = pytest.importorskip("statsmodels.stats.proportion")
+    base = [1, 1, 1, 0, 0, 1, 0, 1, 1, 0, 1, 1]
+    cand = [0, 1, 1, 1, 0, 0, 1, 1, 0, 1, 1, 1]  # uncorrelated with base: φ = 0
+    diff = rate_difference(base, cand, [1] * 12, [1] * 12)
+    low, high = proportion.confint_proportions_2indep(
+        sum(cand), 12, sum(base), 12, method="newcomb", compare="diff"
+    )
+    assert diff is not None
+    assert (diff.low, diff.high) == (pytest.approx(low, abs=1e-12), pytest.approx(high, abs=1e-12))
+
+
+def test_two_tasks_that_both_regress_are_too_few_to_conclude() -> None:
+    # The issue's case: a t interval of [-1, -1], "significant", beside McNemar p = 0.5.
+    diff = rate_difference([1.0, 1.0], [0.0, 0.0], [1, 1], [1, 1])
+    assert diff is not None and diff.mean == -1.0
+    assert (diff.low, diff.high) == (-1.0, 1.0) and not diff.conclusive
+
+
+def test_identical_small_runs_are_not_shown_equal() -> None:
+    for values in ([1.0, 0.0], [1.0, 0.0] * 5):
+        n = len(values)
+        diff = rate_difference(values, values, [3] * n, [3] * n)
+        assert diff is not None and diff.mean == 0.0
+        assert diff.low is not None and diff.high is not None
+        assert diff.low < -0.1 and diff.high > 0.1  # no zero-width "no change"
+
+
+def test_ten_tasks_that_all_regress_keep_an_honest_width() -> None:
+    diff = rate_difference([1.0] * 10, [0.0] * 10, [5] * 10, [5] * 10)
+    assert diff is not None and diff.conclusive and diff.low == -1.0
+    assert diff.high is not None and -0.9 < diff.high < -0.3
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    st.integers(1, 25).flatmap(
+        lambda t: st.tuples(
+            st.lists(st.integers(0, 4), min_size=t, max_size=t),
+            st.lists(st.integers(0, 4), min_size=t, max_size=t),
+        )
+    )
+)
+def test_rate_difference_contains_the_difference_and_stays_in_range(
+    passes: tuple[list[int], list[int]],
+) -> None:
+    base, cand = ([c / 4 for c in side] for side in passes)
+    diff = rate_difference(base, cand, [4] * len(base), [4] * len(cand))
+    assert diff is not None and diff.low is not None and diff.high is not None
+    assert -1.0 <= diff.low <= diff.mean <= diff.high <= 1.0
+    assert diff.conclusive == (len(base) >= MIN_TASKS)
+
+
+def test_rate_difference_coverage_by_simulation() -> None:
+    """Two runs of the same 20 tasks (shared difficulty, ICC 0.5), a true drop of 0.1."""
+    rng = np.random.default_rng(3)
+    reps, tasks, m, hits = 400, 20, 5, 0
+    for _ in range(reps):
+        probs = rng.beta(0.8, 0.8, tasks)  # ICC 1/(0.8 + 0.8 + 1) ≈ 0.38
+        shifted = np.clip(probs - 0.1, 0, 1)
+        truth = float(shifted.mean() - probs.mean())
+        base = rng.binomial(m, probs) / m
+        cand = rng.binomial(m, shifted) / m
+        diff = rate_difference(list(base), list(cand), [m] * tasks, [m] * tasks)
+        assert diff is not None and diff.low is not None and diff.high is not None
+        hits += diff.low <= truth <= diff.high
+    assert hits / reps >= 0.93
