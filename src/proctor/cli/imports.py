@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -29,14 +30,17 @@ def _domain_or_exit(name: str, out: str) -> Any:
         fail(f"--domain {name}: {exc} (looked in {out} up to {root}, then as a dotted path)")
 
 
-def _write(tasks: list[Any], out: str, source: str) -> None:
+def _import(read: Callable[[], list[Any]], out: str, source: str) -> None:
+    """Read the tasks and write them all, or exit 2 with every problem, nothing written."""
     from proctor.core.documents import SpecError
-    from proctor.interop.task_writer import write_tasks
+    from proctor.interop.task_import import write_tasks
 
     try:
-        written = write_tasks(tasks, Path(out))
-    except (SpecError, OSError) as exc:
-        fail(exc.lines() if isinstance(exc, SpecError) else f"{out}: {exc}")
+        written = write_tasks(read(), Path(out))
+    except SpecError as exc:
+        fail(exc.lines())
+    except OSError as exc:
+        fail(f"{out}: {exc}")
     click.echo(f"imported {len(written)} tasks from {source} into {out}")
 
 
@@ -47,15 +51,10 @@ def _write(tasks: list[Any], out: str, source: str) -> None:
 def import_cases(file: str, out: str, domain_name: str) -> None:
     """Cases shaped like the course's dataset (case_id, user_input, initial_state,
     expected_outcome, trajectory_constraints, faults, tags)."""
-    from proctor.core.documents import SpecError
     from proctor.interop.cases import import_cases as read_cases
 
     domain = _domain_or_exit(domain_name, out)
-    try:
-        tasks = read_cases(Path(file), domain)
-    except SpecError as exc:
-        fail(exc.lines())
-    _write(tasks, out, file)
+    _import(lambda: read_cases(Path(file), domain), out, file)
 
 
 @import_group.command("tau2")
@@ -64,14 +63,9 @@ def import_cases(file: str, out: str, domain_name: str) -> None:
 def import_tau2(folder: str, out: str) -> None:
     """tau2-bench's mock domain (tasks.json, db.json, user_db.json in FOLDER) as tasks of
     the domain proctor.bench.tau2:mock."""
-    from proctor.core.documents import SpecError
     from proctor.interop.tau2 import import_tau2 as read_tau2
 
-    try:
-        tasks = read_tau2(Path(folder))
-    except SpecError as exc:
-        fail(exc.lines())
-    _write(tasks, out, folder)
+    _import(lambda: read_tau2(Path(folder)), out, folder)
 
 
 @import_group.command("adk")
@@ -86,13 +80,9 @@ def import_tau2(folder: str, out: str) -> None:
 )
 def import_adk(file: str, out: str, domain_name: str, match_type: str | None) -> None:
     """A Google ADK eval set (FILE.evalset.json or FILE.test.json)."""
-    from proctor.core.documents import SpecError
     from proctor.interop.adk import import_adk as read_adk
     from proctor.interop.adk import match_type_of
 
     domain = _domain_or_exit(domain_name, out)
-    try:
-        tasks = read_adk(Path(file), domain, match_type_of(match_type) if match_type else None)
-    except SpecError as exc:
-        fail(exc.lines())
-    _write(tasks, out, file)
+    kind = match_type_of(match_type) if match_type else None
+    _import(lambda: read_adk(Path(file), domain, kind), out, file)

@@ -39,6 +39,7 @@ from proctor.core.documents import (
 )
 from proctor.env.domain import Domain
 from proctor.grade.language import factual_tokens
+from proctor.interop.task_import import Found, build_task, located
 from proctor.tasks.models import Task
 
 MatchType = Literal["EXACT", "IN_ORDER", "ANY_ORDER"]
@@ -240,16 +241,11 @@ def import_adk(path: Path, domain: Domain, match_type: MatchType | None = None) 
     tasks: list[Task] = []
     ids: dict[str, Loc] = {}
     for prefix, case in cases:
-        found: list[tuple[Loc, str]] = []
+        found = Found()
         task = _task(case, domain, kind, ignore_args, found, path)
         if task is not None and task.id in ids:
-            found.append(
-                (("eval_id",), f"task id {task.id!r} is taken by {format_loc(ids[task.id])}")
-            )
-        problems.extend(
-            (path, line_of(lines, (*prefix, *loc)), format_loc((*prefix, *loc)), message)
-            for loc, message in found
-        )
+            found.add(("eval_id",), f"task id {task.id!r} is taken by {format_loc(ids[task.id])}")
+        problems.extend(located(path, lines, prefix, found))
         if task is not None and not found:
             ids[task.id] = prefix
             tasks.append(task)
@@ -304,7 +300,7 @@ def _task(
     domain: Domain,
     kind: MatchType,
     ignore_args: bool,
-    found: list[tuple[Loc, str]],
+    found: Found,
     path: Path,
 ) -> Task | None:
     invocations = case.conversation or []
@@ -353,12 +349,7 @@ def _task(
         task["initial_state"] = session.state
         if session.user_id:
             task["identity"] = {"user": session.user_id}
-    try:
-        return Task.model_validate(task)
-    except ValidationError as exc:
-        for err in exc.errors(include_url=False):
-            found.append((("eval_id",) if err["loc"][:1] == ("id",) else (), str(err["msg"])))
-        return None
+    return build_task(task, found, {"id": ("eval_id",)})
 
 
 def _trajectory(calls: list[FunctionCall], kind: MatchType, ignore_args: bool) -> dict[str, Any]:

@@ -24,17 +24,10 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from proctor.core.documents import (
-    Loc,
-    Problem,
-    SpecError,
-    format_loc,
-    issues_from_validation,
-    line_of,
-    read_document,
-)
+from proctor.core.documents import Loc, Problem, SpecError, issues_from_validation, read_document
 from proctor.core.jsonvalues import copy_json
 from proctor.env.domain import Domain, deep_merge
+from proctor.interop.task_import import Found, build_task, located
 from proctor.tasks.models import Fault, Task
 
 CONFIRMATION = "confirmation_required"
@@ -73,21 +66,16 @@ def import_cases(path: Path, domain: Domain) -> list[Task]:
     for i, item in enumerate(items):
         prefix: Loc = prefix_of(i)
         if not isinstance(item, dict):
-            problems.append(
-                (path, line_of(lines, prefix), format_loc(prefix), "a case is a mapping")
-            )
+            problems.extend(located(path, lines, prefix, Found([((), "a case is a mapping")])))
             continue
         try:
             case = Case.model_validate(item)
         except ValidationError as exc:
             problems.extend(issues_from_validation(path, exc, item, lines, prefix))
             continue
-        found: list[tuple[Loc, str]] = []
+        found = Found()
         task = _task(case, domain, found, path)
-        problems.extend(
-            (path, line_of(lines, (*prefix, *loc)), format_loc((*prefix, *loc)), msg)
-            for loc, msg in found
-        )
+        problems.extend(located(path, lines, prefix, found))
         if task is not None and not found:
             tasks.append(task)
     if problems:
@@ -95,7 +83,7 @@ def import_cases(path: Path, domain: Domain) -> list[Task]:
     return tasks
 
 
-def _task(case: Case, domain: Domain, problems: list[tuple[Loc, str]], path: Path) -> Task | None:
+def _task(case: Case, domain: Domain, problems: Found, path: Path) -> Task | None:
     constraints = case.trajectory_constraints
     for field in ("required_tools", "forbidden_tools"):
         for j, tool in enumerate(getattr(constraints, field)):
@@ -168,10 +156,5 @@ def _task(case: Case, domain: Domain, problems: list[tuple[Loc, str]], path: Pat
     user = case.initial_state.get(USER)
     if isinstance(user, str):
         task["identity"] = {"user": user}
-    try:
-        return Task.model_validate({k: v for k, v in task.items() if v not in ([], {})})
-    except ValidationError as exc:
-        for err in exc.errors(include_url=False):
-            where = {"id": ("case_id",), "prompt": ("user_input",)}.get(str(err["loc"][0]), ())
-            problems.append((where, str(err["msg"])))
-        return None
+    kept = {k: v for k, v in task.items() if v not in ([], {})}
+    return build_task(kept, problems, {"id": ("case_id",), "prompt": ("user_input",)})

@@ -27,18 +27,11 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from proctor.bench.tau2 import DATABASES, ENV_FUNCTIONS, EXPECTED, mock
-from proctor.core.documents import (
-    Loc,
-    Problem,
-    SpecError,
-    format_loc,
-    issues_from_validation,
-    line_of,
-    read_document,
-)
+from proctor.core.documents import Loc, Problem, SpecError, issues_from_validation, read_document
 from proctor.core.jsonvalues import copy_json, json_equal
 from proctor.env.domain import ToolError, deep_merge
 from proctor.interop.session import parse_json
+from proctor.interop.task_import import Found, build_task, located
 from proctor.tasks.models import Task
 
 DOMAIN = "proctor.bench.tau2:mock"
@@ -119,11 +112,6 @@ class Tau2Task(_Model):
     user_tools: list[str] | None = None
 
 
-class _Problems(list[tuple[Loc, str]]):
-    def add(self, loc: Loc, message: str) -> None:
-        self.append((loc, message))
-
-
 def import_tau2(folder: Path) -> list[Task]:
     """The tasks of a tau2 mock-domain folder; SpecError naming every problem."""
     tasks_path = folder / "tasks.json"
@@ -139,12 +127,9 @@ def import_tau2(folder: Path) -> list[Task]:
         except ValidationError as exc:
             problems.extend(issues_from_validation(tasks_path, exc, item, lines, (i,)))
             continue
-        found = _Problems()
+        found = Found()
         built = _task(task, copy_json(base), found)
-        problems.extend(
-            (tasks_path, line_of(lines, (i, *loc)), format_loc((i, *loc)), message)
-            for loc, message in found
-        )
+        problems.extend(located(tasks_path, lines, (i,), found))
         if built is not None and not found:
             out.append(built)
     if problems:
@@ -170,7 +155,7 @@ def _apply(state: dict[str, Any], env_type: str, name: str, args: dict[str, Any]
         raise ValueError(f"{name}({json.dumps(args)}) failed: {exc}") from None
 
 
-def _initial_state(task: Tau2Task, state: dict[str, Any], found: _Problems) -> list[str]:
+def _initial_state(task: Tau2Task, state: dict[str, Any], found: Found) -> list[str]:
     """Initialise `state` in place; the history's lines for the prompt."""
     init = task.initial_state or InitialState()
     for key, part in (init.initialization_data or {}).items():
@@ -200,7 +185,7 @@ def _initial_state(task: Tau2Task, state: dict[str, Any], found: _Problems) -> l
     return history
 
 
-def _task(task: Tau2Task, state: dict[str, Any], found: _Problems) -> Task | None:
+def _task(task: Tau2Task, state: dict[str, Any], found: Found) -> Task | None:
     history = _initial_state(task, state, found)
     criteria = task.evaluation_criteria or Criteria()
     basis = set(criteria.reward_basis)
@@ -243,26 +228,21 @@ def _task(task: Tau2Task, state: dict[str, Any], found: _Problems) -> Task | Non
     prompt = (
         "\n".join(["Earlier in this conversation:", *history, "", request]) if history else request
     )
-    try:
-        return Task.model_validate(
-            {
-                "id": task.id,
-                "domain": DOMAIN,
-                "description": (task.description or {}).get("purpose"),
-                "tags": ["tau2", "mock"],
-                "prompt": prompt,
-                "initial_state": state,
-                "expect": expect,
-                "metadata": {"tau2": meta},
-            }
-        )
-    except ValidationError as exc:
-        found.extend((("id",), str(err["msg"])) for err in exc.errors(include_url=False))
-        return None
+    data = {
+        "id": task.id,
+        "domain": DOMAIN,
+        "description": (task.description or {}).get("purpose"),
+        "tags": ["tau2", "mock"],
+        "prompt": prompt,
+        "initial_state": state,
+        "expect": expect,
+        "metadata": {"tau2": meta},
+    }
+    return build_task(data, found, {"id": ("id",)})
 
 
 def _assertions(
-    assertions: list[EnvAssertion], found: _Problems
+    assertions: list[EnvAssertion], found: Found
 ) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
     """Agent-side status assertions as outcome checks; the user's side is not graded."""
     outcome, skipped = [], []

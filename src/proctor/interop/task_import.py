@@ -1,10 +1,13 @@
-"""Imported tasks written as task files: all of them, or none.
+"""What every importer of task sets shares: its problems placed in the source file, tasks
+built from what it mapped, and the task files written, all of them or none.
 
-Every importer (`proctor import adk|tau2|cases`) ends here. Each task becomes one YAML
-file named after its id in the output folder, holding only the fields the importer set.
-The files are written to a temporary folder beside the output first and read back with
-proctor's own task loader; only when every one loads are they moved into place, so a
-failure leaves nothing half-imported. A file that exists already is never overwritten.
+An importer (`proctor import adk|tau2|cases`) collects, per entry, `(field path within the
+entry, message)` pairs (Found); `located` turns them into `file:line: field: message`
+problems. Each task becomes one YAML file named after its id in the output folder,
+holding only the fields the importer set. The files are written to a temporary folder
+beside the output first and read back with proctor's own task loader; only when every
+one loads are they moved into place, so a failure leaves nothing half-imported. A file
+that exists already is never overwritten.
 """
 
 from __future__ import annotations
@@ -15,12 +18,40 @@ import shutil
 import tempfile
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 import yaml
+from pydantic import ValidationError
 
-from proctor.core.documents import SpecError
+from proctor.core.documents import Loc, Problem, SpecError, format_loc, line_of
 from proctor.tasks.loader import load_task_file
 from proctor.tasks.models import Task
+
+
+class Found(list[tuple[Loc, str]]):
+    """An entry's problems: (the field's path within the entry, the message)."""
+
+    def add(self, loc: Loc, message: str) -> None:
+        self.append((loc, message))
+
+
+def located(path: Path, lines: dict[Loc, int], prefix: Loc, found: Found) -> list[Problem]:
+    """The entry's problems with the file, the line and the field (from the file's root)."""
+    return [
+        (path, line_of(lines, (*prefix, *loc)), format_loc((*prefix, *loc)), message)
+        for loc, message in found
+    ]
+
+
+def build_task(data: dict[str, Any], found: Found, sources: dict[str, Loc]) -> Task | None:
+    """The task, or None with what the task model refused added to `found`, at the
+    source's field a task field came from (`sources`: task field → source field)."""
+    try:
+        return Task.model_validate(data)
+    except ValidationError as exc:
+        for err in exc.errors(include_url=False):
+            found.add(sources.get(str(err["loc"][0]), ()), str(err["msg"]))
+        return None
 
 
 def file_name(task_id: str, taken: set[str]) -> str:
