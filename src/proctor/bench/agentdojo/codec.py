@@ -149,7 +149,11 @@ class Codec:
         return {part: self.dump_part(part, getattr(env, part)) for part in self.parts}
 
     def load(self, state: dict[str, Any]) -> Any:
-        """An environment of its own from a trial's state."""
+        """An environment of its own from a trial's state; ValueError when the state is not
+        one (an imported session that recorded no final state)."""
+        missing = [part for part in self.parts if part not in state]
+        if missing:
+            raise ValueError(f"the state holds no AgentDojo environment (no {', '.join(missing)})")
         return self._construct({part: self.load_part(part, state[part]) for part in self.parts})
 
     def build(self, data: dict[str, Any]) -> Any:
