@@ -5,7 +5,15 @@ agent reference, run id, rules). Bad input never shows a traceback. Each module 
 one family of commands and registers them on `main` when imported.
 """
 
-from proctor.cli import decide, history, imports, run, traces  # noqa: F401  (registration)
+from proctor.cli import (  # noqa: F401  (registration)
+    decide,
+    history,
+    imports,
+    judges,
+    review,
+    run,
+    traces,
+)
 from proctor.cli.app import main
 
 __all__ = ["main"]

@@ -19,12 +19,15 @@ from proctor.env.loading import DomainNotFound, resolve_domain
 from proctor.env.sources import SourceError, source_spec, source_tasks
 from proctor.tasks.loader import TASK_SUFFIXES, LoadedTask, load_task_file
 from proctor.tasks.models import Task
+from proctor.tasks.rubrics import Rubric, load_rubric
 
 
 @dataclass(frozen=True)
 class SuiteTask:
     loaded: LoadedTask
     domain: Domain
+    #: The rubrics of the task's `expect.judge`, in order.
+    rubrics: tuple[Rubric, ...] = ()
 
     @property
     def task(self) -> Task:
@@ -184,6 +187,7 @@ def load_suite(paths: str | Path | Sequence[str | Path], name: str | None = None
         loaded_files += 1
     seen: dict[str, LoadedTask] = {}
     tasks: list[SuiteTask] = []
+    loaded_rubrics: dict[Path, Rubric | None] = {}
     domains: dict[tuple[Path, Path | None, str], Domain | DomainNotFound] = {}  # per folder
     for loaded, given, top in found:
         task, file = loaded.task, loaded.path
@@ -209,6 +213,7 @@ def load_suite(paths: str | Path | Sequence[str | Path], name: str | None = None
             where = loaded.line_at(("domain",)), loaded.field_name(("domain",))
             problems.append((file, *where, str(domain)))
             continue
+        rubrics = _rubrics(loaded, domain, loaded_rubrics, problems)
         for loc, tool in task.referenced_tools():
             if tool not in domain.tools:
                 problems.append(
@@ -219,7 +224,7 @@ def load_suite(paths: str | Path | Sequence[str | Path], name: str | None = None
                         f"unknown tool {tool!r} in domain {domain.name!r}",
                     )
                 )
-        tasks.append(SuiteTask(loaded, domain))
+        tasks.append(SuiteTask(loaded, domain, rubrics))
     if not files and not any(specs.values()) and not problems:
         problems.append(
             (Path(path_list[0]) if path_list else Path("."), 1, "", "no task files found")
@@ -228,3 +233,38 @@ def load_suite(paths: str | Path | Sequence[str | Path], name: str | None = None
         raise SuiteLoadError(problems, len(files), loaded_files)
     label = name or ",".join(Path(p).name for p in path_list)
     return Suite(label, [Path(p) for p in path_list], tasks, files=len(files))
+
+
+def _rubrics(
+    loaded: LoadedTask,
+    domain: Domain,
+    cache: dict[Path, Rubric | None],
+    problems: list[Problem],
+) -> tuple[Rubric, ...]:
+    """The task's rubrics, read relative to its file (each file once); problems collected."""
+    out: list[Rubric] = []
+    for i, ref in enumerate(loaded.task.expect.judge):
+        loc = ("expect", "judge", i, "rubric")
+        where = (loaded.path, loaded.line_at(loc), loaded.field_name(loc))
+        path = (loaded.path.parent / ref.rubric).resolve()
+        if path not in cache:
+            cache[path] = None
+            if not path.is_file():
+                problems.append((*where, f"no rubric file {ref.rubric} (looked at {path})"))
+                continue
+            try:
+                cache[path] = load_rubric(path)
+            except SpecError as exc:
+                problems.extend(exc.problems)
+        rubric = cache[path]
+        if rubric is None:
+            continue
+        if rubric.subject_tool is not None and rubric.subject_tool not in domain.tools:
+            problems.append(
+                (*where, f"rubric {rubric.id} judges unknown tool {rubric.subject_tool!r}")
+            )
+        elif any(r.id == rubric.id for r in out):
+            problems.append((*where, f"rubric {rubric.id} is named twice"))
+        else:
+            out.append(rubric)
+    return tuple(out)
