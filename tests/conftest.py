@@ -170,6 +170,15 @@ def proctor(*args: str, cwd: Path = ROOT, timeout: float = 120) -> subprocess.Co
     )
 
 
+def shared_data(name: str) -> Path:
+    """`../shared/data/NAME` beside the checkout (a git worktree sits a level deeper), or
+    the path it would have in a plain clone when there is none: tests skip on it."""
+    for parent in ROOT.parents:
+        if (parent / "shared" / "data").is_dir():
+            return parent / "shared" / "data" / name
+    return ROOT.parent / "shared" / "data" / name
+
+
 # -- the review desk: a store with real runs queued (tests/test_review_*.py) ---------------
 
 

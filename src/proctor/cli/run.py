@@ -37,7 +37,10 @@ def validate(paths: tuple[str, ...], strict: bool) -> None:
     from proctor.tasks.duplicates import NEAR, duplicate_tasks
 
     suite = suite_or_exit(paths)
-    found = duplicate_tasks([t.loaded for t in suite.tasks], near=NEAR if strict else None)
+    starts = {t.id: t.domain.starting_point(t.task) for t in suite.tasks}
+    found = duplicate_tasks(
+        [t.loaded for t in suite.tasks], near=NEAR if strict else None, starts=starts
+    )
     duplicates = SpecError(found).lines()
     if strict and duplicates:
         fail(duplicates)
@@ -392,6 +395,7 @@ def regrade(
 
     from proctor.core.documents import SpecError
     from proctor.decide.scorecard import load_scorecard
+    from proctor.env.sources import source_spec
     from proctor.report.judges import print_judges
     from proctor.report.terminal import print_summary
     from proctor.run.regrade import RegradeError
@@ -410,7 +414,7 @@ def regrade(
         fail(exc.lines())
     if not paths:
         paths = tuple(source["manifest"]["suite"].get("paths") or ())
-        if not paths or not all(Path(p).exists() for p in paths):
+        if not paths or not all(Path(p).exists() or source_spec(p) for p in paths):
             fail(
                 f"run {source['run_id']}'s suite paths {list(paths)} are not found here "
                 "(they are relative to where it ran): pass PATHS"

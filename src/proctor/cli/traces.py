@@ -22,7 +22,10 @@ from proctor.cli.judges import JudgeOptions, judge_options
 
 # -- real traces: grade, replay, export-otel (proctor.interop) ------------------------------
 
-_TRACE_FORMATS = "auto (default), openai, otel (GenAI spans, proctor's export), openinference"
+_TRACE_FORMATS = (
+    "auto (default), openai, otel (GenAI spans, proctor's export), openinference, "
+    "inspect (Inspect AI .eval or .json logs)"
+)
 
 
 def _sessions(traces: str, fmt: str, map_path: str | None) -> tuple[list[Any], Any]:

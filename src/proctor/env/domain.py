@@ -230,6 +230,11 @@ class Domain:
         """
         return deep_merge(copy_json(self.base_state), copy_json(task.initial_state))
 
+    def starting_point(self, task: Task) -> Any:
+        """What identifies the state a trial of `task` starts from (duplicate detection):
+        the task's own `initial_state`, unless a subclass builds states another way."""
+        return task.initial_state
+
     def authorize(
         self, identity: Identity, tool: Tool, args: dict[str, Any], state: State
     ) -> Decision:

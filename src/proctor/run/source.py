@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from proctor.agents import load_agent
+from proctor.env.sources import source_spec
 from proctor.env.suite import Suite, SuiteTask, load_suite
 from proctor.run.trial import TrialRecord, TrialSpec, play_trial
 from proctor.tasks.models import Fault
@@ -42,7 +43,8 @@ class TrialSource:
         timeout_s: float | None,
         faults: Sequence[Fault] = (),
     ) -> TrialSource:
-        """The source of a suite loaded from files; paths made absolute for any cwd."""
+        """The source of a suite loaded from files or suite sources; paths made absolute
+        for any cwd (a source spec such as `agentdojo:banking` travels as it is)."""
         if not suite.roots:
             raise ExecutorError(
                 f"suite {suite.name!r} was not loaded from files: a worker cannot rebuild it"
@@ -50,7 +52,7 @@ class TrialSource:
         if not agent_ref:
             raise ExecutorError("worker processes need the agent as a reference (FILE.py:NAME)")
         return cls(
-            tuple(str(Path(p).resolve()) for p in suite.roots),
+            tuple(str(p) if source_spec(p) else str(Path(p).resolve()) for p in suite.roots),
             _absolute_ref(agent_ref),
             run_id,
             timeout_s,

@@ -84,7 +84,11 @@ class UserReply(_Spec):
 
 
 class UserSpec(_Spec):
+    """`turns`: what the user says next, in order, one per question (a multi-turn
+    conversation); once they are said, `replies` answer."""
+
     replies: list[UserReply] = Field(default_factory=list)
+    turns: list[str] = Field(default_factory=list)
 
 
 class Fault(_Spec):
@@ -417,7 +421,7 @@ _LATER_OPTIONAL = ("difficulty", "optimal_steps")
 class Task(_Spec):
     """One scenario. Immutable once loaded; `digest` identifies its content in manifests."""
 
-    id: str = Field(min_length=1, pattern=r"^[A-Za-z0-9_.:-]+$")
+    id: str = Field(min_length=1, pattern=r"^[A-Za-z0-9_.:/-]+$")
     version: int | str = 1
     domain: str
     description: str | None = None
