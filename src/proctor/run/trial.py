@@ -38,6 +38,7 @@ from proctor.grade.context import GradeContext
 from proctor.grade.metrics import tool_metrics
 from proctor.grade.parts import required_parts
 from proctor.grade.registry import grade
+from proctor.grade.root_cause import root_cause_metric
 from proctor.run.threads import AGENT_THREADS
 from proctor.tasks.models import Fault, Task
 
@@ -242,7 +243,7 @@ def judge(
     """
     try:
         checks = grade(ctx) + extra
-        metrics = {**tool_metrics(ctx), **required_parts(checks)}
+        metrics = {**tool_metrics(ctx), **required_parts(checks), **root_cause_metric(checks)}
         passed, score = verdict(checks)
     except Exception as exc:  # a grader bug is the harness's fault, never the agent's
         checks, metrics, passed, score = extra, {}, False, 0.0
