@@ -8,6 +8,7 @@ the domain it names needs the environment, so suites live here, above the task f
 from __future__ import annotations
 
 import hashlib
+import os
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -152,5 +153,11 @@ def load_suite(paths: str | Path | Sequence[str | Path], name: str | None = None
         raise SpecError.one(
             Path(path_list[0]) if path_list else Path("."), 1, "", "no task files found"
         )
-    label = name or ",".join(Path(p).name for p in path_list)
+    label = name or ",".join(map(suite_label, path_list))
     return Suite(label, [Path(p) for p in path_list], tasks)
+
+
+def suite_label(path: str | Path) -> str:
+    """A path's name for a suite: its last part once made absolute (so `.` and `..` name
+    the folders they mean), or the path as written for a root such as `/`."""
+    return Path(os.path.abspath(path)).name or str(path)
