@@ -80,6 +80,12 @@ def headline(summary: dict[str, Any]) -> Table:
             money(cost.get("per_passed_trial_usd"), cost.get("currency")),
         ),
         (
+            "cost per trial (mean / p95)",  # one run of a case: seed 002's cost per case
+            " / ".join(
+                money(cost["per_trial_usd"][stat], cost.get("currency")) for stat in ("mean", "p95")
+            ),
+        ),
+        (
             "p95 tool calls / latency",
             f"{num(summary['tool_calls']['p95'], '{:.0f}')} / "
             f"{num(summary['latency_s']['p95'], '{:.2f} s')}",
