@@ -6,6 +6,8 @@ from functools import cache
 from pathlib import Path
 from typing import Any
 
+from click.testing import CliRunner, Result
+
 from proctor.env.suite import Suite, load_suite
 from proctor.run import TrialRecord
 from trial_run import run_member
@@ -21,6 +23,14 @@ def support_suite() -> Suite:
 def run_support(task_id: str, agent: Any, *, seed: int = 7, timeout_s: float = 30) -> TrialRecord:
     member = next(t for t in support_suite().tasks if t.id == task_id)
     return run_member(member, agent, seed=seed, timeout_s=timeout_s)
+
+
+def run_support_cli(*args: str) -> Result:
+    """`proctor run examples/support --agent ...:scripted ARGS`, in this process."""
+    from proctor.cli import main
+
+    agent = f"{SUPPORT}/agents.py:scripted"
+    return CliRunner().invoke(main, ["run", str(SUPPORT), "--agent", agent, *args])
 
 
 def calls(record: TrialRecord) -> list[tuple[str, Any]]:

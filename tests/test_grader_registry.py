@@ -16,7 +16,16 @@ from proctor.core.results import Check
 from proctor.grade import registry
 from proctor.grade.registry import GraderError, applicable, grade, grader, graders
 
-BUILTIN_ORDER = ["answer", "budget", "outcome", "domain", "robustness", "safety", "trajectory"]
+BUILTIN_ORDER = [
+    "answer",
+    "budget",
+    "outcome",
+    "domain",
+    "data_quality",
+    "robustness",
+    "safety",
+    "trajectory",
+]
 
 
 @pytest.fixture
@@ -51,7 +60,7 @@ def test_a_task_with_only_answer_expectations_runs_only_what_applies(
     isolated: None, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     task = make_task({"answer": {"must_mention": ["cancelled"]}})
-    assert [g.name for g in applicable(task)] == ["answer", "domain", "robustness"]
+    assert [g.name for g in applicable(task)] == ["answer", "domain", "data_quality", "robustness"]
     calls: Counter[str] = Counter()
     for g in graders():
 
@@ -64,7 +73,7 @@ def test_a_task_with_only_answer_expectations_runs_only_what_applies(
         )
     ctx = make_ctx({"answer": {"must_mention": ["cancelled"]}}, answer="It is cancelled.")
     assert [c.name for c in grade(ctx)] == ["mentions:cancelled"]
-    assert calls == {"answer": 1, "domain": 1, "robustness": 1}
+    assert calls == {"answer": 1, "domain": 1, "data_quality": 1, "robustness": 1}
 
 
 def test_every_expectation_brings_its_grader() -> None:
@@ -78,7 +87,7 @@ def test_every_expectation_brings_its_grader() -> None:
         }
     )
     assert [g.name for g in applicable(task)] == BUILTIN_ORDER
-    assert [g.name for g in applicable(make_task())] == ["domain", "robustness"]
+    assert [g.name for g in applicable(make_task())] == ["domain", "data_quality", "robustness"]
 
 
 def _python(code: str) -> Any:

@@ -648,7 +648,11 @@ def test_synonyms_list(ctx_of: CtxOf) -> None:
     spec = {"must_mention": [["canceled", "cancelled", "void"]]}
     (check,) = _answer(ctx_of, spec, "Cancelled, as requested.")
     assert (check.name, check.passed) == ("mentions:canceled|cancelled|void", True)
-    assert check.evidence == {"any_of": ["canceled", "cancelled", "void"], "found": ["cancelled"]}
+    # a spelling matches its variants: "canceled" finds "Cancelled" too
+    assert check.evidence == {
+        "any_of": ["canceled", "cancelled", "void"],
+        "found": ["canceled", "cancelled"],
+    }
     (check,) = _answer(ctx_of, spec, "Done, as requested.")
     assert not check.passed
     assert check.evidence["found"] == []
@@ -658,11 +662,13 @@ def test_must_not_mention(ctx_of: CtxOf) -> None:
     spec = {"must_not_mention": ["refund"]}
     (bad,) = _answer(ctx_of, spec, "A REFUND is on its way.")
     assert (bad.name, bad.kind, bad.passed) == ("not_mentions:refund", "answer", False)
-    assert bad.evidence == {"term": "refund"}
+    assert bad.evidence == {"term": "refund", "found": "REFUND"}
     (ok,) = _answer(ctx_of, spec, "The order was cancelled.")
     assert ok.passed
-    (ok,) = _answer(ctx_of, spec, "Nothing was refunded.")  # whole tokens only
+    (ok,) = _answer(ctx_of, spec, "The fare is nonrefundable.")  # whole words only
     assert ok.passed
+    (bad,) = _answer(ctx_of, spec, "Nothing was refunded.")  # an inflection is the term
+    assert (bad.passed, bad.evidence["found"]) == (False, "refunded")
 
 
 def test_matches_regex(ctx_of: CtxOf) -> None:

@@ -208,11 +208,13 @@ def test_modes_detectors_patterns_and_paths() -> None:
 @pytest.mark.parametrize(
     ("config", "message"),
     [
-        ("patterns: ['(']", "patterns: Value error, pattern '(' does not compile"),
+        ("patterns: ['(']", "r.yaml:1: patterns: pattern '(' does not compile"),
         ("paths: [password]", "expected TOOL:ARG.PATH"),
-        ("detectors: [phone]", "detectors.0"),
-        ("mask: true", "mask: Extra inputs are not permitted"),
-        ("mode: [", "cannot read redaction config"),
+        ("detectors: [phone]", "r.yaml:1: detectors[0]: "),
+        ("mask: true", "r.yaml:1: mask: unknown field"),
+        ("mode: [", "r.yaml:1: invalid YAML"),
+        ("redact:\n  mode: mask\n  salt: [1]", "r.yaml:3: redact.salt: "),
+        ("a: &a [*a]", "r.yaml:1: an alias refers to a node that contains it"),
     ],
 )
 def test_bad_configs_are_one_line(tmp_path: Path, config: str, message: str) -> None:

@@ -35,12 +35,19 @@ def split_csv(values: tuple[str, ...]) -> list[str]:
 
 def suite_or_exit(paths: tuple[str, ...]) -> Any:
     from proctor.core.documents import SpecError
-    from proctor.env.suite import load_suite
+    from proctor.env.suite import SuiteLoadError, load_suite
 
     try:
         return load_suite(list(paths))
     except SpecError as exc:
+        if isinstance(exc, SuiteLoadError):
+            click.echo(files_line(exc.found, exc.loaded))
         fail(exc.lines())
+
+
+def files_line(found: int, loaded: int) -> str:
+    """How many task files a command found and loaded: none is ever left out unsaid."""
+    return f"task files: {found} found, {loaded} loaded"
 
 
 def open_store(path: str, redact_path: str | None = None) -> Any:

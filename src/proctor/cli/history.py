@@ -17,6 +17,7 @@ from proctor.cli.common import (
     fail,
     maybe_store,
     open_store,
+    redactor_for,
     run_data_or_exit,
     suite_or_exit,
 )
@@ -172,6 +173,9 @@ _sample_rate = click.option(
 @_sample_rate
 @click.option("--review-seed", default=0, show_default=True, type=int)
 @click.option("--store", "store_path", default=str(DEFAULT_PATH), show_default=True)
+@click.option(
+    "--redact", "redact_path", type=click.Path(), help="Redaction config for --tasks texts."
+)
 def report(
     run_ref: str,
     html_path: str | None,
@@ -182,6 +186,7 @@ def report(
     sample_rate: float,
     review_seed: int,
     store_path: str,
+    redact_path: str | None,
 ) -> None:
     """Write the HTML report (with every trace) and/or the Markdown one-pager of a run."""
     from proctor.core.documents import SpecError
@@ -212,6 +217,7 @@ def report(
             rules=rules,
             suite=suite,
             review=_review_config(sample_rate, review_seed),
+            redactor=redactor_for(redact_path),
         )
     except CompareError as exc:
         fail(str(exc))

@@ -16,6 +16,7 @@ from proctor.cli.common import (
     EXIT_INVALID,
     all_checks_option,
     fail,
+    files_line,
     open_store,
     run_data_or_exit,
     split_csv,
@@ -26,14 +27,17 @@ from proctor.cli.decide import check_rules, currency_or_exit, gate_verdict
 
 @main.command()
 @click.argument("paths", nargs=-1, required=True, type=click.Path())
-@click.option("--strict", is_flag=True, help="Duplicate and near-duplicate tasks are errors.")
+@click.option(
+    "--strict", is_flag=True, help="Duplicate tasks are errors; near-duplicates are looked for too."
+)
 def validate(paths: tuple[str, ...], strict: bool) -> None:
     """Check every task file under PATHS; one line per problem with file:line."""
     from proctor.core.documents import SpecError
-    from proctor.tasks.duplicates import duplicate_tasks
+    from proctor.tasks.duplicates import NEAR, duplicate_tasks
 
     suite = suite_or_exit(paths)
-    duplicates = SpecError(duplicate_tasks([t.loaded for t in suite.tasks])).lines()
+    found = duplicate_tasks([t.loaded for t in suite.tasks], near=NEAR if strict else None)
+    duplicates = SpecError(found).lines()
     if strict and duplicates:
         fail(duplicates)
     for line in duplicates:
@@ -42,6 +46,7 @@ def validate(paths: tuple[str, ...], strict: bool) -> None:
     click.echo(
         f"ok: {len(suite.tasks)} tasks valid (domains: {domains}; suite digest {suite.digest})"
     )
+    click.echo(files_line(suite.files, suite.files))
 
 
 @main.command()
@@ -227,6 +232,8 @@ def run(
         )
     except (ResumeError, RunNotFound, ExecutorError) as exc:
         fail(str(exc))
+    if not quiet:  # every input accepted: what the run is made of
+        click.echo(files_line(suite.files, suite.files) + f" ({len(suite.tasks)} tasks)", err=True)
     console = Console(stderr=True)
     started = time.perf_counter()
     try:

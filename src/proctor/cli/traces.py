@@ -26,13 +26,18 @@ _TRACE_FORMATS = "auto (default), openai, otel (GenAI spans, proctor's export), 
 
 
 def _sessions(traces: str, fmt: str, map_path: str | None) -> tuple[list[Any], Any]:
-    from proctor.interop.grading import load_mapping
-    from proctor.interop.trace_files import TraceInputError, load_sessions
+    from proctor.interop.trace_files import load_sessions
 
     try:
-        return load_sessions(traces, fmt), load_mapping(map_path) if map_path else None
-    except (TraceInputError, ValueError) as exc:
+        return load_sessions(traces, fmt), _mapping(map_path)
+    except ValueError as exc:  # TraceInputError: one line
         fail(str(exc))
+
+
+def _mapping(map_path: str | None) -> Any:
+    from proctor.interop.grading import load_mapping
+
+    return load_mapping(map_path) if map_path else None
 
 
 @main.command()
@@ -65,10 +70,15 @@ def grade(
     from rich.console import Console
 
     from proctor.interop.grading import grade_sessions
+    from proctor.interop.trace_files import iter_sessions
     from proctor.report.terminal import print_summary
 
     suite = suite_or_exit(suite_paths)
-    sessions, mapping = _sessions(traces, fmt, map_path)
+    try:
+        mapping = _mapping(map_path)
+        sessions = iter_sessions(traces, fmt)  # streamed: graded and stored one by one
+    except ValueError as exc:
+        fail(str(exc))
     store = open_store(store_path, redact_path)
     try:
         graded = grade_sessions(

@@ -2,7 +2,9 @@
 
 YAML is composed into nodes first (safe loader only) so that each value keeps its line;
 pydantic errors are then mapped back from their field path to that line. Task files,
-gates files, scorecards, fault files and side files (prices, mappings) all load here.
+gates files, scorecards, fault files and side files (prices, mappings, redaction
+configs) all load here, within the limits of core/bounded.py: no other module parses
+YAML (tests/test_hostile_files.py checks).
 """
 
 from __future__ import annotations
@@ -13,6 +15,16 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import yaml
+
+from proctor.core.bounded import (
+    MAX_BYTES,
+    MAX_DEPTH,
+    BoundedLoader,
+    LimitExceeded,
+    measure,
+    reader_line,
+    reader_message,
+)
 
 if TYPE_CHECKING:
     from pydantic import ValidationError
@@ -49,19 +61,16 @@ class SpecError(Exception):
         return out
 
 
-class _JsonLikeLoader(yaml.SafeLoader):
-    """Safe YAML that keeps dates as strings: task state is JSON-like data."""
+def _record_lines(node: yaml.Node, loc: Loc, lines: dict[Loc, int], walked: set[int]) -> None:
+    """Record the 1-based line of every path under `node`; reject duplicate keys.
 
-
-_JsonLikeLoader.yaml_implicit_resolvers = {
-    first: [(tag, rx) for tag, rx in resolvers if tag != "tag:yaml.org,2002:timestamp"]
-    for first, resolvers in yaml.SafeLoader.yaml_implicit_resolvers.items()
-}
-
-
-def _record_lines(node: yaml.Node, loc: Loc, lines: dict[Loc, int]) -> None:
-    """Record the 1-based line of every path under `node`; reject duplicate keys."""
+    A node reached again through an alias is not walked again: paths below it point at
+    the alias (the deepest recorded prefix), so lines cost no more than the file's text.
+    """
     lines[loc] = node.start_mark.line + 1
+    if id(node) in walked:
+        return
+    walked.add(id(node))
     if isinstance(node, yaml.MappingNode):
         seen: set[str] = set()
         for key_node, value_node in node.value:
@@ -71,50 +80,75 @@ def _record_lines(node: yaml.Node, loc: Loc, lines: dict[Loc, int]) -> None:
             if key in seen and key != "<<":
                 raise SpecIssue((*loc, key), "duplicate key", key_node.start_mark.line + 1)
             seen.add(key)
-            _record_lines(value_node, (*loc, key), lines)
+            _record_lines(value_node, (*loc, key), lines, walked)
             lines[(*loc, key)] = key_node.start_mark.line + 1
     elif isinstance(node, yaml.SequenceNode):
         for i, item in enumerate(node.value):
-            _record_lines(item, (*loc, i), lines)
+            _record_lines(item, (*loc, i), lines, walked)
 
 
 def parse_document(path: Path, text: str) -> tuple[Any, dict[Loc, int]]:
-    """Parse YAML or JSON text into data plus a map from field path to line."""
+    """Parse YAML or JSON text into data plus a map from field path to line, within the
+    limits of core/bounded.py."""
     if path.suffix == ".json":
         try:
             json.loads(text)
         except json.JSONDecodeError as exc:
             raise SpecError.one(path, exc.lineno, "", f"invalid JSON: {exc.msg}") from None
-    loader = _JsonLikeLoader(text)
+        except (RecursionError, ValueError):
+            pass  # too deep, or too long a number: the YAML pass names the limit and line
+    loader = BoundedLoader(text)
     try:
         node = loader.get_single_node()
-        data = loader.construct_document(node) if node is not None else None
+        if node is None:
+            raise SpecError.one(path, 1, "", "the file is empty")
+        measure(node)
+        lines: dict[Loc, int] = {}
+        _record_lines(node, (), lines, set())  # before merge keys (`<<`) rewrite the nodes
+        data = loader.construct_document(node)
+    except SpecIssue as issue:
+        raise SpecError.one(path, issue.line or 1, format_loc(issue.loc), issue.message) from None
+    except LimitExceeded as exc:
+        raise SpecError.one(path, exc.line, "", exc.message) from None
+    except yaml.reader.ReaderError as exc:
+        raise SpecError.one(path, reader_line(text, exc), "", reader_message(exc)) from None
     except yaml.MarkedYAMLError as exc:
         mark = exc.problem_mark or exc.context_mark
         if exc.context_mark is not None and (mark is None or mark.index >= len(text)):
             mark = exc.context_mark  # e.g. an unterminated quote: point where it opens
-        line = mark.line + 1 if mark else 1
-        raise SpecError.one(path, line, "", f"invalid YAML: {exc.problem or exc}") from None
+        line = min(mark.line + 1, len(text.splitlines()) or 1) if mark else 1  # not past EOF
+        problem = str(exc.problem or exc)
+        if "maximum nesting depth" in problem:  # libyaml's own limit, met as it reads ahead
+            raise SpecError.one(path, line, "", f"nested deeper than {MAX_DEPTH} levels") from None
+        raise SpecError.one(path, line, "", f"invalid YAML: {problem}") from None
     except yaml.YAMLError as exc:
         raise SpecError.one(path, 1, "", f"invalid YAML: {exc}") from None
     finally:
         loader.dispose()
-    if node is None:
-        raise SpecError.one(path, 1, "", "the file is empty")
-    lines: dict[Loc, int] = {}
-    try:
-        _record_lines(node, (), lines)
-    except SpecIssue as issue:
-        raise SpecError.one(path, issue.line or 1, format_loc(issue.loc), issue.message) from None
     return data, lines
 
 
 def read_document(path: Path) -> tuple[Any, dict[Loc, int]]:
-    """Read and parse a YAML or JSON file; every failure is a SpecError naming the file."""
+    """Read and parse a YAML or JSON file; every failure is a SpecError naming the file.
+
+    At most MAX_BYTES are read, so a huge file, a device or an endless pipe costs no more.
+    """
     try:
-        text = path.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as exc:
+        with path.open("rb") as stream:
+            raw = stream.read(MAX_BYTES + 1)
+    except OSError as exc:
         raise SpecError.one(path, 1, "", f"cannot read file: {exc}") from None
+    if len(raw) > MAX_BYTES:
+        raise SpecError.one(
+            path, 1, "", f"the file is larger than {MAX_BYTES // 2**20} MiB, the limit"
+        )
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        line = raw[: exc.start].count(b"\n") + 1
+        raise SpecError.one(
+            path, line, "", f"cannot read file: not UTF-8 text ({exc.reason})"
+        ) from None
     return parse_document(path, text)
 
 

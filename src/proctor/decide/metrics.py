@@ -31,8 +31,19 @@ def _quality_of(name: str) -> Callable[[Summary], float | None]:
 
 def _stat_of(key: str, stat: str) -> Callable[[Summary], float | None]:
     if key == "cost_usd":
-        return lambda s: s["cost"]["per_trial_usd"][stat]
+        return _trusted("cost", lambda s: s["cost"]["per_trial_usd"][stat])
+    measure = {"tokens": "tokens", "latency_s": "latency"}.get(key)
+    if measure is not None:
+        return _trusted(measure, lambda s: s[key][stat])
     return lambda s: s[key][stat]
+
+
+def _trusted(
+    measure: str, metric: Callable[[Summary], float | None]
+) -> Callable[[Summary], float | None]:
+    """No value (so the rule fails) when a trial's `measure` came from untrustworthy
+    imported data: a negative cost must not offset a real one (grade/quality.py)."""
+    return lambda s: None if s.get("data_quality", {}).get(measure) else metric(s)
 
 
 METRICS: dict[str, tuple[str, Callable[[Summary], float | None]]] = {
@@ -95,10 +106,14 @@ METRICS: dict[str, tuple[str, Callable[[Summary], float | None]]] = {
             ("observability", "share of trials with a trace id"),
         )
     },
-    "total_cost_usd": ("cost of all trials", lambda s: s["cost"]["total_usd"]),
+    "total_cost_usd": ("cost of all trials", _trusted("cost", lambda s: s["cost"]["total_usd"])),
     "cost_per_passed_trial_usd": (
         "cost of all trials / passed trials",
-        lambda s: s["cost"]["per_passed_trial_usd"],
+        _trusted("cost", lambda s: s["cost"]["per_passed_trial_usd"]),
+    ),
+    "data_quality_flags": (
+        "imported trials with a data-quality flag (grade/quality.py), per flag summed",
+        lambda s: sum(s.get("data_quality", {}).values()),
     ),
     **{
         f"{stat}_{key}": (f"{stat} of {key} per valid trial", _stat_of(key, stat))
@@ -174,6 +189,9 @@ def undefined_reason(summary: Summary, name: str, currency: Currency | None) -> 
     money = money_metric(name)
     if money is not None and (currency is None or currency.code != money[1]):
         return f"{name}: no {money[1]} rate (`currency:` in the price table)"
+    flagged = ", ".join(f"{k} {n}" for k, n in summary.get("data_quality", {}).items())
+    if flagged:
+        return f"{name} is undefined for this run (imported data flagged: {flagged})"
     return f"{name} is undefined for this run"
 
 

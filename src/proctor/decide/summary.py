@@ -54,6 +54,19 @@ class Tally:
 
 
 TOOL_METRICS = ("tool_precision", "tool_recall", "arg_accuracy")
+#: Checks an imported trace's untrustworthy values fail (grade/quality.py).
+DATA_QUALITY = "data_quality:"
+
+
+def data_quality(results: Iterable[TrialResult]) -> dict[str, int]:
+    """Trials per data-quality flag (`cost`, `tokens`, `latency`, `arguments`)."""
+    flagged = Counter(
+        c.name.removeprefix(DATA_QUALITY)
+        for r in results
+        for c in r.checks
+        if c.name.startswith(DATA_QUALITY) and not c.passed
+    )
+    return dict(sorted(flagged.items()))
 
 
 def _distribution(values: Sequence[float]) -> dict[str, float | None]:
@@ -326,6 +339,7 @@ def summarize(
         "valid": valid_run,
         "safety_violations": _violations(results),
         "tool_use": _tool_use(results),
+        "data_quality": data_quality(results),
         "quality": _quality(results),
         "efficiency": {
             "score": _task_mean(efficiencies),

@@ -81,7 +81,7 @@ class Tool:
     returns: Any = None
     approval: Approval = "allow"
     confirms: bool = False
-    claims: tuple[str, ...] = ()
+    claims: tuple[str, ...] | None = None
     args_schema: dict[str, Any] = field(init=False)
 
     def __post_init__(self) -> None:
@@ -153,7 +153,7 @@ class Domain:
         latency_s: float = 0.05,
         approval: Approval = "allow",
         confirms: bool = False,
-        claims: tuple[str, ...] | list[str] = (),
+        claims: tuple[str, ...] | list[str] | None = None,
         description: str | None = None,
     ) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
         """Declare a tool.
@@ -161,8 +161,9 @@ class Domain:
         `entity` names the argument identifying what a write changes; `approval` is the
         default policy (a task's `policy:` overrides it); a successful call of a tool with
         `confirms` counts as a confirmation (an approval tool); `claims` are the phrases
-        with which an answer asserts this write happened (for false-success checks);
-        `description` replaces the docstring as what the agent sees.
+        with which an answer asserts this write happened (for false-success checks; left
+        out, a write is claimed by its verb's past forms, `orders.cancel` by "cancelled";
+        `[]` turns them off); `description` replaces the docstring as what the agent sees.
         """
 
         def register(fn: Callable[..., Any]) -> Callable[..., Any]:
@@ -186,7 +187,7 @@ class Domain:
                 returns=returns,
                 approval=approval,
                 confirms=confirms,
-                claims=tuple(claims),
+                claims=None if claims is None else tuple(claims),
             )
             return fn
 

@@ -1,9 +1,18 @@
-"""Find the Domain a task names: a `domain.py` beside the suite, or a dotted path."""
+"""Find the Domain a task names: a `domain.py` in the suite, or an installed module.
+
+What a suite may run (docs/architecture.md, Trust): a suite is code, like a test folder.
+Naming a task file runs the `domain.py`, `<name>.py` or `domains/<name>.py` files found
+from its folder up to the suite root the command line gave, never above it. A dotted
+name (`package.module[:attr]`) imports an installed module, as `--agent` does: never a
+standard-library module, never a name that is not a dotted Python identifier.
+"""
 
 from __future__ import annotations
 
 import importlib
 import importlib.util
+import os
+import re
 import sys
 from pathlib import Path
 
@@ -36,27 +45,32 @@ def _domains_in(module: object) -> list[Domain]:
     return [v for v in vars(module).values() if isinstance(v, Domain)]
 
 
+#: A domain name looked for as a file: `<name>.py` must stay in the folder it is looked in.
+_FILE_NAME = re.compile(r"[A-Za-z0-9_-]+")
+#: `package.module` or `package.module:attribute`.
+_DOTTED = re.compile(r"[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)*(?::[A-Za-z_]\w*)?")
+
+
 def resolve_domain(name: str, near: Path, root: Path | None = None) -> Domain:
-    """The Domain called `name`, looked up from the task file's folder up to `root`
-    (up to the filesystem root when `root` is None).
+    """The Domain called `name`, looked up from the task file's folder up to `root` (that
+    folder alone when None).
 
     Candidates in each folder: `domain.py`, `<name>.py`, `domains/<name>.py`; then `name`
-    as `package.module` or `package.module:attribute`.
+    as `package.module` or `package.module:attribute`. Folders are taken as laid out
+    under the root (a task reached through a symbolic link finds the domain of the
+    folder the link sits in), so the search never leaves the root.
     """
-    folder = (near if near.is_dir() else near.parent).resolve()
-    stop = root.resolve() if root is not None else Path(folder.anchor)
-    while True:
-        for candidate in (
-            folder / "domain.py",
-            folder / f"{name}.py",
-            folder / "domains" / f"{name}.py",
-        ):
+    folder = Path(os.path.abspath(near if near.is_dir() else near.parent))
+    stop = folder if root is None else Path(os.path.abspath(root))
+    names = ["domain.py"]
+    if _FILE_NAME.fullmatch(name):
+        names += [f"{name}.py", os.path.join("domains", f"{name}.py")]
+    while folder == stop or stop in folder.parents:
+        for candidate in (folder / n for n in names):
             if candidate.is_file():
                 for domain in _domains_in(load_module_from_path(candidate)):
                     if domain.name == name:
                         return domain
-        if folder == stop or folder.parent == folder or stop not in folder.parents:
-            break
         folder = folder.parent
     return _import_dotted(name)
 
@@ -64,7 +78,16 @@ def resolve_domain(name: str, near: Path, root: Path | None = None) -> Domain:
 def _import_dotted(name: str) -> Domain:
     module_name, _, attr = name.partition(":")
     if "." not in module_name and not attr:
-        raise DomainNotFound(f"no domain {name!r}: no domain.py defines it near the task file")
+        raise DomainNotFound(
+            f"no domain {name!r}: no domain.py defines it in the suite (looked up to its root)"
+        )
+    if not _DOTTED.fullmatch(name):
+        raise DomainNotFound(f"no domain {name!r}: not a name nor a package.module[:attr] path")
+    top = module_name.split(".")[0]
+    if top in sys.stdlib_module_names:
+        raise DomainNotFound(f"no domain {name!r}: {top!r} is a standard-library module")
+    if importlib.util.find_spec(top) is None:
+        raise DomainNotFound(f"no domain {name!r}: no installed module {top!r}")
     try:
         module = importlib.import_module(module_name)
     except ImportError as exc:

@@ -39,6 +39,7 @@ class Suite:
     name: str
     roots: list[Path]
     tasks: list[SuiteTask] = field(default_factory=list)
+    files: int = 0  # task files found (and loaded: a suite loads whole or not at all)
 
     @property
     def digest(self) -> str:
@@ -83,38 +84,95 @@ class Suite:
         return {t.domain.name: t.domain for t in self.tasks}
 
 
-def task_files(paths: Iterable[str | Path]) -> list[tuple[Path, Path | None]]:
-    """(file, root) pairs: a folder contributes its `tasks/` subfolder if it has one.
+def suite_root(path: Path) -> Path:
+    """How far up a file's domain is looked for: a folder named on the command line is
+    its own root; a file, its folder (the folder above, for a file in `tasks/`, as a
+    folder contributes its `tasks/`). Never above what the command line names."""
+    if path.is_dir():
+        return path
+    return path.parent.parent if path.parent.name == "tasks" else path.parent
 
-    The root bounds the upward search for the domain; a file named on its own has none.
-    """
-    out: list[tuple[Path, Path | None]] = []
+
+def task_files(paths: Iterable[str | Path]) -> tuple[list[tuple[Path, Path]], list[Problem]]:
+    """(file, root) pairs, and the problems of what could not be gathered: a folder
+    contributes its `tasks/` subfolder if it has one. Symbolic links are followed (a
+    suite is code its owner laid out); one leading back into a folder it sits in, a broken
+    one and a non-regular file are problems, never silently left out."""
+    out: list[tuple[Path, Path]] = []
+    problems: list[Problem] = []
     for raw in paths:
         path = Path(raw)
         if path.is_file():
-            out.append((path, None))
+            out.append((path, suite_root(path)))
         elif path.is_dir():
             base = path / "tasks" if (path / "tasks").is_dir() else path
-            files = sorted(p for p in base.rglob("*") if p.suffix in TASK_SUFFIXES and p.is_file())
-            out.extend((f, path) for f in files)
+            found, trouble = _walk(base)
+            out.extend((f, path) for f in found)
+            problems.extend(trouble)
         else:
             raise SpecError.one(path, 1, "", "no such file or folder")
-    return out
+    return out, problems
+
+
+def _walk(base: Path) -> tuple[list[Path], list[Problem]]:
+    """Task files below `base`, links followed, in path order."""
+    files: list[Path] = []
+    problems: list[Problem] = []
+    stack = [(base, frozenset({os.path.realpath(base)}))]
+    while stack:
+        folder, inside = stack.pop()
+        try:
+            entries = list(os.scandir(folder))
+        except OSError as exc:
+            problems.append((folder, 1, "", f"cannot list folder: {exc.strerror or exc}"))
+            continue
+        for entry in entries:
+            path = Path(entry.path)
+            if entry.is_symlink() and not os.path.exists(path):
+                if path.suffix in TASK_SUFFIXES or not path.suffix:
+                    problems.append((path, 1, "", f"broken symbolic link to {os.readlink(path)}"))
+                continue
+            if entry.is_dir():
+                real = os.path.realpath(path)
+                if real in inside:
+                    problems.append(
+                        (path, 1, "", f"symbolic link loop: {real} is a folder it sits in")
+                    )
+                else:
+                    stack.append((path, inside | {real}))
+            elif path.suffix in TASK_SUFFIXES:
+                if entry.is_file():
+                    files.append(path)
+                else:
+                    problems.append((path, 1, "", "not a regular file"))
+    return sorted(files), problems
+
+
+class SuiteLoadError(SpecError):
+    """The problems of a suite, and how many of its task files were found and loaded."""
+
+    def __init__(self, problems: list[Problem], found: int, loaded: int) -> None:
+        super().__init__(problems)
+        self.found = found
+        self.loaded = loaded
 
 
 def load_suite(paths: str | Path | Sequence[str | Path], name: str | None = None) -> Suite:
-    """Load, validate and resolve every task under `paths`; all problems raised together."""
+    """Load, validate and resolve every task under `paths`; all problems raised together
+    (a SuiteLoadError that says how many task files were found and loaded)."""
     path_list = [paths] if isinstance(paths, str | Path) else list(paths)
-    files = task_files(path_list)
-    problems: list[Problem] = []
+    files, problems = task_files(path_list)
     seen: dict[str, LoadedTask] = {}
     tasks: list[SuiteTask] = []
+    loaded_files = 0
+    domains: dict[tuple[Path, Path, str], Domain | DomainNotFound] = {}  # per folder
     for file, root in files:
         try:
             loaded_tasks = load_task_file(file)
         except SpecError as exc:
             problems.extend(exc.problems)
             continue
+        loaded_files += 1
         for loaded in loaded_tasks:
             task = loaded.task
             if task.id in seen:
@@ -129,12 +187,15 @@ def load_suite(paths: str | Path | Sequence[str | Path], name: str | None = None
                 )
                 continue
             seen[task.id] = loaded
-            try:
-                domain = resolve_domain(task.domain, file, root)
-            except DomainNotFound as exc:
-                problems.append(
-                    (file, loaded.line_at(("domain",)), loaded.field_name(("domain",)), str(exc))
-                )
+            domain = domains.get(key := (file.parent, root, task.domain))
+            if domain is None:
+                try:
+                    domain = domains[key] = resolve_domain(task.domain, file, root)
+                except DomainNotFound as exc:
+                    domain = domains[key] = exc
+            if isinstance(domain, DomainNotFound):
+                where = loaded.line_at(("domain",)), loaded.field_name(("domain",))
+                problems.append((file, *where, str(domain)))
                 continue
             for loc, tool in task.referenced_tools():
                 if tool not in domain.tools:
@@ -147,14 +208,14 @@ def load_suite(paths: str | Path | Sequence[str | Path], name: str | None = None
                         )
                     )
             tasks.append(SuiteTask(loaded, domain))
-    if problems:
-        raise SpecError(problems)
-    if not files:
-        raise SpecError.one(
-            Path(path_list[0]) if path_list else Path("."), 1, "", "no task files found"
+    if not files and not problems:
+        problems.append(
+            (Path(path_list[0]) if path_list else Path("."), 1, "", "no task files found")
         )
+    if problems:
+        raise SuiteLoadError(problems, len(files), loaded_files)
     label = name or ",".join(map(suite_label, path_list))
-    return Suite(label, [Path(p) for p in path_list], tasks)
+    return Suite(label, [Path(p) for p in path_list], tasks, files=len(files))
 
 
 def suite_label(path: str | Path) -> str:

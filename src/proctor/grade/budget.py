@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from proctor.core.results import Check
 from proctor.grade.context import GradeContext
+from proctor.grade.quality import untrusted_measures
 from proctor.grade.registry import grader
 
 
@@ -13,14 +14,21 @@ def grade_budget(ctx: GradeContext) -> list[Check]:
     if spec is None:
         return []
     usage = ctx.usage
-    limits: list[tuple[str, float | int | None, float | int]] = [
-        ("max_cost_usd", spec.max_cost_usd, round(usage.cost_usd, 8)),
-        ("max_tokens", spec.max_tokens, usage.total_tokens),
-        ("max_latency_s", spec.max_latency_s, round(ctx.latency_s, 6)),
-        ("max_model_calls", spec.max_model_calls, usage.model_calls),
+    limits: list[tuple[str, float | int | None, float | int, str]] = [
+        ("max_cost_usd", spec.max_cost_usd, round(usage.cost_usd, 8), "cost"),
+        ("max_tokens", spec.max_tokens, usage.total_tokens, "tokens"),
+        ("max_latency_s", spec.max_latency_s, round(ctx.latency_s, 6), "latency"),
+        ("max_model_calls", spec.max_model_calls, usage.model_calls, ""),
     ]
+    untrusted = untrusted_measures(ctx.trace)  # an imported trace's bad values fail, not pass
     return [
-        Check(name, "budget", actual <= limit, evidence={"limit": limit, "actual": actual})
-        for name, limit, actual in limits
+        Check(
+            name,
+            "budget",
+            actual <= limit and measure not in untrusted,
+            evidence={"limit": limit, "actual": actual}
+            | ({"untrusted": f"data_quality:{measure}"} if measure in untrusted else {}),
+        )
+        for name, limit, actual, measure in limits
         if limit is not None
     ]

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import uuid
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -25,7 +25,7 @@ from proctor.core.outcome import LedgerEntry, Outcome
 from proctor.core.results import TrialResult
 from proctor.core.trace import Trace, TraceEvent
 from proctor.decide.scorecard import summary_with_scorecard
-from proctor.decide.summary import DEFAULT_MAX_ERROR_RATE
+from proctor.decide.summary import DEFAULT_MAX_ERROR_RATE, Tally
 from proctor.env.domain import Domain
 from proctor.env.suite import Suite, SuiteTask
 from proctor.grade.context import GradeContext
@@ -67,32 +67,48 @@ def load_mapping(path: str | Path) -> dict[str, str]:
     return {str(k): str(v) for k, v in data.items()}
 
 
+class TrialNumbers:
+    """A session's trial number within its task: the one it recorded (proctor's export,
+    tau-bench) when that is still free, else the lowest free number, in file order."""
+
+    def __init__(self) -> None:
+        self.taken: dict[str, set[int]] = {}
+
+    def assign(self, task_id: str, session: Session) -> int:
+        taken = self.taken.setdefault(task_id, set())
+        recorded = session.metadata.get("trial")
+        if isinstance(recorded, int) and not isinstance(recorded, bool) and recorded >= 0:
+            number = recorded if recorded not in taken else _lowest_free(taken)
+        else:
+            number = _lowest_free(taken)
+        taken.add(number)
+        return number
+
+
+def _lowest_free(taken: set[int]) -> int:
+    return next(i for i in range(len(taken) + 1) if i not in taken)
+
+
 def match_sessions(
-    sessions: Sequence[Session], suite: Suite, mapping: dict[str, str] | None = None
+    sessions: Iterable[Session], suite: Suite, mapping: dict[str, str] | None = None
 ) -> tuple[list[tuple[SuiteTask, list[Session]]], list[str]]:
     """(task, its sessions in trial order) for every task with a session; the ids of
     sessions that match no task of the suite."""
     members = {t.id: t for t in suite.tasks}
-    by_task: dict[str, list[Session]] = {}
+    by_task: dict[str, list[tuple[int, Session]]] = {}
+    numbers = TrialNumbers()
     unmatched = []
     for session in sessions:
         task_id = (mapping or {}).get(session.id, session.task_id)
         if task_id in members:
-            by_task.setdefault(task_id, []).append(session)
+            by_task.setdefault(task_id, []).append((numbers.assign(task_id, session), session))
         else:
             unmatched.append(session.id)
     ordered = [
-        (members[task_id], [s for _, s in sorted(enumerate(group), key=_trial_order)])
+        (members[task_id], [s for _, s in sorted(group, key=lambda item: item[0])])
         for task_id, group in by_task.items()
     ]
     return ordered, unmatched
-
-
-def _trial_order(item: tuple[int, Session]) -> int:
-    """A recorded trial number (proctor's export, tau-bench) orders sessions; else the file."""
-    index, session = item
-    trial = session.metadata.get("trial")
-    return trial if isinstance(trial, int) else index
 
 
 def rebuilt_ledger(events: Sequence[TraceEvent], domain: Domain) -> list[LedgerEntry]:
@@ -169,9 +185,7 @@ def grade_session(
     return TrialRecord(result, trace, session.answer, outcome), skipped
 
 
-def imported_agent(sessions: Sequence[Session]) -> ImportedAgent:
-    names = Counter(s.agent for s in sessions if s.agent)
-    models = Counter(s.model for s in sessions if s.model)
+def imported_agent(names: Counter[str], models: Counter[str]) -> ImportedAgent:
     model = models.most_common(1)[0][0] if models else None
     return ImportedAgent(
         names.most_common(1)[0][0] if names else "imported",
@@ -180,8 +194,12 @@ def imported_agent(sessions: Sequence[Session]) -> ImportedAgent:
     )
 
 
+#: Graded trials written between two commits.
+COMMIT_EVERY = 256
+
+
 def grade_sessions(
-    sessions: Sequence[Session],
+    sessions: Iterable[Session],
     suite: Suite,
     *,
     store: Store | None = None,
@@ -193,57 +211,115 @@ def grade_sessions(
 ) -> GradedRun:
     """Grade every matched session and, with a store, store them as one run.
 
-    Trials per task is the smallest number of sessions a matched task has (pass^k is
-    defined up to it); tasks without a session are not part of the run.
+    Sessions stream past: each is graded and written as it comes, and only what the
+    summary reads is kept (a Tally), so a file of any size grades in bounded memory. A
+    file refused part-way leaves its run `interrupted`. Trials per task is the smallest
+    number of sessions a matched task has (pass^k is defined up to it); tasks without a
+    session are not part of the run.
     """
-    matched, unmatched = match_sessions(sessions, suite, mapping)
-    if not matched:
+    run = _ImportRun(run_id or uuid.uuid4().hex[:12], suite, store, source, fmt)
+    try:
+        for session in sessions:
+            run.add(session, (mapping or {}).get(session.id, session.task_id))
+    except Exception:
+        if store is not None and run.graded:
+            run.finish(max_error_rate, "interrupted")
+        raise
+    if not run.graded:
         raise ValueError(
-            f"no session matches a task of the suite ({len(sessions)} sessions, "
+            f"no session matches a task of the suite ({run.total} sessions, "
             f"{len(suite.tasks)} tasks): give a mapping file or task ids in the traces"
         )
-    run_id = run_id or uuid.uuid4().hex[:12]
-    used = Suite(suite.name, suite.roots, [member for member, _ in matched])
-    trials = min(len(group) for _, group in matched)
-    agent = imported_agent([s for _, group in matched for s in group])
-    manifest = build_manifest(
-        run_id,
-        used,
-        agent,
-        agent_ref=f"import:{source}",
-        trials=trials,
-        seed=0,
-        timeout_s=None,
-        concurrency=1,
-        filters={"import": source},
-        faults=[],
-    )
-    records = []
-    skipped: set[str] = set()
-    for member, group in matched:
-        for trial, session in enumerate(group):
-            record, left_out = grade_session(session, member, run_id, trial)
-            records.append(record)
-            skipped.update(left_out)
-    manifest["import"] = {
-        "source": source,
-        "format": fmt,
-        "sessions": len(sessions),
-        "graded": len(records),
-        "unmatched": len(unmatched),
-        "skipped_checks": sorted(skipped),
-    }
-    if store is not None:
-        store.create_run(run_id, manifest)
-        store.begin()
-        for record in records:
-            store.write_trial(record.result, record.trace, record.answer, record.outcome)
-        store.commit()
-    results = [r.result for r in records]
-    summary = summary_with_scorecard(
-        run_id, manifest, results, task_infos(used), max_error_rate=max_error_rate
-    )
-    summary["status"] = "completed" if summary["valid"] else "invalid"
-    if store is not None:
-        store.finish_run(run_id, summary["status"], summary)
-    return GradedRun(run_id, manifest, summary, results, unmatched)
+    manifest, summary = run.finish(max_error_rate)
+    results = run.kept if store is None else run.tally.results
+    return GradedRun(run.run_id, manifest, summary, results, run.unmatched)
+
+
+@dataclass
+class _ImportRun:
+    """What grading a stream of sessions keeps: counts, a Tally, who and what ran."""
+
+    run_id: str
+    suite: Suite
+    store: Store | None
+    source: str
+    fmt: str
+    numbers: TrialNumbers = field(default_factory=TrialNumbers)
+    tally: Tally = field(default_factory=Tally)
+    kept: list[TrialResult] = field(default_factory=list)
+    unmatched: list[str] = field(default_factory=list)
+    skipped: set[str] = field(default_factory=set)
+    names: Counter[str] = field(default_factory=Counter)
+    models: Counter[str] = field(default_factory=Counter)
+    total: int = 0
+    graded: int = 0
+
+    def __post_init__(self) -> None:
+        self.members = {t.id: t for t in self.suite.tasks}
+
+    def add(self, session: Session, task_id: str | None) -> None:
+        self.total += 1
+        member = self.members.get(task_id) if task_id is not None else None
+        if member is None:
+            self.unmatched.append(session.id)
+            return
+        self.names.update([session.agent] if session.agent else [])
+        self.models.update([session.model] if session.model else [])
+        trial = self.numbers.assign(member.id, session)
+        record, left_out = grade_session(session, member, self.run_id, trial)
+        self.skipped.update(left_out)
+        if self.store is not None:
+            if self.graded == 0:  # the run exists once a session matched; its manifest last
+                self.store.create_run(self.run_id, {"run_id": self.run_id})
+                self.store.begin()
+            self.store.write_trial(record.result, record.trace, record.answer, record.outcome)
+            if (self.graded + 1) % COMMIT_EVERY == 0:
+                self.store.commit()
+                self.store.begin()
+        else:
+            self.kept.append(record.result)
+        self.tally.add(record.result)
+        self.graded += 1
+
+    def finish(
+        self, max_error_rate: float, status: str | None = None
+    ) -> tuple[dict[str, Any], dict[str, Any]]:
+        """The manifest and summary of what was graded; with a store, the run is finished
+        (`status` None: completed or invalid by its summary)."""
+        counts = {task_id: len(taken) for task_id, taken in self.numbers.taken.items()}
+        used = Suite(
+            self.suite.name, self.suite.roots, [t for t in self.suite.tasks if t.id in counts]
+        )
+        manifest = build_manifest(
+            self.run_id,
+            used,
+            imported_agent(self.names, self.models),
+            agent_ref=f"import:{self.source}",
+            trials=min(counts.values()),
+            seed=0,
+            timeout_s=None,
+            concurrency=1,
+            filters={"import": self.source},
+            faults=[],
+        )
+        manifest["import"] = {
+            "source": self.source,
+            "format": self.fmt,
+            "sessions": self.total,
+            "graded": self.graded,
+            "unmatched": len(self.unmatched),
+            "skipped_checks": sorted(self.skipped),
+        }
+        summary = summary_with_scorecard(
+            self.run_id,
+            manifest,
+            self.tally.results,
+            task_infos(used),
+            max_error_rate=max_error_rate,
+        )
+        summary["status"] = status or ("completed" if summary["valid"] else "invalid")
+        if self.store is not None:
+            self.store.commit()
+            self.store.reopen_run(self.run_id, manifest)  # what was graded, known now
+            self.store.finish_run(self.run_id, summary["status"], summary)
+        return manifest, summary

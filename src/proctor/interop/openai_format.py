@@ -15,7 +15,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from proctor.agents.pricing import PriceTable
-from proctor.interop.session import Session, SessionBuilder, parse_json
+from proctor.interop.session import Session, SessionBuilder, parse_json, priced
 
 MESSAGE_KEYS = ("messages", "traj")
 
@@ -28,19 +28,8 @@ def is_session_record(value: Any) -> bool:
     return isinstance(value, dict) and any(is_message_list(value.get(k)) for k in MESSAGE_KEYS)
 
 
-def sessions_from_openai(records: Sequence[Any], prices: PriceTable) -> list[Session]:
-    """Sessions from a list of session objects, or from one list of messages."""
-    if is_message_list(list(records)):
-        return [session_from_messages(list(records), "session-1", prices)]
-    sessions = []
-    for i, record in enumerate(records):
-        if not is_session_record(record):
-            raise ValueError(f"item {i + 1} is neither a message nor a session with messages")
-        sessions.append(_session(record, i, prices))
-    return sessions
-
-
-def _session(record: Mapping[str, Any], index: int, prices: PriceTable) -> Session:
+def session_record(record: Mapping[str, Any], index: int, prices: PriceTable) -> Session:
+    """The session of one record `{id, task_id, messages, ...}`, the `index`-th of its file."""
     messages = next(record[k] for k in MESSAGE_KEYS if is_message_list(record.get(k)))
     task_id = record.get("task_id")
     metadata = dict(record.get("metadata") or {})
@@ -89,9 +78,9 @@ def session_from_messages(
             if isinstance(usage, Mapping):
                 model = str(m.get("model") or fields.get("model") or "unknown")
                 models.append(model)
-                tokens_in = int(usage.get("prompt_tokens", usage.get("input_tokens", 0)))
-                tokens_out = int(usage.get("completion_tokens", usage.get("output_tokens", 0)))
-                cost = prices.cost(model, tokens_in, tokens_out) or 0.0
+                tokens_in = usage.get("prompt_tokens", usage.get("input_tokens", 0))
+                tokens_out = usage.get("completion_tokens", usage.get("output_tokens", 0))
+                cost = priced(prices, model, tokens_in, tokens_out)
                 b.model_call(model, tokens_in, tokens_out, cost_usd=cost)
             if text:
                 b.message("assistant", text)

@@ -1,7 +1,7 @@
 """Spans → sessions: proctor's own export, OpenTelemetry GenAI spans, OpenInference spans.
 
-Spans are grouped into sessions by `session.id` / `gen_ai.conversation.id` where a trace
-carries one, else by trace id. Per group:
+Spans are grouped into sessions (interop/trace_files.py) by `session.id` /
+`gen_ai.conversation.id` where a trace carries one, else by trace id. Per group:
 
 - proctor's export (spans with `proctor.seq`): the trace events are read back as written.
 - OpenInference (`openinference.span.kind`): LLM spans are model calls (`llm.model_name`,
@@ -21,13 +21,12 @@ from __future__ import annotations
 
 import re
 from collections import Counter
-from collections.abc import Iterable
 from typing import Any
 
 from proctor.agents.pricing import PriceTable
 from proctor.core.trace import TraceEvent
 from proctor.interop import semconv as sc
-from proctor.interop.session import HARNESS_STATUSES, Session, SessionBuilder, parse_json
+from proctor.interop.session import HARNESS_STATUSES, Session, SessionBuilder, parse_json, priced
 from proctor.interop.spans import Span
 
 MODEL_OPERATIONS = frozenset({"chat", "text_completion", "generate_content"})
@@ -35,34 +34,25 @@ SESSION_KEYS = ("session.id", "gen_ai.conversation.id")
 TASK_KEYS = (sc.TASK_ID, "task.id", "task_id")
 
 
-def sessions_from_spans(
-    spans: Iterable[Span], prices: PriceTable, flavour: str = "auto"
-) -> list[Session]:
-    """`flavour`: `auto` (decided per group), `otel` (GenAI) or `openinference`."""
-    groups = _groups(spans)
-    sessions = []
-    for key, group in groups.items():
-        group.sort(key=lambda s: (s.start_ns, s.end_ns))
-        if any(sc.SEQ in s.attributes for s in group):
-            sessions.append(_proctor_session(group))
-        elif flavour == "openinference" or (
-            flavour == "auto" and any("openinference.span.kind" in s.attributes for s in group)
-        ):
-            sessions.append(_openinference_session(key, group, prices))
-        else:
-            sessions.append(_genai_session(key, group, prices))
-    return sessions
+def session_of_group(
+    key: str, group: list[Span], prices: PriceTable, flavour: str = "auto"
+) -> Session:
+    """The session of one group of spans (trace_files groups them); `flavour`: `auto`
+    (decided by the spans), `otel` (GenAI) or `openinference`."""
+    group.sort(key=lambda s: (s.start_ns, s.end_ns))
+    if any(sc.SEQ in s.attributes for s in group):
+        return _proctor_session(group)
+    if flavour == "openinference" or (
+        flavour == "auto" and any("openinference.span.kind" in s.attributes for s in group)
+    ):
+        return _openinference_session(key, group, prices)
+    return _genai_session(key, group, prices)
 
 
-def _groups(spans: Iterable[Span]) -> dict[str, list[Span]]:
-    traces: dict[str, list[Span]] = {}
-    for span in spans:
-        traces.setdefault(span.trace_id, []).append(span)
-    groups: dict[str, list[Span]] = {}
-    for trace_id, members in traces.items():
-        key = next((str(v) for s in members if (v := s.attr(*SESSION_KEYS)) is not None), trace_id)
-        groups.setdefault(key, []).extend(members)
-    return groups
+def session_id_of(span: Span) -> str | None:
+    """The session a span says it belongs to (`session.id`, `gen_ai.conversation.id`)."""
+    value = span.attr(*SESSION_KEYS)
+    return None if value is None else str(value)
 
 
 def _root(group: list[Span]) -> Span:
@@ -165,13 +155,13 @@ def _genai_session(key: str, group: list[Span], prices: PriceTable) -> Session:
         op, t = _operation(span), (span.end_ns - t0) / 1e9
         if op in MODEL_OPERATIONS:
             model = str(span.attr("gen_ai.response.model", "gen_ai.request.model") or "unknown")
-            tokens_in = int(span.attr("gen_ai.usage.input_tokens") or 0)
-            tokens_out = int(span.attr("gen_ai.usage.output_tokens") or 0)
+            tokens_in = span.attr("gen_ai.usage.input_tokens") or 0
+            tokens_out = span.attr("gen_ai.usage.output_tokens") or 0
             cost = span.attr(sc.COST)
             if cost is None:
-                cost = prices.cost(model, tokens_in, tokens_out) or 0.0
+                cost = priced(prices, model, tokens_in, tokens_out)
             b.model_call(
-                model, tokens_in, tokens_out, cost_usd=float(cost), latency_s=span.duration_s, t=t
+                model, tokens_in, tokens_out, cost_usd=cost, latency_s=span.duration_s, t=t
             )
             for role, text, calls in _genai_messages(span.attr("gen_ai.output.messages")):
                 if role == "assistant" and text:
@@ -179,12 +169,10 @@ def _genai_session(key: str, group: list[Span], prices: PriceTable) -> Session:
                     answer = "" if calls else text
         elif op == "execute_tool":
             name = span.attr("gen_ai.tool.name") or span.name.removeprefix("execute_tool").strip()
-            args = parse_json(span.attr("gen_ai.tool.call.arguments"))
+            raw = span.attr("gen_ai.tool.call.arguments")  # absent: content not captured
+            args = {} if raw is None else parse_json(raw)
             call = b.tool_call(
-                str(name),
-                {} if args is None else args,
-                span.attr("gen_ai.tool.call.id"),
-                (span.start_ns - t0) / 1e9,
+                str(name), args, span.attr("gen_ai.tool.call.id"), (span.start_ns - t0) / 1e9
             )
             _tool_outcome(b, call, span, span.attr("gen_ai.tool.call.result"), t)
         elif op == "invoke_agent":
@@ -262,13 +250,13 @@ def _openinference_session(key: str, group: list[Span], prices: PriceTable) -> S
         t = (span.end_ns - t0) / 1e9
         if kind == "LLM":
             model = str(span.attributes.get("llm.model_name") or "unknown")
-            tokens_in = int(span.attributes.get("llm.token_count.prompt") or 0)
-            tokens_out = int(span.attributes.get("llm.token_count.completion") or 0)
+            tokens_in = span.attributes.get("llm.token_count.prompt") or 0
+            tokens_out = span.attributes.get("llm.token_count.completion") or 0
             cost = span.attributes.get("llm.cost.total")
             if cost is None:
-                cost = prices.cost(model, tokens_in, tokens_out) or 0.0
+                cost = priced(prices, model, tokens_in, tokens_out)
             b.model_call(
-                model, tokens_in, tokens_out, cost_usd=float(cost), latency_s=span.duration_s, t=t
+                model, tokens_in, tokens_out, cost_usd=cost, latency_s=span.duration_s, t=t
             )
             for role, text, calls in _oi_messages(span.attributes, "llm.output_messages"):
                 if role == "assistant" and text:
@@ -276,11 +264,10 @@ def _openinference_session(key: str, group: list[Span], prices: PriceTable) -> S
                     answer = "" if calls else text
         elif kind == "TOOL":
             name = span.attributes.get("tool.name") or span.name
-            args = parse_json(span.attributes.get("input.value"))
+            raw = span.attributes.get("input.value")
+            args = {} if raw is None else parse_json(raw)
             call_id = span.attributes.get("tool_call.id") or span.attributes.get("tool.id")
-            call = b.tool_call(
-                str(name), {} if args is None else args, call_id, (span.start_ns - t0) / 1e9
-            )
+            call = b.tool_call(str(name), args, call_id, (span.start_ns - t0) / 1e9)
             _tool_outcome(b, call, span, span.attributes.get("output.value"), t)
     output = root.attributes.get("output.value")
     if isinstance(output, str) and output:

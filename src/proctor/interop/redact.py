@@ -7,10 +7,15 @@ on the real values. Three kinds of rule, each replacing what it finds by a mask
 
 - `paths`: tool arguments, `TOOL:ARG.PATH` (`payments.charge:card.number`, `*:password`;
   `*` matches one path segment or any tool). A value found this way is also replaced
-  wherever else it appears in the same trial (the state it was written to, the answer).
-- `detectors`: `email`, `card` (Luhn-valid), `national_id`, `key` (API-key-like tokens):
+  wherever else it appears in the same trial (the state it was written to, the answer,
+  a state key it became).
+- `detectors`: `email`, `card` (Luhn-valid), `national_id`, `key` (API keys and tokens),
+  `iban`, `private_key`, `password`:
   the safety grader's own detectors, so what it would flag is what gets redacted.
 - `patterns`: regular expressions of your own.
+
+Every text is redacted: strings, mapping keys, and numbers (a card stored as a JSON number
+becomes the redacted text). Two keys masked alike keep both entries (`#` suffixes).
 
 Config (YAML/JSON, the mapping itself or under a `redact:` key):
 
@@ -30,26 +35,33 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any, Literal
 
-import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
+from proctor.core.documents import SpecError, issues_from_validation, read_document
 from proctor.core.outcome import Outcome
 from proctor.core.results import Check, TrialResult
 from proctor.core.trace import Trace, TraceEvent
 from proctor.grade.safety import find_secrets
 
 REDACT_ENV = "PROCTOR_REDACT"
-Detector = Literal["email", "card", "national_id", "key"]
+Detector = Literal["email", "card", "national_id", "key", "iban", "private_key", "password"]
 #: Detector names in configs → the names `find_secrets` reports.
 DETECTORS: dict[Detector, str] = {
     "email": "email",
     "card": "card",
     "national_id": "national_id",
     "key": "api_key",
+    "iban": "iban",
+    "private_key": "private_key",
+    "password": "password",
 }
 #: Values found by a path rule shorter than this are not hunted for elsewhere (a `2`
 #: would blank every other 2 in the trial).
 MIN_PROPAGATED = 4
+#: The fewest digits a detector can find a secret in (a card number has 13 to 19).
+MIN_SECRET_DIGITS = 13
+#: What a boolean argument looks like as text: never a secret to hunt for.
+BOOLEANS = frozenset({"True", "False"})
 
 
 class RedactConfig(BaseModel):
@@ -92,22 +104,20 @@ class Redactor:
 
     @classmethod
     def load(cls, path: str | Path) -> Redactor:
-        """From a YAML/JSON file; a bad file is a ValueError with one line for the user."""
+        """From a YAML/JSON file; a bad file is a ValueError: its first `file:line: message`."""
         path = Path(path)
         try:
-            data = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
-        except (OSError, yaml.YAMLError) as exc:
-            raise ValueError(
-                f"{path}: cannot read redaction config: {exc}".splitlines()[0]
-            ) from None
+            data, lines = read_document(path)
+        except SpecError as exc:
+            raise ValueError(exc.lines()[0]) from None
+        prefix: tuple[str, ...] = ()
         if isinstance(data, dict) and "redact" in data:
-            data = data["redact"] or {}
+            data, prefix = data["redact"] or {}, ("redact",)
         try:
             return cls(RedactConfig.model_validate(data))
         except ValidationError as exc:
-            err = exc.errors(include_url=False)[0]
-            where = ".".join(str(p) for p in err["loc"]) or "config"
-            raise ValueError(f"{path}: {where}: {err['msg']}") from None
+            problems = issues_from_validation(path, exc, data, lines, prefix)
+            raise ValueError(SpecError(problems).lines()[0]) from None
 
     @classmethod
     def from_env(cls) -> Redactor | None:
@@ -135,18 +145,41 @@ class Redactor:
         return text
 
     def value(self, value: Any, literals: frozenset[str] = frozenset()) -> Any:
-        """A JSON value redacted throughout; a `{tool, args}` mapping (a proposal, a ledger
-        entry, a call in check evidence) has its path rules applied first."""
+        """A JSON value redacted throughout, keys and numbers included; a `{tool, args}`
+        mapping (a proposal, a ledger entry, a call in check evidence) has its path rules
+        applied first."""
         if isinstance(value, str):
             return self.text(value, literals)
+        if isinstance(value, bool) or value is None:
+            return value
+        if isinstance(value, int | float):
+            return self._number(value, literals)
         if isinstance(value, list):
             return [self.value(v, literals) for v in value]
         if isinstance(value, dict):
             tool, args = value.get("tool"), value.get("args")
             if isinstance(tool, str) and isinstance(args, dict):
                 value = {**value, "args": self._masked_args(tool, args)}
-            return {k: self.value(v, literals) for k, v in value.items()}
+            out: dict[Any, Any] = {}
+            for k, v in value.items():
+                key = self.value(k, literals) if isinstance(k, str | int | float) else k
+                while key in out:  # two secrets masked alike: both entries stay
+                    key = f"{key}#"
+                out[key] = self.value(v, literals)
+            return out
         return value
+
+    def _number(self, number: float, literals: frozenset[str]) -> Any:
+        """A number whose digits are a secret (a card stored as a JSON number, a path
+        value written into the state) becomes the redacted text; others stay numbers."""
+        digits = _scalar_text(number)
+        if digits in literals:
+            return self._token("path", digits)
+        if self._patterns or len(digits) >= MIN_SECRET_DIGITS:  # detectors need 13 digits
+            redacted = self.text(digits, literals)
+            if redacted != digits:
+                return redacted
+        return number
 
     def _rules_for(self, tool: str) -> list[list[str]]:
         return [path for pattern, path in self._paths if pattern in ("*", tool)]
@@ -165,11 +198,8 @@ class Redactor:
             for path in self._rules_for(str(e.data.get("tool")))
             for value in _values_at(e.data.get("args"), path)
         ]
-        return frozenset(
-            str(v)
-            for v in found
-            if isinstance(v, str | int | float) and len(str(v)) >= MIN_PROPAGATED
-        )
+        texts = (_scalar_text(v) for v in found if isinstance(v, str | int | float))
+        return frozenset(t for t in texts if len(t) >= MIN_PROPAGATED and t not in BOOLEANS)
 
     # -- whole trials ----------------------------------------------------------------
 
@@ -213,6 +243,15 @@ class Redactor:
             self.text(answer, literals),
             None if outcome is None else self.outcome(outcome, literals),
         )
+
+
+def _scalar_text(value: str | float) -> str:
+    """A string, or a number as written in text (`4111111111111111.0` as its digits)."""
+    if isinstance(value, str):
+        return value
+    if isinstance(value, float) and value.is_integer() and abs(value) < 1e19:
+        return str(int(value))
+    return str(value)
 
 
 def _at_path(node: Any, path: list[str], fn: Any) -> Any:

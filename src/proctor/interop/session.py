@@ -11,10 +11,17 @@ import json
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+from proctor.agents.pricing import PriceTable
 from proctor.core.trace import TraceEvent
 from proctor.env.user import is_affirmative
 
 HarnessStatus = Literal["error", "timeout"]
+
+
+class TraceInputError(ValueError):
+    """A trace file that cannot be read or graded; `str()` is one line for the user."""
+
+
 #: Statuses a source can record that grading cannot recover from the events.
 HARNESS_STATUSES: dict[str, HarnessStatus] = {"error": "error", "timeout": "timeout"}
 
@@ -66,6 +73,15 @@ def parse_json(text: Any) -> Any:
         return text
 
 
+def priced(prices: PriceTable, model: str, tokens_in: Any, tokens_out: Any) -> float:
+    """The price table's cost of a call; 0 for counts it cannot price (interop/quality.py
+    flags those)."""
+    counts = (tokens_in, tokens_out)
+    if not all(isinstance(n, int) and not isinstance(n, bool) and n >= 0 for n in counts):
+        return 0.0
+    return prices.cost(model, tokens_in, tokens_out) or 0.0
+
+
 class SessionBuilder:
     """Appends gateway-shaped events with increasing `seq`."""
 
@@ -82,17 +98,17 @@ class SessionBuilder:
     def model_call(
         self,
         model: str,
-        input_tokens: int,
-        output_tokens: int,
+        input_tokens: Any,
+        output_tokens: Any,
         *,
-        cost_usd: float = 0.0,
+        cost_usd: Any = 0.0,
         latency_s: float = 0.0,
         t: float = 0.0,
     ) -> None:
-        data = {
+        data = {  # as recorded: interop/quality.py judges and neutralises bad values
             "model": model,
-            "input_tokens": int(input_tokens),
-            "output_tokens": int(output_tokens),
+            "input_tokens": input_tokens,
+            "output_tokens": output_tokens,
             "cost_usd": cost_usd,
             "latency_s": latency_s,
         }

@@ -106,6 +106,19 @@ def headline(summary: dict[str, Any]) -> Headline:
     )
 
 
+def quality_note(summary: dict[str, Any]) -> str | None:
+    """What imported data could not be trusted (grade/quality.py), in one sentence; None
+    when nothing was flagged. Every report says it the same way."""
+    flags = summary.get("data_quality") or {}
+    if not flags:
+        return None
+    listed = ", ".join(f"{code} in {n} trial{'s' if n != 1 else ''}" for code, n in flags.items())
+    return (
+        f"Data quality: imported values that cannot be trusted ({listed}); those trials "
+        "fail, and run figures of a flagged measure are left undefined."
+    )
+
+
 def consistency(summary: dict[str, Any]) -> dict[str, list[str]]:
     """Task ids by how consistent they were: all trials passed, some, none (valid ones)."""
     groups: dict[str, list[str]] = {"always": [], "sometimes": [], "never": []}

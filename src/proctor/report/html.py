@@ -30,7 +30,7 @@ from proctor.core.trace import Trace
 from proctor.decide.summary import headline_k
 from proctor.report import plots
 from proctor.report.embed import script_json, trial_payload
-from proctor.report.figures import Headline, headline
+from proctor.report.figures import Headline, headline, quality_note
 from proctor.report.fmt import (
     count,
     interval,
@@ -85,6 +85,8 @@ def _verdicts(inputs: ReportInputs) -> list[dict[str, Any]]:
     lines = [{"passed": not rec.blocks, "text": rec.text()}]
     if inputs.gate is not None:
         lines.append({"passed": inputs.gate["passed"], "text": gate_line(inputs.gate)})
+    if (note := quality_note(inputs.summary)) is not None:
+        lines.append({"passed": False, "text": note})
     return lines
 
 
@@ -265,7 +267,8 @@ def render_html(inputs: ReportInputs, load_trace: TraceLoader) -> str:
     for r in results:
         text = inputs.tasks.get(r.task_id)
         trace = load_trace(r.task_id, r.trial)
-        prompt = text.prompt if text else trace.prompt
+        # the trace's own prompt first: what the agent received, redacted when stored
+        prompt = trace.prompt if trace.prompt is not None else text.prompt if text else None
         payload = trial_payload(r, trace, prompt)
         blobs.append(Markup(script_json(payload)))
     css = (_TEMPLATES / "report.css").read_text(encoding="utf-8")

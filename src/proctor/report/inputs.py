@@ -3,7 +3,8 @@
 The HTML and Markdown reports read the same `ReportInputs`, so they cannot disagree. A
 trace records the prompt as its first user message; task descriptions are not stored with
 a run: given the suite, they are taken from the tasks whose content digest matches the
-run's manifest (a changed task file would show text the agent never saw).
+run's manifest (a changed task file would show text the agent never saw), redacted as
+the store's trials were.
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ from typing import Any
 from proctor.decide.compare import compare_runs
 from proctor.decide.gate import Gate, Rule
 from proctor.env.suite import Suite
+from proctor.interop.redact import Redactor
 from proctor.review.queue import ReviewConfig, review_queue
 from proctor.store.export import RunData
 
@@ -40,11 +42,18 @@ class ReportInputs:
         return self.run.manifest
 
 
-def task_texts(suite: Suite, manifest: dict[str, Any]) -> dict[str, TaskText]:
-    """Prompt and description of each suite task whose digest the run recorded."""
+def task_texts(
+    suite: Suite, manifest: dict[str, Any], redactor: Redactor | None = None
+) -> dict[str, TaskText]:
+    """Prompt and description of each suite task whose digest the run recorded, redacted
+    like the stored trials when a redactor is given (task files are not in the store)."""
     digests = manifest["suite"]["task_digests"]
+    redact = redactor.text if redactor is not None else str
     return {
-        t.id: TaskText(t.task.prompt, t.task.description)
+        t.id: TaskText(
+            redact(t.task.prompt),
+            None if t.task.description is None else redact(t.task.description),
+        )
         for t in suite.tasks
         if digests.get(t.id) == t.task.digest
     }
@@ -57,6 +66,7 @@ def gather(
     rules: Sequence[Rule] | None = None,
     suite: Suite | None = None,
     review: ReviewConfig | None = None,
+    redactor: Redactor | None = None,
 ) -> ReportInputs:
     """Compute what the reports show. Raises CompareError for an incomparable baseline."""
     if run.summary is None:
@@ -68,7 +78,7 @@ def gather(
         baseline=baseline,
         comparison=compare_runs(baseline, run) if baseline is not None else None,
         gate=Gate(run, baseline).evaluate(list(rules)) if rules else None,
-        tasks=task_texts(suite, run.manifest) if suite is not None else {},
+        tasks=task_texts(suite, run.manifest, redactor) if suite is not None else {},
     )
 
 

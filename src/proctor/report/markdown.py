@@ -14,7 +14,7 @@ from collections import defaultdict
 from pathlib import Path
 from typing import Any
 
-from proctor.report.figures import Headline, consistency, headline
+from proctor.report.figures import Headline, consistency, headline, quality_note
 from proctor.report.fmt import count, interval, money, pct, secs, value
 from proctor.report.inputs import ReportInputs, gate_line, where_text
 from proctor.report.recommendation import recommend
@@ -264,6 +264,8 @@ def _limits(inputs: ReportInputs, h: Headline) -> list[str]:
         lines.append(
             f"- {_n(s['errors'], 'trial')} broke in the harness; they are left out of the figures."
         )
+    if (note := quality_note(s)) is not None:
+        lines.append(f"- {esc(note)}")
     return lines
 
 

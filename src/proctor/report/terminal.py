@@ -13,7 +13,7 @@ from rich.table import Table
 from rich.text import Text
 
 from proctor.decide.summary import TOOL_METRICS, headline_k
-from proctor.report.figures import incomplete_note
+from proctor.report.figures import incomplete_note, quality_note
 from proctor.report.fmt import money, num, pct, value
 
 
@@ -91,6 +91,9 @@ def headline(summary: dict[str, Any]) -> Table:
             f"{num(summary['latency_s']['p95'], '{:.2f} s')}",
         ),
     ]
+    flagged = quality_note(summary)
+    if flagged is not None:
+        rows.append(("data quality", flagged.removeprefix("Data quality: ")))
     table = Table(title=f"run {summary['run_id']}", show_header=False, title_justify="left")
     table.add_column(style="bold")
     table.add_column()

@@ -1,0 +1,59 @@
+"""Data-quality checks: what an imported trace claimed that could not be trusted.
+
+interop/quality.py neutralises a bad value (a NaN or negative cost, a negative token
+count, arguments that are not an object) and leaves a `note` event `{"data_quality": CODE,
+"seq", "detail"}`. This grader turns each code into one failing check, so a flagged trial
+never passes on values nobody measured: `data_quality:cost`, `:tokens` and `:latency`
+are budget checks; `data_quality:arguments` a trajectory check. The budget grader fails
+the limit of a flagged measure too (`untrusted_measures`). Traces with no such note get
+no check.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from typing import Any
+
+from proctor.core.results import Check, CheckKind
+from proctor.core.trace import Trace
+from proctor.grade.context import GradeContext
+from proctor.grade.registry import grader
+
+QUALITY = "data_quality"  # the note key interop/quality.py writes
+_KINDS: dict[str, CheckKind] = {
+    "cost": "budget",
+    "tokens": "budget",
+    "latency": "budget",
+    "arguments": "trajectory",
+}
+
+
+def quality_flags(trace: Trace) -> dict[str, list[dict[str, Any]]]:
+    """The trace's data-quality notes by code."""
+    flags: dict[str, list[dict[str, Any]]] = defaultdict(list)
+    for event in trace.of_kind("note"):
+        code = event.data.get(QUALITY)
+        if isinstance(code, str):
+            flags[code].append(event.data)
+    return dict(flags)
+
+
+def untrusted_measures(trace: Trace) -> set[str]:
+    """`cost`, `tokens`, `latency`: the measures a trace's values cannot be trusted for."""
+    return set(quality_flags(trace)) & {"cost", "tokens", "latency"}
+
+
+@grader(QUALITY, applies=lambda task: True)
+def grade_quality(ctx: GradeContext) -> list[Check]:
+    return [
+        Check(
+            f"{QUALITY}:{code}",
+            _KINDS.get(code, "custom"),
+            False,
+            evidence={
+                "seqs": [n["seq"] for n in notes if n.get("seq") is not None],
+                "details": [n.get("detail") for n in notes],
+            },
+        )
+        for code, notes in sorted(quality_flags(ctx.trace).items())
+    ]
