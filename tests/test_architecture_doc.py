@@ -27,9 +27,7 @@ def test_the_module_index_names_every_module() -> None:
     named = set(re.findall(r"^\| (.*?) \|", index, flags=re.M))
     named = {name for cell in named for name in re.findall(r"`([\w/]+\.py)`", cell)}
     modules = {
-        str(path.relative_to(SRC))
-        for path in SRC.rglob("*.py")
-        if path.name != "__init__.py"
+        str(path.relative_to(SRC)) for path in SRC.rglob("*.py") if path.name != "__init__.py"
     }
     assert modules - named == set(), "add these to docs/architecture.md, Module index"
     assert named - modules == set(), "these modules in the index do not exist"
