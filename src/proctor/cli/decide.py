@@ -87,6 +87,9 @@ def gate_verdict(
 @click.option("--resamples", default=2000, show_default=True, type=click.IntRange(min=1))
 @click.option("--seed", default=0, show_default=True, type=int, help="Bootstrap seed.")
 @click.option("--json", "as_json", is_flag=True, help="Print the comparison as JSON.")
+@click.option(
+    "--human", is_flag=True, help="Human-adjudicated success (review desk labels) beside."
+)
 def compare(
     baseline: str,
     candidate: str,
@@ -95,6 +98,7 @@ def compare(
     resamples: int,
     seed: int,
     as_json: bool,
+    human: bool,
 ) -> None:
     """Compare two runs task by task (run ids, prefixes, `latest`, or exported files)."""
     from rich.console import Console
@@ -111,10 +115,23 @@ def compare(
         )
     except CompareError as exc:
         fail(str(exc))
+    if human:
+        if store is None:
+            fail(f"--human reads the review desk's labels from the store; {store_path} is missing")
+        from proctor.review.agreement import human_figures
+
+        report["human"] = {
+            "baseline": human_figures(store.db, base.run_id, base.results),
+            "candidate": human_figures(store.db, cand.run_id, cand.results),
+        }
     if as_json:
         click.echo(json.dumps(report, indent=2, default=str))
-    else:
-        print_comparison(report, Console())
+        return
+    print_comparison(report, Console())
+    if human:
+        from proctor.report.human import human_table
+
+        Console().print(human_table(report["human"]))
 
 
 @main.command()

@@ -142,10 +142,10 @@ def export(run_ref: str, out_path: str, store_path: str) -> None:
 # -- reports for people: HTML, Markdown, review queue -----------------------------------
 
 
-def _review_config(sample_rate: float, seed: int) -> Any:
-    from proctor.review.queue import ReviewConfig
+def _review_config(sample_rate: float, seed: int, drift: float | None = None) -> Any:
+    from proctor.review.queue import DEFAULT_DRIFT, ReviewConfig
 
-    return ReviewConfig(sample_rate=sample_rate, seed=seed)
+    return ReviewConfig(sample_rate=sample_rate, seed=seed, drift=drift or DEFAULT_DRIFT)
 
 
 _sample_rate = click.option(
@@ -172,6 +172,19 @@ _sample_rate = click.option(
 )
 @_sample_rate
 @click.option("--review-seed", default=0, show_default=True, type=int)
+@click.option(
+    "--embed-limit",
+    default=1000,
+    show_default=True,
+    type=click.IntRange(min=0),
+    help="Above this many trials, embed only failed and queued traces; link the rest.",
+)
+@click.option(
+    "--desk-url",
+    default="http://127.0.0.1:8765",
+    show_default=True,
+    help="The review desk that traces not embedded link to.",
+)
 @click.option("--store", "store_path", default=str(DEFAULT_PATH), show_default=True)
 @click.option(
     "--redact", "redact_path", type=click.Path(), help="Redaction config for --tasks texts."
@@ -185,10 +198,14 @@ def report(
     task_paths: tuple[str, ...],
     sample_rate: float,
     review_seed: int,
+    embed_limit: int,
+    desk_url: str,
     store_path: str,
     redact_path: str | None,
 ) -> None:
-    """Write the HTML report (with every trace) and/or the Markdown one-pager of a run."""
+    """Write the HTML report (with every trace) and/or the Markdown one-pager of a run.
+
+    With review desk labels for the run, both show human-adjudicated success too."""
     from proctor.core.documents import SpecError
     from proctor.decide.compare import CompareError
     from proctor.decide.gate import load_rules
@@ -210,6 +227,9 @@ def report(
     except RunInputError as exc:
         fail(str(exc))
     base = run_data_or_exit(baseline, store) if baseline else None
+    from proctor.review.agreement import human_figures
+
+    human = human_figures(store.db, run_data.run_id, run_data.results)
     try:
         inputs = gather(
             run_data,
@@ -218,6 +238,7 @@ def report(
             suite=suite,
             review=_review_config(sample_rate, review_seed),
             redactor=redactor_for(redact_path),
+            human=human if human["trials"] else None,
         )
     except CompareError as exc:
         fail(str(exc))
@@ -230,7 +251,11 @@ def report(
     try:
         if html_path:
             size = write_html(
-                html_path, inputs, lambda task, trial: store.trace(run_data.run_id, task, trial)[0]
+                html_path,
+                inputs,
+                lambda task, trial: store.trace(run_data.run_id, task, trial)[0],
+                embed_limit=embed_limit,
+                desk_url=desk_url,
             )
             written.append(f"HTML {html_path} ({size / 1e6:.1f} MB)")
         if md_path:
@@ -246,6 +271,13 @@ def report(
 @click.option("--baseline", default=None, help="Run or exported file: route flipped verdicts.")
 @_sample_rate
 @click.option("--seed", default=0, show_default=True, type=int, help="Sampling seed.")
+@click.option(
+    "--drift",
+    default=0.1,
+    show_default=True,
+    type=click.FloatRange(0, 1, min_open=True),
+    help="With --baseline: route the tasks of a slice whose success moved this much.",
+)
 @click.option("--store", "store_path", default=str(DEFAULT_PATH), show_default=True)
 @click.option("--json", "as_json", is_flag=True, help="Print the queue as JSON.")
 def review_queue(
@@ -253,6 +285,7 @@ def review_queue(
     baseline: str | None,
     sample_rate: float,
     seed: int,
+    drift: float,
     store_path: str,
     as_json: bool,
 ) -> None:
@@ -264,7 +297,7 @@ def review_queue(
     run_data = run_data_or_exit(run_ref, store)
     base = run_data_or_exit(baseline, store) if baseline else None
     try:
-        queue = route(run_data, base, _review_config(sample_rate, seed))
+        queue = route(run_data, base, _review_config(sample_rate, seed, drift))
     except CompareError as exc:
         fail(str(exc))
     if as_json:

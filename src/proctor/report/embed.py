@@ -13,8 +13,8 @@ import math
 from typing import Any
 
 from proctor.core.results import TrialResult
+from proctor.core.steps import check_views, step
 from proctor.core.trace import Trace
-from proctor.report.steps import check_views, step
 
 _SCRIPT_ESCAPES = {"<": "\\u003c", ">": "\\u003e", "&": "\\u0026"}
 

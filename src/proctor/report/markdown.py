@@ -16,6 +16,7 @@ from typing import Any
 
 from proctor.report.figures import Headline, consistency, headline, quality_note
 from proctor.report.fmt import count, interval, money, pct, secs, value
+from proctor.report.human import human_sentence
 from proctor.report.inputs import ReportInputs, gate_line, where_text
 from proctor.report.recommendation import recommend
 
@@ -188,6 +189,7 @@ def _review(inputs: ReportInputs) -> list[str]:
         f"{q['queued']} of {q['trials']} trials are queued for a person to read"
         + (f" (a trial may have several reasons: {counts})" if counts else "")
         + f"; see the HTML report or `proctor review-queue {inputs.run.run_id}`.",
+        *(["", esc(human_sentence(inputs.human))] if inputs.human else []),
     ]
 
 

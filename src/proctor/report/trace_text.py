@@ -14,8 +14,8 @@ from rich.console import Console
 from rich.text import Text
 
 from proctor.core.results import TrialResult
+from proctor.core.steps import check_views, step
 from proctor.core.trace import Trace
-from proctor.report.steps import check_views, step
 
 _STYLES = {"denied": "bold red", "error": "red", "fault": "yellow"}
 

@@ -1,8 +1,9 @@
 """How a trace reads: each event as a step a person can follow, and checks failed-first.
 
-The HTML trace viewer and `proctor show --task` print the same steps, so the wording of a
-step lives here once. A step is plain data (strings, numbers, JSON values); renderers
-decide markup, and agent text is never interpreted by them.
+The HTML trace viewer, `proctor show --task` and the review desk print the same steps, so
+the wording of a step lives here once, below every package that renders traces. A step is
+plain data (strings, numbers, JSON values); renderers decide markup, and agent text is
+never interpreted by them.
 """
 
 from __future__ import annotations
