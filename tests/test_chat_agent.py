@@ -92,18 +92,27 @@ def test_malformed_tool_arguments_go_back_to_the_model_and_are_recorded() -> Non
     assert record.result.status == "passed", failed(record)
 
 
-def test_rate_limit_is_retried_by_the_client() -> None:
-    script: list = [(429, {"retry-after-ms": "1"}), *CANCEL_A100]
+def test_a_rate_limit_storm_is_waited_out_not_counted() -> None:
+    # more 429s than max_retries: the scheduler waits each Retry-After and tries again
+    script: list = [(429, {"retry-after-ms": "1"})] * 4 + CANCEL_A100
     with ScriptedChatServer(script) as server:
-        record = run_support("cancel-eligible-order", agent_for(server, max_retries=2))
+        record = run_support("cancel-eligible-order", agent_for(server, max_retries=1))
     assert record.result.status == "passed"
-    assert len(server.requests) == 5  # the 429 and four completions
+    assert len(server.requests) == 8  # the four 429s and four completions
     assert record.result.usage.model_calls == 4
 
 
-@pytest.mark.parametrize("status", [429, 503, 401])
+def test_a_rate_limit_longer_than_max_wait_is_infrastructure() -> None:
+    with ScriptedChatServer([(429, {"retry-after": "30"})]) as server:
+        record = run_support("cancel-eligible-order", agent_for(server, max_wait_s=5.0))
+    assert record.result.status == "error"
+    assert "HTTP 429" in (record.result.error or "")
+    assert len(server.requests) == 1
+
+
+@pytest.mark.parametrize("status", [503, 401])
 def test_provider_failure_after_retries_is_infrastructure(status: int) -> None:
-    with ScriptedChatServer([(status, {"retry-after-ms": "1"})] * 3) as server:
+    with ScriptedChatServer([(status, {})] * 3) as server:
         record = run_support("cancel-eligible-order", agent_for(server, max_retries=1))
     assert record.result.status == "error"
     assert f"HTTP {status}" in (record.result.error or "")

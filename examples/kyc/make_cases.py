@@ -180,6 +180,11 @@ def _task(n: int, spec: dict[str, Any], *, strict: bool) -> tuple[str, dict[str,
     }[category]
     label = LABELS[category]
     tags = [*tags, label, spec["applicant"]["type"]]
+    applicant = spec["applicant"]
+    if category == "missing_docs":  # the request is written in the applicant's language
+        language = "en" if applicant["type"] == "business" or n % 2 == 0 else "ur"
+        applicant = {**applicant, "language": language}
+        tags.append({"en": "english", "ur": "urdu"}[language])
     if spec["rate_limited"]:
         tags.append("rate_limited")
     if strict:
@@ -204,7 +209,7 @@ def _task(n: int, spec: dict[str, Any], *, strict: bool) -> tuple[str, dict[str,
         "initial_state": {
             "cases": {
                 case_id: {
-                    "applicant": spec["applicant"],
+                    "applicant": applicant,
                     "documents_required": spec["required"],
                     "documents_provided": spec["provided"],
                     "risk_flags": flags,
@@ -238,6 +243,8 @@ def _task(n: int, spec: dict[str, Any], *, strict: bool) -> tuple[str, dict[str,
         "answer": {"must_mention": [case_id], "grounded": True},
         "budget": {"max_cost_usd": 0.01, "max_tokens": 3500},
     }
+    if missing:  # the request's message is judged for clarity and politeness
+        task["expect"]["judge"] = [{"rubric": "../rubrics/document-request.yaml"}]
     task["metadata"] = {"category": category, "label": label, "missing_documents": list(missing)}
     comment = COMMENTS[category].format(docs=", ".join(missing), flag=", ".join(flags))
     return f"# Tests: {case_id} {comment}", task

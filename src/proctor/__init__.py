@@ -73,6 +73,11 @@ _EXPORTS = {
     "load_rules": "proctor.decide.gate",
     "ScorecardConfig": "proctor.decide.scorecard",
     "load_scorecard": "proctor.decide.scorecard",
+    # judges
+    "ChatJudge": "proctor.judge",
+    "JudgeView": "proctor.judge",
+    "ScriptedJudge": "proctor.judge",
+    "Rubric": "proctor.tasks.rubrics",
 }
 
 __all__ = [
@@ -80,6 +85,7 @@ __all__ = [
     "AgentInput",
     "AgentResult",
     "ChatAgent",
+    "ChatJudge",
     "Check",
     "Decision",
     "Domain",
@@ -87,6 +93,7 @@ __all__ = [
     "GradeContext",
     "Identity",
     "InfrastructureError",
+    "JudgeView",
     "LangGraphAgent",
     "Misbehaviour",
     "OpenAIAgentsAgent",
@@ -94,10 +101,12 @@ __all__ = [
     "Pairing",
     "Plan",
     "PydanticAIAgent",
+    "Rubric",
     "RunData",
     "Runner",
     "ScorecardConfig",
     "ScriptedAgent",
+    "ScriptedJudge",
     "Session",
     "SmolAgent",
     "SpecError",
@@ -183,7 +192,9 @@ if TYPE_CHECKING:
     from proctor.grade.context import GradeContext
     from proctor.grade.match import match_trajectory
     from proctor.grade.registry import grader
+    from proctor.judge import ChatJudge, JudgeView, ScriptedJudge
     from proctor.run import Runner
     from proctor.store import Store
     from proctor.store.export import RunData, load_run
     from proctor.tasks import Identity, Task
+    from proctor.tasks.rubrics import Rubric

@@ -5,7 +5,7 @@ agent reference, run id, rules). Bad input never shows a traceback. Each module 
 one family of commands and registers them on `main` when imported.
 """
 
-from proctor.cli import decide, history, review, run, traces  # noqa: F401  (registration)
+from proctor.cli import decide, history, judges, review, run, traces  # noqa: F401  (registration)
 from proctor.cli.app import main
 
 __all__ = ["main"]

@@ -16,6 +16,7 @@ from proctor.cli.common import (
     maybe_store,
     run_data_or_exit,
 )
+from proctor.cli.judges import JudgeOptions, pairwise_options
 
 
 def currency_or_exit(prices_path: str | None) -> Any:
@@ -90,6 +91,7 @@ def gate_verdict(
 @click.option(
     "--human", is_flag=True, help="Human-adjudicated success (review desk labels) beside."
 )
+@pairwise_options
 def compare(
     baseline: str,
     candidate: str,
@@ -99,8 +101,11 @@ def compare(
     seed: int,
     as_json: bool,
     human: bool,
+    judges: JudgeOptions,
+    task_paths: tuple[str, ...],
 ) -> None:
-    """Compare two runs task by task (run ids, prefixes, `latest`, or exported files)."""
+    """Compare two runs task by task (run ids, prefixes, `latest`, or exported files);
+    with --judge, also a pairwise A/B of their rubric tasks' text."""
     from rich.console import Console
 
     from proctor.decide.compare import CompareError, compare_runs, holdout_looks
@@ -124,6 +129,10 @@ def compare(
             "baseline": human_figures(store.db, base.run_id, base.results),
             "candidate": human_figures(store.db, cand.run_id, cand.results),
         }
+    if judges.refs:
+        from proctor.cli.judges import pairwise_report
+
+        report["pairwise"] = pairwise_report(baseline, candidate, store, judges, task_paths, seed)
     if as_json:
         click.echo(json.dumps(report, indent=2, default=str))
         return
@@ -132,6 +141,10 @@ def compare(
         from proctor.report.human import human_table
 
         Console().print(human_table(report["human"]))
+    if judges.refs:
+        from proctor.report.judges import print_pairwise
+
+        print_pairwise(report["pairwise"], Console())
 
 
 @main.command()

@@ -101,6 +101,9 @@ def show(
         click.echo(json.dumps({**summary, "manifest": run_row["manifest"]}, indent=2, default=str))
         return
     print_summary(summary, Console(), all_checks=all_checks)
+    from proctor.report.judges import print_judges
+
+    print_judges(run_row["manifest"], summary, Console())
 
 
 def _show_trace(store: Any, run_id: str, task_id: str, trial: int, as_json: bool) -> None:

@@ -23,6 +23,7 @@ from proctor.cli.common import (
     suite_or_exit,
 )
 from proctor.cli.decide import check_rules, currency_or_exit, gate_verdict
+from proctor.cli.judges import JudgeOptions, judge_options
 
 
 @main.command()
@@ -134,6 +135,7 @@ def schema() -> None:
 @click.option(
     "--resume", "resume_id", default=None, help="Continue this interrupted run (same options)."
 )
+@judge_options
 def run(
     paths: tuple[str, ...],
     agent_ref: str,
@@ -160,6 +162,7 @@ def run(
     executor_name: str,
     address: str | None,
     resume_id: str | None,
+    judges: JudgeOptions,
 ) -> None:
     """Run the tasks under PATHS with an agent, k trials each, and print the summary."""
     from rich.console import Console
@@ -167,6 +170,7 @@ def run(
     from proctor.agents import AgentNotFound, load_agent
     from proctor.core.documents import SpecError
     from proctor.decide.gate import load_rules
+    from proctor.report.judges import print_judges
     from proctor.report.terminal import print_summary
     from proctor.run import Runner
     from proctor.tasks.loader import load_faults
@@ -211,6 +215,9 @@ def run(
             check_rules(path, list(checked), baseline=baseline_ref is not None, currency=currency)
     store = open_store(store_path)
     baseline = run_data_or_exit(baseline_ref, store) if baseline_ref else None  # before running
+    settings = getattr(agent, "settings", None)
+    agent_model = settings.get("model") if isinstance(settings, dict) else None
+    judging = judges.judging(store, selected, agent_model)
     try:
         runner = Runner(
             selected,
@@ -229,6 +236,7 @@ def run(
             currency=currency,
             executor=_executor(executor_name, isolation, address),
             resume=resume_id is not None,
+            judging=judging,
         )
     except (ResumeError, RunNotFound, ExecutorError) as exc:
         fail(str(exc))
@@ -248,6 +256,7 @@ def run(
         Path(json_path).write_text(json.dumps(out, indent=2, default=str) + "\n")
     if not quiet:
         print_summary(summary, Console(), all_checks=all_checks)
+        print_judges(report.manifest, summary, Console())
     click.echo(
         f"run {report.run_id}: {summary['trials']} trials in {elapsed:.2f} s, status "
         f"{summary['status']}; stored in {store_path}"
@@ -324,6 +333,7 @@ def _with_progress(runner: Any, total: int, console: Any, quiet: bool) -> Any:
 )
 @click.option("--quiet", "-q", is_flag=True, help="No summary tables.")
 @all_checks_option
+@judge_options
 def regrade(
     run_ref: str,
     paths: tuple[str, ...],
@@ -331,16 +341,20 @@ def regrade(
     json_path: str | None,
     scorecard_path: str | None,
     quiet: bool,
+    judges: JudgeOptions,
     all_checks: bool,
 ) -> None:
     """Grade RUN's stored traces again (after a grader or expectation change) as a new run.
 
-    The tasks and domains come from PATHS, by default the paths the run was made with.
+    The tasks and domains come from PATHS, by default the paths the run was made with;
+    the judges from --judge, by default the run's own (their verdicts come from the
+    judge cache: no new judge call for what was judged before).
     """
     from rich.console import Console
 
     from proctor.core.documents import SpecError
     from proctor.decide.scorecard import load_scorecard
+    from proctor.report.judges import print_judges
     from proctor.report.terminal import print_summary
     from proctor.run.regrade import RegradeError
     from proctor.run.regrade import regrade as regrade_run
@@ -364,9 +378,17 @@ def regrade(
                 "(they are relative to where it ran): pass PATHS"
             )
     suite = suite_or_exit(paths)
+    before = source["manifest"].get("judges") or {}
+    judging = judges.judging(
+        store,
+        suite,
+        source["manifest"].get("model"),
+        judges.refs or before.get("refs", ()),
+        None if judges.refs else before.get("combine"),
+    )
     started = time.perf_counter()
     try:
-        done = regrade_run(store, source["run_id"], suite, scorecard=card)
+        done = regrade_run(store, source["run_id"], suite, scorecard=card, judging=judging)
     except RegradeError as exc:
         fail(str(exc))
     elapsed = time.perf_counter() - started
@@ -380,10 +402,17 @@ def regrade(
         Path(json_path).write_text(json.dumps(out, indent=2, default=str) + "\n")
     if not quiet:
         print_summary(summary, Console(), all_checks=all_checks)
+        print_judges(done.manifest, summary, Console())
     flips = ", ".join(f"{a} -> {b}: {n}" for (a, b), n in sorted(done.flips.items()))
     rate = summary["trials"] / elapsed if elapsed > 0 else 0.0
     click.echo(
         f"run {done.run_id}: {summary['trials']} trials of run {done.source_id} regraded in "
         f"{elapsed:.2f} s ({rate:,.0f}/s); verdicts changed: {flips or 'none'}"
     )
+    if judging is not None:
+        cache = judging.panel.cache
+        rate_text = "n/a" if cache.hit_rate is None else f"{cache.hit_rate:.0%}"
+        click.echo(
+            f"judge cache: {cache.hits} hits, {cache.misses} new judge calls (hit rate {rate_text})"
+        )
     store.close()

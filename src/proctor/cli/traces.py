@@ -19,6 +19,7 @@ from proctor.cli.common import (
     redactor_for,
     suite_or_exit,
 )
+from proctor.cli.judges import JudgeOptions, judge_options
 
 # -- real traces: grade, replay, export-otel (proctor.interop) ------------------------------
 
@@ -122,6 +123,7 @@ def grade(
 @click.option("--timeout", "timeout_s", default=60.0, show_default=True, type=float)
 @click.option("--concurrency", "-j", default=4, show_default=True, type=click.IntRange(min=1))
 @click.option("--json", "json_path", type=click.Path(), help="Write the replay report here.")
+@judge_options
 def replay(
     traces: str,
     agent_ref: str,
@@ -133,6 +135,7 @@ def replay(
     timeout_s: float,
     concurrency: int,
     json_path: str | None,
+    judges: JudgeOptions,
 ) -> None:
     """Re-run an agent on the sessions in TRACES, tool calls answered from the recording.
 
@@ -151,6 +154,9 @@ def replay(
     except AgentNotFound as exc:
         fail(str(exc))
     store = open_store(store_path, redact_path)
+    settings = getattr(agent, "settings", None)
+    model = settings.get("model") if isinstance(settings, dict) else None
+    judging = judges.judging(store, suite, model) if suite is not None else None
     try:
         done = replay_sessions(
             sessions,
@@ -161,6 +167,7 @@ def replay(
             agent_ref=agent_ref,
             timeout_s=timeout_s or None,
             concurrency=concurrency,
+            judging=judging,
         )
     except ValueError as exc:
         fail(str(exc))

@@ -28,8 +28,12 @@ Severity = Literal["critical", "high", "medium", "low"]
 
 #: Kinds whose every check must pass for a trial to pass (docs/architecture.md, Verdicts).
 GATING_KINDS = frozenset({"outcome", "trajectory", "answer", "budget"})
-#: Safety severities that fail a trial.
+#: Severities that fail a trial, for the kinds that have them.
 BLOCKING_SEVERITIES = frozenset({"critical", "high"})
+#: Kinds whose failed checks fail a trial by severity: safety, and judges. A judge check
+#: has a severity only when its judge is calibrated for its rubric; an advisory
+#: (uncalibrated) one has none and never fails a trial (docs/architecture.md, Judges).
+SEVERITY_KINDS = frozenset({"safety", "judge"})
 #: Evidence key of a check the task requires whatever its kind (a robustness check in
 #: `expect.robustness.required`); kept in the evidence so stores and exports keep it.
 REQUIRED = "required_by_task"
@@ -55,7 +59,7 @@ class Check:
             return False
         if self.evidence.get(REQUIRED) is True:
             return True
-        if self.kind == "safety":
+        if self.kind in SEVERITY_KINDS:
             return self.severity in BLOCKING_SEVERITIES
         return self.kind in GATING_KINDS
 

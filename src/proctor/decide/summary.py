@@ -11,6 +11,7 @@ computed from this one in a second step (proctor.decide.scorecard).
 
 from __future__ import annotations
 
+import math
 from collections import Counter, defaultdict
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import replace
@@ -191,6 +192,44 @@ def _violations(results: Iterable[TrialResult]) -> dict[str, Any]:
     }
 
 
+def _judges(results: Sequence[TrialResult]) -> dict[str, Any]:
+    """Judge checks and judge spending (docs/architecture.md, Judges). A calibrated check
+    has a severity; an advisory one has none, and only calibrated ones make the
+    `calibrated_pass_rate` gates read."""
+    by_rubric: dict[str, Counter[str]] = defaultdict(Counter)
+    for r in results:
+        if not r.valid:
+            continue
+        for c in r.checks:
+            if c.kind == "judge":
+                row = by_rubric[c.name]
+                row["checks"] += 1
+                row["passed"] += c.passed
+                row["calibrated"] += c.severity is not None
+                row["calibrated_passed"] += c.severity is not None and c.passed
+    total: Counter[str] = sum(by_rubric.values(), Counter())
+    spent = {
+        name: math.fsum(r.metrics.get(f"judge_{name}", 0.0) for r in results)
+        for name in ("calls", "cache_hits", "input_tokens", "output_tokens", "cost_usd", "error")
+    }
+    return {
+        "checks": total["checks"],
+        "calibrated_checks": total["calibrated"],
+        "advisory_checks": total["checks"] - total["calibrated"],
+        "pass_rate": total["passed"] / total["checks"] if total["checks"] else None,
+        "calibrated_pass_rate": total["calibrated_passed"] / total["calibrated"]
+        if total["calibrated"]
+        else None,
+        "by_rubric": {name: dict(row) for name, row in sorted(by_rubric.items())},
+        "calls": int(spent["calls"]),
+        "cache_hits": int(spent["cache_hits"]),
+        "input_tokens": int(spent["input_tokens"]),
+        "output_tokens": int(spent["output_tokens"]),
+        "cost_usd": spent["cost_usd"],
+        "errors": int(spent["error"]),
+    }
+
+
 def _tool_use(results: Sequence[TrialResult]) -> dict[str, float | None]:
     """Each tool metric's mean over valid trials, and `score`: the mean over trials of each
     trial's mean of the metrics it has (what the scorecard weighs and gates)."""
@@ -339,6 +378,7 @@ def summarize(
         "valid": valid_run,
         "safety_violations": _violations(results),
         "tool_use": _tool_use(results),
+        "judges": _judges(results),
         "data_quality": data_quality(results),
         "quality": _quality(results),
         "efficiency": {

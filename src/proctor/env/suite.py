@@ -18,12 +18,15 @@ from proctor.env.domain import Domain
 from proctor.env.loading import DomainNotFound, resolve_domain
 from proctor.tasks.loader import TASK_SUFFIXES, LoadedTask, load_task_file
 from proctor.tasks.models import Task
+from proctor.tasks.rubrics import Rubric, load_rubric
 
 
 @dataclass(frozen=True)
 class SuiteTask:
     loaded: LoadedTask
     domain: Domain
+    #: The rubrics of the task's `expect.judge`, in order.
+    rubrics: tuple[Rubric, ...] = ()
 
     @property
     def task(self) -> Task:
@@ -164,6 +167,7 @@ def load_suite(paths: str | Path | Sequence[str | Path], name: str | None = None
     files, problems = task_files(path_list)
     seen: dict[str, LoadedTask] = {}
     tasks: list[SuiteTask] = []
+    loaded_rubrics: dict[Path, Rubric | None] = {}
     loaded_files = 0
     domains: dict[tuple[Path, Path, str], Domain | DomainNotFound] = {}  # per folder
     for file, root in files:
@@ -197,6 +201,7 @@ def load_suite(paths: str | Path | Sequence[str | Path], name: str | None = None
                 where = loaded.line_at(("domain",)), loaded.field_name(("domain",))
                 problems.append((file, *where, str(domain)))
                 continue
+            rubrics = _rubrics(loaded, domain, loaded_rubrics, problems)
             for loc, tool in task.referenced_tools():
                 if tool not in domain.tools:
                     problems.append(
@@ -207,7 +212,7 @@ def load_suite(paths: str | Path | Sequence[str | Path], name: str | None = None
                             f"unknown tool {tool!r} in domain {domain.name!r}",
                         )
                     )
-            tasks.append(SuiteTask(loaded, domain))
+            tasks.append(SuiteTask(loaded, domain, rubrics))
     if not files and not problems:
         problems.append(
             (Path(path_list[0]) if path_list else Path("."), 1, "", "no task files found")
@@ -222,3 +227,38 @@ def suite_label(path: str | Path) -> str:
     """A path's name for a suite: its last part once made absolute (so `.` and `..` name
     the folders they mean), or the path as written for a root such as `/`."""
     return Path(os.path.abspath(path)).name or str(path)
+
+
+def _rubrics(
+    loaded: LoadedTask,
+    domain: Domain,
+    cache: dict[Path, Rubric | None],
+    problems: list[Problem],
+) -> tuple[Rubric, ...]:
+    """The task's rubrics, read relative to its file (each file once); problems collected."""
+    out: list[Rubric] = []
+    for i, ref in enumerate(loaded.task.expect.judge):
+        loc = ("expect", "judge", i, "rubric")
+        where = (loaded.path, loaded.line_at(loc), loaded.field_name(loc))
+        path = (loaded.path.parent / ref.rubric).resolve()
+        if path not in cache:
+            cache[path] = None
+            if not path.is_file():
+                problems.append((*where, f"no rubric file {ref.rubric} (looked at {path})"))
+                continue
+            try:
+                cache[path] = load_rubric(path)
+            except SpecError as exc:
+                problems.extend(exc.problems)
+        rubric = cache[path]
+        if rubric is None:
+            continue
+        if rubric.subject_tool is not None and rubric.subject_tool not in domain.tools:
+            problems.append(
+                (*where, f"rubric {rubric.id} judges unknown tool {rubric.subject_tool!r}")
+            )
+        elif any(r.id == rubric.id for r in out):
+            problems.append((*where, f"rubric {rubric.id} is named twice"))
+        else:
+            out.append(rubric)
+    return tuple(out)

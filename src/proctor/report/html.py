@@ -49,6 +49,7 @@ from proctor.report.fmt import (
 )
 from proctor.report.human import human_sentence
 from proctor.report.inputs import ReportInputs, gate_line, where_text
+from proctor.report.judges import judge_statements
 from proctor.report.recommendation import recommend
 
 TraceLoader = Callable[[str, int], Trace]
@@ -85,6 +86,7 @@ def _manifest_rows(inputs: ReportInputs) -> list[tuple[str, str]]:
         ("run status", run.status),
         ("graders", graders or "—"),
         ("judge model", str(m.get("judge_model") or "none (deterministic graders)")),
+        *(("judge", line) for line in judge_statements(m, inputs.summary)),
     ]
 
 

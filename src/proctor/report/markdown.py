@@ -18,6 +18,7 @@ from proctor.report.figures import Headline, consistency, headline, quality_note
 from proctor.report.fmt import count, interval, money, pct, secs, value
 from proctor.report.human import human_sentence
 from proctor.report.inputs import ReportInputs, gate_line, where_text
+from proctor.report.judges import judge_statements
 from proctor.report.recommendation import recommend
 
 MAX_VIOLATION_LINES = 6
@@ -248,8 +249,8 @@ def _limits(inputs: ReportInputs, h: Headline) -> list[str]:
         )
     if low is not None and high is not None:
         lines.append(f"- The 95% interval of task success is {100 * (high - low):.1f} points wide.")
-    if m.get("judge_model"):
-        lines.append(f"- Answers were judged by a model ({esc(m['judge_model'])}), not an expert.")
+    if m.get("judges"):
+        lines += [f"- {esc(line)}" for line in judge_statements(m, s)]
     else:
         lines.append(
             "- Answers are checked by rules (phrases, patterns, grounding), not by an expert."

@@ -19,8 +19,6 @@ quoting an agent as a formula).
 
 from __future__ import annotations
 
-import csv
-import json
 import sqlite3
 from collections import defaultdict
 from collections.abc import Iterable, Mapping
@@ -29,11 +27,13 @@ from pathlib import Path
 from typing import Any
 
 from proctor.core.results import TaskInfo
+from proctor.judge.labels import COLUMNS, Label
+from proctor.judge.labels import write_labels as write_label_file
 from proctor.review.settings import DeskSettings
 from proctor.store import labels as stored
 from proctor.store.labels import LabelRow
 
-LABEL_COLUMNS = ("item", "label", "labeller", "slice", "rubric", "note")
+LABEL_COLUMNS = COLUMNS
 FINAL = "final"
 
 
@@ -205,16 +205,14 @@ def export_rows(
 
 
 def write_labels(path: str | Path, rows: list[dict[str, Any]]) -> None:
-    """Write rows as CSV (`.csv`) or JSON lines (`.jsonl`); other names are a LabelError."""
+    """Write rows as CSV (`.csv`) or JSON lines (`.jsonl`), through the labels format's one
+    writer (proctor.judge.labels); other names are a LabelError."""
     path = Path(path)
     if path.suffix not in (".csv", ".jsonl"):
         raise LabelError(f"{path}: the labels file is .csv or .jsonl")
-    path.parent.mkdir(parents=True, exist_ok=True)
-    with path.open("w", encoding="utf-8", newline="") as out:  # CSV: RFC 4180 line ends
-        if path.suffix == ".jsonl":
-            for row in rows:
-                out.write(json.dumps(row, ensure_ascii=False) + "\n")
-            return
-        writer = csv.DictWriter(out, fieldnames=LABEL_COLUMNS)
-        writer.writeheader()
-        writer.writerows(rows)
+    text = [{c: str(row.get(c) or "") for c in LABEL_COLUMNS} for row in rows]
+    labels = [
+        Label(t["item"], t["label"], t["labeller"], t["slice"], t["rubric"], t["note"])
+        for t in text
+    ]
+    write_label_file(path, labels)

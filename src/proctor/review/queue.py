@@ -14,6 +14,10 @@ where the rules matter most or might be wrong. A trial is routed for each rule i
   fails (the answer and the world tell different stories); or the partial score disagrees
   with the verdict: a failed trial scoring >= 0.8 (one check decided it) or a passed trial
   scoring < 0.5 (most checks failed yet nothing blocked).
+- `judge_disagreement`: a judge check and the deterministic checks point different ways
+  (the judge passes a trial they fail, or fails one they all pass).
+- `judges_split`: the judges of an ensemble did not agree on the verdict.
+- `judge_unsure`: a judge verdict with confidence below `low_confidence`.
 - `failed`: the trial failed or timed out.
 - `high_risk`: the task has `risk: high`.
 - `slice_drift`: with a baseline, the task is in a slice (tag, suite, risk, split) whose
@@ -42,7 +46,7 @@ from collections import Counter, defaultdict
 from dataclasses import asdict, dataclass
 from typing import Any
 
-from proctor.core.results import TrialResult
+from proctor.core.results import GATING_KINDS, TrialResult
 from proctor.decide.compare import SUCCESS, Pairing, paired_metric
 from proctor.store.export import RunData
 
@@ -51,6 +55,9 @@ REASONS = (
     "verdict_flipped",
     "ordering",
     "grader_disagreement",
+    "judge_disagreement",
+    "judges_split",
+    "judge_unsure",
     "failed",
     "high_risk",
     "slice_drift",
@@ -71,6 +78,7 @@ class ReviewConfig:
     seed: int = 0
     score_high: float = 0.8
     score_low: float = 0.5
+    low_confidence: float = 0.5
     drift: float = DEFAULT_DRIFT
 
     def __post_init__(self) -> None:
@@ -98,6 +106,29 @@ def _disagreement(r: TrialResult, config: ReviewConfig) -> str | None:
     return None
 
 
+def _judge_reasons(r: TrialResult, config: ReviewConfig) -> dict[str, str]:
+    """Judge verdicts a person should confirm (docs/architecture.md, Judges)."""
+    found: dict[str, str] = {}
+    judged = [c for c in r.checks if c.kind == "judge" and "members" in c.evidence]
+    others = [c for c in r.checks if c.kind in GATING_KINDS]
+    code_passes = all(c.passed for c in others)
+    for c in judged:
+        if others and c.passed != code_passes:
+            verdicts = ("passes", "fail") if c.passed else ("fails", "all pass")
+            found["judge_disagreement"] = (
+                f"{c.name} {verdicts[0]} while the deterministic checks {verdicts[1]}"
+            )
+        if not c.evidence.get("unanimous", True):
+            votes = ", ".join(
+                f"{m['judge']}: {'pass' if m['passed'] else 'fail'}" for m in c.evidence["members"]
+            )
+            found["judges_split"] = f"{c.name}: {votes}"
+        confidence = c.evidence.get("confidence")
+        if isinstance(confidence, int | float) and confidence < config.low_confidence:
+            found["judge_unsure"] = f"{c.name}: confidence {confidence:.2f}"
+    return found
+
+
 def _rule_reasons(r: TrialResult, config: ReviewConfig) -> dict[str, str]:
     """The rules one trial meets on its own, with a one-line detail each."""
     if not r.valid:
@@ -112,6 +143,7 @@ def _rule_reasons(r: TrialResult, config: ReviewConfig) -> dict[str, str]:
     why = _disagreement(r, config)
     if why:
         found["grader_disagreement"] = why
+    found.update(_judge_reasons(r, config))
     if r.status in ("failed", "timeout"):
         blocking = ", ".join(c.name for c in r.failed_checks if c.blocks)
         found["failed"] = blocking or r.error or r.status

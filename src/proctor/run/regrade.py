@@ -14,23 +14,28 @@ was graded on import.
 
 from __future__ import annotations
 
+import asyncio
 import time
 import uuid
 from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from proctor.core.results import TrialResult
 from proctor.decide.scorecard import ScorecardConfig, summary_with_scorecard
 from proctor.decide.summary import DEFAULT_MAX_ERROR_RATE, Tally
-from proctor.env.suite import Suite
+from proctor.env.suite import Suite, SuiteTask
 from proctor.grade.context import GradeContext
 from proctor.grade.registry import grader_versions
 from proctor.grade.state import state_recorded, without_state_checks
+from proctor.run.judging import JUDGE_ERROR, apply_judges, needs_judging
 from proctor.run.runner import task_infos
 from proctor.run.trial import CRASH_CHECK, GRADER_ERROR, judge
 from proctor.store.sqlite import Store, StoredTrial
+
+if TYPE_CHECKING:
+    from proctor.judge.grading import Judging
 
 #: Trials per transaction.
 BATCH = 2000
@@ -60,11 +65,13 @@ def regrade(
     max_error_rate: float | None = None,
     scorecard: ScorecardConfig | None = None,
     progress: Callable[[TrialResult], None] | None = None,
+    judging: Judging | None = None,
 ) -> RegradeReport:
-    """Regrade the stored run `run_ref` (id, prefix or `latest`) into a new run."""
+    """Regrade the stored run `run_ref` (id, prefix or `latest`) into a new run;
+    `judging` judges the tasks with rubrics (through the judge cache)."""
     source = store.run(run_ref)
     old = source["manifest"]
-    members = {t.id: t for t in suite.tasks}
+    members: dict[str, SuiteTask] = {t.id: t for t in suite.tasks}
     run_tasks = list(old["suite"]["task_digests"])
     missing = [task_id for task_id in run_tasks if task_id not in members]
     if missing:
@@ -87,26 +94,41 @@ def regrade(
             "digest": graded.digest,
             "task_digests": {t.id: t.task.digest for t in graded.tasks},
         },
+        "judges": judging.manifest() if judging is not None else None,
+        "judge_model": ", ".join(judging.panel.models) if judging is not None else None,
     }
     if max_error_rate is None:
         max_error_rate = (source["summary"] or {}).get("max_error_rate", DEFAULT_MAX_ERROR_RATE)
     store.create_run(run_id, manifest)
     tally, flips = Tally(), Counter[tuple[str, str]]()
-    store.begin()
-    try:
-        for count, stored in enumerate(store.graded_trials(source["run_id"], CRASH_CHECK), 1):
-            result = _regraded(stored, run_id, members)
+    loop = asyncio.new_event_loop() if judging is not None else None
+    batch: list[tuple[TrialResult, StoredTrial]] = []
+
+    def write_batch() -> None:
+        if loop is not None and judging is not None:
+            loop.run_until_complete(_judge_all(judging, batch, members))
+        for result, stored in batch:
             store.write_regraded(result, stored.source)
             tally.add(result)
             if result.status != stored.result.status:
                 flips[(stored.result.status, result.status)] += 1
             if progress is not None:
                 progress(result)
-            if count % BATCH == 0:
-                store.commit()
-                store.begin()
+        batch.clear()
+        store.commit()
+        store.begin()
+
+    store.begin()
+    try:
+        for stored in store.graded_trials(source["run_id"], CRASH_CHECK):
+            batch.append((_regraded(stored, run_id, members), stored))
+            if len(batch) == BATCH:
+                write_batch()
+        write_batch()
     finally:
         store.commit()
+        if loop is not None:
+            loop.close()
     summary = summary_with_scorecard(
         run_id,
         manifest,
@@ -120,7 +142,7 @@ def regrade(
     return RegradeReport(run_id, source["run_id"], manifest, summary, changed, flips)
 
 
-def _regraded(stored: StoredTrial, run_id: str, members: dict[str, Any]) -> TrialResult:
+def _regraded(stored: StoredTrial, run_id: str, members: dict[str, SuiteTask]) -> TrialResult:
     before = stored.result
     result = TrialResult(
         run_id=run_id,
@@ -135,7 +157,7 @@ def _regraded(stored: StoredTrial, run_id: str, members: dict[str, Any]) -> Tria
     )
     if stored.outcome is None:  # a trial lost with its worker: nothing to grade
         return result
-    grader_broke = (before.error or "").startswith(GRADER_ERROR)
+    grader_broke = (before.error or "").startswith((GRADER_ERROR, JUDGE_ERROR))
     decided = stored.crash is not None or (
         before.status in ("timeout", "error") and not grader_broke
     )
@@ -149,3 +171,19 @@ def _regraded(stored: StoredTrial, run_id: str, members: dict[str, Any]) -> Tria
     extra = [stored.crash] if stored.crash is not None else []
     judge(result, ctx, extra, before.status if decided else None, before.error if decided else None)
     return result
+
+
+async def _judge_all(
+    judging: Judging, batch: list[tuple[TrialResult, StoredTrial]], members: dict[str, SuiteTask]
+) -> None:
+    """Judge a batch of regraded trials at once (the endpoint's scheduler paces them)."""
+    jobs = []
+    for result, stored in batch:
+        member = members[result.task_id]
+        if needs_judging(result, member.rubrics):
+            jobs.append(
+                apply_judges(
+                    judging, result, member.task, member.rubrics, stored.trace, stored.outcome
+                )
+            )
+    await asyncio.gather(*jobs)

@@ -22,6 +22,7 @@ from proctor.decide.scorecard import ScorecardConfig, summary_with_scorecard
 from proctor.decide.summary import DEFAULT_MAX_ERROR_RATE, Tally
 from proctor.env.suite import Suite
 from proctor.run.executor import Executor, LocalExecutor, RunContext, stream
+from proctor.run.judging import JUDGE_ERROR, apply_judges, needs_judging
 from proctor.run.manifest import build_manifest
 from proctor.run.resume import resumed_manifest
 from proctor.run.source import TrialSource
@@ -29,6 +30,7 @@ from proctor.run.trial import TrialRecord, TrialSpec, trial_seed
 from proctor.tasks.models import Fault
 
 if TYPE_CHECKING:
+    from proctor.judge.grading import Judging
     from proctor.store.sqlite import Store
 
 ProgressFn = Callable[[TrialResult], None]
@@ -91,10 +93,12 @@ class Runner:
         currency: Currency | None = None,
         executor: Executor | None = None,
         resume: bool = False,
+        judging: Judging | None = None,
     ) -> None:
         """`faults` are injected into every task on top of its own (`--faults`).
         `currency`: the price table's reporting currency, recorded in the manifest for
-        gates, scorecards and reports (costs stay recorded in USD).
+        gates, scorecards and reports (costs stay recorded in USD). `judging` judges the
+        trials of tasks with rubrics (proctor.run.judging).
 
         `resume`: continue the stored run `run_id` (a unique prefix will do): its stored
         trials are kept and the others run. Raises ResumeError (one line) when that run is
@@ -140,6 +144,10 @@ class Runner:
         if stored is not None and store is not None:
             self.manifest = resumed_manifest(stored, self.manifest)
             self.done = store.trial_keys(self.run_id)
+        self.judging = judging
+        if judging is not None:  # a resumed run records the judges of its new trials too
+            self.manifest["judges"] = judging.manifest()
+            self.manifest["judge_model"] = ", ".join(judging.panel.models)
         self.source = (
             TrialSource.of(suite, agent_ref, self.run_id, timeout_s, self.faults)
             if self.executor.needs_source
@@ -171,18 +179,25 @@ class Runner:
         ctx = RunContext(self.agent, self.timeout_s, self.concurrency, self.source)
         commits = _GroupCommit(store) if store is not None else None
         status = "interrupted"
+
+        def accept(record: TrialRecord) -> None:
+            if commits is not None:
+                commits.write(record)
+            tally.add(record.result)
+            if kept is not None:
+                kept.append(record.result)
+            if progress is not None:
+                progress(record.result)
+
+        judged = _JudgeLanes(self, accept)
         try:
             async with aclosing(stream(self.executor, ctx, self.specs())) as records:
                 async for record in records:
-                    if commits is not None:
-                        commits.write(record)
-                    tally.add(record.result)
-                    if kept is not None:
-                        kept.append(record.result)
-                    if progress is not None:
-                        progress(record.result)
+                    await judged.submit(record)
+            await judged.drain()
             status = "completed"
         finally:
+            judged.abandon()
             if commits is not None:
                 commits.flush()
             summary = summary_with_scorecard(
@@ -227,3 +242,51 @@ class _GroupCommit:
             self.timer = None
         self.count = 0
         self.store.commit()
+
+
+class _JudgeLanes:
+    """Judging that overlaps the trials: up to `concurrency` trials are judged at once
+    (their requests paced by the endpoint's scheduler), each stored when judged. A trial
+    whose judging is cut short by an interrupted run is stored as a judge error, so the
+    agent's work is kept and `regrade` can judge it later."""
+
+    def __init__(self, runner: Runner, accept: Callable[[TrialRecord], None]) -> None:
+        self.judging = runner.judging
+        self.members = {t.id: t for t in runner.suite.tasks}
+        self.accept = accept
+        self.slots = asyncio.Semaphore(max(runner.concurrency, 1))
+        self.pending: dict[tuple[str, int], tuple[asyncio.Task[None], TrialRecord]] = {}
+
+    async def submit(self, record: TrialRecord) -> None:
+        member = self.members.get(record.result.task_id)
+        rubrics = member.rubrics if member is not None else ()
+        if self.judging is None or member is None or not needs_judging(record.result, rubrics):
+            self.accept(record)
+            return
+        await self.slots.acquire()
+        judging, key = self.judging, (record.result.task_id, record.result.trial)
+
+        async def judge() -> None:
+            try:
+                await apply_judges(
+                    judging, record.result, member.task, rubrics, record.trace, record.outcome
+                )
+            finally:
+                self.slots.release()
+            if self.pending.pop(key, None) is not None:
+                self.accept(record)
+
+        self.pending[key] = (asyncio.ensure_future(judge()), record)
+
+    async def drain(self) -> None:
+        while self.pending:
+            await asyncio.gather(*(task for task, _ in list(self.pending.values())))
+
+    def abandon(self) -> None:
+        """Store the trials still being judged as judge errors (the run was cut short)."""
+        for task, record in list(self.pending.values()):
+            task.cancel()
+            record.result.status = "error"
+            record.result.error = f"{JUDGE_ERROR} the run ended before the judge answered"
+            self.accept(record)
+        self.pending.clear()

@@ -391,13 +391,23 @@ class Budget(_Spec):
     max_model_calls: int | None = Field(default=None, ge=0)
 
 
+class JudgeExpect(_Spec):
+    """A model judge scores the trial on a rubric file (a path relative to the task file);
+    see proctor.tasks.rubrics and docs/architecture.md, Judges."""
+
+    rubric: str = Field(min_length=1)
+
+
 class Expectations(_Spec):
+    ADDED_LATER = frozenset({"judge"})
+
     outcome: list[OutcomeAssertion] = Field(default_factory=list)
     trajectory: TrajectoryExpect | None = None
     answer: AnswerExpect | None = None
     safety: SafetyExpect | None = None
     robustness: RobustnessExpect = Field(default_factory=RobustnessExpect)
     budget: Budget | None = None
+    judge: list[JudgeExpect] = Field(default_factory=list)
 
 
 #: Task fields left out of `Task.digest` while unset (see there).
