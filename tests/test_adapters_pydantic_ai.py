@@ -96,7 +96,7 @@ def test_built_agent_gets_the_tools_as_a_toolset_and_a_wrong_write_fails() -> No
         [("orders_cancel", {"order_id": "B-200", "reason": "customer_request"})],
         "I cancelled B-200.",
     ]
-    record = run_support("refuse-shipped-order", PydanticAIAgent(Agent(scripted(turns))))
+    record = run_support("do-not-cancel-shipped-order", PydanticAIAgent(Agent(scripted(turns))))
     assert record.result.status == "failed"
     assert "forbidden:orders.cancel" in failed(record)
     errors = [e.data["code"] for e in record.trace.of_kind("tool_error")]
@@ -105,7 +105,7 @@ def test_built_agent_gets_the_tools_as_a_toolset_and_a_wrong_write_fails() -> No
 
 def test_test_model_calls_every_tool_with_schema_valid_arguments() -> None:
     record = run_support(
-        "missing-order", PydanticAIAgent(lambda tools: Agent(TestModel(), tools=tools))
+        "handle-missing-order", PydanticAIAgent(lambda tools: Agent(TestModel(), tools=tools))
     )
     made = {tool for tool, _ in calls(record)}
     assert made == {"orders.get", "orders.cancel"}
@@ -124,7 +124,7 @@ def test_provider_outage_is_infrastructure_and_a_model_bug_is_the_agents() -> No
     def broken(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
         raise ValueError("the agent's own bug")
 
-    outage = run_support("missing-order", PydanticAIAgent(Agent(FunctionModel(limited))))
+    outage = run_support("handle-missing-order", PydanticAIAgent(Agent(FunctionModel(limited))))
     assert outage.result.status == "error" and "InfrastructureError" in (outage.result.error or "")
-    crash = run_support("missing-order", PydanticAIAgent(Agent(FunctionModel(broken))))
+    crash = run_support("handle-missing-order", PydanticAIAgent(Agent(FunctionModel(broken))))
     assert crash.result.status == "failed" and "agent_crashed" in failed(crash)

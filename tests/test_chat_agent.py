@@ -71,7 +71,7 @@ def test_forbidden_write_fails_the_trial() -> None:
         completion("I tried to cancel B-200."),
     ]
     with ScriptedChatServer(script) as server:
-        record = run_support("refuse-shipped-order", agent_for(server))
+        record = run_support("do-not-cancel-shipped-order", agent_for(server))
     assert record.result.status == "failed"
     assert "forbidden:orders.cancel" in failed(record)
 
@@ -83,7 +83,7 @@ def test_malformed_tool_arguments_go_back_to_the_model_and_are_recorded() -> Non
         completion("I could not find an order C-404."),
     ]
     with ScriptedChatServer(script) as server:
-        record = run_support("missing-order", agent_for(server))
+        record = run_support("handle-missing-order", agent_for(server))
     [bad] = server.tool_messages(1)
     assert "invalid_arguments" in bad["content"] and "not valid JSON" in bad["content"]
     errors = [e.data["code"] for e in record.trace.of_kind("tool_error")]
@@ -131,7 +131,7 @@ def test_unreachable_endpoint_is_infrastructure() -> None:
         sock.bind(("127.0.0.1", 0))
         port = sock.getsockname()[1]
     agent = ChatAgent("m", base_url=f"http://127.0.0.1:{port}/v1", api_key="k", max_retries=0)
-    record = run_support("missing-order", agent)
+    record = run_support("handle-missing-order", agent)
     assert record.result.status == "error"
     assert "unreachable" in (record.result.error or "")
 
@@ -141,7 +141,7 @@ def test_max_steps_stops_a_looping_model() -> None:
         completion(None, [tool_call(f"k{i}", "orders_get", {"order_id": "C-404"})]) for i in (1, 2)
     ]
     with ScriptedChatServer(looping) as server:
-        record = run_support("missing-order", agent_for(server, max_steps=2))
+        record = run_support("handle-missing-order", agent_for(server, max_steps=2))
     assert len(server.requests) == 2
     notes = [e.data.get("text", "") for e in record.trace.of_kind("note")]
     assert any("max_steps=2" in n for n in notes)
@@ -149,7 +149,7 @@ def test_max_steps_stops_a_looping_model() -> None:
 
 
 def test_task_metadata_sets_the_system_prompt() -> None:
-    base = next(t for t in support_suite().tasks if t.id == "missing-order")
+    base = next(t for t in support_suite().tasks if t.id == "handle-missing-order")
     settings = {"agent": {"system_prompt": "Be brief.", "temperature": 0.5}}
     task = base.task.model_copy(update={"metadata": settings})
     with ScriptedChatServer([completion("I could not find an order C-404.")]) as server:
@@ -211,7 +211,7 @@ def test_cli_runs_a_chat_model_end_to_end(tmp_path: Path, monkeypatch: pytest.Mo
                 "run",
                 str(Path(__file__).resolve().parents[1] / "examples" / "support"),
                 "--task",
-                "missing-order",
+                "handle-missing-order",
                 "--agent",
                 "chat:gpt-4o-mini?max_steps=4",
                 "--store",

@@ -476,14 +476,14 @@ def test_before_passes_in_order(ctx_of: CtxOf) -> None:
     check = _order(ctx_of, [GET, ("other.tool", {}, "ok", {}), CANCEL])
     assert check.passed
     assert check.evidence["seqs_first"] == [1]
-    assert check.evidence["out_of_order"] == []
+    assert check.evidence["seqs"] == []
 
 
 def test_before_fails_when_then_precedes(ctx_of: CtxOf) -> None:
     check = _order(ctx_of, [CANCEL, GET])
     assert not check.passed
     assert check.evidence["seqs_first"] == [4]
-    assert check.evidence["out_of_order"] == [1]
+    assert check.evidence["seqs"] == [1]
 
 
 def test_before_passes_vacuously_when_then_never_called(ctx_of: CtxOf) -> None:
@@ -495,13 +495,13 @@ def test_before_fails_when_first_never_called_but_then_was(ctx_of: CtxOf) -> Non
     check = _order(ctx_of, [CANCEL])
     assert not check.passed
     assert check.evidence["seqs_first"] == []
-    assert check.evidence["out_of_order"] == [1]
+    assert check.evidence["seqs"] == [1]
 
 
 def test_before_ignores_a_first_call_that_was_denied(ctx_of: CtxOf) -> None:
     check = _order(ctx_of, [("orders.get", {"order_id": "A-100"}, "denied", None), CANCEL])
     assert not check.passed
-    assert check.evidence["out_of_order"] == [4]
+    assert check.evidence["seqs"] == [4]
 
 
 # == trajectory: counting limits ===========================================================

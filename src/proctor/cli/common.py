@@ -15,6 +15,13 @@ DEFAULT_PATH = (
 EXIT_INVALID = 1
 EXIT_BAD_INPUT = 2
 
+#: The summary's per-task failures in full: every root cause and failing check.
+all_checks_option = click.option(
+    "--all-checks",
+    is_flag=True,
+    help="Per task, every root cause and failing check (default: the most frequent).",
+)
+
 
 def fail(lines: list[str] | str, code: int = EXIT_BAD_INPUT) -> NoReturn:
     for line in [lines] if isinstance(lines, str) else lines:

@@ -13,6 +13,7 @@ from proctor.cli.app import main
 from proctor.cli.common import (
     DEFAULT_PATH,
     EXIT_INVALID,
+    all_checks_option,
     fail,
     maybe_store,
     open_store,
@@ -71,8 +72,14 @@ def runs(store_path: str, limit: int) -> None:
 @click.option("--json", "as_json", is_flag=True, help="Print the stored summary as JSON.")
 @click.option("--task", "task_id", default=None, help="Print this task's trace instead.")
 @click.option("--trial", default=None, type=click.IntRange(min=0), help="Trial number (0).")
+@all_checks_option
 def show(
-    run_id: str, store_path: str, as_json: bool, task_id: str | None, trial: int | None
+    run_id: str,
+    store_path: str,
+    as_json: bool,
+    task_id: str | None,
+    trial: int | None,
+    all_checks: bool,
 ) -> None:
     """Show the summary of a stored run (RUN_ID, a unique prefix, or `latest`).
 
@@ -101,7 +108,7 @@ def show(
     if as_json:
         click.echo(json.dumps({**summary, "manifest": run_row["manifest"]}, indent=2, default=str))
         return
-    print_summary(summary, Console())
+    print_summary(summary, Console(), all_checks=all_checks)
     from proctor.report.judges import print_judges
 
     print_judges(run_row["manifest"], summary, Console())

@@ -15,6 +15,7 @@ from proctor.cli.common import (
     DEFAULT_PATH,
     EXIT_BAD_INPUT,
     EXIT_INVALID,
+    all_checks_option,
     fail,
     files_line,
     open_store,
@@ -118,6 +119,7 @@ def schema() -> None:
     "--junit", "junit_path", default=None, type=click.Path(), help="Write JUnit XML here."
 )
 @click.option("--quiet", "-q", is_flag=True, help="No progress bar or tables.")
+@all_checks_option
 @click.option(
     "--isolation",
     type=click.Choice(["thread", "process"]),
@@ -159,6 +161,7 @@ def run(
     prices_path: str | None,
     junit_path: str | None,
     quiet: bool,
+    all_checks: bool,
     isolation: str,
     executor_name: str,
     address: str | None,
@@ -260,7 +263,7 @@ def run(
         Path(json_path).parent.mkdir(parents=True, exist_ok=True)
         Path(json_path).write_text(json.dumps(out, indent=2, default=str) + "\n")
     if not quiet:
-        print_summary(summary, Console())
+        print_summary(summary, Console(), all_checks=all_checks)
         print_judges(report.manifest, summary, Console())
     click.echo(
         f"run {report.run_id}: {summary['trials']} trials in {elapsed:.2f} s, status "
@@ -375,6 +378,7 @@ def _with_progress(runner: Any, total: int, console: Any, quiet: bool) -> Any:
     help="YAML/JSON scorecard weights and gates (default: the built-in ones).",
 )
 @click.option("--quiet", "-q", is_flag=True, help="No summary tables.")
+@all_checks_option
 @judge_options
 def regrade(
     run_ref: str,
@@ -384,6 +388,7 @@ def regrade(
     scorecard_path: str | None,
     quiet: bool,
     judges: JudgeOptions,
+    all_checks: bool,
 ) -> None:
     """Grade RUN's stored traces again (after a grader or expectation change) as a new run.
 
@@ -443,7 +448,7 @@ def regrade(
         Path(json_path).parent.mkdir(parents=True, exist_ok=True)
         Path(json_path).write_text(json.dumps(out, indent=2, default=str) + "\n")
     if not quiet:
-        print_summary(summary, Console())
+        print_summary(summary, Console(), all_checks=all_checks)
         print_judges(done.manifest, summary, Console())
     flips = ", ".join(f"{a} -> {b}: {n}" for (a, b), n in sorted(done.flips.items()))
     rate = summary["trials"] / elapsed if elapsed > 0 else 0.0

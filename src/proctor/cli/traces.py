@@ -13,6 +13,7 @@ from proctor.cli.app import main
 from proctor.cli.common import (
     DEFAULT_PATH,
     EXIT_INVALID,
+    all_checks_option,
     fail,
     open_store,
     redactor_for,
@@ -53,6 +54,7 @@ def _mapping(map_path: str | None) -> Any:
 @click.option("--max-error-rate", default=0.05, show_default=True, type=float)
 @click.option("--json", "json_path", type=click.Path(), help="Write the summary here.")
 @click.option("--quiet", "-q", is_flag=True, help="No tables.")
+@all_checks_option
 def grade(
     traces: str,
     suite_paths: tuple[str, ...],
@@ -63,6 +65,7 @@ def grade(
     max_error_rate: float,
     json_path: str | None,
     quiet: bool,
+    all_checks: bool,
 ) -> None:
     """Grade recorded sessions in TRACES against the tasks of --suite; stored as a run.
 
@@ -100,7 +103,7 @@ def grade(
         out = {**summary, "manifest": graded.manifest}
         Path(json_path).write_text(json.dumps(out, indent=2, default=str) + "\n")
     if not quiet:
-        print_summary(summary, Console())
+        print_summary(summary, Console(), all_checks=all_checks)
     if graded.unmatched:
         shown = ", ".join(graded.unmatched[:5]) + (" ..." if len(graded.unmatched) > 5 else "")
         click.echo(f"warning: {len(graded.unmatched)} sessions match no task: {shown}", err=True)

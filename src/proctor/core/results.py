@@ -85,6 +85,28 @@ class Check:
         return cls(**data)
 
 
+def evidence_seqs(evidence: Any) -> list[int]:
+    """Every trace seq an evidence value names (`seq: n` or `seqs: [...]`, at any depth),
+    sorted: the steps a reader of the check should look at."""
+    found: list[int] = []
+
+    def walk(value: Any) -> None:
+        if isinstance(value, dict):
+            for key, item in value.items():
+                if key == "seq" and isinstance(item, int) and not isinstance(item, bool):
+                    found.append(item)
+                elif key == "seqs" and isinstance(item, list):
+                    found.extend(i for i in item if isinstance(i, int) and not isinstance(i, bool))
+                else:
+                    walk(item)
+        elif isinstance(value, list):
+            for item in value:
+                walk(item)
+
+    walk(evidence)
+    return sorted(set(found))
+
+
 def verdict(checks: Sequence[Check]) -> tuple[bool, float]:
     """(passed, partial credit). Partial credit never turns a failed check into a pass."""
     passed = not any(c.blocks for c in checks)

@@ -12,7 +12,7 @@ import math
 from dataclasses import dataclass
 from typing import Any
 
-from proctor.core.results import Check
+from proctor.core.results import Check, evidence_seqs
 from proctor.core.trace import TraceEvent
 
 _SEVERITY_ORDER = {"critical": 0, "high": 1, "medium": 2, "low": 3}
@@ -149,27 +149,6 @@ def step(event: TraceEvent) -> Step:
 
 def _without(data: dict[str, Any], *keys: str) -> dict[str, Any]:
     return {k: v for k, v in data.items() if k not in keys}
-
-
-def evidence_seqs(evidence: Any) -> list[int]:
-    """Every trace seq an evidence value names (`seq: n` or `seqs: [...]`, at any depth)."""
-    found: list[int] = []
-
-    def walk(value: Any) -> None:
-        if isinstance(value, dict):
-            for key, item in value.items():
-                if key == "seq" and isinstance(item, int) and not isinstance(item, bool):
-                    found.append(item)
-                elif key == "seqs" and isinstance(item, list):
-                    found.extend(i for i in item if isinstance(i, int) and not isinstance(i, bool))
-                else:
-                    walk(item)
-        elif isinstance(value, list):
-            for item in value:
-                walk(item)
-
-    walk(evidence)
-    return sorted(set(found))
 
 
 def check_views(checks: list[Check], seqs: set[int]) -> list[CheckView]:

@@ -20,6 +20,7 @@ from typing import Any
 
 from proctor.core.results import GRADER_CHECK, Check, TaskInfo, TrialResult
 from proctor.decide import stats
+from proctor.grade.root_cause import root_cause_name
 
 #: A run whose share of `error` trials exceeds this is invalid (docs/architecture.md, Verdicts).
 DEFAULT_MAX_ERROR_RATE = 0.05
@@ -120,6 +121,17 @@ def step_efficiency(result: TrialResult, optimal_steps: int | None) -> float | N
         return None
     taken = result.metrics.get("tool_calls", 0.0)
     return 1.0 if taken <= optimal_steps else optimal_steps / taken
+
+
+def root_causes(results: Iterable[TrialResult]) -> dict[str, list[int]]:
+    """The trials (numbers) each check was the root cause of, among valid failed trials:
+    the failure first in the trace (`proctor.grade.root_cause`); most frequent first."""
+    found: dict[str, list[int]] = defaultdict(list)
+    for r in results:
+        name = None if r.passed or not r.valid else root_cause_name(r.checks, r.metrics)
+        if name is not None:
+            found[name].append(r.trial)
+    return dict(sorted(found.items(), key=lambda item: -len(item[1])))
 
 
 def _task_mean(values: Iterable[float | None]) -> float | None:
@@ -349,6 +361,7 @@ def summarize(
                 "success_rate": c / n if n else None,
                 "pass_hat_k": {str(k): _pass_hat_k(n, c, k) for k in range(1, n + 1)},
                 "failed_checks": dict(failed.most_common()),
+                "root_causes": root_causes(rs),
                 "tags": info.tags,
                 "suites": info.suites,
                 "risk": info.risk,
@@ -372,6 +385,7 @@ def summarize(
             "tasks": len(keys[key]),
             **_rates(members, k_max),
             "safety_violations": _violations(members)["total"],
+            "root_causes": {name: len(t) for name, t in root_causes(members).items()},
         }
 
     return {

@@ -231,8 +231,14 @@ def load_suite(paths: str | Path | Sequence[str | Path], name: str | None = None
         )
     if problems:
         raise SuiteLoadError(problems, len(files), loaded_files)
-    label = name or ",".join(Path(p).name for p in path_list)
+    label = name or ",".join(map(suite_label, path_list))
     return Suite(label, [Path(p) for p in path_list], tasks, files=len(files))
+
+
+def suite_label(path: str | Path) -> str:
+    """A path's name for a suite: its last part once made absolute (so `.` and `..` name
+    the folders they mean), or the path as written for a root such as `/`."""
+    return Path(os.path.abspath(path)).name or str(path)
 
 
 def _rubrics(

@@ -13,7 +13,8 @@ _CONFIRM_QUESTION = re.compile(
     re.IGNORECASE,
 )
 _AFFIRMATIVE = re.compile(
-    r"^\s*(yes|yep|yeah|sure|ok|okay|confirm(ed)?|go ahead|please do|do it|proceed|correct)\b",
+    r"^\s*(yes|yep|yeah|sure|ok|okay|confirm(ed)?|go ahead|please do|do it|proceed|correct"
+    r"|s[íi]|vale|claro|de acuerdo)\b",  # a Spanish-speaking user's yes (seed 004's case)
     re.IGNORECASE,
 )
 

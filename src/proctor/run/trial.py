@@ -41,6 +41,7 @@ from proctor.grade.context import GradeContext
 from proctor.grade.metrics import tool_metrics
 from proctor.grade.parts import required_parts
 from proctor.grade.registry import GraderCrashed, grade
+from proctor.grade.root_cause import root_cause_metric
 from proctor.run.turn import Raised, last_frames, take_turn
 from proctor.tasks.models import Fault, Task
 
@@ -252,7 +253,7 @@ def judge(
     try:
         checks = grade(ctx) + extra
         try:
-            metrics = {**tool_metrics(ctx), **required_parts(checks)}
+            metrics = {**tool_metrics(ctx), **required_parts(checks), **root_cause_metric(checks)}
         except Exception as exc:
             raise GraderCrashed("tool_metrics", exc) from exc
         passed, score = verdict(checks)
