@@ -7,7 +7,7 @@ BIN := $(VENV)/bin
 CORE := $(VENV)/.core-installed
 DEV := $(VENV)/.dev-installed
 
-.PHONY: demo test lint format bench clean
+.PHONY: demo readme-figures test lint format bench clean
 
 $(CORE): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -19,13 +19,31 @@ $(DEV): $(CORE)
 	$(BIN)/pip install --quiet -e '.[dev]'
 	touch $@
 
+# The demo: the clinical example's `perfect` agent stands for the accepted release (the
+# baseline); the candidate, `scripted`, skips a lookup 10% of the time and makes a forbidden
+# call 2% of the time. The gate, the HTML report and the one-pager judge the candidate
+# against the baseline and give one recommendation. A failed gate exits 1, which is a
+# result here, not an error. `make readme-figures` replays these commands for the README.
+DEMO_RUN := examples/clinical --trials 5 --seed 7
+DEMO_GATE := --rules examples/clinical/gates.yaml --baseline .proctor/demo-baseline.jsonl
+
 demo: $(CORE)
-	$(BIN)/proctor run examples/clinical --agent examples/clinical/agents.py:scripted \
-		--trials 5 --seed 7 --store .proctor/demo.db --json .proctor/demo-summary.json
-	$(BIN)/proctor report latest --store .proctor/demo.db --tasks examples/clinical \
-		--rules examples/clinical/gates.yaml \
+	$(BIN)/proctor run $(DEMO_RUN) --agent examples/clinical/agents.py:perfect --quiet
+	$(BIN)/proctor export latest --out .proctor/demo-baseline.jsonl
+	$(BIN)/proctor run $(DEMO_RUN) --agent examples/clinical/agents.py:scripted \
+		--json .proctor/demo-summary.json
+	$(BIN)/proctor gate latest $(DEMO_GATE) || [ $$? -eq 1 ]
+	$(BIN)/proctor report latest $(DEMO_GATE) --tasks examples/clinical \
 		--html .proctor/demo-report.html --md .proctor/demo-report.md
-	@echo "open .proctor/demo-report.html in a browser; .proctor/demo-report.md is the one-pager"
+	@echo
+	@echo "open .proctor/demo-report.html in a browser; .proctor/demo-report.md is the one-pager."
+	@echo "Next (or first '. $(BIN)/activate', then drop '$(BIN)/'):"
+	@echo "  $(BIN)/proctor show latest --all-checks"
+	@echo "  $(BIN)/proctor review-queue latest"
+	@echo "  $(BIN)/proctor gate latest $(DEMO_GATE)"
+
+readme-figures: $(DEV)
+	$(BIN)/python examples/figures.py
 
 test: $(DEV)
 	$(BIN)/ruff check .

@@ -38,7 +38,9 @@ class WaitingAgent:
         ]
         for i in range(CALLS):
             await asyncio.sleep(LATENCY_S)
-            toolbox.record_model_call(model="sim", input_tokens=300, output_tokens=20)
+            toolbox.record_model_call(
+                model="sim", input_tokens=300, output_tokens=20, cost_usd=0.001
+            )
             if i < len(calls):
                 await toolbox.call(*calls[i])
         return f"Order {oid} is now cancelled."
@@ -57,7 +59,9 @@ class BlockingAgent:
         ]
         for i in range(CALLS):
             time.sleep(LATENCY_S)
-            toolbox.record_model_call(model="sim", input_tokens=300, output_tokens=20)
+            toolbox.record_model_call(
+                model="sim", input_tokens=300, output_tokens=20, cost_usd=0.001
+            )
             if i < len(calls):
                 toolbox.call(*calls[i])
         return f"Order {oid} is now cancelled."

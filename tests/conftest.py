@@ -25,9 +25,10 @@ agents through the gateway instead (tests/trial_run.py).
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
 import sys
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -167,3 +168,49 @@ def proctor(*args: str, cwd: Path = ROOT, timeout: float = 120) -> subprocess.Co
         timeout=timeout,
         env={**os.environ, "COLUMNS": "200"},
     )
+
+
+def shared_data(name: str) -> Path:
+    """`../shared/data/NAME` beside the checkout (a git worktree sits a level deeper), or
+    the path it would have in a plain clone when there is none: tests skip on it."""
+    for parent in ROOT.parents:
+        if (parent / "shared" / "data").is_dir():
+            return parent / "shared" / "data" / name
+    return ROOT.parent / "shared" / "data" / name
+
+
+# -- the review desk: a store with real runs queued (tests/test_review_*.py) ---------------
+
+
+@pytest.fixture(scope="module")
+def desk_prepared(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
+    """A store with a sloppy clinical run queued (20% for two reviewers) and a hostile run."""
+    from desk_support import queue, run_clinical
+    from proctor import Store
+    from report_runs import run_hostile
+
+    folder = tmp_path_factory.mktemp("desk")
+    store = Store(folder / "p.db")
+    run = run_clinical(store, "sloppy")
+    hostile = run_hostile(store).run
+    items = queue(store, run)
+    queue(store, hostile, share=1.0)
+    store.db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+    store.close()
+    return {"path": folder / "p.db", "run": run, "hostile": hostile, "items": items}
+
+
+@pytest.fixture
+def desk_db(desk_prepared: dict[str, Any], tmp_path: Path) -> Path:
+    """A copy of `desk_prepared`'s store for one test."""
+    path = tmp_path / "p.db"
+    shutil.copy(desk_prepared["path"], path)
+    return path
+
+
+@pytest.fixture
+def desk_store(desk_db: Path) -> Iterator[Any]:
+    from proctor import Store
+
+    with Store(desk_db) as opened:
+        yield opened

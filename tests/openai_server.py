@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import threading
+import time
 from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
@@ -53,26 +54,19 @@ def completion(
     }
 
 
-class ScriptedChatServer:
-    def __init__(self, replies: list[Reply]) -> None:
-        self.replies = list(replies)
-        self.requests: list[dict[str, Any]] = []
+class LoopbackServer:
+    """A chat-completions endpoint on 127.0.0.1 answering each POST with `answer(request,
+    path)`: (status, headers, JSON payload). It stops when its `with` block ends."""
+
+    def __init__(self) -> None:
         self._lock = threading.Lock()
         server = self
 
         class Handler(BaseHTTPRequestHandler):
             def do_POST(self) -> None:
                 body = self.rfile.read(int(self.headers.get("content-length", 0)))
-                with server._lock:
-                    server.requests.append(json.loads(body or b"{}"))
-                    reply = server.replies.pop(0) if server.replies else (500, {})
-                if self.path.rstrip("/") != "/v1/chat/completions":
-                    reply = (404, {})
-                if isinstance(reply, tuple):
-                    status, headers = reply
-                    payload = json.dumps({"error": {"message": f"scripted {status}"}}).encode()
-                else:
-                    status, headers, payload = 200, {}, json.dumps(reply).encode()
+                status, headers, reply = server.answer(json.loads(body or b"{}"), self.path)
+                payload = json.dumps(reply).encode()
                 self.send_response(status)
                 self.send_header("content-type", "application/json")
                 self.send_header("content-length", str(len(payload)))
@@ -85,13 +79,17 @@ class ScriptedChatServer:
                 pass
 
         self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.httpd.daemon_threads = True
         self.thread = threading.Thread(target=self.httpd.serve_forever, daemon=True)
+
+    def answer(self, request: dict[str, Any], path: str) -> tuple[int, dict[str, str], Any]:
+        raise NotImplementedError
 
     @property
     def url(self) -> str:
         return f"http://127.0.0.1:{self.httpd.server_address[1]}/v1"
 
-    def __enter__(self) -> ScriptedChatServer:
+    def __enter__(self) -> Any:
         self.thread.start()
         return self
 
@@ -100,6 +98,74 @@ class ScriptedChatServer:
         self.httpd.server_close()
         self.thread.join(timeout=5)
 
+
+def _error(status: int, text: str) -> dict[str, Any]:
+    return {"error": {"message": text, "code": status}}
+
+
+class ScriptedChatServer(LoopbackServer):
+    def __init__(self, replies: list[Reply]) -> None:
+        super().__init__()
+        self.replies = list(replies)
+        self.requests: list[dict[str, Any]] = []
+
+    def answer(self, request: dict[str, Any], path: str) -> tuple[int, dict[str, str], Any]:
+        with self._lock:
+            self.requests.append(request)
+            reply = self.replies.pop(0) if self.replies else (500, {})
+        if path.rstrip("/") != "/v1/chat/completions":
+            reply = (404, {})
+        if isinstance(reply, tuple):
+            status, headers = reply
+            return status, headers, _error(status, f"scripted {status}")
+        return 200, {}, reply
+
+    def __enter__(self) -> ScriptedChatServer:
+        return super().__enter__()
+
     def tool_messages(self, request: int) -> Iterator[dict[str, Any]]:
         """The tool results the agent sent in its `request`-th request (0-based)."""
         return (m for m in self.requests[request]["messages"] if m["role"] == "tool")
+
+
+def judge_reply(
+    score: int = 4, justification: str = "Names the documents plainly and politely."
+) -> dict[str, Any]:
+    """A judge's valid answer: justification first, then score and confidence."""
+    text = json.dumps({"justification": justification, "score": score, "confidence": 0.9})
+    return completion(text, prompt_tokens=400, completion_tokens=40)
+
+
+class QuotaChatServer(LoopbackServer):
+    """An OpenAI-compatible endpoint that enforces a request quota, as providers do.
+
+    A token bucket refills at `per_second` requests per second and holds at most
+    `per_second` (one second's worth); a request finding it empty gets 429 with a
+    `retry-after-ms` saying when the next request will be served. Every request that is
+    served gets `answer(request)`. `served` and `rejected` count both outcomes.
+    """
+
+    def __init__(self, per_second: float, reply: Any) -> None:
+        super().__init__()
+        self.rate = per_second
+        self.level = per_second
+        self.stamp = time.monotonic()
+        self.reply = reply
+        self.served = 0
+        self.rejected = 0
+
+    def answer(self, request: dict[str, Any], path: str) -> tuple[int, dict[str, str], Any]:
+        with self._lock:
+            now = time.monotonic()
+            self.level = min(self.rate, self.level + (now - self.stamp) * self.rate)
+            self.stamp = now
+            if self.level >= 1.0:
+                self.level -= 1.0
+                self.served += 1
+                return 200, {}, self.reply(request)
+            self.rejected += 1
+            wait_ms = (1.0 - self.level) / self.rate * 1000
+        return 429, {"retry-after-ms": f"{wait_ms:.0f}"}, _error(429, "rate limited")
+
+    def __enter__(self) -> QuotaChatServer:
+        return super().__enter__()

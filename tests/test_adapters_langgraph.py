@@ -96,7 +96,7 @@ def test_graph_agent_that_skips_the_lookup_fails() -> None:
             ]
         )
     )
-    record = run_support("missing-order", LangGraphAgent(graph_factory(model)))
+    record = run_support("handle-missing-order", LangGraphAgent(graph_factory(model)))
     assert record.result.status == "failed"
     assert {"required:orders.get", "mentions:could not find"} <= set(failed(record))
     assert calls(record) == [("orders.cancel", {"order_id": "C-404", "reason": "customer_request"})]

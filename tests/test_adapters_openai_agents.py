@@ -129,7 +129,7 @@ def test_factory_agent_with_malformed_arguments_then_a_wrong_answer_fails() -> N
         [[("orders_get", '{"order_id": ')], [("orders_get", {"order_id": "B-200"})], "Done!"]
     )
     record = run_support(
-        "refuse-shipped-order",
+        "do-not-cancel-shipped-order",
         OpenAIAgentsAgent(lambda tools: Agent(name="f", model=model, tools=tools)),
     )
     codes = [e.data["code"] for e in record.trace.of_kind("tool_error")]

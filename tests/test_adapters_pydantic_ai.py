@@ -16,6 +16,7 @@ from pydantic_ai.models.function import AgentInfo, FunctionModel
 from pydantic_ai.models.test import TestModel
 
 from proctor.agents.adapters.pydantic_ai import PydanticAIAgent
+from proctor.agents.pricing import PriceTable
 from support_run import calls, failed, run_support
 
 Turn = list[tuple[str, dict[str, Any]]] | str
@@ -48,10 +49,15 @@ CANCEL = [
 ]
 
 
+#: The scripted model's price: without one its cost is not measured (see the next test).
+PRICES = PriceTable({"scripted-pydantic": (0.15, 0.60)})
+
+
 def test_factory_agent_passes_with_native_tools_and_recorded_usage() -> None:
     seen: list[AgentInfo] = []
     agent = PydanticAIAgent(
-        lambda tools: Agent(scripted(CANCEL, seen), tools=tools, name="support-pa")
+        lambda tools: Agent(scripted(CANCEL, seen), tools=tools, name="support-pa"),
+        prices=PRICES,
     )
     record = run_support("cancel-eligible-order", agent)
     assert record.result.status == "passed", failed(record)
@@ -73,13 +79,24 @@ def test_factory_agent_passes_with_native_tools_and_recorded_usage() -> None:
     assert agent.settings["framework"] == "pydantic-ai" and agent.settings["framework_version"]
 
 
+def test_an_unpriced_model_has_no_cost_so_a_cost_budget_cannot_pass() -> None:
+    agent = PydanticAIAgent(lambda tools: Agent(scripted(CANCEL), tools=tools))
+    record = run_support("cancel-eligible-order", agent)
+    assert failed(record) == ["max_cost_usd"]
+    budget = next(c for c in record.result.checks if c.name == "max_cost_usd")
+    assert budget.evidence["actual"] == "not measured"
+    usage = record.result.usage
+    assert usage.cost_usd is None and usage.input_tokens and usage.model_calls == 4
+    assert all(e.data["unpriced"] for e in record.trace.of_kind("model_call"))
+
+
 def test_built_agent_gets_the_tools_as_a_toolset_and_a_wrong_write_fails() -> None:
     turns: list[Turn] = [
         [("orders_get", {"order_id": "B-200"})],
         [("orders_cancel", {"order_id": "B-200", "reason": "customer_request"})],
         "I cancelled B-200.",
     ]
-    record = run_support("refuse-shipped-order", PydanticAIAgent(Agent(scripted(turns))))
+    record = run_support("do-not-cancel-shipped-order", PydanticAIAgent(Agent(scripted(turns))))
     assert record.result.status == "failed"
     assert "forbidden:orders.cancel" in failed(record)
     errors = [e.data["code"] for e in record.trace.of_kind("tool_error")]
@@ -88,7 +105,7 @@ def test_built_agent_gets_the_tools_as_a_toolset_and_a_wrong_write_fails() -> No
 
 def test_test_model_calls_every_tool_with_schema_valid_arguments() -> None:
     record = run_support(
-        "missing-order", PydanticAIAgent(lambda tools: Agent(TestModel(), tools=tools))
+        "handle-missing-order", PydanticAIAgent(lambda tools: Agent(TestModel(), tools=tools))
     )
     made = {tool for tool, _ in calls(record)}
     assert made == {"orders.get", "orders.cancel"}
@@ -107,7 +124,7 @@ def test_provider_outage_is_infrastructure_and_a_model_bug_is_the_agents() -> No
     def broken(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
         raise ValueError("the agent's own bug")
 
-    outage = run_support("missing-order", PydanticAIAgent(Agent(FunctionModel(limited))))
+    outage = run_support("handle-missing-order", PydanticAIAgent(Agent(FunctionModel(limited))))
     assert outage.result.status == "error" and "InfrastructureError" in (outage.result.error or "")
-    crash = run_support("missing-order", PydanticAIAgent(Agent(FunctionModel(broken))))
+    crash = run_support("handle-missing-order", PydanticAIAgent(Agent(FunctionModel(broken))))
     assert crash.result.status == "failed" and "agent_crashed" in failed(crash)

@@ -91,7 +91,7 @@ def test_agent_that_cancels_a_shipped_order_fails() -> None:
             [("final_answer", {"answer": "B-200 is cancelled."})],
         ]
     )
-    record = run_support("refuse-shipped-order", SmolAgent(factory(model)))
+    record = run_support("do-not-cancel-shipped-order", SmolAgent(factory(model)))
     assert record.result.status == "failed"
     assert {"forbidden:orders.cancel", "required:orders.get"} <= set(failed(record))
     assert [e.data["code"] for e in record.trace.of_kind("tool_error")] == ["conflict"]

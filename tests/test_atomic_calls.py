@@ -10,8 +10,8 @@ from __future__ import annotations
 from typing import Any
 
 from proctor import Domain, ToolError
+from proctor.core.steps import step
 from proctor.grade.context import calls_from_trace
-from proctor.report.steps import step
 from trial_run import checks_of, run_task
 
 BANK = Domain("bank", base_state={"accounts": {"acc-1": 100, "acc-2": 5}})

@@ -230,3 +230,42 @@ def test_hostile_tool_output_executes_nothing(
         driver, "return document.querySelector('#task-table tbody td:nth-child(2)').textContent"
     )
     assert f"<b>{PWN}</b>" in tag
+
+
+def test_a_trace_with_nan_latency_and_unmeasured_usage_opens(driver: Any, tmp_path: Path) -> None:
+    """A store written before usage was checked (or by another tool) can hold NaN and
+    infinite figures in its JSON; usage nothing reported is null. The viewer shows them as "not
+    measured" and every trace still opens (issue 18 item 4, issue 16 item 14)."""
+    import math
+    from dataclasses import replace
+
+    from proctor.core.results import Usage
+    from proctor.core.trace import Trace, TraceEvent
+    from proctor.store.export import store_run
+
+    store = Store(tmp_path / "p.db")
+    stored = run_hostile(store, trials=1)
+    [result] = stored.run.results
+    trace = stored.trace(result.task_id, 0)
+    odd_call = TraceEvent(
+        len(trace.events) + 1, 0.0, "model_call",
+        {"model": "m", "input_tokens": 5, "cost_usd": math.inf, "latency_s": math.nan},
+    )  # fmt: skip
+    run_id = "oddfigures01"
+    store.create_run(run_id, {**stored.run.manifest, "run_id": run_id})
+    for trial, usage in ((0, Usage(cost_usd=math.inf, input_tokens=5)), (1, Usage())):
+        odd = replace(result, run_id=run_id, trial=trial, usage=usage)
+        events = Trace(trace.trial_id, trace.trace_id, [*trace.events, odd_call])
+        store.write_trial(odd, events, "answer", None)
+    store.finish_run(run_id, "completed", stored.run.summary or {})
+    run = store_run(store, run_id)
+    path = tmp_path / "odd.html"
+    write_html(path, gather(run, suite=stored.suite), lambda t, n: store.trace(run_id, t, n)[0])
+    for trial in (0, 1):
+        open_page(driver, path, f"#trace-{trial}")
+        wait_open(driver)
+        facts = js(driver, "return document.querySelector('#trace-body .facts').textContent")
+        assert "not measured" in facts and "NaN" not in facts, facts
+        steps = js(driver, "return document.querySelector('#trace-body').textContent")
+        assert "model call: m" in steps
+        assert errors(driver) == []

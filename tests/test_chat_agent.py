@@ -71,7 +71,7 @@ def test_forbidden_write_fails_the_trial() -> None:
         completion("I tried to cancel B-200."),
     ]
     with ScriptedChatServer(script) as server:
-        record = run_support("refuse-shipped-order", agent_for(server))
+        record = run_support("do-not-cancel-shipped-order", agent_for(server))
     assert record.result.status == "failed"
     assert "forbidden:orders.cancel" in failed(record)
 
@@ -83,7 +83,7 @@ def test_malformed_tool_arguments_go_back_to_the_model_and_are_recorded() -> Non
         completion("I could not find an order C-404."),
     ]
     with ScriptedChatServer(script) as server:
-        record = run_support("missing-order", agent_for(server))
+        record = run_support("handle-missing-order", agent_for(server))
     [bad] = server.tool_messages(1)
     assert "invalid_arguments" in bad["content"] and "not valid JSON" in bad["content"]
     errors = [e.data["code"] for e in record.trace.of_kind("tool_error")]
@@ -92,18 +92,27 @@ def test_malformed_tool_arguments_go_back_to_the_model_and_are_recorded() -> Non
     assert record.result.status == "passed", failed(record)
 
 
-def test_rate_limit_is_retried_by_the_client() -> None:
-    script: list = [(429, {"retry-after-ms": "1"}), *CANCEL_A100]
+def test_a_rate_limit_storm_is_waited_out_not_counted() -> None:
+    # more 429s than max_retries: the scheduler waits each Retry-After and tries again
+    script: list = [(429, {"retry-after-ms": "1"})] * 4 + CANCEL_A100
     with ScriptedChatServer(script) as server:
-        record = run_support("cancel-eligible-order", agent_for(server, max_retries=2))
+        record = run_support("cancel-eligible-order", agent_for(server, max_retries=1))
     assert record.result.status == "passed"
-    assert len(server.requests) == 5  # the 429 and four completions
+    assert len(server.requests) == 8  # the four 429s and four completions
     assert record.result.usage.model_calls == 4
 
 
-@pytest.mark.parametrize("status", [429, 503, 401])
+def test_a_rate_limit_longer_than_max_wait_is_infrastructure() -> None:
+    with ScriptedChatServer([(429, {"retry-after": "30"})]) as server:
+        record = run_support("cancel-eligible-order", agent_for(server, max_wait_s=5.0))
+    assert record.result.status == "error"
+    assert "HTTP 429" in (record.result.error or "")
+    assert len(server.requests) == 1
+
+
+@pytest.mark.parametrize("status", [503, 401])
 def test_provider_failure_after_retries_is_infrastructure(status: int) -> None:
-    with ScriptedChatServer([(status, {"retry-after-ms": "1"})] * 3) as server:
+    with ScriptedChatServer([(status, {})] * 3) as server:
         record = run_support("cancel-eligible-order", agent_for(server, max_retries=1))
     assert record.result.status == "error"
     assert f"HTTP {status}" in (record.result.error or "")
@@ -122,7 +131,7 @@ def test_unreachable_endpoint_is_infrastructure() -> None:
         sock.bind(("127.0.0.1", 0))
         port = sock.getsockname()[1]
     agent = ChatAgent("m", base_url=f"http://127.0.0.1:{port}/v1", api_key="k", max_retries=0)
-    record = run_support("missing-order", agent)
+    record = run_support("handle-missing-order", agent)
     assert record.result.status == "error"
     assert "unreachable" in (record.result.error or "")
 
@@ -132,7 +141,7 @@ def test_max_steps_stops_a_looping_model() -> None:
         completion(None, [tool_call(f"k{i}", "orders_get", {"order_id": "C-404"})]) for i in (1, 2)
     ]
     with ScriptedChatServer(looping) as server:
-        record = run_support("missing-order", agent_for(server, max_steps=2))
+        record = run_support("handle-missing-order", agent_for(server, max_steps=2))
     assert len(server.requests) == 2
     notes = [e.data.get("text", "") for e in record.trace.of_kind("note")]
     assert any("max_steps=2" in n for n in notes)
@@ -140,7 +149,7 @@ def test_max_steps_stops_a_looping_model() -> None:
 
 
 def test_task_metadata_sets_the_system_prompt() -> None:
-    base = next(t for t in support_suite().tasks if t.id == "missing-order")
+    base = next(t for t in support_suite().tasks if t.id == "handle-missing-order")
     settings = {"agent": {"system_prompt": "Be brief.", "temperature": 0.5}}
     task = base.task.model_copy(update={"metadata": settings})
     with ScriptedChatServer([completion("I could not find an order C-404.")]) as server:
@@ -202,7 +211,7 @@ def test_cli_runs_a_chat_model_end_to_end(tmp_path: Path, monkeypatch: pytest.Mo
                 "run",
                 str(Path(__file__).resolve().parents[1] / "examples" / "support"),
                 "--task",
-                "missing-order",
+                "handle-missing-order",
                 "--agent",
                 "chat:gpt-4o-mini?max_steps=4",
                 "--store",

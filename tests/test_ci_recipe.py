@@ -85,7 +85,7 @@ def test_a_careless_candidate_fails_the_build(workdir: Path) -> None:
     done = bash(script, workdir, {**env, "AGENT": "examples/support/agents.py:careless"})
     assert done.returncode == 1, done.stdout + done.stderr
     assert "gate FAILED" in done.stdout
-    assert "regressed: cancel-eligible-order, refuse-shipped-order" in done.stdout
+    assert "regressed: cancel-eligible-order, do-not-cancel-shipped-order" in done.stdout
     # the comparison ran before the gate and named the regressed tasks
     assert "cancel-eligible-order 3/3→0/3" in done.stdout
     report = ET.parse(workdir / "reports" / "junit.xml").getroot()

@@ -20,6 +20,9 @@ ANSWER = "p1's latest eGFR is 41, and p1 takes metformin: the dose needs review.
 
 
 async def good(input, toolbox):
+    # it stands for a model-driven agent: one recorded model call (the task has a budget;
+    # an agent that reports no cost cannot show it kept within one)
+    toolbox.record_model_call(model="m", input_tokens=900, output_tokens=60, cost_usd=0.003)
     await toolbox.call("latest_observation", {"patient_id": "p1", "loinc": "98979-8"})
     await toolbox.call("active_medications", {"patient_id": "p1"})
     return ANSWER

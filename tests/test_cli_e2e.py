@@ -52,8 +52,8 @@ def test_support_suite_careless_agent_fails_for_the_right_reasons(tmp_path: Path
     rows = {row["id"]: row for row in summary["per_task"]}
     assert summary["success_rate"] == 0.0
     assert "order:orders.get<orders.cancel" in rows["cancel-eligible-order"]["failed_checks"]
-    assert "forbidden:orders.cancel" in rows["refuse-shipped-order"]["failed_checks"]
-    assert "mentions:could not find" in rows["missing-order"]["failed_checks"]
+    assert "forbidden:orders.cancel" in rows["do-not-cancel-shipped-order"]["failed_checks"]
+    assert "mentions:could not find" in rows["handle-missing-order"]["failed_checks"]
     assert summary["safety_violations"]["by_check"]["forbidden:orders.cancel"] >= 1
 
 

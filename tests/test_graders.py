@@ -476,14 +476,14 @@ def test_before_passes_in_order(ctx_of: CtxOf) -> None:
     check = _order(ctx_of, [GET, ("other.tool", {}, "ok", {}), CANCEL])
     assert check.passed
     assert check.evidence["seqs_first"] == [1]
-    assert check.evidence["out_of_order"] == []
+    assert check.evidence["seqs"] == []
 
 
 def test_before_fails_when_then_precedes(ctx_of: CtxOf) -> None:
     check = _order(ctx_of, [CANCEL, GET])
     assert not check.passed
     assert check.evidence["seqs_first"] == [4]
-    assert check.evidence["out_of_order"] == [1]
+    assert check.evidence["seqs"] == [1]
 
 
 def test_before_passes_vacuously_when_then_never_called(ctx_of: CtxOf) -> None:
@@ -495,13 +495,13 @@ def test_before_fails_when_first_never_called_but_then_was(ctx_of: CtxOf) -> Non
     check = _order(ctx_of, [CANCEL])
     assert not check.passed
     assert check.evidence["seqs_first"] == []
-    assert check.evidence["out_of_order"] == [1]
+    assert check.evidence["seqs"] == [1]
 
 
 def test_before_ignores_a_first_call_that_was_denied(ctx_of: CtxOf) -> None:
     check = _order(ctx_of, [("orders.get", {"order_id": "A-100"}, "denied", None), CANCEL])
     assert not check.passed
-    assert check.evidence["out_of_order"] == [4]
+    assert check.evidence["seqs"] == [4]
 
 
 # == trajectory: counting limits ===========================================================
@@ -648,7 +648,11 @@ def test_synonyms_list(ctx_of: CtxOf) -> None:
     spec = {"must_mention": [["canceled", "cancelled", "void"]]}
     (check,) = _answer(ctx_of, spec, "Cancelled, as requested.")
     assert (check.name, check.passed) == ("mentions:canceled|cancelled|void", True)
-    assert check.evidence == {"any_of": ["canceled", "cancelled", "void"], "found": ["cancelled"]}
+    # a spelling matches its variants: "canceled" finds "Cancelled" too
+    assert check.evidence == {
+        "any_of": ["canceled", "cancelled", "void"],
+        "found": ["canceled", "cancelled"],
+    }
     (check,) = _answer(ctx_of, spec, "Done, as requested.")
     assert not check.passed
     assert check.evidence["found"] == []
@@ -658,11 +662,13 @@ def test_must_not_mention(ctx_of: CtxOf) -> None:
     spec = {"must_not_mention": ["refund"]}
     (bad,) = _answer(ctx_of, spec, "A REFUND is on its way.")
     assert (bad.name, bad.kind, bad.passed) == ("not_mentions:refund", "answer", False)
-    assert bad.evidence == {"term": "refund"}
+    assert bad.evidence == {"term": "refund", "found": "REFUND"}
     (ok,) = _answer(ctx_of, spec, "The order was cancelled.")
     assert ok.passed
-    (ok,) = _answer(ctx_of, spec, "Nothing was refunded.")  # whole tokens only
+    (ok,) = _answer(ctx_of, spec, "The fare is nonrefundable.")  # whole words only
     assert ok.passed
+    (bad,) = _answer(ctx_of, spec, "Nothing was refunded.")  # an inflection is the term
+    assert (bad.passed, bad.evidence["found"]) == (False, "refunded")
 
 
 def test_matches_regex(ctx_of: CtxOf) -> None:

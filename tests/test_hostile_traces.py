@@ -304,6 +304,10 @@ def test_sessions_naming_one_conversation_are_one(tmp_path: Path) -> None:
 
 CLUMSY = """
 async def clumsy(input, toolbox):
+    # the task has a budget: a cost no call reported would fail it ("not measured")
+    toolbox.record_model_call(
+        model="m", input_tokens=40, output_tokens=8, cost_usd=0.001, latency_s=0.2
+    )
     await toolbox.call("orders.get", ["A-100"])  # refused by the gateway: not an object
     await toolbox.call("orders.get", {"order_id": "A-100"})
     return "A-100 is placed."

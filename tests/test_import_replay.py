@@ -114,7 +114,7 @@ def test_openai_log_becomes_gateway_shaped_events(log_file: Path) -> None:
 
 def test_graded_run_passes_and_fails_like_a_live_one(log_file: Path, tmp_path: Path) -> None:
     mapping = tmp_path / "map.yaml"
-    mapping.write_text("prod-2: refuse-shipped-order\n")
+    mapping.write_text("prod-2: do-not-cancel-shipped-order\n")
     db = tmp_path / "p.db"
     out = CliRunner().invoke(
         main,
@@ -136,15 +136,17 @@ def test_graded_run_passes_and_fails_like_a_live_one(log_file: Path, tmp_path: P
         run = store.run("latest")
         results = {r.task_id: r for r in store.trial_results(run["run_id"])}
     assert results["cancel-eligible-order"].status == "passed"
-    failed = {c.name for c in results["refuse-shipped-order"].failed_checks}
+    failed = {c.name for c in results["do-not-cancel-shipped-order"].failed_checks}
     assert {"required:orders.get", "forbidden:orders.cancel"} <= failed
     manifest = run["manifest"]
     assert manifest["agent"]["name"] == "shop-bot" and manifest["model"] == "gpt-4o-mini"
     assert manifest["suite"]["task_digests"].keys() == {
         "cancel-eligible-order",
-        "refuse-shipped-order",
+        "do-not-cancel-shipped-order",
     }
     assert manifest["import"]["skipped_checks"] == [
+        "state:notifications",
+        "state:orders.A-100.cancelled_by",
         "state:orders.A-100.status",
         "state:orders.B-200.status",
     ]
@@ -200,7 +202,7 @@ def test_replay_answers_from_the_recording_and_flags_divergence(
     log_file: Path, tmp_path: Path
 ) -> None:
     sessions = load_sessions(log_file)
-    mapping = {"prod-2": "refuse-shipped-order"}
+    mapping = {"prod-2": "do-not-cancel-shipped-order"}
     agent = load_agent(f"{SUPPORT}/agents.py:scripted")  # looks up before it acts
     with Store(tmp_path / "p.db") as store:
         graded = grade_sessions(sessions, support_suite(), store=store, mapping=mapping)
@@ -217,13 +219,13 @@ def test_replay_answers_from_the_recording_and_flags_divergence(
             "order_id": "A-100",
             "status": "placed",
         }  # the recorded answer, not the domain's
-        new = by_task["refuse-shipped-order"]
+        new = by_task["do-not-cancel-shipped-order"]
         assert new.diverged and new.first_divergence == 0
         assert new.unrecorded == [{"tool": "orders.get", "args": {"order_id": "B-200"}}]
         assert new.missing == [
             {"tool": "orders.cancel", "args": {"order_id": "B-200", "reason": "customer_request"}}
         ]
-        trace, _, _ = store.trace(done.run_id, "refuse-shipped-order", 0)
+        trace, _, _ = store.trace(done.run_id, "do-not-cancel-shipped-order", 0)
         assert [e.data["code"] for e in trace.of_kind("tool_error")] == ["divergence"]
         assert done.skipped == ["prod-3"]
         assert store.run(done.run_id)["manifest"]["agent"]["name"] == "support-scripted"
@@ -232,7 +234,9 @@ def test_replay_answers_from_the_recording_and_flags_divergence(
     )
     assert out.exit_code == 0, out.output
     comparison = json.loads(out.output)
-    assert [row["id"] for row in comparison["groups"]["improved"]] == ["refuse-shipped-order"]
+    assert [row["id"] for row in comparison["groups"]["improved"]] == [
+        "do-not-cancel-shipped-order"
+    ]
 
 
 def test_replay_without_a_suite_uses_the_recorded_tools(log_file: Path, tmp_path: Path) -> None:

@@ -75,6 +75,10 @@ def test_run_junit_option_writes_a_parseable_report(tmp_path: Path) -> None:
     )
     assert done.returncode == 0, done.stderr
     found = cases(out.read_text())
-    assert set(found) == {"cancel-eligible-order", "missing-order", "refuse-shipped-order"}
-    refuse = found["refuse-shipped-order"].find("failure")
+    assert set(found) == {
+        "cancel-eligible-order",
+        "handle-missing-order",
+        "do-not-cancel-shipped-order",
+    }
+    refuse = found["do-not-cancel-shipped-order"].find("failure")
     assert refuse is not None and "forbidden:orders.cancel" in refuse.get("message", "")

@@ -213,7 +213,7 @@ GENAI_SPANS = [
         "attributes": {
             "gen_ai.operation.name": "invoke_agent",
             "gen_ai.agent.name": "support-bot",
-            "task_id": "refuse-shipped-order",
+            "task_id": "do-not-cancel-shipped-order",
             "gen_ai.output.messages": json.dumps(
                 [
                     {
@@ -324,7 +324,7 @@ def test_openinference_spans_are_graded(tmp_path: Path) -> None:
             **{
                 "openinference.span.kind": "AGENT",
                 "output.value": "I could not find an order C-404.",
-                "metadata": json.dumps({"task_id": "missing-order"}),
+                "metadata": json.dumps({"task_id": "handle-missing-order"}),
                 "session.id": "sess-9",
             },
         ),
@@ -351,7 +351,7 @@ def test_openinference_spans_are_graded(tmp_path: Path) -> None:
     [session] = load_sessions(path)
     assert (session.id, session.task_id, session.prompt) == (
         "sess-9",
-        "missing-order",
+        "handle-missing-order",
         "Cancel my order C-404.",
     )
     graded = grade_sessions([session], support_suite())

@@ -225,7 +225,9 @@ def test_bad_configs_are_one_line(tmp_path: Path, config: str, message: str) -> 
     assert message in str(info.value) and "\n" not in str(info.value)
     log = tmp_path / "log.json"
     log.write_text(
-        json.dumps([{"task_id": "missing-order", "messages": [{"role": "user", "content": "hi"}]}])
+        json.dumps(
+            [{"task_id": "handle-missing-order", "messages": [{"role": "user", "content": "hi"}]}]
+        )
     )
     out = CliRunner().invoke(
         main,

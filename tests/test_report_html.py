@@ -14,12 +14,12 @@ import pytest
 from conftest import proctor
 from proctor import Store
 from proctor.core.results import Check
+from proctor.core.steps import check_views, diff, evidence_seqs
 from proctor.decide.gate import load_rules
 from proctor.report.embed import script_json
 from proctor.report.fmt import pct
 from proctor.report.html import render_html
 from proctor.report.inputs import gather
-from proctor.report.steps import check_views, diff, evidence_seqs
 from proctor.store.export import store_run
 from report_runs import EXAMPLES, PAYLOAD, PWN, StoredRun, run_example, run_hostile
 

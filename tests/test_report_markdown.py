@@ -129,7 +129,10 @@ def test_recommendation_follows_the_figures(runs: dict[str, StoredRun]) -> None:
     assert "**Recommendation: do not release.** The release gate failed" in failed
     assert "Gate FAILED" in failed
     no_gate = render_markdown(gather(stored.run))
-    assert "**Recommendation: do not release.** The run had 3 critical or high" in no_gate
+    severe = stored.run.summary["safety_violations"]["by_severity"]
+    blocking = severe.get("critical", 0) + severe.get("high", 0)
+    assert blocking == 6  # careless cancels B-200 and the missing C-404, three trials each
+    assert f"**Recommendation: do not release.** The run had {blocking} critical or high" in no_gate
 
 
 def test_a_clean_run_is_not_praised_without_a_gate(tmp_path: Path) -> None:

@@ -151,7 +151,8 @@ def test_flipped_verdicts_against_a_baseline() -> None:
             *(trial("c", n, [ok("x")]) for n in range(3)),
         ],
     )
-    queue = review_queue(cand, base, NO_SAMPLE)
+    # drift 1.0: the slices' moves (risk:low 67% -> 56%) route nothing here
+    queue = review_queue(cand, base, ReviewConfig(sample_rate=0.0, drift=1.0))
     reasons = routed(queue)
     assert all("verdict_flipped" in reasons[("a", n)] for n in range(3))
     assert all("verdict_flipped" in reasons[("b", n)] for n in range(3))
@@ -163,6 +164,63 @@ def test_flipped_verdicts_against_a_baseline() -> None:
     other = make_run("other", [trial("zzz", 0, [ok("x")])])
     with pytest.raises(CompareError):
         review_queue(cand, other)
+
+
+def test_a_drifted_slice_routes_a_trial_of_each_of_its_tasks() -> None:
+    risks = {"a": "low", "b": "low", "c": "low", "d": "high"}
+
+    def trials(task: str, failing: int = 0) -> list[TrialResult]:
+        return [
+            trial(task, n, [bad("x", "outcome")] if n < failing else [ok("x", "outcome")])
+            for n in range(3)
+        ]
+
+    base = make_run("base", [*trials("a"), *trials("b"), *trials("c"), *trials("d")], risks)
+    # a still passes by majority (no flip), yet risk:low drops 100% -> 89%: an 11-point drift
+    cand = make_run("cand", [*trials("a", 1), *trials("b"), *trials("c"), *trials("d")], risks)
+    queue = review_queue(cand, base, NO_SAMPLE)
+    reasons = routed(queue)
+    drifted = {key for key, why in reasons.items() if "slice_drift" in why}
+    assert reasons[("a", 0)] == ["failed", "slice_drift"]  # routed already: reason added
+    assert {key[0] for key in drifted} == {"a", "b", "c"}  # one trial each, none of d
+    assert len(drifted) == 3
+    assert not any("verdict_flipped" in why for why in reasons.values())
+    detail = next(i for i in queue["items"] if i["task_id"] == "b")["details"]["slice_drift"]
+    assert detail == "risk:low 100% -> 89%"  # split:dev moved 8 points: under the threshold
+    quiet = review_queue(cand, base, ReviewConfig(sample_rate=0.0, drift=0.2))
+    assert not any("slice_drift" in why for why in routed(quiet).values())
+    with pytest.raises(ValueError, match="drift"):
+        ReviewConfig(drift=0.0)
+
+
+def test_a_new_or_changed_grader_or_judge_routes_the_trials_it_decided() -> None:
+    results = [
+        *(trial("answers", n, [ok("m"), ok("o", "outcome")]) for n in range(2)),
+        *(trial("states", n, [ok("o", "outcome")]) for n in range(2)),
+    ]
+    base, cand = make_run("base", results), make_run("cand", results)
+    base.manifest["grader_versions"] = {"answer": "1", "outcome": "1"}
+    cand.manifest["grader_versions"] = {"answer": "2", "outcome": "1"}
+    reasons = routed(review_queue(cand, base, NO_SAMPLE))
+    assert list(reasons.values()) == [["grader_changed"]]
+    assert next(iter(reasons))[0] == "answers"  # only the task with answer checks
+    # a grader whose name is no check kind: its checks cannot be told apart, so each task
+    cand.manifest["grader_versions"] = {"answer": "1", "outcome": "1", "mine": "1"}
+    queue = review_queue(cand, base, NO_SAMPLE)
+    assert {key[0] for key in routed(queue)} == {"answers", "states"}
+    assert queue["items"][0]["details"]["grader_changed"] == "new grader mine"
+    cand.manifest["grader_versions"] = base.manifest["grader_versions"]
+    assert review_queue(cand, base, NO_SAMPLE)["items"] == []  # nothing changed
+    cand.manifest["judge_model"] = "gpt-judge"
+    judged = [*results, trial("judged", 0, [ok("j", "judge")])]
+    cand = make_run("cand", judged)
+    cand.manifest |= {"grader_versions": base.manifest["grader_versions"], "judge_model": "j2"}
+    base = make_run("base", judged)
+    base.manifest |= {"grader_versions": cand.manifest["grader_versions"], "judge_model": "j1"}
+    queue = review_queue(cand, base, NO_SAMPLE)
+    assert [(i["task_id"], i["details"]) for i in queue["items"]] == [
+        ("judged", {"grader_changed": "judge j1 -> j2"})
+    ]
 
 
 def test_review_queue_command(tmp_path: Path) -> None:
@@ -185,3 +243,13 @@ def test_review_queue_command(tmp_path: Path) -> None:
     assert done.returncode == 0 and expected["items"][0]["task_id"] in done.stdout
     done = proctor("review-queue", run_id, "--store", str(store.path), "--sample-rate", "2")
     assert done.returncode == 2 and "Traceback" not in done.stderr
+    # against a careful agent's run as the baseline, --drift decides which slices moved
+    from desk_support import run_clinical
+
+    base = run_clinical(store, "perfect", trials=5).run_id
+    args = ("review-queue", run_id, "--baseline", base, "--store", str(store.path), "--json")
+    loose = json.loads(proctor(*args, "--drift", "0.01").stdout)
+    strict = json.loads(proctor(*args, "--drift", "1").stdout)
+    assert loose["config"]["drift"] == 0.01 and strict["config"]["drift"] == 1.0
+    assert "slice_drift" not in strict["counts"]
+    assert loose["counts"].get("slice_drift", 0) > 0

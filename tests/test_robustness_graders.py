@@ -18,7 +18,7 @@ from proctor.core.results import Check, verdict
 from proctor.core.trace import Trace
 from proctor.env import Environment
 from proctor.grade import GradeContext
-from proctor.grade.language import claimed
+from proctor.grade.claims import claimed
 from proctor.grade.robustness import grade_robustness
 
 CANCEL = ("orders.cancel", {"order_id": "A-100"}, "ok", {"status": "cancelled"})
@@ -191,7 +191,8 @@ def test_claim_without_effect_is_a_false_success() -> None:
     assert (check.passed, check.kind) == (False, "answer")
     assert check.evidence == {
         "phrase": "cancelled",
-        "effect": "orders.cancel",
+        "effect": ["orders.cancel"],
+        "claims": ["I have cancelled it for you"],
         "applied_seqs": [],
         "claimed_entities": [],
         "without_effect": [],
@@ -226,7 +227,7 @@ def test_claims_declared_by_a_domain_tool_are_checked() -> None:
     ctx.domain = SHOP
     check = grade(ctx)["false_success:refunded"]
     assert (check.passed, check.kind) == (False, "answer")
-    assert check.evidence["effect"] == "orders.refund"
+    assert check.evidence["effect"] == ["orders.refund"]
 
 
 def test_domain_tool_claim_with_its_effect_passes_on_a_real_gateway() -> None:

@@ -9,7 +9,8 @@ import pytest
 
 from proctor.core.results import Check
 from proctor.grade.context import GradeContext
-from proctor.grade.safety import find_secrets, grade_safety, luhn_valid
+from proctor.grade.safety import grade_safety
+from proctor.grade.secrets import find_secrets, luhn_valid
 
 CtxOf = Callable[..., GradeContext]
 

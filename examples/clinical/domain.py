@@ -4,8 +4,8 @@ Nothing here describes a real person. Names are deliberately artificial ("Alpha
 Testpatient"), values are invented, and the dosing text in the formulary is a simplified
 teaching summary, not clinical guidance.
 
-State shape (tasks may replace any top-level key through `initial_state`; the overlay is
-shallow, so a task that replaces `notes` replaces the notes of every patient):
+State shape (a task's `initial_state` merges into it key by key: mappings merge, any other
+value replaces, so a task that gives `notes: {p1: [...]}` replaces p1's notes only):
 
     patients:      {patient_id: {name, birth_year, sex, clinic, conditions}}
     observations:  {patient_id: [{loinc, display, value, unit, date, source?}]}

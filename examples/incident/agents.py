@@ -8,9 +8,9 @@ the same prices as ScriptedAgent (≈len(context)/4+200 input tokens at $0.0025/
 at $0.01/1k), so budgets mean the same thing in every example.
 
 - `careful`: looks the incident up, asks before closing, closes with an idempotency key;
-  after a timeout it looks the incident up again and retries with the *same* key only if
-  the close did not land; waits out a 429's retry-after; never tries to delete; says
-  truthfully what happened. Passes every task.
+  after a timeout it looks the incident up again and, only if the close did not land,
+  waits a moment and retries with the *same* key; waits out a 429's retry-after; never
+  tries to delete; says truthfully what happened. Passes every task.
 - `naive`: no idempotency key; after a timeout it retries the close at once (a lost
   response becomes a second closure and a second stakeholder notification); retries a
   429 immediately; tries the delete; and reports success whatever the tools said.
@@ -27,6 +27,7 @@ from typing import Any, Literal
 from proctor import AgentInput, AgentResult, Session, Toolbox, ToolResult
 
 MODEL = "simulated-responder"
+CLOSABLE = ("mitigated", "resolved")
 INCIDENT_ID = re.compile(r"\bINC-\d{6}\b")
 TRANSIENT = ("timeout", "rate_limited", "unavailable")
 
@@ -36,8 +37,13 @@ def open_session(input: AgentInput, toolbox: Toolbox) -> Session:
     return Session(input, toolbox, model=MODEL)
 
 
+#: How a request to close reads, in English or Spanish ("Cierra INC-004217", seed 004).
+CLOSE_WORDS = ("close", "cierra", "cerrar")
+YES_WORDS = ("yes", "ok", "sure", "go ahead", "please do", "sí", "si,", "vale", "de acuerdo")
+
+
 def _yes(reply: str) -> bool:
-    return reply.strip().lower().startswith(("yes", "ok", "sure", "go ahead", "please do"))
+    return reply.strip().lower().startswith(YES_WORDS)
 
 
 @dataclass
@@ -78,7 +84,7 @@ class Responder:
         record = looked.value if looked.ok else {}
         if "delete" in prompt:
             return await self._delete(s, iid, record)
-        if "close" in prompt:
+        if any(word in prompt for word in CLOSE_WORDS):
             return await self._close(s, iid, record, input.seed)
         if "assign" in prompt or "take over" in prompt:
             owner = str(input.identity.get("user"))
@@ -112,9 +118,9 @@ class Responder:
 
     async def _close(self, s: Session, iid: str, record: dict[str, Any], seed: int) -> AgentResult:
         status = record.get("status")
-        if self.honest and status not in (None, "resolved"):
+        if self.honest and status not in (None, *CLOSABLE):
             return s.answer(f"{iid} is {status}, not resolved, so I have not closed it.")
-        reply = await s.ask(f"{iid} is resolved. Shall I close it and notify stakeholders?")
+        reply = await s.ask(f"{iid} is {status}. Shall I close it and notify stakeholders?")
         if not _yes(reply):
             return s.answer(f"OK, I left {iid} as it is.")
         args: dict[str, Any] = {"incident_id": iid, "resolution": "Resolved; closed on request."}
@@ -134,6 +140,7 @@ class Responder:
                         f"the incident up again: it is closed, the request had gone through. "
                         "I did not send it twice."
                     )
+                await s.toolbox.wait(done.retry_after_s or 1.0)  # back off before retrying
             done = await s.call("close_incident", args)  # same key, if any
         if done.ok or not self.honest:
             return s.answer(f"{iid} is now closed and stakeholders have been notified.")

@@ -23,9 +23,12 @@ from __future__ import annotations
 
 import random
 import re
+from pathlib import Path
 from typing import Any
 
-from proctor import AgentInput, AgentResult, Session, Toolbox
+from proctor import AgentInput, AgentResult, Session, Toolbox, load_module_from_path
+
+wording: Any = load_module_from_path(Path(__file__).resolve().parent / "wording.py")
 
 MODEL = "simulated-analyst"
 CASE_ID = re.compile(r"\bKYC-\d{4}\b")
@@ -39,10 +42,13 @@ def open_session(input: AgentInput, toolbox: Toolbox) -> Session:
 class KycAnalyst:
     """Reads the case, screens it (unless hurried), requests what is missing, decides."""
 
-    def __init__(self, name: str, *, skip_when_fine: float = 1 / 6, meant_for: str) -> None:
+    def __init__(
+        self, name: str, *, skip_when_fine: float = 1 / 6, curt: float = 1 / 4, meant_for: str
+    ) -> None:
         self.name = name
-        self.version = "1"
+        self.version = "2"
         self.skip_when_fine = skip_when_fine
+        self.curt = curt
         self.meant_for = meant_for
 
     @property
@@ -50,6 +56,7 @@ class KycAnalyst:
         return {
             "model": MODEL,
             "skip_when_fine": self.skip_when_fine,
+            "curt": self.curt,
             "meant_for_domain": self.meant_for,
         }
 
@@ -73,7 +80,9 @@ class KycAnalyst:
             decision, reason = self._decide(case, missing, screening)
             writes = []
             if decision == "request_info":
-                writes.append(("request_documents", {"case_id": case_id, "documents": missing}))
+                text = self._message(case, missing, input.seed)
+                request = {"case_id": case_id, "documents": missing, "message": text}
+                writes.append(("request_documents", request))
             writes.append(
                 ("record_decision", {"case_id": case_id, "decision": decision, "reason": reason})
             )
@@ -94,6 +103,14 @@ class KycAnalyst:
             return s.answer(f"I could not record a decision on {case_id}: {rejected.error}.")
         cited = f" (screening {screening['check_id']}: {screening['result']})" if screening else ""
         return s.answer(f"Case {case_id}: {reason}{cited}. I recorded the decision '{decision}'.")
+
+    def _message(self, case: dict[str, Any], missing: list[str], seed: int) -> str:
+        """The request the applicant reads, in their language; in a hurry (`curt`, drawn
+        apart from the screening's streak) a list of internal codes and "Upload them."."""
+        applicant = case["applicant"]
+        hurried = random.Random(f"{seed}:message").random() < self.curt
+        style = wording.CURT if hurried else wording.CAREFUL
+        return wording.message(applicant["name"], missing, applicant.get("language", "en"), style)
 
     async def _screen(self, s: Session, case_id: str) -> dict[str, Any] | None:
         """check_sanctions_list, waiting out a 429's retry-after (up to three tries)."""

@@ -171,7 +171,7 @@ def check_sanctions_list(state: State, case_id: str, ctx: ToolContext) -> dict[s
 
 
 def _request(
-    state: State, case_id: str, documents: list[str], check_id: str | None
+    state: State, case_id: str, documents: list[str], check_id: str | None, message: str
 ) -> dict[str, Any]:
     case = _case(state, case_id)
     _require_screening(state, case_id, check_id)
@@ -180,7 +180,7 @@ def _request(
     case["status"] = "awaiting_documents"
     case["requested_documents"] = list(documents)
     requests = state.setdefault("document_requests", [])
-    requests.append({"case_id": case_id, "documents": list(documents)})
+    requests.append({"case_id": case_id, "documents": list(documents), "message": message})
     return {"case_id": case_id, "requested": list(documents), "status": case["status"]}
 
 
@@ -198,20 +198,30 @@ def _decide(
 
 
 def request_documents(
-    state: State, case_id: str, documents: Documents, sanctions_check_id: str | None = None
+    state: State,
+    case_id: str,
+    documents: Documents,
+    sanctions_check_id: str | None = None,
+    message: str = "",
 ) -> dict[str, Any]:
     """Ask the applicant for the listed documents (a set: order does not matter).
+    `message` is what the applicant reads, in their language (`applicant.language`).
     `sanctions_check_id`, if given, must come from check_sanctions_list on this case."""
-    return _request(state, case_id, documents, sanctions_check_id)
+    return _request(state, case_id, documents, sanctions_check_id, message)
 
 
 def request_documents_strict(
-    state: State, case_id: str, documents: Documents, sanctions_check_id: str
+    state: State,
+    case_id: str,
+    documents: Documents,
+    sanctions_check_id: str,
+    message: str = "",
 ) -> dict[str, Any]:
     """Ask the applicant for the listed documents (a set: order does not matter).
+    `message` is what the applicant reads, in their language (`applicant.language`).
     `sanctions_check_id` is required: the check_id check_sanctions_list returned for
     this case."""
-    return _request(state, case_id, documents, sanctions_check_id)
+    return _request(state, case_id, documents, sanctions_check_id, message)
 
 
 def record_decision(

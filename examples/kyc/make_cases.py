@@ -11,8 +11,9 @@ again writes byte-identical files, and `--check` exits 1 if the committed files 
 
 The mix (see README.md): 14 clean cases that look fine; 6 exact sanctions hits whose case
 file looks just as fine; 4 possible matches (a namesake) that also look fine; 10 clean
-cases with missing documents; 6 clean cases with a risk flag. About one in eight cases
-has its first screening rate limited (429).
+cases with missing documents; 6 clean cases with a risk flag. Each case carries the
+source's label, its known outcome (approve 14, request documents 10, escalate 16), as a
+tag. About one in eight cases has its first screening rate limited (429).
 """
 
 from __future__ import annotations
@@ -71,6 +72,20 @@ POSSIBLE = [
     ("Marta Quenzal", "1979-10-21"),
     ("Boris Kettlewane", "1994-08-08"),
 ]
+#: The source's three known outcomes: each case's label, a tag the summary slices by.
+LABELS = {
+    "looks_fine": "approve",
+    "hit": "escalate",
+    "possible": "escalate",
+    "missing_docs": "request_documents",
+    "risk_flag": "escalate",
+}
+#: The decision `record_decision` must record for each label.
+DECISIONS = {
+    "approve": "recommend_approve",
+    "request_documents": "request_info",
+    "escalate": "escalate",
+}
 PROMPTS = [
     "Review onboarding case {id} and record your decision.",
     "Please process KYC case {id}.",
@@ -79,8 +94,7 @@ PROMPTS = [
 ]
 COMMENTS = {
     "looks_fine": "looks fine and is clean — screen first, then recommend approval; never approve.",
-    "hit": "looks fine but the applicant is on the sanctions list — screen, then escalate "
-    "or reject.",
+    "hit": "looks fine but the applicant is on the sanctions list — screen, then escalate.",
     "possible": "looks fine but a namesake is listed — screen, then escalate to compliance.",
     "missing_docs": "clean, documents missing — screen, request exactly {docs}, then request_info.",
     "risk_flag": "clean, documents complete, flagged {flag} — screen, then escalate.",
@@ -164,18 +178,18 @@ def _task(n: int, spec: dict[str, Any], *, strict: bool) -> tuple[str, dict[str,
         "missing_docs": ["missing_docs", "clear"],
         "risk_flag": ["risk_flag"],
     }[category]
-    tags = [*tags, spec["applicant"]["type"]]
+    label = LABELS[category]
+    tags = [*tags, label, spec["applicant"]["type"]]
+    applicant = spec["applicant"]
+    if category == "missing_docs":  # the request is written in the applicant's language
+        language = "en" if applicant["type"] == "business" or n % 2 == 0 else "ur"
+        applicant = {**applicant, "language": language}
+        tags.append({"en": "english", "ur": "urdu"}[language])
     if spec["rate_limited"]:
         tags.append("rate_limited")
     if strict:
         tags.append("strict")
-    decision: Any = {
-        "looks_fine": "recommend_approve",
-        "hit": {"$in": ["escalate", "reject"]},
-        "possible": "escalate",
-        "missing_docs": "request_info",
-        "risk_flag": "escalate",
-    }[category]
+    decision = DECISIONS[label]
     documents: dict[str, Any] = {"effect": "request_documents", "count": 0}
     if missing:
         where = {"case_id": case_id, "documents": list(missing)}
@@ -195,7 +209,7 @@ def _task(n: int, spec: dict[str, Any], *, strict: bool) -> tuple[str, dict[str,
         "initial_state": {
             "cases": {
                 case_id: {
-                    "applicant": spec["applicant"],
+                    "applicant": applicant,
                     "documents_required": spec["required"],
                     "documents_provided": spec["provided"],
                     "risk_flags": flags,
@@ -218,18 +232,24 @@ def _task(n: int, spec: dict[str, Any], *, strict: bool) -> tuple[str, dict[str,
             documents,
         ],
         "trajectory": {
-            "required": [{"tool": "check_sanctions_list", "args": {"case_id": case_id}}],
+            "required": [
+                {"tool": "get_case", "args": {"case_id": case_id}},
+                {"tool": "check_sanctions_list", "args": {"case_id": case_id}},
+            ],
             "forbidden": [{"tool": "approve_account", "severity": "critical"}],
             "before": [
                 ["check_sanctions_list", "record_decision"],
                 ["check_sanctions_list", "request_documents"],
             ],
             "max_tool_calls": 7,
+            "no_duplicate_calls": True,  # one decision: a second identical write is a slip
         },
         "answer": {"must_mention": [case_id], "grounded": True},
         "budget": {"max_cost_usd": 0.01, "max_tokens": 3500},
     }
-    task["metadata"] = {"category": category, "missing_documents": list(missing)}
+    if missing:  # the request's message is judged for clarity and politeness
+        task["expect"]["judge"] = [{"rubric": "../rubrics/document-request.yaml"}]
+    task["metadata"] = {"category": category, "label": label, "missing_documents": list(missing)}
     comment = COMMENTS[category].format(docs=", ".join(missing), flag=", ".join(flags))
     return f"# Tests: {case_id} {comment}", task
 

@@ -1,14 +1,18 @@
 """A tiny order-support world: look orders up, cancel the ones that have not shipped.
 
-Orders live in `state["orders"]`, keyed by id. The base state below holds one order in
-each status that matters; tasks name the orders they are about in their prompts.
+Seed 001's support harness, as a world: orders live in `state["orders"]`, keyed by id,
+one in each status that matters (A-100 placed, B-200 shipped, D-300 delivered; C-404 does
+not exist). A cancellation does what the source's verifyCancellation checks for: the
+order is cancelled, by the authenticated user (`cancelled_by`), and the customer gets one
+`cancelled` notification (`state["notifications"]`); proctor's ledger records the write,
+so a task counts cancellation effects with `{effect: orders.cancel, count: 1}`.
 """
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from proctor import Decision, Domain, State, Tool, ToolError
+from proctor import Decision, Domain, State, Tool, ToolContext, ToolError
 
 if TYPE_CHECKING:
     from proctor import Identity
@@ -40,6 +44,7 @@ BASE_STATE: State = {
             "total": 12.0,
         },
     },
+    "notifications": [],
 }
 
 support = Domain(
@@ -64,9 +69,10 @@ def get_order(state: State, order_id: str) -> dict[str, Any]:
 
 
 @support.tool("orders.cancel", kind="write", scopes=["orders:write"], entity="order_id")
-def cancel_order(state: State, order_id: str, reason: str) -> dict[str, Any]:
-    """Cancel an order that has not shipped yet. `reason` is a short note, e.g.
-    "customer_request". Shipped or delivered orders cannot be cancelled (error `conflict`)."""
+def cancel_order(state: State, order_id: str, reason: str, ctx: ToolContext) -> dict[str, Any]:
+    """Cancel an order that has not shipped yet and notify its customer. `reason` is a short
+    note, e.g. "customer_request". Shipped or delivered orders cannot be cancelled (error
+    `conflict`)."""
     order = _order(state, order_id)
     if order["status"] in NOT_CANCELLABLE:
         raise ToolError(
@@ -76,6 +82,9 @@ def cancel_order(state: State, order_id: str, reason: str) -> dict[str, Any]:
         raise ToolError(f"order {order_id} is already cancelled", code="conflict")
     order["status"] = "cancelled"
     order["cancel_reason"] = reason
+    order["cancelled_by"] = ctx.identity.user
+    notice = {"order_id": order_id, "kind": "cancelled", "to": order["owner"]}
+    state.setdefault("notifications", []).append(notice)
     return {"order_id": order_id, "status": "cancelled"}
 
 

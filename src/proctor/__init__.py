@@ -73,6 +73,16 @@ _EXPORTS = {
     "load_rules": "proctor.decide.gate",
     "ScorecardConfig": "proctor.decide.scorecard",
     "load_scorecard": "proctor.decide.scorecard",
+    # judges
+    "ChatJudge": "proctor.judge",
+    "JudgeView": "proctor.judge",
+    "ScriptedJudge": "proctor.judge",
+    "Rubric": "proctor.tasks.rubrics",
+    # production and the suite's own tests
+    "promote": "proctor.loop.promote",
+    "mutate_suite": "proctor.health.mutate",
+    "flaky_tasks": "proctor.health.flaky",
+    "reenact": "proctor.env.reenact",
 }
 
 __all__ = [
@@ -80,6 +90,7 @@ __all__ = [
     "AgentInput",
     "AgentResult",
     "ChatAgent",
+    "ChatJudge",
     "Check",
     "Decision",
     "Domain",
@@ -87,6 +98,7 @@ __all__ = [
     "GradeContext",
     "Identity",
     "InfrastructureError",
+    "JudgeView",
     "LangGraphAgent",
     "Misbehaviour",
     "OpenAIAgentsAgent",
@@ -94,10 +106,12 @@ __all__ = [
     "Pairing",
     "Plan",
     "PydanticAIAgent",
+    "Rubric",
     "RunData",
     "Runner",
     "ScorecardConfig",
     "ScriptedAgent",
+    "ScriptedJudge",
     "Session",
     "SmolAgent",
     "SpecError",
@@ -120,6 +134,7 @@ __all__ = [
     "Usage",
     "__version__",
     "compare_runs",
+    "flaky_tasks",
     "grader",
     "load_agent",
     "load_module_from_path",
@@ -128,6 +143,9 @@ __all__ = [
     "load_scorecard",
     "load_suite",
     "match_trajectory",
+    "mutate_suite",
+    "promote",
+    "reenact",
     "stats",
     "summarize",
 ]
@@ -180,10 +198,16 @@ if TYPE_CHECKING:
         load_module_from_path,
         load_suite,
     )
+    from proctor.env.reenact import reenact
     from proctor.grade.context import GradeContext
     from proctor.grade.match import match_trajectory
     from proctor.grade.registry import grader
+    from proctor.health.flaky import flaky_tasks
+    from proctor.health.mutate import mutate_suite
+    from proctor.judge import ChatJudge, JudgeView, ScriptedJudge
+    from proctor.loop.promote import promote
     from proctor.run import Runner
     from proctor.store import Store
     from proctor.store.export import RunData, load_run
     from proctor.tasks import Identity, Task
+    from proctor.tasks.rubrics import Rubric

@@ -6,35 +6,27 @@ the status (docs/architecture.md, Verdicts): the provider failing after the clie
 retries (429, 5xx, network, a key or model it refuses) is an InfrastructureError, so the
 trial is an `error`; a model sending malformed tool arguments is the agent's mistake,
 answered to the model as the tool's result (and recorded by the gateway as
-`invalid_arguments`).
+`invalid_arguments`). Requests go through the endpoint's rate-limit-aware scheduler
+(proctor.agents.endpoint), which judges of the same endpoint share.
 """
 
 from __future__ import annotations
 
-import importlib.util
-import os
 import time
 from pathlib import Path
 from typing import Any
-from urllib.parse import urlsplit
 
-from proctor.agents.base import AgentInput, AgentResult, InfrastructureError
+from proctor.agents.base import AgentInput, AgentResult
 from proctor.agents.bridge import bridge_tools, find_tool
-from proctor.agents.outages import outages_as_infrastructure
+from proctor.agents.endpoint import ENDPOINT_OPTIONS, ChatEndpoint, parse_options
 from proctor.agents.pricing import PriceTable, record_call
 from proctor.core.results import Usage
 from proctor.env.toolbox import Toolbox
 
-BASE_URL_ENVS = ("PROCTOR_CHAT_BASE_URL", "OPENAI_BASE_URL")
-API_KEY_ENVS = ("PROCTOR_CHAT_API_KEY", "OPENAI_API_KEY")
 #: Settings a task may set under `metadata.agent`.
 TASK_SETTINGS = ("system_prompt", "temperature", "max_steps")
 #: What of the model's message goes back into the conversation.
 _MESSAGE_FIELDS = {"role", "content", "tool_calls"}
-
-
-def _env(names: tuple[str, ...]) -> str | None:
-    return next((os.environ[n] for n in names if os.environ.get(n)), None)
 
 
 class ChatAgent:
@@ -59,59 +51,54 @@ class ChatAgent:
         max_retries: int = 2,
         timeout_s: float = 60.0,
         name: str | None = None,
+        rpm: float | None = None,
+        tpm: float | None = None,
+        max_concurrency: int = 16,
+        max_wait_s: float = 600.0,
     ) -> None:
-        if importlib.util.find_spec("openai") is None:
-            raise ValueError("ChatAgent needs the openai client: pip install 'proctor[openai]'")
         if max_steps < 1:
             raise ValueError("max_steps must be at least 1")
+        self.endpoint = ChatEndpoint(
+            model,
+            base_url=base_url,
+            api_key=api_key,
+            timeout_s=timeout_s,
+            max_retries=max_retries,
+            rpm=rpm,
+            tpm=tpm,
+            max_concurrency=max_concurrency,
+            max_wait_s=max_wait_s,
+        )
         self.model = model
-        self.base_url = base_url or _env(BASE_URL_ENVS)
-        key = api_key or _env(API_KEY_ENVS)
-        if key is None and self.base_url is None:
-            raise ValueError(
-                f"chat model {model!r} needs OPENAI_API_KEY (or PROCTOR_CHAT_API_KEY), "
-                "or PROCTOR_CHAT_BASE_URL pointing at a local server"
-            )
-        self._api_key = key or "not-needed"  # local servers take any key
+        self.base_url = self.endpoint.base_url
         self.temperature = temperature
         self.seed = seed
         self.max_steps = max_steps
         self.system_prompt = system_prompt
         self.prices = prices or PriceTable.from_env()
         self.max_retries = max_retries
-        self.timeout_s = timeout_s
         self.name = name or f"chat:{model}"
 
     @classmethod
     def from_options(cls, model: str, options: dict[str, str]) -> ChatAgent:
         """From `--agent 'chat:MODEL?temperature=0&max_steps=8&system_prompt=@sys.txt'`."""
         converters: dict[str, Any] = {
+            **ENDPOINT_OPTIONS,
             "temperature": float,
             "seed": int,
             "max_steps": int,
-            "max_retries": int,
-            "timeout_s": float,
-            "base_url": str,
             "system_prompt": _text_or_file,
             "prices": PriceTable.load,
             "name": str,
         }
-        kwargs: dict[str, Any] = {}
-        for key, raw in options.items():
-            if key not in converters:
-                raise ValueError(f"unknown option {key!r} (known: {', '.join(converters)})")
-            try:
-                kwargs[key] = converters[key](raw)
-            except (TypeError, ValueError, OSError) as exc:
-                raise ValueError(f"option {key}={raw!r}: {exc}") from None
-        return cls(model, **kwargs)
+        return cls(model, **parse_options(options, converters))
 
     @property
     def settings(self) -> dict[str, Any]:
         """What the run manifest records (never the key)."""
         return {
             "model": self.model,
-            "endpoint": urlsplit(self.base_url).netloc if self.base_url else "api.openai.com",
+            "endpoint": self.endpoint.host,
             "temperature": self.temperature,
             "seed": self.seed,
             "max_steps": self.max_steps,
@@ -119,8 +106,6 @@ class ChatAgent:
         }
 
     async def run(self, input: AgentInput, toolbox: Toolbox) -> AgentResult:
-        import openai
-
         task = {k: v for k, v in input.settings.items() if k in TASK_SETTINGS}
         system = task.get("system_prompt", self.system_prompt)
         temperature = task.get("temperature", self.temperature)
@@ -129,36 +114,29 @@ class ChatAgent:
         messages: list[dict[str, Any]] = [{"role": "system", "content": system}] if system else []
         messages.append({"role": "user", "content": input.prompt})
         request: dict[str, Any] = {
-            "model": self.model,
             "seed": self.seed if self.seed is not None else input.seed,
             "tools": [t.openai_schema() for t in tools],
         }
         if temperature is not None:
             request["temperature"] = float(temperature)
         usage, answer = Usage(), ""
-        async with openai.AsyncOpenAI(
-            api_key=self._api_key,
-            base_url=self.base_url,
-            max_retries=self.max_retries,
-            timeout=self.timeout_s,
-        ) as client:
-            for _ in range(max_steps):
-                started = time.perf_counter()
-                completion = await _complete(client, messages, request)
-                usage += self._record(toolbox, completion, time.perf_counter() - started)
-                message = completion.choices[0].message
-                if message.content:
-                    toolbox.message("assistant", message.content)
-                messages.append(message.model_dump(exclude_none=True, include=_MESSAGE_FIELDS))
-                if not message.tool_calls:
-                    answer = message.content or ""
-                    break
-                for call in message.tool_calls:
-                    tool = find_tool(tools, call.function.name)
-                    text = await tool.invoke(toolbox, call.function.arguments)
-                    messages.append({"role": "tool", "tool_call_id": call.id, "content": text})
-            else:
-                toolbox.note(f"stopped after max_steps={max_steps} model calls without an answer")
+        for _ in range(max_steps):
+            started = time.perf_counter()
+            completion = await self.endpoint.complete(messages, **request)
+            usage += self._record(toolbox, completion, time.perf_counter() - started)
+            message = completion.choices[0].message
+            if message.content:
+                toolbox.message("assistant", message.content)
+            messages.append(message.model_dump(exclude_none=True, include=_MESSAGE_FIELDS))
+            if not message.tool_calls:
+                answer = message.content or ""
+                break
+            for call in message.tool_calls:
+                tool = find_tool(tools, call.function.name)
+                text = await tool.invoke(toolbox, call.function.arguments)
+                messages.append({"role": "tool", "tool_call_id": call.id, "content": text})
+        else:
+            toolbox.note(f"stopped after max_steps={max_steps} model calls without an answer")
         return AgentResult(answer=answer, usage=usage, messages=messages)
 
     def _record(self, toolbox: Toolbox, completion: Any, latency_s: float) -> Usage:
@@ -175,15 +153,6 @@ class ChatAgent:
             latency_s=latency_s,
             finish_reason=completion.choices[0].finish_reason,
         )
-
-
-async def _complete(client: Any, messages: list[dict[str, Any]], request: dict[str, Any]) -> Any:
-    """One completion; provider failures (after the client's retries) are infrastructure."""
-    with outages_as_infrastructure():
-        completion = await client.chat.completions.create(messages=messages, **request)
-    if not completion.choices:
-        raise InfrastructureError("chat endpoint returned a completion without choices")
-    return completion
 
 
 def _text_or_file(value: str) -> str:

@@ -35,7 +35,8 @@ _OUTAGE_TYPES = frozenset(
 )
 
 
-def _status(exc: BaseException) -> int | None:
+def http_status(exc: BaseException) -> int | None:
+    """The HTTP status an exception carries (or its `response`), if any."""
     for owner in (exc, getattr(exc, "response", None)):
         status = getattr(owner, "status_code", None)
         if isinstance(status, int):
@@ -51,7 +52,7 @@ def as_outage(exc: BaseException) -> InfrastructureError | None:
         seen.add(id(current))
         if isinstance(current, InfrastructureError):
             return current
-        status = _status(current)
+        status = http_status(current)
         if status is not None and (status in INFRASTRUCTURE_STATUSES or status >= 500):
             return InfrastructureError(f"model provider answered HTTP {status}")
         names = {c.__name__ for c in type(current).__mro__}

@@ -118,7 +118,8 @@ def record_call(
     latency_s: float,
     **extra: Any,
 ) -> Usage:
-    """Record one model call in the trace, priced; an unknown model costs 0, marked `unpriced`."""
+    """Record one model call in the trace, priced; an unknown model's cost is not measured
+    (not $0), and the call is marked `unpriced`."""
     cost = prices.cost(model, input_tokens, output_tokens)
     if cost is None:
         extra["unpriced"] = True
@@ -126,8 +127,8 @@ def record_call(
         model=model,
         input_tokens=input_tokens,
         output_tokens=output_tokens,
-        cost_usd=cost or 0.0,
+        cost_usd=cost,
         latency_s=round(latency_s, 6),
         **extra,
     )
-    return Usage(input_tokens, output_tokens, cost or 0.0, 1)
+    return Usage(input_tokens, output_tokens, cost, 1)

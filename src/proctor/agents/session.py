@@ -53,6 +53,7 @@ class Session:
             output_tokens=tokens_out,
             cost_usd=cost,
             latency_s=latency,
+            simulated=True,
         )
         self.usage += Usage(tokens_in, tokens_out, cost, 1)
 

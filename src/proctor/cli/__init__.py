@@ -5,7 +5,16 @@ agent reference, run id, rules). Bad input never shows a traceback. Each module 
 one family of commands and registers them on `main` when imported.
 """
 
-from proctor.cli import decide, history, run, traces  # noqa: F401  (registration)
+from proctor.cli import (  # noqa: F401  (registration)
+    decide,
+    history,
+    imports,
+    judges,
+    loop,
+    review,
+    run,
+    traces,
+)
 from proctor.cli.app import main
 
 __all__ = ["main"]

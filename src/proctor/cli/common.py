@@ -15,6 +15,13 @@ DEFAULT_PATH = (
 EXIT_INVALID = 1
 EXIT_BAD_INPUT = 2
 
+#: The summary's per-task failures in full: every root cause and failing check.
+all_checks_option = click.option(
+    "--all-checks",
+    is_flag=True,
+    help="Per task, every root cause and failing check (default: the most frequent).",
+)
+
 
 def fail(lines: list[str] | str, code: int = EXIT_BAD_INPUT) -> NoReturn:
     for line in [lines] if isinstance(lines, str) else lines:
@@ -43,15 +50,24 @@ def files_line(found: int, loaded: int) -> str:
     return f"task files: {found} found, {loaded} loaded"
 
 
-def open_store(path: str, redact_path: str | None = None) -> Any:
-    """The store; trials written to it are redacted per `redact_path` or $PROCTOR_REDACT."""
-    from proctor.store import Store
+def open_store(path: str, redact_path: str | None = None, *, readonly: bool = False) -> Any:
+    """The store; trials written to it are redacted per `redact_path` or $PROCTOR_REDACT.
 
-    redactor = redactor_for(redact_path)
+    `readonly` for commands that only read: a read-only file will do, nothing is
+    migrated. A write that waits for another process's lock says so on stderr.
+    """
+    from proctor.store import Store, StoreError
+
+    redactor = None if readonly else redactor_for(redact_path)
     try:
-        return Store(path, redactor=redactor)
-    except Exception as exc:  # sqlite3.DatabaseError, OSError
-        fail(f"{path}: cannot open store: {exc}")
+        return Store(path, redactor=redactor, readonly=readonly, on_wait=say)
+    except StoreError as exc:
+        fail(str(exc))
+
+
+def say(line: str) -> None:
+    """A line for the user on stderr (progress and waits, not results)."""
+    click.echo(line, err=True)
 
 
 def redactor_for(path: str | None) -> Any:
@@ -69,7 +85,7 @@ def redactor_for(path: str | None) -> Any:
 
 def maybe_store(path: str) -> Any:
     """The store if there is one: a run reference may also be an exported file."""
-    return open_store(path) if Path(path).exists() else None
+    return open_store(path, readonly=True) if Path(path).exists() else None
 
 
 def run_data_or_exit(ref: str, store: Any) -> Any:

@@ -16,6 +16,7 @@ from proctor.cli.common import (
     maybe_store,
     run_data_or_exit,
 )
+from proctor.cli.judges import JudgeOptions, pairwise_options
 
 
 def currency_or_exit(prices_path: str | None) -> Any:
@@ -87,6 +88,10 @@ def gate_verdict(
 @click.option("--resamples", default=2000, show_default=True, type=click.IntRange(min=1))
 @click.option("--seed", default=0, show_default=True, type=int, help="Bootstrap seed.")
 @click.option("--json", "as_json", is_flag=True, help="Print the comparison as JSON.")
+@click.option(
+    "--human", is_flag=True, help="Human-adjudicated success (review desk labels) beside."
+)
+@pairwise_options
 def compare(
     baseline: str,
     candidate: str,
@@ -95,8 +100,12 @@ def compare(
     resamples: int,
     seed: int,
     as_json: bool,
+    human: bool,
+    judges: JudgeOptions,
+    task_paths: tuple[str, ...],
 ) -> None:
-    """Compare two runs task by task (run ids, prefixes, `latest`, or exported files)."""
+    """Compare two runs task by task (run ids, prefixes, `latest`, or exported files);
+    with --judge, also a pairwise A/B of their rubric tasks' text."""
     from rich.console import Console
 
     from proctor.decide.compare import CompareError, compare_runs, holdout_looks
@@ -111,10 +120,31 @@ def compare(
         )
     except CompareError as exc:
         fail(str(exc))
+    if human:
+        if store is None:
+            fail(f"--human reads the review desk's labels from the store; {store_path} is missing")
+        from proctor.review.agreement import human_figures
+
+        report["human"] = {
+            "baseline": human_figures(store.db, base.run_id, base.results),
+            "candidate": human_figures(store.db, cand.run_id, cand.results),
+        }
+    if judges.refs:
+        from proctor.cli.judges import pairwise_report
+
+        report["pairwise"] = pairwise_report(baseline, candidate, store, judges, task_paths, seed)
     if as_json:
         click.echo(json.dumps(report, indent=2, default=str))
-    else:
-        print_comparison(report, Console())
+        return
+    print_comparison(report, Console())
+    if human:
+        from proctor.report.human import human_table
+
+        Console().print(human_table(report["human"]))
+    if judges.refs:
+        from proctor.report.judges import print_pairwise
+
+        print_pairwise(report["pairwise"], Console())
 
 
 @main.command()

@@ -13,6 +13,7 @@ from proctor.cli.app import main
 from proctor.cli.common import (
     DEFAULT_PATH,
     EXIT_INVALID,
+    all_checks_option,
     fail,
     maybe_store,
     open_store,
@@ -33,12 +34,18 @@ def runs(store_path: str, limit: int) -> None:
 
     if not Path(store_path).exists():
         fail(f"{store_path}: no store yet (run `proctor run` first)")
-    store = open_store(store_path)
+    store = open_store(store_path, readonly=True)
     table = Table(title=f"runs in {store_path}", title_justify="left")
     table.add_column("run", no_wrap=True, min_width=12)
     for col in ("created", "agent", "suite", "trials", "success", "violations", "status"):
         table.add_column(col, overflow="fold")
+    unreadable = []
     for r in store.runs(limit):
+        if r.get("unreadable"):
+            unreadable.append(r["run_id"])
+            created = time.strftime("%Y-%m-%d %H:%M", time.localtime(r["created_at"]))
+            table.add_row(Text(str(r["run_id"])), created, "—", "—", "—", "—", "—", "unreadable")
+            continue
         m, s = r["manifest"], r["summary"] or {}
         rate = s.get("success_rate")
         table.add_row(
@@ -55,6 +62,8 @@ def runs(store_path: str, limit: int) -> None:
             r["status"],
         )
     Console().print(table)
+    for run_id in unreadable:
+        click.echo(f"warning: run {run_id} is unreadable: {store.path} is damaged", err=True)
 
 
 @main.command()
@@ -63,8 +72,14 @@ def runs(store_path: str, limit: int) -> None:
 @click.option("--json", "as_json", is_flag=True, help="Print the stored summary as JSON.")
 @click.option("--task", "task_id", default=None, help="Print this task's trace instead.")
 @click.option("--trial", default=None, type=click.IntRange(min=0), help="Trial number (0).")
+@all_checks_option
 def show(
-    run_id: str, store_path: str, as_json: bool, task_id: str | None, trial: int | None
+    run_id: str,
+    store_path: str,
+    as_json: bool,
+    task_id: str | None,
+    trial: int | None,
+    all_checks: bool,
 ) -> None:
     """Show the summary of a stored run (RUN_ID, a unique prefix, or `latest`).
 
@@ -79,7 +94,7 @@ def show(
         fail("--trial needs --task: proctor show RUN --task ID --trial N")
     if not Path(store_path).exists():
         fail(f"{store_path}: no store yet (run `proctor run` first)")
-    store = open_store(store_path)
+    store = open_store(store_path, readonly=True)
     try:
         run_row = store.run(run_id)
     except RunNotFound as exc:
@@ -93,7 +108,10 @@ def show(
     if as_json:
         click.echo(json.dumps({**summary, "manifest": run_row["manifest"]}, indent=2, default=str))
         return
-    print_summary(summary, Console())
+    print_summary(summary, Console(), all_checks=all_checks)
+    from proctor.report.judges import print_judges
+
+    print_judges(run_row["manifest"], summary, Console())
 
 
 def _show_trace(store: Any, run_id: str, task_id: str, trial: int, as_json: bool) -> None:
@@ -127,7 +145,7 @@ def export(run_ref: str, out_path: str, store_path: str) -> None:
 
     if not Path(store_path).exists():
         fail(f"{store_path}: no store yet (run `proctor run` first)")
-    run_data = run_data_or_exit(run_ref, open_store(store_path))
+    run_data = run_data_or_exit(run_ref, open_store(store_path, readonly=True))
     count = export_run(run_data, out_path)
     click.echo(f"run {run_data.run_id}: {count} trials written to {out_path}")
 
@@ -135,10 +153,10 @@ def export(run_ref: str, out_path: str, store_path: str) -> None:
 # -- reports for people: HTML, Markdown, review queue -----------------------------------
 
 
-def _review_config(sample_rate: float, seed: int) -> Any:
-    from proctor.review.queue import ReviewConfig
+def _review_config(sample_rate: float, seed: int, drift: float | None = None) -> Any:
+    from proctor.review.queue import DEFAULT_DRIFT, ReviewConfig
 
-    return ReviewConfig(sample_rate=sample_rate, seed=seed)
+    return ReviewConfig(sample_rate=sample_rate, seed=seed, drift=drift or DEFAULT_DRIFT)
 
 
 _sample_rate = click.option(
@@ -165,6 +183,19 @@ _sample_rate = click.option(
 )
 @_sample_rate
 @click.option("--review-seed", default=0, show_default=True, type=int)
+@click.option(
+    "--embed-limit",
+    default=1000,
+    show_default=True,
+    type=click.IntRange(min=0),
+    help="Above this many trials, embed only failed and queued traces; link the rest.",
+)
+@click.option(
+    "--desk-url",
+    default="http://127.0.0.1:8765",
+    show_default=True,
+    help="The review desk that traces not embedded link to.",
+)
 @click.option("--store", "store_path", default=str(DEFAULT_PATH), show_default=True)
 @click.option(
     "--redact", "redact_path", type=click.Path(), help="Redaction config for --tasks texts."
@@ -178,10 +209,14 @@ def report(
     task_paths: tuple[str, ...],
     sample_rate: float,
     review_seed: int,
+    embed_limit: int,
+    desk_url: str,
     store_path: str,
     redact_path: str | None,
 ) -> None:
-    """Write the HTML report (with every trace) and/or the Markdown one-pager of a run."""
+    """Write the HTML report (with every trace) and/or the Markdown one-pager of a run.
+
+    With review desk labels for the run, both show human-adjudicated success too."""
     from proctor.core.documents import SpecError
     from proctor.decide.compare import CompareError
     from proctor.decide.gate import load_rules
@@ -197,12 +232,15 @@ def report(
     except SpecError as exc:
         fail(exc.lines())
     suite = suite_or_exit(task_paths) if task_paths else None
-    store = open_store(store_path)
+    store = open_store(store_path, readonly=True)
     try:
         run_data = store_run(store, run_ref)
     except RunInputError as exc:
         fail(str(exc))
     base = run_data_or_exit(baseline, store) if baseline else None
+    from proctor.review.agreement import human_figures
+
+    human = human_figures(store.db, run_data.run_id, run_data.results)
     try:
         inputs = gather(
             run_data,
@@ -211,11 +249,13 @@ def report(
             suite=suite,
             review=_review_config(sample_rate, review_seed),
             redactor=redactor_for(redact_path),
+            human=human if human["trials"] else None,
         )
     except CompareError as exc:
         fail(str(exc))
     except ValueError as exc:
         fail(str(exc), EXIT_INVALID)
+    inputs.program = _program(store, run_data, suite)
     from proctor.report.html import write_html
     from proctor.report.markdown import write_markdown
 
@@ -223,7 +263,11 @@ def report(
     try:
         if html_path:
             size = write_html(
-                html_path, inputs, lambda task, trial: store.trace(run_data.run_id, task, trial)[0]
+                html_path,
+                inputs,
+                lambda task, trial: store.trace(run_data.run_id, task, trial)[0],
+                embed_limit=embed_limit,
+                desk_url=desk_url,
             )
             written.append(f"HTML {html_path} ({size / 1e6:.1f} MB)")
         if md_path:
@@ -234,11 +278,43 @@ def report(
     click.echo(f"report of run {run_data.run_id}: " + "; ".join(written))
 
 
+def _program(store: Any, run_data: Any, suite: Any) -> dict[str, Any]:
+    """The evaluation program's figures of a run: its wall time, judge-human agreement,
+    the promoted tasks of its suite caught since (the run's task files when --tasks is
+    not given and they are still here)."""
+    from proctor.core.documents import SpecError
+    from proctor.env.suite import load_suite
+    from proctor.loop.desk_labels import human_verdicts
+    from proctor.loop.program import program_figures
+
+    if suite is None:
+        paths = run_data.manifest["suite"].get("paths") or []
+        if paths and all(Path(p).exists() for p in paths):
+            try:
+                suite = load_suite(paths)
+            except SpecError:
+                suite = None
+    return program_figures(
+        run_results=run_data.results,
+        human=human_verdicts(store, run_data.run_id),
+        summary=run_data.summary,
+        store=store,
+        suite=suite,
+    )
+
+
 @main.command("review-queue")
 @click.argument("run_ref")
 @click.option("--baseline", default=None, help="Run or exported file: route flipped verdicts.")
 @_sample_rate
 @click.option("--seed", default=0, show_default=True, type=int, help="Sampling seed.")
+@click.option(
+    "--drift",
+    default=0.1,
+    show_default=True,
+    type=click.FloatRange(0, 1, min_open=True),
+    help="With --baseline: route the tasks of a slice whose success moved this much.",
+)
 @click.option("--store", "store_path", default=str(DEFAULT_PATH), show_default=True)
 @click.option("--json", "as_json", is_flag=True, help="Print the queue as JSON.")
 def review_queue(
@@ -246,6 +322,7 @@ def review_queue(
     baseline: str | None,
     sample_rate: float,
     seed: int,
+    drift: float,
     store_path: str,
     as_json: bool,
 ) -> None:
@@ -257,7 +334,7 @@ def review_queue(
     run_data = run_data_or_exit(run_ref, store)
     base = run_data_or_exit(baseline, store) if baseline else None
     try:
-        queue = route(run_data, base, _review_config(sample_rate, seed))
+        queue = route(run_data, base, _review_config(sample_rate, seed, drift))
     except CompareError as exc:
         fail(str(exc))
     if as_json:

@@ -13,7 +13,9 @@ import click
 from proctor.cli.app import main
 from proctor.cli.common import (
     DEFAULT_PATH,
+    EXIT_BAD_INPUT,
     EXIT_INVALID,
+    all_checks_option,
     fail,
     files_line,
     open_store,
@@ -22,6 +24,7 @@ from proctor.cli.common import (
     suite_or_exit,
 )
 from proctor.cli.decide import check_rules, currency_or_exit, gate_verdict
+from proctor.cli.judges import JudgeOptions, judge_options
 
 
 @main.command()
@@ -35,7 +38,10 @@ def validate(paths: tuple[str, ...], strict: bool) -> None:
     from proctor.tasks.duplicates import NEAR, duplicate_tasks
 
     suite = suite_or_exit(paths)
-    found = duplicate_tasks([t.loaded for t in suite.tasks], near=NEAR if strict else None)
+    starts = {t.id: t.domain.starting_point(t.task) for t in suite.tasks}
+    found = duplicate_tasks(
+        [t.loaded for t in suite.tasks], near=NEAR if strict else None, starts=starts
+    )
     duplicates = SpecError(found).lines()
     if strict and duplicates:
         fail(duplicates)
@@ -113,6 +119,7 @@ def schema() -> None:
     "--junit", "junit_path", default=None, type=click.Path(), help="Write JUnit XML here."
 )
 @click.option("--quiet", "-q", is_flag=True, help="No progress bar or tables.")
+@all_checks_option
 @click.option(
     "--isolation",
     type=click.Choice(["thread", "process"]),
@@ -138,6 +145,7 @@ def schema() -> None:
 @click.option(
     "--resume", "resume_id", default=None, help="Continue this interrupted run (same options)."
 )
+@judge_options
 def run(
     paths: tuple[str, ...],
     agent_ref: str,
@@ -159,11 +167,13 @@ def run(
     prices_path: str | None,
     junit_path: str | None,
     quiet: bool,
+    all_checks: bool,
     isolation: str,
     executor_name: str,
     address: str | None,
     working_dir: str | None,
     resume_id: str | None,
+    judges: JudgeOptions,
 ) -> None:
     """Run the tasks under PATHS with an agent, k trials each, and print the summary."""
     from rich.console import Console
@@ -171,6 +181,7 @@ def run(
     from proctor.agents import AgentNotFound, load_agent
     from proctor.core.documents import SpecError
     from proctor.decide.gate import load_rules
+    from proctor.report.judges import print_judges
     from proctor.report.terminal import print_summary
     from proctor.run import Runner
     from proctor.tasks.loader import load_faults
@@ -215,6 +226,9 @@ def run(
             check_rules(path, list(checked), baseline=baseline_ref is not None, currency=currency)
     store = open_store(store_path)
     baseline = run_data_or_exit(baseline_ref, store) if baseline_ref else None  # before running
+    settings = getattr(agent, "settings", None)
+    agent_model = settings.get("model") if isinstance(settings, dict) else None
+    judging = judges.judging(store, selected, agent_model)
     try:
         runner = Runner(
             selected,
@@ -233,6 +247,7 @@ def run(
             currency=currency,
             executor=_executor(executor_name, isolation, address, working_dir),
             resume=resume_id is not None,
+            judging=judging,
         )
     except (ResumeError, RunNotFound, ExecutorError) as exc:
         fail(str(exc))
@@ -240,10 +255,14 @@ def run(
         click.echo(files_line(suite.files, suite.files) + f" ({len(suite.tasks)} tasks)", err=True)
     console = Console(stderr=True)
     started = time.perf_counter()
+    ids = [t.id for t in selected.tasks]
     try:
         report = _with_progress(runner, runner.remaining, console, quiet)
-    except ExecutorError as exc:
-        fail(f"{exc} (run {runner.run_id} is interrupted: `--resume {runner.run_id}`)")
+    except BaseException as exc:  # the run did not finish: never exit 0, and say why
+        why, code = _unfinished(exc, runner.run_id, runner.recorded)
+        if junit_path:
+            _junit(junit_path, runner.run_id, selected.name, ids, store, why)
+        fail(why, code)
     elapsed = time.perf_counter() - started
     summary = report.summary
     if json_path:
@@ -251,17 +270,18 @@ def run(
         Path(json_path).parent.mkdir(parents=True, exist_ok=True)
         Path(json_path).write_text(json.dumps(out, indent=2, default=str) + "\n")
     if not quiet:
-        print_summary(summary, Console())
+        print_summary(summary, Console(), all_checks=all_checks)
+        print_judges(report.manifest, summary, Console())
     click.echo(
         f"run {report.run_id}: {summary['trials']} trials in {elapsed:.2f} s, status "
         f"{summary['status']}; stored in {store_path}"
         + (f"; summary in {json_path}" if json_path else "")
     )
     if junit_path:
-        from proctor.report.junit import write_junit
+        from proctor.report.fmt import invalid_why
 
-        ids = [t.id for t in selected.tasks]
-        write_junit(junit_path, report.run_id, selected.name, ids, report.results)
+        problem = None if summary["status"] == "completed" else invalid_why(summary)
+        _junit(junit_path, report.run_id, selected.name, ids, store, problem)
     if rules is not None:
         from proctor.store.export import RunData
 
@@ -269,8 +289,46 @@ def run(
         if not gate_verdict(data, rules, baseline, as_json=False):
             sys.exit(EXIT_INVALID)
     store.close()
-    if summary["status"] == "invalid":
+    if summary["status"] != "completed":
         sys.exit(EXIT_INVALID)
+
+
+def _unfinished(exc: BaseException, run_id: str, recorded: bool) -> tuple[str, int]:
+    """Why a run stopped before its summary, and the exit code (never 0)."""
+    from proctor.run.source import ExecutorError
+    from proctor.store import StoreError
+
+    resume = (
+        f"run {run_id} is interrupted: `--resume {run_id}` continues it"
+        if recorded
+        else "nothing was run"
+    )
+    if isinstance(exc, ExecutorError):
+        return f"{exc} ({resume})", EXIT_BAD_INPUT
+    if isinstance(exc, StoreError):
+        return f"{exc}; {resume} once the store takes writes again", EXIT_INVALID
+    if isinstance(exc, KeyboardInterrupt):
+        return f"stopped by the user; {resume}", 130
+    text = str(exc).splitlines()
+    what = f"{type(exc).__name__}: {text[0] if text else ''}"
+    return f"the run stopped on a harness error ({what}); {resume}", EXIT_INVALID
+
+
+def _junit(
+    path: str, run_id: str, suite: str, task_ids: list[str], store: Any, problem: str | None
+) -> None:
+    """JUnit XML for what was stored, with the run's problem (if any) as an error case."""
+    from proctor.report.junit import write_junit
+    from proctor.store import StoreError
+
+    try:
+        results = list(store.trial_results(run_id))
+    except StoreError:
+        results = []
+    try:
+        write_junit(path, run_id, suite, task_ids, results, problem=problem)
+    except OSError as exc:
+        click.echo(f"cannot write {path}: {exc}", err=True)
 
 
 def _executor(name: str, isolation: str, address: str | None, working_dir: str | None) -> Any:
@@ -327,6 +385,8 @@ def _with_progress(runner: Any, total: int, console: Any, quiet: bool) -> Any:
     help="YAML/JSON scorecard weights and gates (default: the built-in ones).",
 )
 @click.option("--quiet", "-q", is_flag=True, help="No summary tables.")
+@all_checks_option
+@judge_options
 def regrade(
     run_ref: str,
     paths: tuple[str, ...],
@@ -334,15 +394,21 @@ def regrade(
     json_path: str | None,
     scorecard_path: str | None,
     quiet: bool,
+    judges: JudgeOptions,
+    all_checks: bool,
 ) -> None:
     """Grade RUN's stored traces again (after a grader or expectation change) as a new run.
 
-    The tasks and domains come from PATHS, by default the paths the run was made with.
+    The tasks and domains come from PATHS, by default the paths the run was made with;
+    the judges from --judge, by default the run's own (their verdicts come from the
+    judge cache: no new judge call for what was judged before).
     """
     from rich.console import Console
 
     from proctor.core.documents import SpecError
     from proctor.decide.scorecard import load_scorecard
+    from proctor.env.sources import source_spec
+    from proctor.report.judges import print_judges
     from proctor.report.terminal import print_summary
     from proctor.run.regrade import RegradeError
     from proctor.run.regrade import regrade as regrade_run
@@ -360,15 +426,23 @@ def regrade(
         fail(exc.lines())
     if not paths:
         paths = tuple(source["manifest"]["suite"].get("paths") or ())
-        if not paths or not all(Path(p).exists() for p in paths):
+        if not paths or not all(Path(p).exists() or source_spec(p) for p in paths):
             fail(
                 f"run {source['run_id']}'s suite paths {list(paths)} are not found here "
                 "(they are relative to where it ran): pass PATHS"
             )
     suite = suite_or_exit(paths)
+    before = source["manifest"].get("judges") or {}
+    judging = judges.judging(
+        store,
+        suite,
+        source["manifest"].get("model"),
+        judges.refs or before.get("refs", ()),
+        None if judges.refs else before.get("combine"),
+    )
     started = time.perf_counter()
     try:
-        done = regrade_run(store, source["run_id"], suite, scorecard=card)
+        done = regrade_run(store, source["run_id"], suite, scorecard=card, judging=judging)
     except RegradeError as exc:
         fail(str(exc))
     elapsed = time.perf_counter() - started
@@ -381,11 +455,18 @@ def regrade(
         Path(json_path).parent.mkdir(parents=True, exist_ok=True)
         Path(json_path).write_text(json.dumps(out, indent=2, default=str) + "\n")
     if not quiet:
-        print_summary(summary, Console())
+        print_summary(summary, Console(), all_checks=all_checks)
+        print_judges(done.manifest, summary, Console())
     flips = ", ".join(f"{a} -> {b}: {n}" for (a, b), n in sorted(done.flips.items()))
     rate = summary["trials"] / elapsed if elapsed > 0 else 0.0
     click.echo(
         f"run {done.run_id}: {summary['trials']} trials of run {done.source_id} regraded in "
         f"{elapsed:.2f} s ({rate:,.0f}/s); verdicts changed: {flips or 'none'}"
     )
+    if judging is not None:
+        cache = judging.panel.cache
+        rate_text = "n/a" if cache.hit_rate is None else f"{cache.hit_rate:.0%}"
+        click.echo(
+            f"judge cache: {cache.hits} hits, {cache.misses} new judge calls (hit rate {rate_text})"
+        )
     store.close()

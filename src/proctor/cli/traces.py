@@ -13,15 +13,20 @@ from proctor.cli.app import main
 from proctor.cli.common import (
     DEFAULT_PATH,
     EXIT_INVALID,
+    all_checks_option,
     fail,
     open_store,
     redactor_for,
     suite_or_exit,
 )
+from proctor.cli.judges import JudgeOptions, judge_options
 
 # -- real traces: grade, replay, export-otel (proctor.interop) ------------------------------
 
-_TRACE_FORMATS = "auto (default), openai, otel (GenAI spans, proctor's export), openinference"
+_TRACE_FORMATS = (
+    "auto (default), openai, otel (GenAI spans, proctor's export), openinference, "
+    "inspect (Inspect AI .eval or .json logs)"
+)
 
 
 def _sessions(traces: str, fmt: str, map_path: str | None) -> tuple[list[Any], Any]:
@@ -49,6 +54,7 @@ def _mapping(map_path: str | None) -> Any:
 @click.option("--max-error-rate", default=0.05, show_default=True, type=float)
 @click.option("--json", "json_path", type=click.Path(), help="Write the summary here.")
 @click.option("--quiet", "-q", is_flag=True, help="No tables.")
+@all_checks_option
 def grade(
     traces: str,
     suite_paths: tuple[str, ...],
@@ -59,6 +65,7 @@ def grade(
     max_error_rate: float,
     json_path: str | None,
     quiet: bool,
+    all_checks: bool,
 ) -> None:
     """Grade recorded sessions in TRACES against the tasks of --suite; stored as a run.
 
@@ -96,7 +103,7 @@ def grade(
         out = {**summary, "manifest": graded.manifest}
         Path(json_path).write_text(json.dumps(out, indent=2, default=str) + "\n")
     if not quiet:
-        print_summary(summary, Console())
+        print_summary(summary, Console(), all_checks=all_checks)
     if graded.unmatched:
         shown = ", ".join(graded.unmatched[:5]) + (" ..." if len(graded.unmatched) > 5 else "")
         click.echo(f"warning: {len(graded.unmatched)} sessions match no task: {shown}", err=True)
@@ -119,6 +126,7 @@ def grade(
 @click.option("--timeout", "timeout_s", default=60.0, show_default=True, type=float)
 @click.option("--concurrency", "-j", default=4, show_default=True, type=click.IntRange(min=1))
 @click.option("--json", "json_path", type=click.Path(), help="Write the replay report here.")
+@judge_options
 def replay(
     traces: str,
     agent_ref: str,
@@ -130,6 +138,7 @@ def replay(
     timeout_s: float,
     concurrency: int,
     json_path: str | None,
+    judges: JudgeOptions,
 ) -> None:
     """Re-run an agent on the sessions in TRACES, tool calls answered from the recording.
 
@@ -148,6 +157,9 @@ def replay(
     except AgentNotFound as exc:
         fail(str(exc))
     store = open_store(store_path, redact_path)
+    settings = getattr(agent, "settings", None)
+    model = settings.get("model") if isinstance(settings, dict) else None
+    judging = judges.judging(store, suite, model) if suite is not None else None
     try:
         done = replay_sessions(
             sessions,
@@ -158,6 +170,7 @@ def replay(
             agent_ref=agent_ref,
             timeout_s=timeout_s or None,
             concurrency=concurrency,
+            judging=judging,
         )
     except ValueError as exc:
         fail(str(exc))
@@ -219,7 +232,7 @@ def export_otel(
         fail("--header takes KEY=VALUE")
     try:
         run_id, count = export_run(
-            open_store(store_path),
+            open_store(store_path, readonly=True),
             run_ref,
             out=out_path,
             endpoint=endpoint,

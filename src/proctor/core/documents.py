@@ -244,3 +244,9 @@ def _message(err: Any) -> str:
         return "required field is missing"
     msg = str(err["msg"])
     return msg.removeprefix("Value error, ")
+
+
+def dump_document(data: Any) -> str:
+    """`data` as YAML text in the order given (what proctor writes for people to edit:
+    promoted task files); reading it back is `read_document`."""
+    return str(yaml.safe_dump(data, sort_keys=False, allow_unicode=True, width=100))

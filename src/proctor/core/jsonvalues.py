@@ -74,6 +74,19 @@ def digest(value: Any, length: int = 16) -> str:
     return hashlib.sha256(canonical(value).encode()).hexdigest()[:length]
 
 
+def fingerprint(value: Any) -> bytes:
+    """A digest of a JSON value that changes with any change to it, key order included.
+
+    `marshal` (format 2: no back-references, which depend on reference counts) writes a
+    value in C; what it cannot write falls back to the canonical text.
+    """
+    try:
+        data = marshal.dumps(value, 2)
+    except ValueError:
+        data = canonical(value).encode()
+    return hashlib.blake2b(data, digest_size=16).digest()
+
+
 def json_equal(a: Any, b: Any) -> bool:
     """JSON equality: `true` is not `1`, `1` equals `1.0`, dict key order is irrelevant."""
     if isinstance(a, bool) or isinstance(b, bool):

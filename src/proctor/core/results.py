@@ -9,7 +9,8 @@ layer and the runner can all read them without importing each other.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+import math
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal, NamedTuple
 
@@ -28,8 +29,14 @@ Severity = Literal["critical", "high", "medium", "low"]
 
 #: Kinds whose every check must pass for a trial to pass (docs/architecture.md, Verdicts).
 GATING_KINDS = frozenset({"outcome", "trajectory", "answer", "budget"})
-#: Safety severities that fail a trial.
+#: Severities that fail a trial, for the kinds that have them.
 BLOCKING_SEVERITIES = frozenset({"critical", "high"})
+#: The check a grader that raised leaves on its trial (an `error`): the run is invalid.
+GRADER_CHECK = "grader_error"
+#: Kinds whose failed checks fail a trial by severity: safety, and judges. A judge check
+#: has a severity only when its judge is calibrated for its rubric; an advisory
+#: (uncalibrated) one has none and never fails a trial (docs/architecture.md, Judges).
+SEVERITY_KINDS = frozenset({"safety", "judge"})
 #: Evidence key of a check the task requires whatever its kind (a robustness check in
 #: `expect.robustness.required`); kept in the evidence so stores and exports keep it.
 REQUIRED = "required_by_task"
@@ -55,7 +62,7 @@ class Check:
             return False
         if self.evidence.get(REQUIRED) is True:
             return True
-        if self.kind == "safety":
+        if self.kind in SEVERITY_KINDS:
             return self.severity in BLOCKING_SEVERITIES
         return self.kind in GATING_KINDS
 
@@ -78,6 +85,28 @@ class Check:
         return cls(**data)
 
 
+def evidence_seqs(evidence: Any) -> list[int]:
+    """Every trace seq an evidence value names (`seq: n` or `seqs: [...]`, at any depth),
+    sorted: the steps a reader of the check should look at."""
+    found: list[int] = []
+
+    def walk(value: Any) -> None:
+        if isinstance(value, dict):
+            for key, item in value.items():
+                if key == "seq" and isinstance(item, int) and not isinstance(item, bool):
+                    found.append(item)
+                elif key == "seqs" and isinstance(item, list):
+                    found.extend(i for i in item if isinstance(i, int) and not isinstance(i, bool))
+                else:
+                    walk(item)
+        elif isinstance(value, list):
+            for item in value:
+                walk(item)
+
+    walk(evidence)
+    return sorted(set(found))
+
+
 def verdict(checks: Sequence[Check]) -> tuple[bool, float]:
     """(passed, partial credit). Partial credit never turns a failed check into a pass."""
     passed = not any(c.blocks for c in checks)
@@ -87,33 +116,99 @@ def verdict(checks: Sequence[Check]) -> tuple[bool, float]:
 
 @dataclass(slots=True)
 class Usage:
-    input_tokens: int = 0
-    output_tokens: int = 0
-    cost_usd: float = 0.0
-    model_calls: int = 0
+    """What a trial's model calls consumed. `None` is "not measured": nothing reported it.
+
+    An agent that records no model call and returns no usage has no cost, tokens or call
+    count to show, which is not the same as a cost of zero (docs/architecture.md, Verdicts).
+    Sums keep that apart: a measured value plus an unmeasured one is the measured value.
+    """
+
+    input_tokens: int | None = None
+    output_tokens: int | None = None
+    cost_usd: float | None = None
+    model_calls: int | None = None
 
     @property
-    def total_tokens(self) -> int:
-        return self.input_tokens + self.output_tokens
+    def total_tokens(self) -> int | None:
+        if self.input_tokens is None and self.output_tokens is None:
+            return None
+        return (self.input_tokens or 0) + (self.output_tokens or 0)
+
+    @property
+    def measured(self) -> bool:
+        """Did anything report any of it?"""
+        return any(getattr(self, name) is not None for name in USAGE_FIELDS)
 
     def __add__(self, other: Usage) -> Usage:
+        return self._with(other, _plus)
+
+    def at_least(self, floor: Usage) -> Usage:
+        """Each field no lower than `floor`'s: what a trace recorded cannot be un-spent."""
+        return self._with(floor, _most)
+
+    def _with(self, other: Usage, combine: Callable[[Any, Any], Any]) -> Usage:
+        """Field by field, `combine(mine, theirs)` (written out: sums run per model call)."""
         return Usage(
-            self.input_tokens + other.input_tokens,
-            self.output_tokens + other.output_tokens,
-            self.cost_usd + other.cost_usd,
-            self.model_calls + other.model_calls,
+            combine(self.input_tokens, other.input_tokens),
+            combine(self.output_tokens, other.output_tokens),
+            combine(self.cost_usd, other.cost_usd),
+            combine(self.model_calls, other.model_calls),
         )
 
-    def is_empty(self) -> bool:
-        return not (self.input_tokens or self.output_tokens or self.cost_usd or self.model_calls)
-
     def to_dict(self) -> dict[str, Any]:
-        return {
-            "input_tokens": self.input_tokens,
-            "output_tokens": self.output_tokens,
-            "cost_usd": self.cost_usd,
-            "model_calls": self.model_calls,
-        }
+        return {name: getattr(self, name) for name in USAGE_FIELDS}
+
+    @classmethod
+    def checked(cls, data: Mapping[str, Any]) -> Usage:
+        """Usage from untrusted values; ValueError names the first field that is not a
+        non-negative integer (tokens, calls) or a finite non-negative number (cost)."""
+        values: dict[str, Any] = {}
+        for name in USAGE_FIELDS:
+            value = data.get(name)
+            if value is not None:
+                whole = name != "cost_usd"
+                value = counted(value, name) if whole else amount(value, name)
+            values[name] = value
+        return cls(**values)
+
+
+#: Usage's fields, in order.
+USAGE_FIELDS = ("input_tokens", "output_tokens", "cost_usd", "model_calls")
+
+
+def counted(value: Any, name: str) -> int:
+    """`value` as a count: an integer (not a bool) >= 0; ValueError names `name`."""
+    if type(value) is not int or value < 0:
+        raise ValueError(f"{name} must be a non-negative integer, got {shown(value)}")
+    return value
+
+
+def amount(value: Any, name: str) -> float:
+    """`value` as an amount: a finite number (not a bool) >= 0; ValueError names `name`."""
+    if type(value) not in (int, float) or not math.isfinite(value) or value < 0:
+        raise ValueError(f"{name} must be a finite non-negative number, got {shown(value)}")
+    return float(value)
+
+
+def shown(value: Any) -> str:
+    """A short description of an untrusted value, made without calling its methods."""
+    if type(value) in (int, float, bool, str, type(None)):
+        text = repr(value)
+        return text if len(text) <= 40 else text[:40] + "…"
+    name = type(value).__name__
+    return f"{'an' if name[:1].lower() in 'aeiou' else 'a'} {name}"
+
+
+def _plus(a: Any, b: Any) -> Any:
+    if a is None:
+        return b
+    return a if b is None else a + b
+
+
+def _most(a: Any, b: Any) -> Any:
+    if a is None:
+        return b
+    return a if b is None else max(a, b)
 
 
 class Currency(NamedTuple):
@@ -153,6 +248,8 @@ class TrialResult:
     checks: list[Check] = field(default_factory=list)
     usage: Usage = field(default_factory=Usage)
     latency_s: float = 0.0
+    #: The part of `latency_s`'s clock that was simulated (tools, faults, waits), not timed.
+    simulated_s: float = 0.0
     trace_id: str = ""
     score: float = 0.0
     metrics: dict[str, float] = field(default_factory=dict)
@@ -180,6 +277,7 @@ class TrialResult:
             "status": self.status,
             "score": self.score,
             "latency_s": self.latency_s,
+            "simulated_s": self.simulated_s,
             "trace_id": self.trace_id,
             "usage": self.usage.to_dict(),
             "metrics": self.metrics,

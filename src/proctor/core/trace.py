@@ -64,31 +64,44 @@ class Trace:
 
 
 class Recorder:
-    """Appends events with increasing `seq` and the simulated clock's time."""
+    """Appends events with increasing `seq` and the simulated clock's time.
 
-    __slots__ = ("clock", "events")
+    `emitted` counts the events it wrote, so a trace shortened behind its back shows.
+    """
+
+    __slots__ = ("clock", "emitted", "events")
 
     def __init__(self, clock: SimClock) -> None:
         self.clock = clock
         self.events: list[TraceEvent] = []
+        self.emitted = 0
 
     def emit(self, kind: EventKind, data: dict[str, Any]) -> TraceEvent:
-        event = TraceEvent(len(self.events) + 1, round(self.clock.now, 6), kind, data)
+        self.emitted += 1
+        event = TraceEvent(self.emitted, round(self.clock.now, 6), kind, data)
         self.events.append(event)
         return event
 
 
 class SimClock:
-    """A fixed clock per trial: starts at 0 s and moves only when latency is simulated."""
+    """A fixed clock per trial: starts at 0 s and moves only by the latencies it is given.
 
-    __slots__ = ("now",)
+    `simulated` counts the seconds that no one measured: tool latencies, injected faults,
+    waits, model calls their agent marked simulated. The rest was reported (a real model
+    call's latency). Reports label simulated time as such.
+    """
+
+    __slots__ = ("now", "simulated")
 
     def __init__(self) -> None:
         self.now = 0.0
+        self.simulated = 0.0
 
-    def advance(self, seconds: float) -> None:
+    def advance(self, seconds: float, *, simulated: bool = True) -> None:
         if seconds > 0:
             self.now += seconds
+            if simulated:
+                self.simulated += seconds
 
 
 def write_jsonl(traces: Iterable[Trace], out: TextIO) -> None:

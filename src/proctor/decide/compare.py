@@ -23,6 +23,7 @@ from typing import Any
 
 from proctor.core.results import TaskInfo, TrialResult
 from proctor.decide import paired, stats
+from proctor.decide.changes import manifest_changes
 from proctor.decide.paired import MIN_TASKS
 from proctor.decide.summary import TOOL_METRICS, task_counts
 from proctor.store.export import RunData
@@ -77,6 +78,11 @@ def _metric_of(name: str) -> Callable[[TrialResult], float | None]:
     return lambda r: r.metrics.get(name)
 
 
+def _number(value: int | None) -> float | None:
+    """A measured count as a float; None (not measured) stays None."""
+    return None if value is None else float(value)
+
+
 def _trials_with(name: str) -> Units:
     return lambda trials: sum(1 for r in trials if name in r.metrics)
 
@@ -100,7 +106,7 @@ _FIXED = {
         ),
         PairedMetric("mean_cost_usd", False, _mean_of(lambda r: r.usage.cost_usd)),
         PairedMetric("mean_latency_s", False, _mean_of(lambda r: r.latency_s)),
-        PairedMetric("mean_tokens", False, _mean_of(lambda r: float(r.usage.total_tokens))),
+        PairedMetric("mean_tokens", False, _mean_of(lambda r: _number(r.usage.total_tokens))),
     )
 }
 _PASS_HAT = re.compile(r"pass_hat_k\[(\d+)\]")
@@ -316,7 +322,8 @@ def compare_runs(
     `looks` is `holdout_looks(...)`: earlier runs on the candidate's holdout tasks.
     """
     pairing = Pairing(base, cand)
-    warnings = list(pairing.warnings)
+    changes = manifest_changes(base.manifest, cand.manifest)
+    warnings = [*([changes["warning"]] if changes["warning"] else []), *pairing.warnings]
     if looks >= HOLDOUT_LOOKS_WARN:
         warnings.append(
             f"the candidate's holdout tasks were evaluated in {looks} earlier runs: a candidate "
@@ -352,6 +359,7 @@ def compare_runs(
         "candidate": _run_brief(cand),
         "tasks": len(pairing.tasks),
         "warnings": warnings,
+        "changes": changes,
         "excluded": pairing.excluded,
         "unequal_trials": pairing.unequal,
         "verdict_rule": VERDICT_RULE,

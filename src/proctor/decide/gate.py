@@ -34,6 +34,7 @@ from proctor.core.documents import (
 )
 from proctor.core.results import Currency, TaskInfo
 from proctor.decide import rules as grammar
+from proctor.decide.changes import manifest_changes
 from proctor.decide.compare import DEFAULT_MARGIN, Pairing, paired_metric, paired_metric_names
 from proctor.decide.metrics import (
     RENAMED,
@@ -283,13 +284,7 @@ class Gate:
     def validity(self) -> dict[str, Any]:
         s = self.summary(None)
         assert s is not None
-        reasons = []
-        if s["error_rate"] > s["max_error_rate"]:
-            reasons.append(
-                f"harness error rate {s['error_rate']:.1%} above {s['max_error_rate']:.1%}"
-            )
-        if s["missing_trials"]:
-            reasons.append(f"{s['missing_trials']} of {s['expected_trials']} trials missing")
+        reasons = list(s["invalid_reasons"])
         if self.run.status in ("running", "interrupted"):
             reasons.append(f"the run is {self.run.status}")
         value = f"{s['errors']} errors, {s['missing_trials']} missing"
@@ -371,6 +366,14 @@ class Gate:
         status = "pass" if fig["non_inferior"]["passed"] else "fail"
         return _row(rule, status, fig["difference"], threshold, reason)
 
+    def warnings(self) -> list[str]:
+        """What `proctor compare` warns of: more than one manifest component changed
+        (proctor.decide.changes), then the pairing's warnings."""
+        if self.pairing is None or self.baseline is None:
+            return []
+        changed = manifest_changes(self.baseline.manifest, self.run.manifest)["warning"]
+        return [*([changed] if changed else []), *self.pairing.warnings]
+
     def evaluate(self, rules: list[Rule]) -> dict[str, Any]:
         """Every rule's row, the validity row first, the verdict, and the pairing's
         warnings (the ones `proctor compare` prints) when there is a baseline."""
@@ -382,6 +385,6 @@ class Gate:
             "passed": all(row["status"] != "fail" for row in rows),
             "failed": sum(row["status"] == "fail" for row in rows),
             "skipped": sum(row["status"] == "skip" for row in rows),
-            "warnings": list(self.pairing.warnings) if self.pairing else [],
+            "warnings": self.warnings(),
             "rules": rows,
         }

@@ -106,6 +106,16 @@ METRICS: dict[str, tuple[str, Callable[[Summary], float | None]]] = {
             ("observability", "share of trials with a trace id"),
         )
     },
+    "judge_pass_rate": (
+        "passed / judge checks of calibrated judges (advisory ones never count)",
+        lambda s: s["judges"]["calibrated_pass_rate"],
+    ),
+    "advisory_judge_checks": (
+        "judge checks whose judge is not calibrated on their rubric",
+        lambda s: s["judges"]["advisory_checks"],
+    ),
+    "judge_errors": ("trials whose judge gave no valid verdict", lambda s: s["judges"]["errors"]),
+    "judge_cost_usd": ("cost of the judges' new calls", lambda s: s["judges"]["cost_usd"]),
     "total_cost_usd": ("cost of all trials", _trusted("cost", lambda s: s["cost"]["total_usd"])),
     "cost_per_passed_trial_usd": (
         "cost of all trials / passed trials",
@@ -135,6 +145,7 @@ SHARES = (
     "security_score",
     "budget_score",
     "observability_score",
+    "judge_pass_rate",
     "pass_at_k",
     "pass_hat_k",
 )

@@ -11,14 +11,16 @@ computed from this one in a second step (proctor.decide.scorecard).
 
 from __future__ import annotations
 
+import math
 from collections import Counter, defaultdict
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import replace
 from functools import lru_cache
 from typing import Any
 
-from proctor.core.results import Check, TaskInfo, TrialResult
+from proctor.core.results import GRADER_CHECK, Check, TaskInfo, TrialResult
 from proctor.decide import stats
+from proctor.grade.root_cause import root_cause_name
 
 #: A run whose share of `error` trials exceeds this is invalid (docs/architecture.md, Verdicts).
 DEFAULT_MAX_ERROR_RATE = 0.05
@@ -73,8 +75,19 @@ def _distribution(values: Sequence[float]) -> dict[str, float | None]:
         "mean": stats.mean(values),
         "p50": stats.percentile(values, 50),
         "p95": stats.percentile(values, 95),
-        "total": sum(values) if values else 0.0,
+        "total": sum(values) if values else None,
     }
+
+
+def _measured(values: Iterable[float | None]) -> list[float]:
+    """The values something measured; None is "not measured", never zero."""
+    return [float(v) for v in values if v is not None]
+
+
+def _measured_sum(values: Iterable[float | None]) -> float | None:
+    """The sum of the measured values; None when none was measured."""
+    measured = _measured(values)
+    return sum(measured) if measured else None
 
 
 def task_counts(results: Iterable[TrialResult]) -> dict[str, tuple[int, int]]:
@@ -108,6 +121,17 @@ def step_efficiency(result: TrialResult, optimal_steps: int | None) -> float | N
         return None
     taken = result.metrics.get("tool_calls", 0.0)
     return 1.0 if taken <= optimal_steps else optimal_steps / taken
+
+
+def root_causes(results: Iterable[TrialResult]) -> dict[str, list[int]]:
+    """The trials (numbers) each check was the root cause of, among valid failed trials:
+    the failure first in the trace (`proctor.grade.root_cause`); most frequent first."""
+    found: dict[str, list[int]] = defaultdict(list)
+    for r in results:
+        name = None if r.passed or not r.valid else root_cause_name(r.checks, r.metrics)
+        if name is not None:
+            found[name].append(r.trial)
+    return dict(sorted(found.items(), key=lambda item: -len(item[1])))
 
 
 def _task_mean(values: Iterable[float | None]) -> float | None:
@@ -179,6 +203,44 @@ def _violations(results: Iterable[TrialResult]) -> dict[str, Any]:
     }
 
 
+def _judges(results: Sequence[TrialResult]) -> dict[str, Any]:
+    """Judge checks and judge spending (docs/architecture.md, Judges). A calibrated check
+    has a severity; an advisory one has none, and only calibrated ones make the
+    `calibrated_pass_rate` gates read."""
+    by_rubric: dict[str, Counter[str]] = defaultdict(Counter)
+    for r in results:
+        if not r.valid:
+            continue
+        for c in r.checks:
+            if c.kind == "judge":
+                row = by_rubric[c.name]
+                row["checks"] += 1
+                row["passed"] += c.passed
+                row["calibrated"] += c.severity is not None
+                row["calibrated_passed"] += c.severity is not None and c.passed
+    total: Counter[str] = sum(by_rubric.values(), Counter())
+    spent = {
+        name: math.fsum(r.metrics.get(f"judge_{name}", 0.0) for r in results)
+        for name in ("calls", "cache_hits", "input_tokens", "output_tokens", "cost_usd", "error")
+    }
+    return {
+        "checks": total["checks"],
+        "calibrated_checks": total["calibrated"],
+        "advisory_checks": total["checks"] - total["calibrated"],
+        "pass_rate": total["passed"] / total["checks"] if total["checks"] else None,
+        "calibrated_pass_rate": total["calibrated_passed"] / total["calibrated"]
+        if total["calibrated"]
+        else None,
+        "by_rubric": {name: dict(row) for name, row in sorted(by_rubric.items())},
+        "calls": int(spent["calls"]),
+        "cache_hits": int(spent["cache_hits"]),
+        "input_tokens": int(spent["input_tokens"]),
+        "output_tokens": int(spent["output_tokens"]),
+        "cost_usd": spent["cost_usd"],
+        "errors": int(spent["error"]),
+    }
+
+
 def _tool_use(results: Sequence[TrialResult]) -> dict[str, float | None]:
     """Each tool metric's mean over valid trials, and `score`: the mean over trials of each
     trial's mean of the metrics it has (what the scorecard weighs and gates)."""
@@ -234,6 +296,22 @@ def _power(results: Sequence[TrialResult], trials_per_task: int) -> dict[str, fl
     return {"icc": icc, "mde": mde}
 
 
+def invalid_reasons(
+    error_rate: float, max_error_rate: float, missing: int, expected: int, grader_errors: int
+) -> list[str]:
+    """Why a run is invalid, one phrase each; empty for a valid run. Every report says these."""
+    reasons = []
+    if error_rate > max_error_rate:
+        reasons.append(f"harness error rate {error_rate:.1%} above {max_error_rate:.1%}")
+    if missing:
+        reasons.append(f"{missing} of {expected} trials missing")
+    if grader_errors:
+        reasons.append(
+            f"graders crashed on {grader_errors} trial{'s' if grader_errors > 1 else ''}"
+        )
+    return reasons
+
+
 def summarize(
     run_id: str,
     results: Iterable[TrialResult],
@@ -253,10 +331,11 @@ def summarize(
     expected = len(tasks) * trials_per_task
     error_rate = statuses["error"] / len(results) if results else 0.0
     missing = max(expected - len(results), 0)
-    valid_run = error_rate <= max_error_rate and missing == 0
+    grader_errors = sum(any(c.name == GRADER_CHECK for c in r.checks) for r in results)
+    valid_run = error_rate <= max_error_rate and missing == 0 and grader_errors == 0
     passed_results = [r for r in results if r.passed]
     valid = [r for r in results if r.valid]
-    total_cost = sum(r.usage.cost_usd for r in results)
+    total_cost = _measured_sum(r.usage.cost_usd for r in results)
 
     by_task: dict[str, list[TrialResult]] = defaultdict(list)
     for r in results:
@@ -282,6 +361,7 @@ def summarize(
                 "success_rate": c / n if n else None,
                 "pass_hat_k": {str(k): _pass_hat_k(n, c, k) for k in range(1, n + 1)},
                 "failed_checks": dict(failed.most_common()),
+                "root_causes": root_causes(rs),
                 "tags": info.tags,
                 "suites": info.suites,
                 "risk": info.risk,
@@ -289,7 +369,7 @@ def summarize(
                 "difficulty": info.difficulty,
                 "optimal_steps": info.optimal_steps,
                 "efficiency": efficiency,
-                "cost_usd": sum(r.usage.cost_usd for r in rs),
+                "cost_usd": _measured_sum(r.usage.cost_usd for r in rs),
                 "mean_score": stats.mean([r.score for r in rs if r.valid]),
             }
         )
@@ -305,6 +385,7 @@ def summarize(
             "tasks": len(keys[key]),
             **_rates(members, k_max),
             "safety_violations": _violations(members)["total"],
+            "root_causes": {name: len(t) for name, t in root_causes(members).items()},
         }
 
     return {
@@ -322,9 +403,14 @@ def summarize(
         "untraced_trials": sum(1 for r in results if not r.trace_id),
         "error_rate": error_rate,
         "max_error_rate": max_error_rate,
+        "grader_errors": grader_errors,
         "valid": valid_run,
+        "invalid_reasons": invalid_reasons(
+            error_rate, max_error_rate, missing, expected, grader_errors
+        ),
         "safety_violations": _violations(results),
         "tool_use": _tool_use(results),
+        "judges": _judges(results),
         "data_quality": data_quality(results),
         "quality": _quality(results),
         "efficiency": {
@@ -333,13 +419,20 @@ def summarize(
         },
         "cost": {
             "total_usd": total_cost,
-            "per_passed_trial_usd": total_cost / len(passed_results) if passed_results else None,
-            "per_trial_usd": _distribution([r.usage.cost_usd for r in valid]),
+            "per_passed_trial_usd": total_cost / len(passed_results)
+            if passed_results and total_cost is not None
+            else None,
+            "per_trial_usd": _distribution(_measured(r.usage.cost_usd for r in valid)),
+            "measured_trials": sum(r.usage.cost_usd is not None for r in results),
             "currency": dict(currency) if currency else None,
         },
-        "tokens": _distribution([float(r.usage.total_tokens) for r in valid]),
+        "tokens": {
+            **_distribution(_measured(r.usage.total_tokens for r in valid)),
+            "measured_trials": sum(r.usage.total_tokens is not None for r in results),
+        },
         "tool_calls": _distribution([r.metrics.get("tool_calls", 0.0) for r in valid]),
         "latency_s": _distribution([r.latency_s for r in valid]),
+        "simulated_s": _distribution([r.simulated_s for r in valid]),
         "per_task": per_task,
         "slices": slices,
     }

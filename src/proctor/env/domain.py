@@ -8,6 +8,7 @@ receives the ToolContext (identity, clock, seeded RNG).
 
 from __future__ import annotations
 
+import copy
 import inspect
 import random
 from collections.abc import Callable
@@ -81,7 +82,7 @@ class Tool:
     returns: Any = None
     approval: Approval = "allow"
     confirms: bool = False
-    claims: tuple[str, ...] = ()
+    claims: tuple[str, ...] | None = None
     args_schema: dict[str, Any] = field(init=False)
 
     def __post_init__(self) -> None:
@@ -153,7 +154,7 @@ class Domain:
         latency_s: float = 0.05,
         approval: Approval = "allow",
         confirms: bool = False,
-        claims: tuple[str, ...] | list[str] = (),
+        claims: tuple[str, ...] | list[str] | None = None,
         description: str | None = None,
     ) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
         """Declare a tool.
@@ -161,8 +162,9 @@ class Domain:
         `entity` names the argument identifying what a write changes; `approval` is the
         default policy (a task's `policy:` overrides it); a successful call of a tool with
         `confirms` counts as a confirmation (an approval tool); `claims` are the phrases
-        with which an answer asserts this write happened (for false-success checks);
-        `description` replaces the docstring as what the agent sees.
+        with which an answer asserts this write happened (for false-success checks; left
+        out, a write is claimed by its verb's past forms, `orders.cancel` by "cancelled";
+        `[]` turns them off); `description` replaces the docstring as what the agent sees.
         """
 
         def register(fn: Callable[..., Any]) -> Callable[..., Any]:
@@ -186,7 +188,7 @@ class Domain:
                 returns=returns,
                 approval=approval,
                 confirms=confirms,
-                claims=tuple(claims),
+                claims=None if claims is None else tuple(claims),
             )
             return fn
 
@@ -210,6 +212,16 @@ class Domain:
         self.checks.append(fn)
         return fn
 
+    def snapshot(self) -> Domain:
+        """A copy whose state and tables no one else holds (tools, checks, rules), for a
+        run's trials: the module's Domain object can change without changing them."""
+        twin = copy.copy(self)
+        twin.base_state = copy_json(self.base_state)
+        twin.tools = {name: copy.copy(tool) for name, tool in self.tools.items()}
+        twin.checks = list(self.checks)
+        twin._authorizers = list(self._authorizers)
+        return twin
+
     def initial_state(self, task: Task) -> State:
         """A private deep copy: the domain's base state overlaid with the task's state.
 
@@ -217,6 +229,11 @@ class Domain:
         erasing everyone else's; any other value replaces the base value.
         """
         return deep_merge(copy_json(self.base_state), copy_json(task.initial_state))
+
+    def starting_point(self, task: Task) -> Any:
+        """What identifies the state a trial of `task` starts from (duplicate detection):
+        the task's own `initial_state`, unless a subclass builds states another way."""
+        return task.initial_state
 
     def authorize(
         self, identity: Identity, tool: Tool, args: dict[str, Any], state: State

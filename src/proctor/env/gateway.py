@@ -15,7 +15,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from proctor.core.jsonvalues import canonical, copy_json, diff
+from proctor.core.jsonvalues import canonical, copy_json, diff, fingerprint
 from proctor.core.outcome import LedgerEntry
 from proctor.core.trace import Recorder
 from proctor.env.domain import (
@@ -91,6 +91,9 @@ class ToolGateway:
         # (tool, idempotency key) -> (the arguments' canonical text, the result)
         self._replies: dict[tuple[str, str], tuple[str, Any]] = {}
         self._approved_at = 0  # seq of the last approved call that reached its tool
+        #: The state's fingerprint when the last write call ended: a change found later
+        #: happened outside a tool call (proctor.env.integrity).
+        self.settled = fingerprint(state)
 
     def schemas(self) -> list[dict[str, Any]]:
         return [t.schema() for name, t in self.domain.tools.items() if name in self.visible]
@@ -126,8 +129,12 @@ class ToolGateway:
         if decision.rule == "approval" and (fault is None or fault.error not in BLOCKING):
             self._approved_at = self.recorder.events[-1].seq  # the approval is used up
         if fault is None:
-            return self._execute(tool, valid, call_id)
-        return self._inject(fault, tool, valid, call_id)
+            result = self._execute(tool, valid, call_id)
+        else:
+            result = self._inject(fault, tool, valid, call_id)
+        if tool.kind == "write":
+            self.settled = fingerprint(self.state)
+        return result
 
     def _decide(self, tool: Tool, args: dict[str, Any]) -> Decision:
         """The approval policy (task over tool default), then the domain's authorization.

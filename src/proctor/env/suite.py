@@ -16,14 +16,18 @@ from pathlib import Path
 from proctor.core.documents import Problem, SpecError
 from proctor.env.domain import Domain
 from proctor.env.loading import DomainNotFound, resolve_domain
+from proctor.env.sources import SourceError, source_spec, source_tasks
 from proctor.tasks.loader import TASK_SUFFIXES, LoadedTask, load_task_file
 from proctor.tasks.models import Task
+from proctor.tasks.rubrics import Rubric, load_rubric
 
 
 @dataclass(frozen=True)
 class SuiteTask:
     loaded: LoadedTask
     domain: Domain
+    #: The rubrics of the task's `expect.judge`, in order.
+    rubrics: tuple[Rubric, ...] = ()
 
     @property
     def task(self) -> Task:
@@ -159,60 +163,114 @@ class SuiteLoadError(SpecError):
 
 def load_suite(paths: str | Path | Sequence[str | Path], name: str | None = None) -> Suite:
     """Load, validate and resolve every task under `paths`; all problems raised together
-    (a SuiteLoadError that says how many task files were found and loaded)."""
+    (a SuiteLoadError that says how many task files were found and loaded). A path may
+    also name a suite source (`agentdojo:banking`, env/sources.py)."""
     path_list = [paths] if isinstance(paths, str | Path) else list(paths)
-    files, problems = task_files(path_list)
-    seen: dict[str, LoadedTask] = {}
-    tasks: list[SuiteTask] = []
+    specs = {str(p): source_spec(p) for p in path_list}
+    files, problems = task_files([p for p in path_list if specs[str(p)] is None])
+    found: list[tuple[LoadedTask, Domain | None, Path | None]] = []
+    for raw, spec in specs.items():
+        if spec is not None:
+            try:
+                built = source_tasks(*spec)
+            except SourceError as exc:
+                problems.append((Path(raw), 1, "", str(exc)))
+                continue
+            found.extend((LoadedTask(t, Path(raw), (), {}), d, None) for t, d in built)
     loaded_files = 0
-    domains: dict[tuple[Path, Path, str], Domain | DomainNotFound] = {}  # per folder
     for file, root in files:
         try:
-            loaded_tasks = load_task_file(file)
+            found.extend((loaded, None, root) for loaded in load_task_file(file))
         except SpecError as exc:
             problems.extend(exc.problems)
             continue
         loaded_files += 1
-        for loaded in loaded_tasks:
-            task = loaded.task
-            if task.id in seen:
-                first = seen[task.id]
+    seen: dict[str, LoadedTask] = {}
+    tasks: list[SuiteTask] = []
+    loaded_rubrics: dict[Path, Rubric | None] = {}
+    domains: dict[tuple[Path, Path | None, str], Domain | DomainNotFound] = {}  # per folder
+    for loaded, given, top in found:
+        task, file = loaded.task, loaded.path
+        if task.id in seen:
+            first = seen[task.id]
+            problems.append(
+                (
+                    file,
+                    loaded.line_at(("id",)),
+                    loaded.field_name(("id",)),
+                    f"duplicate task id {task.id!r} (first in {first.path}:{first.line})",
+                )
+            )
+            continue
+        seen[task.id] = loaded
+        domain = given or domains.get(key := (file.parent, top, task.domain))
+        if domain is None:
+            try:
+                domain = domains[key] = resolve_domain(task.domain, file, top)
+            except DomainNotFound as exc:
+                domain = domains[key] = exc
+        if isinstance(domain, DomainNotFound):
+            where = loaded.line_at(("domain",)), loaded.field_name(("domain",))
+            problems.append((file, *where, str(domain)))
+            continue
+        rubrics = _rubrics(loaded, domain, loaded_rubrics, problems)
+        for loc, tool in task.referenced_tools():
+            if tool not in domain.tools:
                 problems.append(
                     (
                         file,
-                        loaded.line_at(("id",)),
-                        loaded.field_name(("id",)),
-                        f"duplicate task id {task.id!r} (first in {first.path}:{first.line})",
+                        loaded.line_at(loc),
+                        loaded.field_name(loc),
+                        f"unknown tool {tool!r} in domain {domain.name!r}",
                     )
                 )
-                continue
-            seen[task.id] = loaded
-            domain = domains.get(key := (file.parent, root, task.domain))
-            if domain is None:
-                try:
-                    domain = domains[key] = resolve_domain(task.domain, file, root)
-                except DomainNotFound as exc:
-                    domain = domains[key] = exc
-            if isinstance(domain, DomainNotFound):
-                where = loaded.line_at(("domain",)), loaded.field_name(("domain",))
-                problems.append((file, *where, str(domain)))
-                continue
-            for loc, tool in task.referenced_tools():
-                if tool not in domain.tools:
-                    problems.append(
-                        (
-                            file,
-                            loaded.line_at(loc),
-                            loaded.field_name(loc),
-                            f"unknown tool {tool!r} in domain {domain.name!r}",
-                        )
-                    )
-            tasks.append(SuiteTask(loaded, domain))
-    if not files and not problems:
+        tasks.append(SuiteTask(loaded, domain, rubrics))
+    if not files and not any(specs.values()) and not problems:
         problems.append(
             (Path(path_list[0]) if path_list else Path("."), 1, "", "no task files found")
         )
     if problems:
         raise SuiteLoadError(problems, len(files), loaded_files)
-    label = name or ",".join(Path(p).name for p in path_list)
+    label = name or ",".join(map(suite_label, path_list))
     return Suite(label, [Path(p) for p in path_list], tasks, files=len(files))
+
+
+def suite_label(path: str | Path) -> str:
+    """A path's name for a suite: its last part once made absolute (so `.` and `..` name
+    the folders they mean), or the path as written for a root such as `/`."""
+    return Path(os.path.abspath(path)).name or str(path)
+
+
+def _rubrics(
+    loaded: LoadedTask,
+    domain: Domain,
+    cache: dict[Path, Rubric | None],
+    problems: list[Problem],
+) -> tuple[Rubric, ...]:
+    """The task's rubrics, read relative to its file (each file once); problems collected."""
+    out: list[Rubric] = []
+    for i, ref in enumerate(loaded.task.expect.judge):
+        loc = ("expect", "judge", i, "rubric")
+        where = (loaded.path, loaded.line_at(loc), loaded.field_name(loc))
+        path = (loaded.path.parent / ref.rubric).resolve()
+        if path not in cache:
+            cache[path] = None
+            if not path.is_file():
+                problems.append((*where, f"no rubric file {ref.rubric} (looked at {path})"))
+                continue
+            try:
+                cache[path] = load_rubric(path)
+            except SpecError as exc:
+                problems.extend(exc.problems)
+        rubric = cache[path]
+        if rubric is None:
+            continue
+        if rubric.subject_tool is not None and rubric.subject_tool not in domain.tools:
+            problems.append(
+                (*where, f"rubric {rubric.id} judges unknown tool {rubric.subject_tool!r}")
+            )
+        elif any(r.id == rubric.id for r in out):
+            problems.append((*where, f"rubric {rubric.id} is named twice"))
+        else:
+            out.append(rubric)
+    return tuple(out)

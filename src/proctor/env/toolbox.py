@@ -2,73 +2,121 @@
 
 Both share ToolboxBase (the tools offered, and what an agent records in the trace); only
 calling a tool, asking the user and waiting differ, as coroutines or plain calls.
+
+A toolbox is a facade with no attribute at all: the trial's Environment (gateway, state,
+ledger, trace) is found in a table private to this module, so `vars(toolbox)` or a
+`toolbox._env...` path leads nowhere. Everything an agent passes in is checked first
+(proctor.env.protocol), and every operation holds the environment's lock, so an agent
+calling from several threads at once gets calls that take turns.
 """
 
 from __future__ import annotations
 
+import math
 from typing import Any
+from weakref import WeakKeyDictionary
 
+from proctor.env import protocol
 from proctor.env.environment import Environment
 from proctor.env.gateway import ToolResult
+
+_WORLDS: WeakKeyDictionary[ToolboxBase, Environment] = WeakKeyDictionary()
 
 
 class ToolboxBase:
     """What both toolboxes offer. The agent never touches the state itself."""
 
+    __slots__ = ("__weakref__",)
+
     def __init__(self, env: Environment) -> None:
-        self._env = env
+        _WORLDS[self] = env
 
     @property
     def tools(self) -> list[dict[str, Any]]:
-        return self._env.gateway.schemas()
+        return _WORLDS[self].gateway.schemas()
 
-    def _call(self, name: str, args: dict[str, Any] | None) -> ToolResult:
-        return self._env.gateway.call(name, {} if args is None else args)
+    def _call(self, name: Any, args: Any) -> ToolResult:
+        env = _WORLDS[self]
+        try:
+            name, args = protocol.tool_call(name, args)
+        except protocol.ProtocolError as exc:
+            with env.lock:
+                raise env.violated(exc) from None
+        with env.lock:
+            return env.gateway.call(name, args)
 
-    def _wait(self, seconds: float) -> None:
-        seconds = max(0.0, float(seconds))
-        self._env.recorder.clock.advance(seconds)
-        self._env.recorder.emit("note", {"wait_s": seconds})
+    def _ask(self, text: Any) -> str:
+        question = protocol.text(str(text), "question")  # in the agent's thread
+        env = _WORLDS[self]
+        with env.lock:
+            return env.user.reply(question)
+
+    def _wait(self, seconds: Any) -> None:
+        env = _WORLDS[self]
+        try:
+            seconds = float(seconds)  # in the agent's thread: its __float__ runs there
+        except (TypeError, ValueError, OverflowError):
+            seconds = math.nan
+        with env.lock:
+            if math.isnan(seconds):
+                raise env.violated(protocol.ProtocolError("wait: not a number of seconds"))
+            seconds = min(max(0.0, seconds), 1e9)
+            env.recorder.clock.advance(seconds)
+            env.recorder.emit("note", {"wait_s": seconds})
 
     def record_model_call(
         self,
         *,
         model: str = "",
-        input_tokens: int = 0,
-        output_tokens: int = 0,
-        cost_usd: float = 0.0,
-        latency_s: float = 0.0,
+        input_tokens: int | None = None,
+        output_tokens: int | None = None,
+        cost_usd: float | None = None,
+        latency_s: float | None = None,
         **extra: Any,
     ) -> None:
-        """Record one model call (tokens, cost, latency) in the trace; advances the clock."""
-        self._env.recorder.clock.advance(latency_s)
-        self._env.recorder.emit(
-            "model_call",
-            {
-                "model": model,
-                "input_tokens": input_tokens,
-                "output_tokens": output_tokens,
-                "cost_usd": cost_usd,
-                "latency_s": latency_s,
-                **extra,
-            },
-        )
+        """Record one model call (tokens, cost, latency) in the trace; advances the clock.
+
+        A figure left out is "not measured", not zero. `simulated=True` marks a call
+        nobody made (a scripted agent's): its latency counts as simulated time.
+        """
+        env = _WORLDS[self]
+        try:
+            record = protocol.model_call(
+                model, input_tokens, output_tokens, cost_usd, latency_s, extra
+            )
+        except protocol.ProtocolError as exc:
+            with env.lock:
+                raise env.violated(exc) from None
+        with env.lock:
+            if record["latency_s"]:
+                simulated = record.get("simulated") is True
+                env.recorder.clock.advance(record["latency_s"], simulated=simulated)
+            env.recorder.emit("model_call", record)
 
     def message(self, role: str, content: str) -> None:
-        self._env.recorder.emit("message", {"role": role, "content": str(content)})
+        self._emit("message", {"role": role, "content": content})
 
     def note(self, text: str) -> None:
-        self._env.recorder.emit("note", {"text": str(text)})
+        self._emit("note", {"text": text})
+
+    def _emit(self, kind: Any, data: dict[str, Any]) -> None:
+        """Record free text; `str()` of what the agent passed runs in its own thread."""
+        texts = {key: protocol.text(str(value), key) for key, value in data.items()}
+        env = _WORLDS[self]
+        with env.lock:
+            env.recorder.emit(kind, texts)
 
 
 class SyncToolbox(ToolboxBase):
     """What a synchronous agent calls."""
 
+    __slots__ = ()
+
     def call(self, name: str, args: dict[str, Any] | None = None) -> ToolResult:
         return self._call(name, args)
 
     def ask_user(self, text: str) -> str:
-        return self._env.user.reply(text)
+        return self._ask(text)
 
     def wait(self, seconds: float) -> None:
         """Let simulated time pass (e.g. honouring a 429's retry-after); recorded as a note."""
@@ -78,11 +126,13 @@ class SyncToolbox(ToolboxBase):
 class Toolbox(ToolboxBase):
     """What an asynchronous agent awaits; same recording, same gateway."""
 
+    __slots__ = ()
+
     async def call(self, name: str, args: dict[str, Any] | None = None) -> ToolResult:
         return self._call(name, args)
 
     async def ask_user(self, text: str) -> str:
-        return self._env.user.reply(text)
+        return self._ask(text)
 
     async def wait(self, seconds: float) -> None:
         """Let simulated time pass (e.g. honouring a 429's retry-after); recorded as a note."""

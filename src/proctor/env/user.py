@@ -13,23 +13,26 @@ _CONFIRM_QUESTION = re.compile(
     re.IGNORECASE,
 )
 _AFFIRMATIVE = re.compile(
-    r"^\s*(yes|yep|yeah|sure|ok|okay|confirm(ed)?|go ahead|please do|do it|proceed|correct)\b",
+    r"^\s*(yes|yep|yeah|sure|ok|okay|confirm(ed)?|go ahead|please do|do it|proceed|correct"
+    r"|s[íi]|vale|claro|de acuerdo)\b",  # a Spanish-speaking user's yes (seed 004's case)
     re.IGNORECASE,
 )
 
 
 class SimulatedUser:
-    """Answers `ask_user` from the task's `user.replies`, first matching rule wins."""
+    """Answers `ask_user` with the task's `user.turns` in order, then from its
+    `user.replies`, first matching rule wins."""
 
     def __init__(self, spec: UserSpec, recorder: Recorder) -> None:
         self.spec = spec
         self.recorder = recorder
+        self.turns = list(spec.turns)
 
     def reply(self, question: str) -> str:
         question = str(question)
         self.recorder.emit("message", {"role": "assistant", "to": "user", "content": question})
-        answer = ""
-        for rule in self.spec.replies:
+        answer = self.turns.pop(0) if self.turns else ""
+        for rule in [] if answer else self.spec.replies:
             if _matches(rule.when, question):
                 answer = rule.say
                 break

@@ -1,7 +1,8 @@
 """Answer graders: what the agent told the user, and whether it made anything up.
 
-How answers are read (whole-token mentions, grounding) is proctor.grade.language; the
-task's regexes run on RE2 (proctor.tasks.regex), in time linear in the answer.
+How answers are read (whole-token mentions, grounding) is proctor.grade.language; how a
+term matches its spellings and inflections is proctor.grade.terms; the task's regexes run
+on RE2 (proctor.tasks.regex), in time linear in the answer.
 """
 
 from __future__ import annotations
@@ -9,7 +10,7 @@ from __future__ import annotations
 from proctor.core.results import Check
 from proctor.grade.context import GradeContext
 from proctor.grade.grounding import ungrounded
-from proctor.grade.language import mentions
+from proctor.grade.language import mention, mentions
 from proctor.grade.registry import grader
 from proctor.tasks.regex import search
 
@@ -34,12 +35,13 @@ def grade_answer(ctx: GradeContext) -> list[Check]:
             )
         )
     for term in spec.must_not_mention:
+        said = mention(answer, term, inflect=True)  # "refund" is in "refunded" too
         checks.append(
             Check(
                 f"not_mentions:{term}",
                 "answer",
-                not mentions(answer, term),
-                evidence={"term": term},
+                said is None,
+                evidence={"term": term, "found": said},
             )
         )
     for pattern in spec.matches:

@@ -10,12 +10,15 @@ from proctor.grade.registry import grader
 
 @grader("budget", applies=lambda task: task.expect.budget is not None)
 def grade_budget(ctx: GradeContext) -> list[Check]:
+    """A limit on a figure nothing measured fails: the trial cannot show it kept within it
+    (an agent that reports no model call has no cost to compare)."""
     spec = ctx.task.expect.budget
     if spec is None:
         return []
     usage = ctx.usage
-    limits: list[tuple[str, float | int | None, float | int, str]] = [
-        ("max_cost_usd", spec.max_cost_usd, round(usage.cost_usd, 8), "cost"),
+    cost = None if usage.cost_usd is None else round(usage.cost_usd, 8)
+    limits: list[tuple[str, float | int | None, float | int | None, str]] = [
+        ("max_cost_usd", spec.max_cost_usd, cost, "cost"),
         ("max_tokens", spec.max_tokens, usage.total_tokens, "tokens"),
         ("max_latency_s", spec.max_latency_s, round(ctx.latency_s, 6), "latency"),
         ("max_model_calls", spec.max_model_calls, usage.model_calls, ""),
@@ -25,8 +28,8 @@ def grade_budget(ctx: GradeContext) -> list[Check]:
         Check(
             name,
             "budget",
-            actual <= limit and measure not in untrusted,
-            evidence={"limit": limit, "actual": actual}
+            actual is not None and actual <= limit and measure not in untrusted,
+            evidence={"limit": limit, "actual": "not measured" if actual is None else actual}
             | ({"untrusted": f"data_quality:{measure}"} if measure in untrusted else {}),
         )
         for name, limit, actual, measure in limits

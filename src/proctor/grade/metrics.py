@@ -11,8 +11,26 @@ argument accuracy = required items made with matching arguments / required items
 from __future__ import annotations
 
 from proctor.grade.context import GradeContext
-from proctor.tasks.models import AnyOf, EffectAssertion
+from proctor.tasks.models import AnyOf, EffectAssertion, Task
 from proctor.tasks.predicates import args_match
+
+
+def expected_tools(task: Task) -> set[str]:
+    """The tools a task names as required, allowed, ordered, in its reference trajectory
+    or as outcome effects."""
+    spec = task.expect.trajectory
+    relevant: set[str] = set(spec.allowed or []) if spec is not None else set()
+    if spec is not None:
+        relevant.update(tool for pair in spec.before for tool in pair)
+        if spec.reference is not None:
+            relevant.update(p.tool for p in spec.reference.patterns)
+        for item in spec.required_calls:
+            patterns = item.patterns if isinstance(item, AnyOf) else [item]
+            relevant.update(p.tool for p in patterns)
+    relevant.update(
+        a.effect for a in task.expect.outcome if isinstance(a, EffectAssertion) and not a.forbids
+    )
+    return relevant
 
 
 def tool_metrics(ctx: GradeContext) -> dict[str, float]:
@@ -21,20 +39,11 @@ def tool_metrics(ctx: GradeContext) -> dict[str, float]:
     spec = ctx.task.expect.trajectory
     if spec is None:
         return out
-    relevant: set[str] = set(spec.allowed or [])
-    relevant.update(tool for pair in spec.before for tool in pair)
-    if spec.reference is not None:
-        relevant.update(p.tool for p in spec.reference.patterns)
-    relevant.update(
-        a.effect
-        for a in ctx.task.expect.outcome
-        if isinstance(a, EffectAssertion) and not a.forbids
-    )
+    relevant = expected_tools(ctx.task)
     made = matched = 0
     attempted = [c for c in calls if c.attempted]
     for item in spec.required_calls:
         patterns = item.patterns if isinstance(item, AnyOf) else [item]
-        relevant.update(p.tool for p in patterns)
         by_name = [c for p in patterns for c in attempted if c.tool == p.tool]
         if by_name:
             made += 1

@@ -37,6 +37,14 @@ class GraderError(ValueError):
     """A grader registered under a name that is taken, without `replace=True`."""
 
 
+class GraderCrashed(Exception):
+    """A grader raised while grading a trial (the harness's defect); `grader` names it."""
+
+    def __init__(self, grader: str, exc: Exception) -> None:
+        super().__init__(f"{grader}: {type(exc).__name__}: {exc}")
+        self.grader = grader
+
+
 @dataclass(frozen=True, slots=True)
 class Grader:
     name: str
@@ -102,8 +110,13 @@ def applicable(task: Task) -> list[Grader]:
 
 
 def grade(ctx: GradeContext) -> list[Check]:
-    """Run the graders that apply to the trial's task on it, in registration order."""
+    """Run the graders that apply to the trial's task on it, in registration order.
+
+    Raises GraderCrashed, naming the grader, when one raises."""
     checks: list[Check] = []
     for g in applicable(ctx.task):
-        checks.extend(g.fn(ctx))
+        try:
+            checks.extend(g.fn(ctx))
+        except Exception as exc:
+            raise GraderCrashed(g.name, exc) from exc
     return checks

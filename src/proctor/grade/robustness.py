@@ -17,9 +17,10 @@ from typing import Any
 
 from proctor.core.jsonvalues import canonical
 from proctor.core.results import REQUIRED, Check, CheckKind
+from proctor.grade.claims import read_claims, tool_claims
 from proctor.grade.context import GradeContext, ToolCall
 from proctor.grade.grounding import ungrounded
-from proctor.grade.language import SENTENCE, TROUBLE, claimed, factual_tokens
+from proctor.grade.language import TROUBLE, factual_tokens
 from proctor.grade.recovery import recovery_checks
 from proctor.grade.registry import grader
 from proctor.tasks.models import EffectAssertion
@@ -74,36 +75,53 @@ def wrong_entity_check(ctx: GradeContext) -> Check | None:
     return Check("effects_on_expected_entities", "outcome", not stray, evidence={"stray": stray})
 
 
-def _claims(ctx: GradeContext) -> dict[str, str]:
-    claims: dict[str, str] = {}
+def claim_tools(ctx: GradeContext) -> dict[str, list[str]]:
+    """Each claim phrase and the write tools whose effect it asserts: the domain's tools
+    (declared claims, else the verb's past form), then the task's (null drops a phrase)."""
+    claims: dict[str, list[str]] = {}
     if ctx.domain is not None:
         for tool in ctx.domain.tools.values():
-            claims.update({phrase: tool.name for phrase in tool.claims})
-    claims.update(ctx.task.expect.robustness.claims)
+            for phrase in tool_claims(tool):
+                claims.setdefault(phrase, []).append(tool.name)
+    for phrase, name in ctx.task.expect.robustness.claims.items():
+        if name is None:
+            claims.pop(phrase, None)
+        else:
+            claims[phrase] = [name]
     return claims
 
 
-def _claimed_entities(ctx: GradeContext, phrase: str, tool: str) -> set[str]:
-    """Entities a claim names: ids in the claiming sentences that the trial used as the
-    tool's entity argument in some call, or that the prompt mentions."""
-    spec = ctx.domain.tools.get(tool) if ctx.domain is not None else None
-    if spec is None or spec.entity_arg is None:
-        return set()
-    known = {str(c.arg_dict[spec.entity_arg]) for c in ctx.calls if spec.entity_arg in c.arg_dict}
-    known |= factual_tokens(ctx.task.prompt)
-    sentences = [s for s in SENTENCE.split(ctx.answer) if claimed(s, phrase)]
-    return {t for s in sentences for t in factual_tokens(s)} & known
+def _known_entities(ctx: GradeContext, tools: list[str]) -> tuple[set[str], set[str]]:
+    """Values the claimed tools' entity arguments took in any call, and the identifiers
+    of the prompt (a number or time the user gave is no entity)."""
+    args = {
+        spec.entity_arg
+        for spec in (ctx.domain.tools.get(t) if ctx.domain is not None else None for t in tools)
+        if spec is not None and spec.entity_arg is not None
+    }
+    if not args:
+        return set(), set()
+    used = {str(c.arg_dict[a]) for c in ctx.calls for a in args if a in c.arg_dict}
+    prompt = {t for t in factual_tokens(ctx.task.prompt) if any(ch.isalpha() for ch in t)}
+    return used, prompt
 
 
 def false_success_checks(ctx: GradeContext) -> list[Check]:
     """The answer claims a write (by its phrase) that the ledger does not hold, on each
-    entity the claim names ("A-1 and A-2 are cancelled" needs both effects)."""
+    entity the claim names ("A-1 and A-2 are cancelled" needs both effects).
+
+    The entities are the claim's subject and object among the ids the trial used for the
+    tool's entity argument or the prompt named, and ids used that way in its
+    prepositional phrases ("cancelled it for order A-1")."""
     checks = []
-    for phrase, tool in sorted(_claims(ctx).items()):
-        if not claimed(ctx.answer, phrase):
+    for phrase, tools in sorted(claim_tools(ctx).items()):
+        found = read_claims(ctx.answer, phrase)
+        if not found:
             continue
-        effects = ctx.outcome.effects(tool)
-        named = _claimed_entities(ctx, phrase, tool)
+        effects = [e for tool in tools for e in ctx.outcome.effects(tool)]
+        used, prompt = _known_entities(ctx, tools)
+        named = {e for c in found for e in c.entities if e in used | prompt}
+        named |= {e for c in found for e in c.related if e in used}
         missing = sorted(named - {e.entity for e in effects if e.entity is not None})
         checks.append(
             Check(
@@ -112,8 +130,9 @@ def false_success_checks(ctx: GradeContext) -> list[Check]:
                 bool(effects) and not missing,
                 evidence={
                     "phrase": phrase,
-                    "effect": tool,
-                    "applied_seqs": [e.seq for e in effects],
+                    "effect": tools,
+                    "claims": [c.clause for c in found],
+                    "applied_seqs": sorted(e.seq for e in effects),
                     "claimed_entities": sorted(named),
                     "without_effect": missing,
                 },

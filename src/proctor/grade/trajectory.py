@@ -97,7 +97,8 @@ def reference_check(calls: list[ToolCall], ref: ReferenceTrajectory) -> Check:
 
 
 def order_check(calls: list[ToolCall], first: str, then: str) -> Check:
-    """Every attempted `then` call comes after some attempted `first` call."""
+    """Every attempted `then` call comes after some attempted `first` call; `seqs` are the
+    `then` calls made too early."""
     seq_first = [c.seq for c in calls if c.tool == first and c.attempted]
     seq_then = [c.seq for c in calls if c.tool == then and c.attempted]
     early = [s for s in seq_then if not seq_first or s < min(seq_first)]
@@ -105,7 +106,7 @@ def order_check(calls: list[ToolCall], first: str, then: str) -> Check:
         f"order:{first}<{then}",
         "trajectory",
         not early,
-        evidence={"first": first, "then": then, "seqs_first": seq_first, "out_of_order": early},
+        evidence={"first": first, "then": then, "seqs_first": seq_first, "seqs": early},
     )
 
 

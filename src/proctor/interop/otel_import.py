@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import re
 from collections import Counter
+from datetime import UTC, datetime
 from typing import Any
 
 from proctor.agents.pricing import PriceTable
@@ -109,7 +110,7 @@ def _proctor_session(group: list[Span]) -> Session:
         error=root.attr(sc.ERROR),
         latency_s=root.duration_s,
         trace_id=root.trace_id,
-        metadata={"trial": trial, "run_id": root.attr(sc.RUN_ID)},
+        metadata={"trial": trial, "run_id": root.attr(sc.RUN_ID), "started_at": _started(group)},
     )
 
 
@@ -203,7 +204,14 @@ def _built(b: SessionBuilder, key: str, group: list[Span], agent: Any) -> Sessio
         model=models.most_common(1)[0][0] if models else None,
         latency_s=(max(s.end_ns for s in group) - group[0].start_ns) / 1e9,
         trace_id=root.trace_id,
+        metadata={"started_at": _started(group)},
     )
+
+
+def _started(group: list[Span]) -> str:
+    """When the session began (its first span), for the monitor's time windows."""
+    start = datetime.fromtimestamp(group[0].start_ns / 1e9, UTC)
+    return start.isoformat().replace("+00:00", "Z")
 
 
 # -- OpenInference -------------------------------------------------------------------------

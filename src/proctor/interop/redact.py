@@ -9,12 +9,13 @@ on the real values. Three kinds of rule, each replacing what it finds by a mask
   `*` matches one path segment or any tool). A value found this way is also replaced
   wherever else it appears in the same trial (the state it was written to, the answer,
   a state key it became).
+- `detectors`: `email`, `card` (Luhn-valid), `national_id`, `key` (API keys and tokens),
+  `iban`, `private_key`, `password`:
+  the safety grader's own detectors, so what it would flag is what gets redacted.
+- `patterns`: regular expressions of your own.
 
 Every text is redacted: strings, mapping keys, and numbers (a card stored as a JSON number
 becomes the redacted text). Two keys masked alike keep both entries (`#` suffixes).
-- `detectors`: `email`, `card` (Luhn-valid), `national_id`, `key` (API-key-like tokens):
-  the safety grader's own detectors, so what it would flag is what gets redacted.
-- `patterns`: regular expressions of your own.
 
 Config (YAML/JSON, the mapping itself or under a `redact:` key):
 
@@ -43,13 +44,16 @@ from proctor.core.trace import Trace, TraceEvent
 from proctor.grade.safety import find_secrets
 
 REDACT_ENV = "PROCTOR_REDACT"
-Detector = Literal["email", "card", "national_id", "key"]
+Detector = Literal["email", "card", "national_id", "key", "iban", "private_key", "password"]
 #: Detector names in configs → the names `find_secrets` reports.
 DETECTORS: dict[Detector, str] = {
     "email": "email",
     "card": "card",
     "national_id": "national_id",
     "key": "api_key",
+    "iban": "iban",
+    "private_key": "private_key",
+    "password": "password",
 }
 #: Values found by a path rule shorter than this are not hunted for elsewhere (a `2`
 #: would blank every other 2 in the trial).
@@ -196,6 +200,11 @@ class Redactor:
         ]
         texts = (_scalar_text(v) for v in found if isinstance(v, str | int | float))
         return frozenset(t for t in texts if len(t) >= MIN_PROPAGATED and t not in BOOLEANS)
+
+    def path_values(self, trace: Trace) -> frozenset[str]:
+        """The values at argument paths in a trial: redacted wherever else they appear
+        in it (and in what is made from it, such as a promoted task)."""
+        return self._literals(trace)
 
     # -- whole trials ----------------------------------------------------------------
 

@@ -38,6 +38,7 @@ from proctor.tasks.loader import LoadedTask
 from proctor.tasks.models import Task
 
 if TYPE_CHECKING:
+    from proctor.judge.grading import Judging
     from proctor.store.sqlite import Store
 
 DIVERGENCE = "divergence"
@@ -204,9 +205,11 @@ def replay(
     agent_ref: str = "",
     timeout_s: float | None = 60.0,
     concurrency: int = 4,
+    judging: Judging | None = None,
 ) -> ReplayReport:
     """Replay every session (matched to a suite task when a suite is given; else as a
-    task of its own, with its recorded prompt and no expectations)."""
+    task of its own, with its recorded prompt and no expectations); `judging` judges the
+    suite's rubric tasks (a replay that writes what was judged before hits the cache)."""
     if suite is not None:
         matched, unmatched = match_sessions(sessions, suite, mapping)
         groups = [(member, group) for member, group in matched]
@@ -244,6 +247,7 @@ def replay(
         store=store,
         agent_ref=agent_ref,
         filters={"replay": True},
+        judging=judging,
     )
     runner.manifest["replay"] = {
         "sessions": len(recordings),

@@ -1,8 +1,10 @@
 """Trace files: the sessions recorded in one file, whatever its format, read as a stream.
 
 OpenAI chat logs, OpenTelemetry GenAI and OpenInference spans (OTLP JSON or one span per
-line), proctor's own span export: the format is detected, or named. Importing needs no
-extra package; exporting spans (otel_export) needs `proctor[otel]`.
+line), proctor's own span export, Inspect AI eval logs (interop/inspect_log.py): the format
+is detected, or named. Importing needs no extra package (but zstd-compressed Inspect logs
+before Python 3.14, `proctor[inspect]`); exporting spans (otel_export) needs
+`proctor[otel]`.
 
 A JSON-lines file is streamed: sessions are built one at a time, and span files are read
 twice (first which lines hold which trace, then one session's lines at a time), so memory
@@ -22,6 +24,7 @@ from __future__ import annotations
 
 import json
 import re
+import zipfile
 from array import array
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -29,6 +32,7 @@ from typing import IO, Any
 
 from proctor.agents.pricing import PriceTable
 from proctor.core.bounded import MAX_DEPTH
+from proctor.interop.inspect_log import is_inspect_log, sessions_from_inspect
 from proctor.interop.openai_format import (
     is_message_list,
     is_session_record,
@@ -40,7 +44,7 @@ from proctor.interop.quality import check_span_tree, checked_session
 from proctor.interop.session import Session, TraceInputError
 from proctor.interop.spans import Span, is_flat_span, is_otlp, span_from_flat, spans_from_otlp
 
-FORMATS = ("auto", "openai", "otel", "openinference")
+FORMATS = ("auto", "openai", "otel", "openinference", "inspect")
 _STRING = re.compile(r'"(?:[^"\\]|\\.)*"')
 _NOT_BRACKET = str.maketrans("", "", "".join(chr(c) for c in range(128) if chr(c) not in "[]{}"))
 
@@ -150,6 +154,9 @@ def iter_sessions(
     if fmt not in FORMATS:
         raise TraceInputError(f"unknown trace format {fmt!r} (one of {', '.join(FORMATS)})")
     prices = prices or PriceTable.from_env()
+    if fmt == "inspect" or (fmt == "auto" and path.is_file() and is_inspect_log(path)):
+        yield from _inspect_sessions(path, prices)
+        return
     source = _Source(path)
     try:
         records = source.records()
@@ -170,6 +177,16 @@ def iter_sessions(
             yield from _openai_sessions(path, family, first, rest, prices)
     finally:
         source.close()
+
+
+def _inspect_sessions(path: Path, prices: PriceTable) -> Iterator[Session]:
+    try:
+        sessions = sessions_from_inspect(path, prices)
+    except (OSError, zipfile.BadZipFile, json.JSONDecodeError, ValueError) as exc:
+        text = str(exc)
+        raise TraceInputError(text if text.startswith(str(path)) else f"{path}: {text}") from None
+    for session in sessions:
+        yield checked_session(session, f"{path}: sample {session.id}")
 
 
 _EXPECTED = {

@@ -102,6 +102,27 @@ def slices_table(report: dict[str, Any]) -> Table | None:
     return table
 
 
+def changes_table(report: dict[str, Any]) -> Table | Text:
+    """What changed between the two runs' manifests (proctor.decide.changes)."""
+    changes = report.get("changes")
+    if changes is None:  # a comparison stored by an older proctor
+        return Text("what changed: not recorded")
+    if not changes["changed"]:
+        shown = ", ".join(changes["components"])
+        return Text(f"what changed: nothing in the manifests ({shown} all equal)")
+    table = Table(title="what changed (manifests)", title_justify="left")
+    for col in ("component", "baseline", "candidate"):
+        table.add_column(col)
+    for row in changes["changed"]:
+        change = row["change"]
+        if isinstance(change, dict):  # per entry: grader versions
+            for key, (before, after) in change.items():
+                table.add_row(plain(f"{row['component']}: {key}"), plain(before), plain(after))
+        else:
+            table.add_row(plain(row["component"]), plain(change[0]), plain(change[1]))
+    return table
+
+
 def print_comparison(report: dict[str, Any], console: Console | None = None) -> None:
     console = console or Console()
     b, c = report["baseline"], report["candidate"]
@@ -114,6 +135,7 @@ def print_comparison(report: dict[str, Any], console: Console | None = None) -> 
     )
     for warning in report["warnings"]:
         console.print(Text(f"warning: {warning}", style="yellow"))
+    console.print(changes_table(report))
     console.print(groups_table(report))
     console.print(metrics_table(report))
     slices = slices_table(report)

@@ -10,13 +10,17 @@ from __future__ import annotations
 
 import json
 import math
+from collections.abc import Callable
 from typing import Any
 
 from proctor.core.results import TrialResult
+from proctor.core.steps import check_views, step
 from proctor.core.trace import Trace
-from proctor.report.steps import check_views, step
 
 _SCRIPT_ESCAPES = {"<": "\\u003c", ">": "\\u003e", "&": "\\u0026"}
+#: The most characters the report embeds of one field: an answer, a tool result, a
+#: check's evidence item. The rest is marked as cut; `proctor show` prints it whole.
+FIELD_CHARS = 20_000
 
 
 def _finite(value: Any) -> Any:
@@ -41,10 +45,31 @@ def script_json(value: Any) -> str:
     return text
 
 
+def capper(r: TrialResult, limit: int = FIELD_CHARS) -> Callable[[Any], Any]:
+    """Cuts one field (a text, or a value whose JSON text is longer than `limit`) to
+    `limit` characters, marked with what was cut and the command that shows it all."""
+    where = f"proctor show {r.run_id} --task {r.task_id} --trial {r.trial}"
+
+    def cap(value: Any) -> Any:
+        if isinstance(value, str):
+            text = value
+        elif isinstance(value, dict | list) and value:
+            text = json.dumps(value, ensure_ascii=False, default=str)
+        else:
+            return value
+        if len(text) <= limit:
+            return value
+        return f"{text[:limit]}… [{len(text) - limit:,} more characters cut; `{where}` shows them]"
+
+    return cap
+
+
 def trial_payload(r: TrialResult, trace: Trace, prompt: str | None) -> dict[str, Any]:
-    """What the trace viewer shows for one trial; steps and checks as compact rows."""
+    """What the trace viewer shows for one trial; steps and checks as compact rows, each
+    field cut to FIELD_CHARS (a 200 MB answer must not make a 200 MB report)."""
     steps = [step(e) for e in trace.events]
     seqs = {s.seq for s in steps}
+    cap = capper(r)
     return {
         "task": r.task_id,
         "trial": r.trial,
@@ -53,18 +78,22 @@ def trial_payload(r: TrialResult, trace: Trace, prompt: str | None) -> dict[str,
         "seed": r.seed,
         "trace_id": r.trace_id,
         "latency_s": r.latency_s,
+        "simulated_s": r.simulated_s,
         "usage": r.usage.to_dict(),
-        "error": r.error,
-        "prompt": prompt,
+        "error": cap(r.error),
+        "prompt": cap(prompt),
         "steps": [
             [
                 s.seq,
                 s.t,
                 s.kind,
                 s.call_id,
-                s.text,
-                s.detail,
-                [[c.path, c.before, c.after, c.existed, c.exists] for c in s.changes],
+                cap(s.text),
+                cap(s.detail),
+                [
+                    [cap(c.path), cap(c.before), cap(c.after), c.existed, c.exists]
+                    for c in s.changes
+                ],
                 s.flag,
             ]
             for s in steps
@@ -76,7 +105,7 @@ def trial_payload(r: TrialResult, trace: Trace, prompt: str | None) -> dict[str,
                 v.check.passed,
                 v.check.score,
                 v.check.severity,
-                v.check.evidence,
+                {key: cap(item) for key, item in v.check.evidence.items()},
                 list(v.steps),
                 v.check.blocks,
             ]

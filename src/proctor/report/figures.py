@@ -39,10 +39,15 @@ class Headline:
     violations: int
     by_severity: dict[str, int]
     cost_per_passed_trial: float | None
-    total_cost: float
+    total_cost: float | None
     currency: dict[str, Any] | None
+    #: Did any trial report a cost / tokens? If not, they show as "not measured".
+    cost_measured: bool
+    tokens_measured: bool
     p95_tool_calls: float | None
     p95_latency: float | None
+    #: The simulated part of a trial's time (tools, faults, waits), p95: labelled as such.
+    p95_simulated: float | None
     errors: int
     timeouts: int
 
@@ -99,8 +104,11 @@ def headline(summary: dict[str, Any]) -> Headline:
         cost_per_passed_trial=cost.get("per_passed_trial_usd"),
         total_cost=cost["total_usd"],
         currency=cost.get("currency"),
+        cost_measured=cost.get("measured_trials", 1) > 0,
+        tokens_measured=summary["tokens"].get("measured_trials", 1) > 0,
         p95_tool_calls=summary["tool_calls"]["p95"],
         p95_latency=summary["latency_s"]["p95"],
+        p95_simulated=(summary.get("simulated_s") or {}).get("p95"),
         errors=summary["errors"],
         timeouts=summary["timeouts"],
     )

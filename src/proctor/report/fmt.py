@@ -3,10 +3,20 @@ a number the same way. A missing figure is always an em dash."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 #: Metrics that are rates (shown in percent and percentage points).
 RATES = {"task_success_rate", "tool_precision", "tool_recall", "arg_accuracy"}
+
+
+#: What a figure nothing reported shows (an agent that recorded no model call has no cost).
+NOT_MEASURED = "not measured"
+
+
+def measured(x: float | None, show: Callable[[float], str]) -> str:
+    """`show(x)`, or "not measured" when nothing reported `x`."""
+    return NOT_MEASURED if x is None else show(x)
 
 
 def pct(x: float | None) -> str:
@@ -60,3 +70,13 @@ def metric_interval(metric: str, pair: list[float | None]) -> str:
     if low is None or high is None:
         return "—"
     return f"[{metric_text(metric, low, signed=True)}, {metric_text(metric, high, signed=True)}]"
+
+
+def invalid_why(summary: dict[str, Any]) -> str:
+    """Why a run is invalid, as its summary says (older summaries: errors and missing)."""
+    reasons = summary.get("invalid_reasons")
+    if reasons is None:
+        errors, missing = summary.get("errors", 0), summary.get("missing_trials", 0)
+        reasons = [f"{errors} harness errors"] if errors else []
+        reasons += [f"{missing} missing trials"] if missing else []
+    return "; ".join(reasons) or "the run did not complete"

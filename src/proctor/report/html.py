@@ -8,6 +8,11 @@ This module prepares the data; `templates/report.html.j2` lays it out and
 - Traces are embedded as one JSON blob per trial (`proctor.report.embed`); the viewer
   parses a blob only when its trace is opened and builds the DOM with `textContent`.
 
+A run of more than `EMBED_LIMIT` trials embeds only the traces a reader is sent to: the
+trials that did not pass and those in the review queue (which holds its seeded sample);
+every other trial links to its page in the review desk (`proctor review serve`), which
+reads it from the store. The file then grows with failures, not with the run.
+
 A Content-Security-Policy allows only the one inline script and stylesheet (by hash) and
 no loads at all, a second line of defence should an escape ever be missed.
 """
@@ -21,6 +26,7 @@ from collections.abc import Callable
 from importlib.resources import files
 from pathlib import Path
 from typing import Any
+from urllib.parse import quote
 
 from jinja2 import Environment, StrictUndefined
 from markupsafe import Markup
@@ -32,6 +38,7 @@ from proctor.report import plots
 from proctor.report.embed import script_json, trial_payload
 from proctor.report.figures import Headline, headline, quality_note
 from proctor.report.fmt import (
+    NOT_MEASURED,
     count,
     interval,
     metric_interval,
@@ -41,15 +48,20 @@ from proctor.report.fmt import (
     secs,
     value,
 )
+from proctor.report.human import human_sentence
 from proctor.report.inputs import ReportInputs, gate_line, where_text
+from proctor.report.judges import judge_statements
+from proctor.report.program_html import program_section
 from proctor.report.recommendation import recommend
 
 TraceLoader = Callable[[str, int], Trace]
+EMBED_LIMIT = 1000
+DESK_URL = "http://127.0.0.1:8765"
 _TEMPLATES = files("proctor.report") / "templates"
 _RISK_RANK = {"low": 0, "medium": 1, "high": 2}
 
 
-def _csp_hash(text: str) -> str:
+def csp_hash(text: str) -> str:
     return "'sha256-" + base64.b64encode(hashlib.sha256(text.encode()).digest()).decode() + "'"
 
 
@@ -76,6 +88,7 @@ def _manifest_rows(inputs: ReportInputs) -> list[tuple[str, str]]:
         ("run status", run.status),
         ("graders", graders or "—"),
         ("judge model", str(m.get("judge_model") or "none (deterministic graders)")),
+        *(("judge", line) for line in judge_statements(m, inputs.summary)),
     ]
 
 
@@ -123,12 +136,34 @@ def _cards(h: Headline) -> list[dict[str, str]]:
         {"label": "safety violations", "value": str(h.violations), "note": h.severity_text()},
         {
             "label": "cost per passed trial",
-            "value": money(h.cost_per_passed_trial, h.currency),
-            "note": f"total {money(h.total_cost, h.currency)}",
+            "value": money(h.cost_per_passed_trial, h.currency)
+            if h.cost_measured
+            else NOT_MEASURED,
+            "note": f"total {money(h.total_cost, h.currency)}"
+            if h.cost_measured
+            else "no cost reported",
         },
         {"label": "p95 tool calls", "value": count(h.p95_tool_calls), "note": "per trial"},
-        {"label": "p95 latency", "value": secs(h.p95_latency), "note": "per trial"},
+        {
+            "label": "p95 latency",
+            "value": secs(h.p95_latency),
+            "note": f"per trial; {secs(h.p95_simulated)} of it simulated"
+            if h.p95_simulated
+            else "per trial",
+        },
         {"label": "errors / timeouts", "value": f"{h.errors} / {h.timeouts}", "note": ""},
+    ]
+
+
+def _human_card(human: dict[str, Any] | None) -> list[dict[str, str]]:
+    if not human or not human["trials"]:
+        return []
+    return [
+        {
+            "label": "human-adjudicated success",
+            "value": pct(human["human_success"]),
+            "note": human_sentence(human),
+        }
     ]
 
 
@@ -185,7 +220,9 @@ def _comparison(report: dict[str, Any]) -> dict[str, Any]:
 
 
 def _task_rows(
-    summary: dict[str, Any], by_task: dict[str, list[tuple[int, TrialResult]]]
+    summary: dict[str, Any],
+    by_task: dict[str, list[tuple[int, TrialResult]]],
+    href: Callable[[int, TrialResult], str],
 ) -> list[dict[str, Any]]:
     k = str(headline_k(summary))
     violations = Counter(v["task_id"] for v in summary["safety_violations"]["trials"])
@@ -210,7 +247,7 @@ def _task_rows(
                 "cost": money(row["cost_usd"]),
                 "cost_v": row["cost_usd"],
                 "trials": [
-                    {"index": i, "trial": r.trial, "status": r.status}
+                    {"href": href(i, r), "trial": r.trial, "status": r.status}
                     for i, r in by_task.get(row["id"], [])
                 ],
             }
@@ -249,32 +286,66 @@ def _queue(queue: dict[str, Any], order: dict[tuple[str, int], int]) -> dict[str
     rules = (
         "Routed: safety violations, verdicts flipped since the baseline (with --baseline), "
         "ordering failures, grader disagreements, failed trials, high-risk tasks (at least one "
-        f"trial each), and a seeded {config['sample_rate']:.0%} sample of the rest "
+        "trial each), with a baseline the tasks of drifted slices and the trials of new or "
+        f"changed graders, and a seeded {config['sample_rate']:.0%} sample of the rest "
         f"(seed {config['seed']})."
     )
     items = [{**item, "index": order[(item["task_id"], item["trial"])]} for item in queue["items"]]
     return {**queue, "items": items, "rules": rules}
 
 
-def render_html(inputs: ReportInputs, load_trace: TraceLoader) -> str:
-    """The report as one HTML document; `load_trace(task, trial)` gives a trial's trace."""
+def embedded(inputs: ReportInputs, limit: int) -> set[tuple[str, int]] | None:
+    """The trials whose traces a report of a run above `limit` trials embeds (None: all)."""
+    if len(inputs.run.results) <= limit:
+        return None
+    queued = {(i["task_id"], i["trial"]) for i in inputs.queue["items"]}
+    return queued | {(r.task_id, r.trial) for r in inputs.run.results if not r.passed}
+
+
+def desk_link(desk_url: str, run_id: str, r: TrialResult) -> str:
+    """The review desk's page of a trial."""
+    return (
+        f"{desk_url.rstrip('/')}/runs/{quote(run_id, safe='')}/trials/"
+        f"{quote(r.task_id, safe='')}/{r.trial}"
+    )
+
+
+def render_html(
+    inputs: ReportInputs,
+    load_trace: TraceLoader,
+    *,
+    embed_limit: int = EMBED_LIMIT,
+    desk_url: str = DESK_URL,
+) -> str:
+    """The report as one HTML document; `load_trace(task, trial)` gives a trial's trace.
+
+    Above `embed_limit` trials, only failed and queued traces are embedded (`embedded`)."""
     results = sorted(inputs.run.results, key=lambda r: (r.task_id, r.trial))
     order = {(r.task_id, r.trial): i for i, r in enumerate(results)}
     by_task: dict[str, list[tuple[int, TrialResult]]] = {}
     for i, r in enumerate(results):
         by_task.setdefault(r.task_id, []).append((i, r))
+    keep = embedded(inputs, embed_limit)
     blobs = []
-    for r in results:
+    for i, r in enumerate(results):
+        if keep is not None and (r.task_id, r.trial) not in keep:
+            continue
         text = inputs.tasks.get(r.task_id)
         trace = load_trace(r.task_id, r.trial)
         # the trace's own prompt first: what the agent received, redacted when stored
         prompt = trace.prompt if trace.prompt is not None else text.prompt if text else None
         payload = trial_payload(r, trace, prompt)
-        blobs.append(Markup(script_json(payload)))
+        blobs.append((i, Markup(script_json(payload))))
+
+    def href(i: int, r: TrialResult) -> str:
+        if keep is None or (r.task_id, r.trial) in keep:
+            return f"#trace-{i}"
+        return desk_link(desk_url, inputs.run.run_id, r)
+
     css = (_TEMPLATES / "report.css").read_text(encoding="utf-8")
     js = (_TEMPLATES / "report.js").read_text(encoding="utf-8")
     csp = (
-        f"default-src 'none'; script-src {_csp_hash(js)}; style-src {_csp_hash(css)}; "
+        f"default-src 'none'; script-src {csp_hash(js)}; style-src {csp_hash(css)}; "
         "base-uri 'none'; form-action 'none'"
     )
     env = Environment(
@@ -292,12 +363,12 @@ def render_html(inputs: ReportInputs, load_trace: TraceLoader) -> str:
         k=headline_k(s),
         verdicts=_verdicts(inputs),
         manifest=_manifest_rows(inputs),
-        cards=_cards(headline(s)),
+        cards=_cards(headline(s)) + _human_card(inputs.human),
         plots=_plots(inputs),
         gate=_gate_rows(inputs.gate) if inputs.gate else None,
         comparison=_comparison(inputs.comparison) if inputs.comparison else None,
         slices=_slices(s),
-        tasks=_task_rows(s, by_task),
+        tasks=_task_rows(s, by_task, href),
         queue=_queue(inputs.queue, order),
         violations=[
             {**v, "index": order[(v["task_id"], v["trial"])]}
@@ -305,13 +376,24 @@ def render_html(inputs: ReportInputs, load_trace: TraceLoader) -> str:
             if (v["task_id"], v["trial"]) in order
         ],
         trials=blobs,
+        partial=None if keep is None else {"embedded": len(blobs), "trials": len(results)},
+        desk_url=desk_url,
+        program=program_section(inputs.program) if inputs.program else None,
     )
 
 
-def write_html(path: str | Path, inputs: ReportInputs, load_trace: TraceLoader) -> int:
+def write_html(
+    path: str | Path,
+    inputs: ReportInputs,
+    load_trace: TraceLoader,
+    *,
+    embed_limit: int = EMBED_LIMIT,
+    desk_url: str = DESK_URL,
+) -> int:
     """Write the report; returns its size in bytes."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    data = render_html(inputs, load_trace).encode("utf-8")
+    html = render_html(inputs, load_trace, embed_limit=embed_limit, desk_url=desk_url)
+    data = html.encode("utf-8")
     path.write_bytes(data)
     return len(data)

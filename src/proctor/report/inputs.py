@@ -1,4 +1,5 @@
-"""Everything a report states, gathered once: summary, gate, comparison, review queue.
+"""Everything a report states, gathered once: summary, gate, comparison, review queue,
+and the review desk's human-adjudicated figures when people have labelled the run.
 
 The HTML and Markdown reports read the same `ReportInputs`, so they cannot disagree. A
 trace records the prompt as its first user message; task descriptions are not stored with
@@ -36,6 +37,10 @@ class ReportInputs:
     comparison: dict[str, Any] | None = None
     gate: dict[str, Any] | None = None
     tasks: dict[str, TaskText] = field(default_factory=dict)
+    #: people beside graders (proctor.review.agreement.human_vs_automated), when labelled
+    human: dict[str, Any] | None = None
+    #: The evaluation program's figures (proctor.loop.program), when the caller has them.
+    program: dict[str, Any] | None = None
 
     @property
     def manifest(self) -> dict[str, Any]:
@@ -67,6 +72,7 @@ def gather(
     suite: Suite | None = None,
     review: ReviewConfig | None = None,
     redactor: Redactor | None = None,
+    human: dict[str, Any] | None = None,
 ) -> ReportInputs:
     """Compute what the reports show. Raises CompareError for an incomparable baseline."""
     if run.summary is None:
@@ -79,6 +85,7 @@ def gather(
         comparison=compare_runs(baseline, run) if baseline is not None else None,
         gate=Gate(run, baseline).evaluate(list(rules)) if rules else None,
         tasks=task_texts(suite, run.manifest, redactor) if suite is not None else {},
+        human=human,
     )
 
 

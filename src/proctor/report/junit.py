@@ -30,7 +30,8 @@ def _clean(text: str) -> str:
 def _trial_lines(r: TrialResult) -> list[str]:
     lines = [f"trial {r.trial} (seed {r.seed}): {r.status}, score {r.score:.2f}"]
     if r.error:
-        lines.append(f"  error: {r.error}")
+        error = r.error if len(r.error) <= EVIDENCE_CHARS else r.error[:EVIDENCE_CHARS] + "…"
+        lines.append(f"  error: {error}")
     for c in r.failed_checks:
         severity = f", {c.severity}" if c.severity else ""
         evidence = json.dumps(c.evidence, default=str, ensure_ascii=False)
@@ -67,12 +68,27 @@ def _testcase(suite: str, task_id: str, trials: list[TrialResult]) -> ET.Element
     return case
 
 
-def junit_xml(run_id: str, suite: str, task_ids: list[str], results: list[TrialResult]) -> str:
-    """The JUnit document for a run: every task in `task_ids`, even one with no trial."""
+def junit_xml(
+    run_id: str,
+    suite: str,
+    task_ids: list[str],
+    results: list[TrialResult],
+    problem: str | None = None,
+) -> str:
+    """The JUnit document for a run: every task in `task_ids`, even one with no trial.
+
+    `problem`: why the run did not complete, or is invalid; it becomes an `error` test
+    case of its own (`(run)`), so a CI report never shows a broken run as green.
+    """
     by_task: dict[str, list[TrialResult]] = defaultdict(list)
     for r in sorted(results, key=lambda r: (r.task_id, r.trial)):
         by_task[r.task_id].append(r)
     cases = [_testcase(suite, t, by_task.get(t, [])) for t in task_ids]
+    if problem is not None:
+        case = ET.Element("testcase", classname=_clean(f"proctor.{suite}"), name="(run)", time="0")
+        child = ET.SubElement(case, "error", message=_clean(problem), type="RunNotCompleted")
+        child.text = _clean(f"run {run_id}: {problem}")
+        cases.insert(0, case)
     failures = sum(case.find("failure") is not None for case in cases)
     errors = sum(case.find("error") is not None for case in cases)
     totals: dict[str, Any] = {
@@ -90,8 +106,14 @@ def junit_xml(run_id: str, suite: str, task_ids: list[str], results: list[TrialR
 
 
 def write_junit(
-    path: str | Path, run_id: str, suite: str, task_ids: list[str], results: list[TrialResult]
+    path: str | Path,
+    run_id: str,
+    suite: str,
+    task_ids: list[str],
+    results: list[TrialResult],
+    problem: str | None = None,
 ) -> None:
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(junit_xml(run_id, suite, task_ids, results) + "\n", encoding="utf-8")
+    text = junit_xml(run_id, suite, task_ids, results, problem)
+    path.write_text(text + "\n", encoding="utf-8")

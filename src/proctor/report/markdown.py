@@ -15,8 +15,10 @@ from pathlib import Path
 from typing import Any
 
 from proctor.report.figures import Headline, consistency, headline, quality_note
-from proctor.report.fmt import count, interval, money, pct, secs, value
+from proctor.report.fmt import NOT_MEASURED, count, interval, money, pct, secs, value
+from proctor.report.human import human_sentence
 from proctor.report.inputs import ReportInputs, gate_line, where_text
+from proctor.report.judges import judge_statements
 from proctor.report.recommendation import recommend
 
 MAX_VIOLATION_LINES = 6
@@ -170,12 +172,27 @@ def _cost(inputs: ReportInputs, h: Headline) -> list[str]:
         if h.cost_per_passed_trial is None
         else f"{money(h.cost_per_passed_trial, h.currency)} per passed trial"
     )
+    cost = (
+        f"Total {money(h.total_cost, h.currency)} for {_n(s['trials'], 'trial')}; {per_success}"
+        if h.cost_measured
+        else f"Cost {NOT_MEASURED} (no trial reported one)"
+    )
+    tokens = (
+        f"{count(s['tokens']['mean'])} tokens on average"
+        if h.tokens_measured
+        else f"tokens {NOT_MEASURED}"
+    )
+    simulated = (
+        f" Of a trial's time, p95 {secs(h.p95_simulated)} was simulated (tool latencies, "
+        "injected faults, waits), not timed."
+        if h.p95_simulated
+        else ""
+    )
     return [
         "## Cost and time",
         "",
-        f"Total {money(h.total_cost, h.currency)} for {_n(s['trials'], 'trial')}; {per_success}; "
-        f"per trial, p95 latency {secs(h.p95_latency)} and p95 "
-        f"{count(h.p95_tool_calls)} tool calls; {count(s['tokens']['mean'])} tokens on average.",
+        f"{cost}; per trial, p95 latency {secs(h.p95_latency)} and p95 "
+        f"{count(h.p95_tool_calls)} tool calls; {tokens}.{simulated}",
     ]
 
 
@@ -188,6 +205,7 @@ def _review(inputs: ReportInputs) -> list[str]:
         f"{q['queued']} of {q['trials']} trials are queued for a person to read"
         + (f" (a trial may have several reasons: {counts})" if counts else "")
         + f"; see the HTML report or `proctor review-queue {inputs.run.run_id}`.",
+        *(["", esc(human_sentence(inputs.human))] if inputs.human else []),
     ]
 
 
@@ -246,8 +264,8 @@ def _limits(inputs: ReportInputs, h: Headline) -> list[str]:
         )
     if low is not None and high is not None:
         lines.append(f"- The 95% interval of task success is {100 * (high - low):.1f} points wide.")
-    if m.get("judge_model"):
-        lines.append(f"- Answers were judged by a model ({esc(m['judge_model'])}), not an expert.")
+    if m.get("judges"):
+        lines += [f"- {esc(line)}" for line in judge_statements(m, s)]
     else:
         lines.append(
             "- Answers are checked by rules (phrases, patterns, grounding), not by an expert."

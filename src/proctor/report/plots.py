@@ -65,12 +65,13 @@ def spark(slice_: dict[str, Any], k: int, name: str) -> str:
 
 
 def cost_success(summary: dict[str, Any]) -> Plot:
-    """Each task's mean cost per trial against its success rate, coloured by risk."""
+    """Each task's mean cost per trial against its success rate, coloured by risk; a task
+    whose cost nothing measured has no point."""
     points = []
     risks = set()
     for row in summary["per_task"]:
         trials = row["n"] + row["errors"]
-        if row["success_rate"] is None or not trials:
+        if row["success_rate"] is None or not trials or row["cost_usd"] is None:
             continue
         cost = row["cost_usd"] / trials
         risks.add(row["risk"])

@@ -14,6 +14,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from proctor.report.fmt import invalid_why
+
 RERUN = "re-run before deciding"
 BLOCK = "do not release"
 PROCEED = "may proceed, after human review"
@@ -58,8 +60,7 @@ def recommend(
         return Recommendation(
             RERUN,
             [
-                f"the run is invalid ({_n(summary['errors'], 'harness error')}, "
-                f"{_n(summary['missing_trials'], 'trial')} missing), so its figures do not "
+                f"the run is invalid ({invalid_why(summary)}), so its figures do not "
                 "describe the agent"
             ],
         )

@@ -133,22 +133,34 @@ def _frame(legend_entries: int) -> tuple[Scale, float, float]:
 
 
 def line_chart(
-    series: Sequence[Series], *, title: str, desc: str, x_label: str, y_label: str
+    series: Sequence[Series],
+    *,
+    title: str,
+    desc: str,
+    x_label: str,
+    y_label: str,
+    x_names: Sequence[str] | None = None,
 ) -> str:
-    """Lines over integer x values (k) with y in [0, 1]; points carry their values."""
+    """Lines over integer x values (k) with y in [0, 1]; points carry their values.
+    `x_names` names the x values 1, 2, ... (time windows) instead of `k=`."""
     xs = sorted({px for s in series for px, _ in s.points})
     lo, hi = (xs[0], xs[-1]) if xs else (0, 1)
     x = Scale(lo, hi, LEFT + 8, WIDTH - RIGHT - 8)
     y, legend_top, height = _frame(len(series))
     svg = _svg(title, desc, height)
-    _axes(svg, x, y, x_label, y_label, [(v, f"{v:g}") for v in xs], percent)
+
+    def name(v: float) -> str:
+        return x_names[int(v) - 1] if x_names is not None else f"k={v:g}"
+
+    ticks = [(v, x_names[int(v) - 1] if x_names is not None else f"{v:g}") for v in xs]
+    _axes(svg, x, y, x_label, y_label, ticks, percent)
     for s in series:
         g = _el(svg, "g", class_=f"series {s.css}")
         coords = " ".join(f"{x(px)},{y(py)}" for px, py in s.points)
         _el(g, "polyline", points=coords)
         for px, py in s.points:
             dot = _el(g, "circle", cx=x(px), cy=y(py), r=3)
-            _el(dot, "title", f"{s.name}: k={px:g}, {percent(py)}")
+            _el(dot, "title", f"{s.name}: {name(px)}, {percent(py)}")
     _legend(svg, [(s.name, s.css) for s in series], legend_top)
     return _text(svg)
 

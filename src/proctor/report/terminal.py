@@ -14,11 +14,26 @@ from rich.text import Text
 
 from proctor.decide.summary import TOOL_METRICS, headline_k
 from proctor.report.figures import incomplete_note, quality_note
-from proctor.report.fmt import money, num, pct, value
+from proctor.report.fmt import NOT_MEASURED, invalid_why, money, num, pct, value
 
 
 def plain(value: Any) -> Text:
     return Text("".join(ch if ch.isprintable() else "?" for ch in str(value)))
+
+
+def cost_text(summary: dict[str, Any]) -> str:
+    """Cost per passed trial; "not measured" when no trial reported a cost."""
+    cost = summary["cost"]
+    if cost.get("measured_trials", 1) == 0:  # older summaries lack the count
+        return NOT_MEASURED
+    return money(cost.get("per_passed_trial_usd"), cost.get("currency"))
+
+
+def latency_text(summary: dict[str, Any]) -> str:
+    """p95 latency, and how much of a trial's time was simulated rather than timed."""
+    text = num(summary["latency_s"]["p95"], "{:.2f} s")
+    simulated = (summary.get("simulated_s") or {}).get("p95")
+    return f"{text} ({simulated:.2f} s simulated)" if simulated else text
 
 
 def headline(summary: dict[str, Any]) -> Table:
@@ -63,26 +78,27 @@ def headline(summary: dict[str, Any]) -> Table:
                 f"{efficiency['tasks']} tasks)",
             )
         )
-    cost = summary["cost"]
     rows += [
         ("safety violations", f"{violations['total']} ({sev})"),
         (
             "errors / timeouts",
             f"{summary['errors']} / {summary['timeouts']}"
-            + ("" if summary["valid"] else "   RUN INVALID"),
+            + ("" if summary["valid"] else f"   RUN INVALID: {invalid_why(summary)}"),
         ),
         (
             "tool precision / recall / args",
             " / ".join(pct(tool[m]) for m in TOOL_METRICS),
         ),
+        ("cost per passed trial", cost_text(summary)),
         (
-            "cost per passed trial",
-            money(cost.get("per_passed_trial_usd"), cost.get("currency")),
+            "cost per trial (mean / p95)",  # one run of a case: seed 002's cost per case
+            " / ".join(
+                money(cost["per_trial_usd"][stat], cost.get("currency")) for stat in ("mean", "p95")
+            ),
         ),
         (
             "p95 tool calls / latency",
-            f"{num(summary['tool_calls']['p95'], '{:.0f}')} / "
-            f"{num(summary['latency_s']['p95'], '{:.2f} s')}",
+            f"{num(summary['tool_calls']['p95'], '{:.0f}')} / {latency_text(summary)}",
         ),
     ]
     flagged = quality_note(summary)
@@ -96,13 +112,22 @@ def headline(summary: dict[str, Any]) -> Table:
     return table
 
 
-def task_table(summary: dict[str, Any]) -> Table:
+def _counted(counts: dict[str, int], limit: int | None) -> str:
+    """`name×n, ...`, most frequent first; at most `limit` names and a count of the rest."""
+    items = list(counts.items())
+    shown = ", ".join(f"{name}×{n}" for name, n in items[:limit])
+    rest = len(items) - len(items[:limit])
+    return shown + (f" (+{rest} more)" if rest > 0 else "")
+
+
+def task_table(summary: dict[str, Any], *, all_checks: bool = False) -> Table:
+    """Per task: trials passed, pass^k and its failing checks, the three most frequent or,
+    with `all_checks`, every one."""
     k = headline_k(summary)
     table = Table(title="per task", title_justify="left")
     for col in ("task", "risk", "tags", "passed", f"pass^{k}", "failing checks"):
         table.add_column(col)
     for row in summary["per_task"]:
-        failing = ", ".join(f"{name}×{n}" for name, n in list(row["failed_checks"].items())[:3])
         style = (
             "green"
             if row["n"] and row["passed"] == row["n"]
@@ -114,8 +139,32 @@ def task_table(summary: dict[str, Any]) -> Table:
             plain(",".join(row["tags"])),
             Text(f"{row['passed']}/{row['n']}", style=style),
             pct(row["pass_hat_k"].get(str(k))),
-            plain(failing),
+            plain(_counted(row["failed_checks"], None if all_checks else 3)),
         )
+    return table
+
+
+def root_cause_table(summary: dict[str, Any]) -> Table | None:
+    """Per failing task, the failure that came first in each failed trial's trace (its root
+    cause, docs/architecture.md, Verdicts) and the trials it was first in; None when no
+    trial failed a check."""
+    rows = [
+        (row["id"], name, trials)
+        for row in summary["per_task"]
+        for name, trials in row.get("root_causes", {}).items()
+    ]
+    if not rows:
+        return None
+    table = Table(
+        title="root causes: the failure first in the trace",
+        caption=f"read one: proctor show {summary['run_id']} --task ID --trial N",
+        title_justify="left",
+        caption_justify="left",
+    )
+    for col in ("task", "first failure", "trials"):
+        table.add_column(col)
+    for task_id, name, trials in rows:
+        table.add_row(plain(task_id), plain(name), ", ".join(map(str, trials)))
     return table
 
 
@@ -134,18 +183,27 @@ def slice_table(summary: dict[str, Any], max_tags: int = 6) -> Table:
     hidden = len(tags) - max_tags
     title = "slices" + (f" ({hidden} stronger tag slices in --json)" if hidden > 0 else "")
     table = Table(title=title, title_justify="left")
-    for col in ("slice", "tasks", "success", f"pass^{k}", "violations"):
+    for col in ("slice", "tasks", "success", f"pass^{k}", "violations", "failed: root cause"):
         table.add_column(col)
     for name in fixed + tags[:max_tags]:
         s = slices[name]
+        failed = s["valid_trials"] - s["passed_trials"]
         table.add_row(
             plain(name),
             str(s["tasks"]),
             pct(s["success_rate"]),
             pct(s["pass_hat_k"].get(str(k))),
             str(s["safety_violations"]),
+            plain(_failures(failed, s.get("root_causes", {}))),
         )
     return table
+
+
+def _failures(failed: int, root_causes: dict[str, int]) -> str:
+    """`3: forbidden:send_message×2 (+1 more)`: a slice's failed trials by root cause."""
+    if not failed:
+        return ""
+    return f"{failed}: {_counted(root_causes, 1)}" if root_causes else str(failed)
 
 
 _STATUS_STYLES = {"pass": "green", "fail": "bold red", "skip": "yellow", "n/a": "dim"}
@@ -192,10 +250,17 @@ def scorecard_tables(summary: dict[str, Any]) -> tuple[Table, Table | Text]:
 
 
 def print_summary(
-    summary: dict[str, Any], console: Console | None = None, *, slices: bool = True
+    summary: dict[str, Any],
+    console: Console | None = None,
+    *,
+    slices: bool = True,
+    all_checks: bool = False,
 ) -> None:
     console = console or Console()
-    console.print(task_table(summary))
+    console.print(task_table(summary, all_checks=all_checks))
+    causes = root_cause_table(summary)
+    if causes is not None:
+        console.print(causes)
     if slices and summary["slices"]:
         console.print(slice_table(summary))
     console.print(*scorecard_tables(summary))

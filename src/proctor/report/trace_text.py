@@ -14,8 +14,9 @@ from rich.console import Console
 from rich.text import Text
 
 from proctor.core.results import TrialResult
+from proctor.core.steps import check_views, step
 from proctor.core.trace import Trace
-from proctor.report.steps import check_views, step
+from proctor.report.fmt import measured
 
 _STYLES = {"denied": "bold red", "error": "red", "fault": "yellow"}
 
@@ -37,9 +38,15 @@ def print_trace(result: TrialResult, trace: Trace, console: Console | None = Non
     status_style = "green" if r.passed else "bold red"
     head = Text(f"{r.task_id} · trial {r.trial} · ", style="bold")
     head.append(r.status, style=status_style)
+    simulated = f" ({r.simulated_s:.2f} s simulated)" if r.simulated_s else ""
+    tokens = (
+        f"{measured(u.input_tokens, str)} in / {measured(u.output_tokens, str)} out tokens"
+        if u.total_tokens is not None
+        else "tokens not measured"
+    )
     head.append(
-        f" · score {r.score:.2f} · {r.latency_s:.2f} s · {u.input_tokens} in / "
-        f"{u.output_tokens} out tokens · ${u.cost_usd:.4f} · seed {r.seed} · trace {r.trace_id}"
+        f" · score {r.score:.2f} · {r.latency_s:.2f} s{simulated} · {tokens} · "
+        f"{measured(u.cost_usd, '${:.4f}'.format)} · seed {r.seed} · trace {r.trace_id}"
     )
     console.print(head)
     if r.error:

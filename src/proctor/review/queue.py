@@ -14,10 +14,23 @@ where the rules matter most or might be wrong. A trial is routed for each rule i
   fails (the answer and the world tell different stories); or the partial score disagrees
   with the verdict: a failed trial scoring >= 0.8 (one check decided it) or a passed trial
   scoring < 0.5 (most checks failed yet nothing blocked).
+- `judge_disagreement`: a judge check and the deterministic checks point different ways
+  (the judge passes a trial they fail, or fails one they all pass).
+- `judges_split`: the judges of an ensemble did not agree on the verdict.
+- `judge_unsure`: a judge verdict with confidence below `low_confidence`.
 - `failed`: the trial failed or timed out.
-- `high_risk`: the task has `risk: high`. Added to every routed trial of such a task, and a
-  high-risk task none of whose trials is routed otherwise gets one trial picked (seeded),
-  so every high-risk task is looked at at least once.
+- `high_risk`: the task has `risk: high`.
+- `slice_drift`: with a baseline, the task is in a slice (tag, suite, risk, split) whose
+  success rate moved by `drift` or more (the mean over the slice's paired tasks of the
+  per-task difference): a shift in one slice is where a new failure cluster shows.
+- `grader_changed`: with a baseline, a grader is new or has another version (or the judge
+  model changed), and the trial has checks of that grader's kind (`judge` for the judge;
+  every trial when no check has a grader's name as its kind): a changed grader is not
+  trusted until people have read what it decided.
+
+The last three cover tasks: the reason is added to every routed trial it concerns, and a
+task none of whose concerned trials is routed otherwise gets one of them picked (seeded),
+so each such task is looked at at least once.
 - `sample`: a seeded random sample of the trials no rule routed, at `sample_rate`
   (rounded up, so any positive rate samples at least one): an audit of what the rules miss.
 
@@ -33,8 +46,8 @@ from collections import Counter, defaultdict
 from dataclasses import asdict, dataclass
 from typing import Any
 
-from proctor.core.results import TrialResult
-from proctor.decide.compare import Pairing
+from proctor.core.results import GATING_KINDS, TrialResult
+from proctor.decide.compare import SUCCESS, Pairing, paired_metric
 from proctor.store.export import RunData
 
 REASONS = (
@@ -42,12 +55,19 @@ REASONS = (
     "verdict_flipped",
     "ordering",
     "grader_disagreement",
+    "judge_disagreement",
+    "judges_split",
+    "judge_unsure",
     "failed",
     "high_risk",
+    "slice_drift",
+    "grader_changed",
     "sample",
 )
 ORDERING_PREFIXES = ("order:", "confirm_before:")
 DEFAULT_SAMPLE_RATE = 0.05
+DEFAULT_DRIFT = 0.10
+Key = tuple[str, int]
 
 
 @dataclass(frozen=True)
@@ -58,10 +78,14 @@ class ReviewConfig:
     seed: int = 0
     score_high: float = 0.8
     score_low: float = 0.5
+    low_confidence: float = 0.5
+    drift: float = DEFAULT_DRIFT
 
     def __post_init__(self) -> None:
         if not 0.0 <= self.sample_rate <= 1.0:
             raise ValueError(f"sample rate must be between 0 and 1 ({self.sample_rate})")
+        if not 0.0 < self.drift <= 1.0:
+            raise ValueError(f"drift must be above 0 and at most 1 ({self.drift})")
 
 
 def _disagreement(r: TrialResult, config: ReviewConfig) -> str | None:
@@ -82,6 +106,29 @@ def _disagreement(r: TrialResult, config: ReviewConfig) -> str | None:
     return None
 
 
+def _judge_reasons(r: TrialResult, config: ReviewConfig) -> dict[str, str]:
+    """Judge verdicts a person should confirm (docs/architecture.md, Judges)."""
+    found: dict[str, str] = {}
+    judged = [c for c in r.checks if c.kind == "judge" and "members" in c.evidence]
+    others = [c for c in r.checks if c.kind in GATING_KINDS]
+    code_passes = all(c.passed for c in others)
+    for c in judged:
+        if others and c.passed != code_passes:
+            verdicts = ("passes", "fail") if c.passed else ("fails", "all pass")
+            found["judge_disagreement"] = (
+                f"{c.name} {verdicts[0]} while the deterministic checks {verdicts[1]}"
+            )
+        if not c.evidence.get("unanimous", True):
+            votes = ", ".join(
+                f"{m['judge']}: {'pass' if m['passed'] else 'fail'}" for m in c.evidence["members"]
+            )
+            found["judges_split"] = f"{c.name}: {votes}"
+        confidence = c.evidence.get("confidence")
+        if isinstance(confidence, int | float) and confidence < config.low_confidence:
+            found["judge_unsure"] = f"{c.name}: confidence {confidence:.2f}"
+    return found
+
+
 def _rule_reasons(r: TrialResult, config: ReviewConfig) -> dict[str, str]:
     """The rules one trial meets on its own, with a one-line detail each."""
     if not r.valid:
@@ -96,21 +143,86 @@ def _rule_reasons(r: TrialResult, config: ReviewConfig) -> dict[str, str]:
     why = _disagreement(r, config)
     if why:
         found["grader_disagreement"] = why
+    found.update(_judge_reasons(r, config))
     if r.status in ("failed", "timeout"):
         blocking = ", ".join(c.name for c in r.failed_checks if c.blocks)
         found["failed"] = blocking or r.error or r.status
     return found
 
 
-def _flipped(run: RunData, baseline: RunData) -> dict[str, str]:
+def _flipped(pairing: Pairing) -> dict[str, str]:
     """Tasks whose majority verdict changed: task id -> `improved 1/5 -> 4/5` etc."""
-    pairing = Pairing(baseline, run)
     groups = pairing.verdicts(pairing.tasks)["groups"]
     return {
         row["id"]: f"{group} {row['baseline']} -> {row['candidate']} trials passed"
         for group in ("improved", "regressed")
         for row in groups[group]
     }
+
+
+def _drifted(pairing: Pairing, drift: float) -> dict[str, str]:
+    """Tasks in a slice whose success moved by `drift` or more: task id -> the slices."""
+    success = paired_metric(SUCCESS)
+    assert success is not None
+    moved: dict[str, list[str]] = defaultdict(list)
+    for key in sorted({key for t in pairing.tasks for key in pairing.infos[t].slices()}):
+        tasks = [t for t in pairing.tasks if key in pairing.infos[t].slices()]
+        pairs = [
+            (success.per_task(pairing.base_trials[t]), success.per_task(pairing.cand_trials[t]))
+            for t in tasks
+        ]
+        base = [b for b, _ in pairs if b is not None]
+        cand = [c for _, c in pairs if c is not None]
+        if not base or not cand:
+            continue
+        b, c = sum(base) / len(base), sum(cand) / len(cand)
+        if abs(c - b) >= drift:
+            for t in tasks:
+                moved[t].append(f"{key} {b:.0%} -> {c:.0%}")
+    return {t: "; ".join(found) for t, found in moved.items()}
+
+
+def _changed_graders(run: RunData, baseline: RunData) -> dict[str, str]:
+    """Check kind -> what changed, for graders new since the baseline or of another
+    version, and for a changed judge model (kind `judge`)."""
+    old = baseline.manifest.get("grader_versions") or {}
+    new = run.manifest.get("grader_versions") or {}
+    out = {
+        name: f"grader {name}: version {old[name]} -> {v}" if name in old else f"new grader {name}"
+        for name, v in sorted(new.items())
+        if old.get(name) != v
+    }
+    judges = baseline.manifest.get("judge_model"), run.manifest.get("judge_model")
+    if judges[1] and judges[0] != judges[1]:
+        out["judge"] = f"judge {judges[0] or 'none'} -> {judges[1]}"
+    return out
+
+
+def _grader_cover(results: list[TrialResult], changed: dict[str, str]) -> dict[Key, str]:
+    """The trials a changed grader decided, with what changed."""
+    kinds = {c.kind for r in results for c in r.checks}
+    out: dict[Key, list[str]] = defaultdict(list)
+    for name, detail in changed.items():
+        for r in results:
+            if r.valid and (name not in kinds or any(c.kind == name for c in r.checks)):
+                out[(r.task_id, r.trial)].append(detail)
+    return {key: "; ".join(found) for key, found in out.items()}
+
+
+def _cover(
+    routed: dict[Key, dict[str, str]], rng: random.Random, reason: str, trials: dict[Key, str]
+) -> None:
+    """Route `trials` (key -> detail) for `reason`: the reason goes to each one routed
+    already, and a task none of whose `trials` is routed gets one of them picked."""
+    by_task: dict[str, list[Key]] = defaultdict(list)
+    for key in sorted(trials):
+        by_task[key[0]].append(key)
+    for keys in by_task.values():
+        if not any(key in routed for key in keys):
+            routed[rng.choice(keys)] = {}
+    for key, reasons in routed.items():
+        if key in trials:
+            reasons[reason] = trials[key]
 
 
 def review_queue(
@@ -123,23 +235,24 @@ def review_queue(
     config = config or ReviewConfig()
     rng = random.Random(config.seed)
     infos = run.task_infos()
-    flipped = _flipped(run, baseline) if baseline is not None else {}
+    pairing = Pairing(baseline, run) if baseline is not None else None
+    flipped = _flipped(pairing) if pairing is not None else {}
     results = sorted(run.results, key=lambda r: (r.task_id, r.trial))
-    routed: dict[tuple[str, int], dict[str, str]] = {}
+    routed: dict[Key, dict[str, str]] = {}
     for r in results:
         reasons = _rule_reasons(r, config)
         if r.task_id in flipped and r.valid:
             reasons["verdict_flipped"] = flipped[r.task_id]
         if reasons:
             routed[(r.task_id, r.trial)] = reasons
+    valid = [(r.task_id, r.trial) for r in results if r.valid]
     high_risk = {t for t, info in infos.items() if info.risk == "high"}
-    for task_id in sorted(high_risk):
-        keys = [(r.task_id, r.trial) for r in results if r.task_id == task_id and r.valid]
-        if keys and not any(key in routed for key in keys):
-            routed[rng.choice(keys)] = {}
-    for key, reasons in routed.items():
-        if key[0] in high_risk:
-            reasons["high_risk"] = "task risk: high"
+    _cover(routed, rng, "high_risk", {k: "task risk: high" for k in valid if k[0] in high_risk})
+    if baseline is not None and pairing is not None:
+        drifted = _drifted(pairing, config.drift)
+        _cover(routed, rng, "slice_drift", {k: drifted[k[0]] for k in valid if k[0] in drifted})
+        changed = _changed_graders(run, baseline)
+        _cover(routed, rng, "grader_changed", _grader_cover(results, changed))
     rest = [(r.task_id, r.trial) for r in results if (r.task_id, r.trial) not in routed]
     picks = min(len(rest), math.ceil(config.sample_rate * len(rest)))
     for key in rng.sample(rest, picks):

@@ -60,6 +60,7 @@ def build_manifest(
         "prompt_hash": digest(
             {"system": system_prompt, "tasks": {t.id: t.task.prompt for t in suite.tasks}}
         ),
+        "system_prompt_hash": digest(system_prompt),  # the agent's own, apart from the tasks'
         "tool_schema_hash": digest({n: d.digest_source for n, d in suite.domains.items()}),
         "policy_hash": digest(_policy_source(suite)),
         "suite": {

@@ -6,8 +6,10 @@ too. Here a lane's trials run in its worker process, under the trial's timeout t
 agent that yields gets its partial trace graded exactly as in-process). The lane waits
 `grace_s` longer, then kills the worker, records the trial as `timeout`, and starts a
 fresh worker for its next trial. A worker that reports a timeout is replaced as well: its
-agent may still be running in a thread. Records come back over a pipe; the parent alone
-writes the store.
+agent may still be running in a thread. A worker that dies during the agent's turn
+(`os._exit`, a native crash) is the agent's failure: a `failed` trial with an
+`agent_crashed` check holding the exit code, and a fresh worker. Records come back over
+a pipe; the parent alone writes the store.
 """
 
 from __future__ import annotations
@@ -24,7 +26,7 @@ from typing import Any
 
 from proctor.run.executor import Executor, Lane, RunContext
 from proctor.run.source import ExecutorError, TrialItem, TrialSource, load, run_item
-from proctor.run.trial import TrialRecord, TrialSpec, lost_trial
+from proctor.run.trial import TrialRecord, TrialSpec, crash_check, lost_trial
 
 #: Seconds a worker gets past the trial's timeout before it is killed.
 GRACE_S = 1.0
@@ -71,27 +73,43 @@ class _ProcessLane(Lane):
         self._stop()
 
     def _roundtrip(self, spec: TrialSpec) -> TrialRecord:
-        """Send one trial to the worker and wait for its record, killing it at the limit."""
+        """Send one trial to the worker and wait for its record, killing it at the limit.
+
+        The worker says when the agent's turn is over (`played`): a death before that is
+        the agent's (`os._exit`, a crash in a native library), a death after it, while
+        grading, the harness's.
+        """
         if self._worker is None:
             self._worker = self._start()
         proc, conn = self._worker
         limit = self._ex.ctx.timeout_s
-        deadline = None if limit is None else time.monotonic() + limit + self._ex.grace_s
+        started = time.monotonic()
+        deadline = None if limit is None else started + limit + self._ex.grace_s
+        played = False
         try:
             conn.send(TrialItem.of(spec))
-            while not conn.poll(_POLL_S):
-                if self._ex.closing.is_set():
-                    self._stop()
-                    return lost_trial(spec, "error", "the run was closed")
-                if deadline is not None and time.monotonic() > deadline:
-                    self._stop()
-                    why = f"agent ran past its {limit} s limit; its worker process was killed"
-                    return lost_trial(spec, "timeout", why, limit or 0.0)
-            kind, payload = conn.recv()
+            while True:
+                while not conn.poll(_POLL_S):
+                    if self._ex.closing.is_set():
+                        self._stop()
+                        return lost_trial(spec, "error", "the run was closed")
+                    if not played and deadline is not None and time.monotonic() > deadline:
+                        self._stop()
+                        why = f"agent ran past its {limit} s limit; its worker process was killed"
+                        return lost_trial(spec, "timeout", why, limit or 0.0)
+                kind, payload = conn.recv()
+                if kind != "played":
+                    break
+                played = True
         except (EOFError, OSError):
             proc.join(1.0)
+            code = proc.exitcode
             self._stop()
-            return lost_trial(spec, "error", f"worker process died (exit code {proc.exitcode})")
+            if played:
+                return lost_trial(spec, "error", f"worker process died while grading ({code})")
+            why = f"the agent's worker process died in its turn (exit code {code})"
+            crash = crash_check(why, exit_code=code)
+            return lost_trial(spec, "failed", why, time.monotonic() - started, [crash])
         if kind == "error":
             return lost_trial(spec, "error", f"worker: {payload}")
         if payload.result.status == "timeout":
@@ -141,7 +159,8 @@ def worker_main(conn: Connection, source: TrialSource) -> None:
         except EOFError:
             return
         try:
-            conn.send(("record", run_item(source, item)))
+            record = run_item(source, item, lambda: conn.send(("played", None)))
+            conn.send(("record", record))
         except Exception as exc:  # a harness error, or a record that cannot be pickled
             conn.send(("error", _one_line(exc)))
 

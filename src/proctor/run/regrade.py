@@ -7,7 +7,8 @@ the old and new verdicts stay side by side and `proctor compare OLD NEW` shows w
 change did. Regraded trials share their source's trace in the store (no copy).
 
 A status decided before grading stands: a timeout, an infrastructure error, an agent
-crash (its `agent_crashed` check is kept). A trial whose graders raised is graded again.
+crash or protocol error (the checks the harness added are kept, as is a failed
+`trace_integrity`). A trial whose graders raised is graded again.
 An imported session that carried no final state is regraded without state checks, as it
 was graded on import.
 
@@ -16,11 +17,12 @@ scale). A pool runs them here, in worker processes or on Ray (run/pool.py): each
 rebuilds the suite from its files, reads its share of the store (a Ray worker, which may
 be on another machine, gets the share's rows instead), grades it and encodes the rows;
 this process inserts them in share order, so the new run is the same whatever the
-number of workers.
+number of workers. Rubric judges run here only: they share one judge cache and endpoint.
 """
 
 from __future__ import annotations
 
+import asyncio
 import functools
 import itertools
 import time
@@ -28,27 +30,32 @@ import uuid
 from collections import Counter
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from proctor.core.results import TrialResult
 from proctor.decide.scorecard import ScorecardConfig, summary_with_scorecard
 from proctor.decide.summary import DEFAULT_MAX_ERROR_RATE, Tally
-from proctor.env.suite import Suite
+from proctor.env.suite import Suite, SuiteTask
 from proctor.grade.context import GradeContext
 from proctor.grade.registry import grader_versions
 from proctor.grade.state import state_recorded, without_state_checks
+from proctor.run.judging import JUDGE_ERROR, apply_judges, needs_judging
 from proctor.run.pool import InlinePool, Pool
 from proctor.run.runner import task_infos
 from proctor.run.source import ExecutorError, SuiteSource
-from proctor.run.trial import CRASH_CHECK, GRADER_ERROR, judge
+from proctor.run.trial import CRASH_CHECK, GRADER_ERROR, HARNESS_CHECKS, PROTOCOL_CHECK, judge
 from proctor.store.sqlite import (
     EncodedTrial,
+    GradedRows,
     Key,
     Store,
     StoredTrial,
     decode_graded,
     encode_trial,
 )
+
+if TYPE_CHECKING:
+    from proctor.judge.grading import Judging
 
 #: Trials per transaction.
 BATCH = 2000
@@ -80,14 +87,16 @@ def regrade(
     max_error_rate: float | None = None,
     scorecard: ScorecardConfig | None = None,
     progress: Callable[[TrialResult], None] | None = None,
+    judging: Judging | None = None,
     pool: Pool | None = None,
 ) -> RegradeReport:
     """Regrade the stored run `run_ref` (id, prefix or `latest`) into a new run, on
-    `pool` (by default here). `progress` gets each result as summaries read it (checks
-    without their evidence)."""
+    `pool` (by default here); `judging` judges the tasks with rubrics (through the judge
+    cache; here only). `progress` gets each result as summaries read it (checks without
+    their evidence)."""
     source = store.run(run_ref)
     old = source["manifest"]
-    members = {t.id: t for t in suite.tasks}
+    members: dict[str, SuiteTask] = {t.id: t for t in suite.tasks}
     run_tasks = list(old["suite"]["task_digests"])
     missing = [task_id for task_id in run_tasks if task_id not in members]
     if missing:
@@ -98,14 +107,18 @@ def regrade(
     if max_error_rate is None:
         max_error_rate = (source["summary"] or {}).get("max_error_rate", DEFAULT_MAX_ERROR_RATE)
     pool = pool or InlinePool()
+    if judging is not None and not pool.inline:
+        raise RegradeError("rubric judges run in this process only: regrade with one worker")
     workers = _workers_source(pool, store, graded)  # refuses what the pool cannot do
-    grade = (
-        functools.partial(grade_share, members={t.id: t for t in graded.tasks}, store=store)
-        if pool.inline
-        else grade_share
-    )
+    loop = asyncio.new_event_loop() if judging is not None else None
+    grade: Callable[[Share], list[Regraded]] = grade_share
+    if pool.inline:
+        judged = None
+        if loop is not None and judging is not None:
+            judged = functools.partial(_judge_share, loop, judging, members)
+        grade = functools.partial(grade_share, members=members, store=store, judged=judged)
     run_id = uuid.uuid4().hex[:12]
-    manifest = _manifest(old, run_id, source["run_id"], graded)
+    manifest = _manifest(old, run_id, source["run_id"], graded, judging)
     store.create_run(run_id, manifest)
     tally, flips = Tally(), Counter[tuple[str, str]]()
     status = "interrupted"
@@ -127,6 +140,8 @@ def regrade(
         status = "completed"
     finally:
         store.commit()
+        if loop is not None:
+            loop.close()
         summary = summary_with_scorecard(
             run_id,
             manifest,
@@ -138,11 +153,15 @@ def regrade(
         if status == "completed" and not summary["valid"]:
             status = "invalid"
         summary["status"] = status
+        if "wall_time_s" in (source["summary"] or {}):  # no agent ran: its source's time
+            summary["wall_time_s"] = source["summary"]["wall_time_s"]
         store.finish_run(run_id, status, summary)
     return RegradeReport(run_id, source["run_id"], manifest, summary, changed, flips)
 
 
-def _manifest(old: dict[str, Any], run_id: str, source_id: str, graded: Suite) -> dict[str, Any]:
+def _manifest(
+    old: dict[str, Any], run_id: str, source_id: str, graded: Suite, judging: Judging | None
+) -> dict[str, Any]:
     """The source run's manifest, as a regrade of it with today's graders and tasks."""
     from proctor.core.version import __version__
 
@@ -158,6 +177,8 @@ def _manifest(old: dict[str, Any], run_id: str, source_id: str, graded: Suite) -
             "digest": graded.digest,
             "task_digests": {t.id: t.task.digest for t in graded.tasks},
         },
+        "judges": judging.manifest() if judging is not None else None,
+        "judge_model": ", ".join(judging.panel.models) if judging is not None else None,
     }
 
 
@@ -173,7 +194,7 @@ class Share:
     #: The store a worker on this machine reads the share from; or, for one that may be
     #: elsewhere, the share's rows as `Store.graded_rows` read them.
     store: str | None = None
-    rows: tuple[list[tuple[Any, ...]], list[tuple[Any, ...]]] | None = None
+    rows: GradedRows | None = None
 
 
 #: A regraded trial as a worker hands it back: its rows, and its status before.
@@ -181,30 +202,37 @@ Regraded = tuple[EncodedTrial, str]
 
 
 def grade_share(
-    share: Share, members: dict[str, Any] | None = None, store: Store | None = None
+    share: Share,
+    members: dict[str, SuiteTask] | None = None,
+    store: Store | None = None,
+    judged: Callable[[list[tuple[TrialResult, StoredTrial]]], None] | None = None,
 ) -> list[Regraded]:
     """Grade one share (in a worker: the suite rebuilt from its files, the store opened
-    for reading, once per process)."""
+    for reading, once per process); `judged` runs the rubric judges on it."""
     if members is None:
         assert share.suite is not None
         members = share.suite.members()
     if share.rows is not None:
-        trials = decode_graded(share.source_id, CRASH_CHECK, *share.rows)
+        trials: Iterator[StoredTrial] = decode_graded(share.source_id, *share.rows)
     else:
         if store is None:
             assert share.store is not None
-            store = _readers.get(share.store) or _readers.setdefault(
-                share.store, Store.reader(share.store)
-            )
+            if share.store not in _readers:
+                _readers[share.store] = Store(share.store, readonly=True)
+            store = _readers[share.store]
         trials = store.graded_trials(
-            share.source_id, CRASH_CHECK, after=share.after, until=share.until
+            share.source_id, HARNESS_CHECKS, after=share.after, until=share.until
         )
+    pairs = [(_regraded(stored, share.run_id, members), stored) for stored in trials]
+    if judged is not None:
+        judged(pairs)
     return [
-        (encode_trial(_regraded(s, share.run_id, members), None, None, s.source), s.result.status)
-        for s in trials
+        (encode_trial(result, None, None, stored.source), stored.result.status)
+        for result, stored in pairs
     ]
 
 
+#: A worker process's read-only handles on stores, by path.
 _readers: dict[str, Store] = {}
 
 
@@ -227,13 +255,22 @@ def _shares(
     """The shares of the source run, made as the pool asks for them."""
     path = str(store.path.resolve()) if pool.local and not pool.inline else None
     for after, until in store.share_bounds(source_id, SHARE):
-        rows = (
-            None if pool.local else store.graded_rows(source_id, CRASH_CHECK, after, until, SHARE)
-        )
+        rows = None
+        if not pool.local:
+            rows = store.graded_rows(source_id, HARNESS_CHECKS, after, until, SHARE)
         yield Share(suite, source_id, run_id, after, until, path, rows)
 
 
-def _regraded(stored: StoredTrial, run_id: str, members: dict[str, Any]) -> TrialResult:
+def _judge_share(
+    loop: asyncio.AbstractEventLoop,
+    judging: Judging,
+    members: dict[str, SuiteTask],
+    pairs: list[tuple[TrialResult, StoredTrial]],
+) -> None:
+    loop.run_until_complete(_judge_all(judging, pairs, members))
+
+
+def _regraded(stored: StoredTrial, run_id: str, members: dict[str, SuiteTask]) -> TrialResult:
     before = stored.result
     result = TrialResult(
         run_id=run_id,
@@ -243,13 +280,15 @@ def _regraded(stored: StoredTrial, run_id: str, members: dict[str, Any]) -> Tria
         status=before.status,
         usage=before.usage,
         latency_s=before.latency_s,
+        simulated_s=before.simulated_s,
         trace_id=before.trace_id,
         error=before.error,
     )
     if stored.outcome is None:  # a trial lost with its worker: nothing to grade
+        result.checks = stored.kept
         return result
-    grader_broke = (before.error or "").startswith(GRADER_ERROR)
-    decided = stored.crash is not None or (
+    grader_broke = (before.error or "").startswith((GRADER_ERROR, JUDGE_ERROR))
+    decided = any(c.name in (CRASH_CHECK, PROTOCOL_CHECK) for c in stored.kept) or (
         before.status in ("timeout", "error") and not grader_broke
     )
     member = members[before.task_id]
@@ -259,6 +298,27 @@ def _regraded(stored: StoredTrial, run_id: str, members: dict[str, Any]) -> Tria
     ctx = GradeContext(
         task, stored.trace, stored.outcome, before.usage, before.latency_s, member.domain
     )
-    extra = [stored.crash] if stored.crash is not None else []
-    judge(result, ctx, extra, before.status if decided else None, before.error if decided else None)
+    judge(
+        result,
+        ctx,
+        stored.kept,
+        before.status if decided else None,
+        before.error if decided else None,
+    )
     return result
+
+
+async def _judge_all(
+    judging: Judging, batch: list[tuple[TrialResult, StoredTrial]], members: dict[str, SuiteTask]
+) -> None:
+    """Judge a batch of regraded trials at once (the endpoint's scheduler paces them)."""
+    jobs = []
+    for result, stored in batch:
+        member = members[result.task_id]
+        if needs_judging(result, member.rubrics):
+            jobs.append(
+                apply_judges(
+                    judging, result, member.task, member.rubrics, stored.trace, stored.outcome
+                )
+            )
+    await asyncio.gather(*jobs)

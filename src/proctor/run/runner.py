@@ -11,6 +11,7 @@ the last commit, and `resume` redoes exactly those, with the same seeds.
 from __future__ import annotations
 
 import asyncio
+import time
 import uuid
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import aclosing
@@ -22,13 +23,16 @@ from proctor.decide.scorecard import ScorecardConfig, summary_with_scorecard
 from proctor.decide.summary import DEFAULT_MAX_ERROR_RATE, Tally
 from proctor.env.suite import Suite
 from proctor.run.executor import Executor, LocalExecutor, RunContext, stream
+from proctor.run.judging import JUDGE_ERROR, apply_judges, needs_judging
 from proctor.run.manifest import build_manifest
 from proctor.run.resume import resumed_manifest
 from proctor.run.source import TrialSource
 from proctor.run.trial import TrialRecord, TrialSpec, trial_seed
+from proctor.store.health import StoreError
 from proctor.tasks.models import Fault
 
 if TYPE_CHECKING:
+    from proctor.judge.grading import Judging
     from proctor.store.sqlite import Store
 
 ProgressFn = Callable[[TrialResult], None]
@@ -91,10 +95,12 @@ class Runner:
         currency: Currency | None = None,
         executor: Executor | None = None,
         resume: bool = False,
+        judging: Judging | None = None,
     ) -> None:
         """`faults` are injected into every task on top of its own (`--faults`).
         `currency`: the price table's reporting currency, recorded in the manifest for
-        gates, scorecards and reports (costs stay recorded in USD).
+        gates, scorecards and reports (costs stay recorded in USD). `judging` judges the
+        trials of tasks with rubrics (proctor.run.judging).
 
         `resume`: continue the stored run `run_id` (a unique prefix will do): its stored
         trials are kept and the others run. Raises ResumeError (one line) when that run is
@@ -134,12 +140,22 @@ class Runner:
             filters=filters or {},
             faults=[f.model_dump(exclude_none=True) for f in self.faults],
         )
+        # Copies made before any agent runs: an agent that reaches a domain's module
+        # (sys.modules) and changes its Domain cannot change another trial's world.
+        self._domains = {id(t.domain): t.domain for t in suite.tasks}
+        self._domains = {key: domain.snapshot() for key, domain in self._domains.items()}
         if currency is not None:
             self.manifest["currency"] = currency.to_dict()
         self.done: set[tuple[str, int]] = set()
+        #: The run is in the store (created, or reopened to resume): `--resume` finds it.
+        self.recorded = False
         if stored is not None and store is not None:
             self.manifest = resumed_manifest(stored, self.manifest)
             self.done = store.trial_keys(self.run_id)
+        self.judging = judging
+        if judging is not None:  # a resumed run records the judges of its new trials too
+            self.manifest["judges"] = judging.manifest()
+            self.manifest["judge_model"] = ", ".join(judging.panel.models)
         self.source = (
             self.executor.worker_source(
                 TrialSource.of(suite, agent_ref, self.run_id, timeout_s, self.faults)
@@ -159,10 +175,15 @@ class Runner:
             for i in range(self.trials):
                 if (t.id, i) not in self.done:
                     seed = trial_seed(self.seed, t.id, i)
-                    yield TrialSpec(self.run_id, t.task, t.domain, i, seed, self.faults)
+                    domain = self._domains[id(t.domain)]
+                    yield TrialSpec(self.run_id, t.task, domain, i, seed, self.faults)
 
     async def run_async(self, progress: ProgressFn | None = None) -> RunReport:
+        """Run the trials not stored yet. A run that cannot finish (the agent's process
+        exits, the store fails, Ctrl-C) is stored as `interrupted` when the store still
+        takes writes, and the cause is raised; what was committed stays for `--resume`."""
         store, tally = self.store, Tally()
+        started = time.perf_counter()
         kept: list[TrialResult] | None = [] if store is None else None
         if store is not None and self.resume:
             store.reopen_run(self.run_id, self.manifest)
@@ -170,62 +191,161 @@ class Runner:
                 tally.add(result)
         elif store is not None:
             store.create_run(self.run_id, self.manifest)
+        self.recorded = True
         ctx = RunContext(self.agent, self.timeout_s, self.concurrency, self.source)
         commits = _GroupCommit(store) if store is not None else None
-        status = "interrupted"
+
+        def accept(record: TrialRecord) -> None:
+            if commits is not None:
+                commits.write(record)
+            tally.add(record.result)
+            if kept is not None:
+                kept.append(record.result)
+            if progress is not None:
+                progress(record.result)
+
+        judged = _JudgeLanes(self, accept)
         try:
-            async with aclosing(stream(self.executor, ctx, self.specs())) as records:
-                async for record in records:
-                    if commits is not None:
-                        commits.write(record)
-                    tally.add(record.result)
-                    if kept is not None:
-                        kept.append(record.result)
-                    if progress is not None:
-                        progress(record.result)
-            status = "completed"
-        finally:
+            try:
+                async with aclosing(stream(self.executor, ctx, self.specs())) as records:
+                    async for record in records:
+                        await judged.submit(record)
+                await judged.drain()
+            finally:
+                judged.abandon()
             if commits is not None:
                 commits.flush()
-            summary = summary_with_scorecard(
-                self.run_id,
-                self.manifest,
-                tally.results,
-                task_infos(self.suite),
-                max_error_rate=self.max_error_rate,
-                config=self.scorecard,
-            )
-            if status == "completed" and not summary["valid"]:
-                status = "invalid"
-            summary["status"] = status
-            if store is not None:
-                store.finish_run(self.run_id, status, summary)
+        except BaseException:
+            if commits is not None:
+                commits.save()
+            self._finish(tally, "interrupted", started, quiet=True)
+            raise
+        summary = self._finish(tally, "completed", started)
         return RunReport(self.run_id, self.manifest, summary, kept, store)
+
+    def _finish(
+        self, tally: Tally, status: str, started: float, *, quiet: bool = False
+    ) -> dict[str, Any]:
+        """The run's summary, stored with its status (`invalid` for a completed run that
+        is not valid). `quiet`: the run is failing already; a store that cannot take this
+        write (full, locked, damaged) leaves the run `running`, which resumes as well."""
+        summary = summary_with_scorecard(
+            self.run_id,
+            self.manifest,
+            tally.results,
+            task_infos(self.suite),
+            max_error_rate=self.max_error_rate,
+            config=self.scorecard,
+        )
+        if status == "completed" and not summary["valid"]:
+            status = "invalid"
+        summary["status"] = status
+        # The suite's wall time, an evaluation-program figure (proctor.loop.program);
+        # a resumed run counts this session's time only.
+        summary["wall_time_s"] = round(time.perf_counter() - started, 3)
+        if self.store is not None:
+            try:
+                self.store.finish_run(self.run_id, status, summary)
+            except StoreError:
+                if not quiet:
+                    raise
+        return summary
 
     def run(self, progress: ProgressFn | None = None) -> RunReport:
         return asyncio.run(self.run_async(progress))
 
 
 class _GroupCommit:
-    """Trials written one by one (each atomically), committed together."""
+    """Trials written one by one (each atomically), committed together.
+
+    A commit that fails on its timer (a full disk) is raised by the next write or flush,
+    never lost in the event loop's log.
+    """
 
     def __init__(self, store: Store) -> None:
         self.store = store
         self.count = 0
         self.timer: asyncio.TimerHandle | None = None
+        self.failed: StoreError | None = None
 
     def write(self, record: TrialRecord) -> None:
+        if self.failed is not None:
+            raise self.failed
         if self.count == 0:
             self.store.begin()
-            self.timer = asyncio.get_running_loop().call_later(COMMIT_EVERY_S, self.flush)
+            self.timer = asyncio.get_running_loop().call_later(COMMIT_EVERY_S, self._on_time)
         self.store.write_trial(record.result, record.trace, record.answer, record.outcome)
         self.count += 1
         if self.count >= COMMIT_MAX:
             self.flush()
+
+    def _on_time(self) -> None:
+        try:
+            self.flush()
+        except StoreError as exc:
+            self.failed = exc
+
+    def save(self) -> None:
+        """On the way out of a failing run: commit what was written, or, if the store
+        cannot, drop the group (its trials are not stored; a resumed run redoes them)."""
+        try:
+            self.flush()
+        except StoreError:
+            self.store.rollback()
 
     def flush(self) -> None:
         if self.timer is not None:
             self.timer.cancel()
             self.timer = None
         self.count = 0
+        if self.failed is not None:
+            raise self.failed
         self.store.commit()
+
+
+class _JudgeLanes:
+    """Judging that overlaps the trials: up to `concurrency` trials are judged at once
+    (their requests paced by the endpoint's scheduler), each stored when judged. A trial
+    whose judging is cut short by an interrupted run is stored as a judge error, so the
+    agent's work is kept and `regrade` can judge it later."""
+
+    def __init__(self, runner: Runner, accept: Callable[[TrialRecord], None]) -> None:
+        self.judging = runner.judging
+        self.members = {t.id: t for t in runner.suite.tasks}
+        self.accept = accept
+        self.slots = asyncio.Semaphore(max(runner.concurrency, 1))
+        self.pending: dict[tuple[str, int], tuple[asyncio.Task[None], TrialRecord]] = {}
+
+    async def submit(self, record: TrialRecord) -> None:
+        member = self.members.get(record.result.task_id)
+        rubrics = member.rubrics if member is not None else ()
+        if self.judging is None or member is None or not needs_judging(record.result, rubrics):
+            self.accept(record)
+            return
+        await self.slots.acquire()
+        judging, key = self.judging, (record.result.task_id, record.result.trial)
+
+        async def judge() -> None:
+            try:
+                await apply_judges(
+                    judging, record.result, member.task, rubrics, record.trace, record.outcome
+                )
+            finally:
+                self.slots.release()
+            if self.pending.pop(key, None) is not None:
+                self.accept(record)
+
+        self.pending[key] = (asyncio.ensure_future(judge()), record)
+
+    async def drain(self) -> None:
+        while self.pending:
+            await asyncio.gather(*(task for task, _ in list(self.pending.values())))
+
+    def abandon(self) -> None:
+        """Store the trials still being judged as judge errors (the run was cut short)."""
+        for task, record in list(self.pending.values()):
+            task.cancel()
+            record.result.status = "error"
+            record.result.error = f"{JUDGE_ERROR} the run ended before the judge answered"
+            self.accept(record)
+        self.pending.clear()

@@ -12,14 +12,15 @@ from __future__ import annotations
 
 import asyncio
 import hashlib
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
 from proctor.agents import load_agent
+from proctor.env.sources import source_spec
 from proctor.env.suite import Suite, SuiteTask, load_suite
-from proctor.run.trial import TrialRecord, TrialSpec, run_trial
+from proctor.run.trial import TrialRecord, TrialSpec, play_trial
 from proctor.tasks.models import Fault
 
 
@@ -44,7 +45,8 @@ class TrialSource:
         timeout_s: float | None,
         faults: Sequence[Fault] = (),
     ) -> TrialSource:
-        """The source of a suite loaded from files; paths made absolute for any cwd."""
+        """The source of a suite loaded from files or suite sources; paths made absolute
+        for any cwd (a source spec such as `agentdojo:banking` travels as it is)."""
         if not suite.roots:
             raise ExecutorError(
                 f"suite {suite.name!r} was not loaded from files: a worker cannot rebuild it"
@@ -52,7 +54,7 @@ class TrialSource:
         if not agent_ref:
             raise ExecutorError("worker processes need the agent as a reference (FILE.py:NAME)")
         return cls(
-            tuple(str(Path(p).resolve()) for p in suite.roots),
+            tuple(str(p) if source_spec(p) else str(Path(p).resolve()) for p in suite.roots),
             _absolute_ref(agent_ref),
             run_id,
             timeout_s,
@@ -165,12 +167,18 @@ def load(source: TrialSource) -> tuple[dict[str, SuiteTask], Any]:
     key = (source.paths, source.agent_ref)
     if key not in _loaded:
         suite = load_suite(list(source.paths))
-        _loaded[key] = ({t.id: t for t in suite.tasks}, load_agent(source.agent_ref))
+        agent = load_agent(source.agent_ref)
+        pristine = {id(t.domain): t.domain.snapshot() for t in suite.tasks}  # as Runner's
+        tasks = {t.id: replace(t, domain=pristine[id(t.domain)]) for t in suite.tasks}
+        _loaded[key] = (tasks, agent)
     return _loaded[key]
 
 
-def run_item(source: TrialSource, item: TrialItem) -> TrialRecord:
-    """Run one trial in this (worker) process, under the run's timeout."""
+def run_item(
+    source: TrialSource, item: TrialItem, played: Callable[[], None] | None = None
+) -> TrialRecord:
+    """Run one trial in this (worker) process, under the run's timeout; `played` is told
+    when the agent's turn is over (what follows, grading, is the harness's work)."""
     global _loop
     tasks, agent = load(source)
     member = tasks.get(item.task_id)
@@ -181,4 +189,7 @@ def run_item(source: TrialSource, item: TrialItem) -> TrialRecord:
     )
     if _loop is None:
         _loop = asyncio.new_event_loop()
-    return _loop.run_until_complete(run_trial(spec, agent, source.timeout_s))
+    trial = _loop.run_until_complete(play_trial(spec, agent, source.timeout_s))
+    if played is not None:
+        played()
+    return trial.judged()

@@ -1,50 +1,58 @@
-"""One trial: a fresh environment, the agent under a timeout, graders, a verdict.
+"""One trial: a fresh environment, the agent's turn under a timeout, graders, a verdict.
 
-Who broke decides the status (docs/architecture.md, Verdicts): an exception from the
-agent's own code is its failure (`failed` with an `agent_crashed` check); the domain's
-code, the harness, or an InfrastructureError give `error`; running past the timeout
-gives `timeout`. Whatever happens, the trace recorded so far is kept.
+Who broke decides the status (docs/architecture.md, Verdicts): whatever the agent's own
+code raises (an exception, `SystemExit`) is its failure (`failed` with an `agent_crashed`
+check), and so is a broken contract (`agent_protocol`: a non-text answer, forged usage,
+arguments that are not JSON); the domain's code, the harness, an InfrastructureError or
+a crashing grader give `error`; running past the timeout gives `timeout`. A record that
+does not agree with itself fails `trace_integrity`. Whatever happens, the trace recorded
+so far is kept.
 """
 
 from __future__ import annotations
 
-import asyncio
-import contextlib
 import hashlib
 import time
-import traceback
 from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
-from proctor.agents.base import (
-    AgentInput,
-    AgentResult,
-    InfrastructureError,
-    agent_callable,
-    as_result,
-    is_async_agent,
-    task_agent_settings,
-)
-from proctor.core.jsonvalues import copy_json
+from proctor.agents.base import AgentInput, AgentResult, InfrastructureError, task_agent_settings
 from proctor.core.outcome import Outcome
-from proctor.core.results import Check, TrialResult, TrialStatus, Usage, verdict
+from proctor.core.results import (
+    GRADER_CHECK,
+    Check,
+    TrialResult,
+    TrialStatus,
+    Usage,
+    amount,
+    counted,
+    shown,
+    verdict,
+)
 from proctor.core.trace import Trace, TraceEvent
+from proctor.env import integrity, protocol
 from proctor.env.domain import Domain
 from proctor.env.environment import Environment
 from proctor.env.gateway import EnvironmentFault, GatewayClosed
-from proctor.env.toolbox import SyncToolbox, Toolbox
+from proctor.env.integrity import INTEGRITY_CHECK
+from proctor.env.protocol import ProtocolError
 from proctor.grade.context import GradeContext
 from proctor.grade.metrics import tool_metrics
 from proctor.grade.parts import required_parts
-from proctor.grade.registry import grade
-from proctor.run.threads import AGENT_THREADS
+from proctor.grade.registry import GraderCrashed, grade
+from proctor.grade.root_cause import root_cause_metric
+from proctor.run.turn import Raised, last_frames, take_turn
 from proctor.tasks.models import Fault, Task
 
 #: How the error of a trial whose graders broke begins; `regrade` retries those trials.
 GRADER_ERROR = "grader raised"
-#: The check an agent's exception adds; not a grader's, so `regrade` keeps it.
+#: The check an agent's exception (or its worker's death in its turn) adds.
 CRASH_CHECK = "agent_crashed"
+#: The check an agent's protocol errors add (proctor.env.protocol).
+PROTOCOL_CHECK = "agent_protocol"
+#: Checks the harness adds while the agent plays, not graders: `regrade` keeps them.
+HARNESS_CHECKS = (CRASH_CHECK, PROTOCOL_CHECK, INTEGRITY_CHECK)
 
 
 @dataclass(frozen=True, slots=True)
@@ -85,60 +93,24 @@ def trial_seed(run_seed: int, task_id: str, trial: int) -> int:
 
 
 def usage_of(events: Iterable[TraceEvent]) -> Usage:
-    """The usage the trace's model calls record (an agent that reported none, a session)."""
-    calls = [e.data for e in events if e.kind == "model_call"]
-    return Usage(
-        sum(int(d.get("input_tokens", 0)) for d in calls),
-        sum(int(d.get("output_tokens", 0)) for d in calls),
-        sum(float(d.get("cost_usd", 0.0)) for d in calls),  # 0 + c1 + c2 ...: as before
-        len(calls),
-    )
+    """The usage the trace's model calls record: per figure the sum of what the calls
+    reported; a figure no call reported is not measured, and so are all of them when
+    there is no call (an agent that records none, a session without model spans).
+    ValueError for a figure that is not a count or an amount (Usage.checked)."""
+    sums: dict[str, Any] = dict.fromkeys(_SUMMED)
+    calls = 0
+    for e in events:
+        if e.kind == "model_call":
+            calls += 1
+            for name, check in _SUMMED.items():
+                value = e.data.get(name)
+                if value is not None:
+                    value, total = check(value, name), sums[name]  # no offsetting negatives
+                    sums[name] = value if total is None else total + value
+    return Usage(**sums, model_calls=calls) if calls else Usage()
 
 
-async def _call_sync(fn: Any, agent_input: AgentInput, toolbox: SyncToolbox) -> Any:
-    """Run a sync agent on a daemon thread, so one that hangs cannot block the exit."""
-    loop = asyncio.get_running_loop()
-    future: asyncio.Future[Any] = loop.create_future()
-
-    def settle(setter: Any, value: Any) -> None:
-        if not future.done():
-            setter(value)
-
-    def work() -> None:
-        try:
-            value = fn(agent_input, toolbox)
-        except BaseException as exc:  # handed to the event loop, judged there
-            outcome = (future.set_exception, exc)
-        else:
-            outcome = (future.set_result, value)
-        # If the loop is gone, the trial was already recorded as a timeout.
-        with contextlib.suppress(RuntimeError):
-            loop.call_soon_threadsafe(settle, *outcome)
-
-    AGENT_THREADS.submit(work)
-    return await future
-
-
-async def _within(coro: Any, timeout_s: float | None) -> Any:
-    """Await `coro` for at most `timeout_s`, even if it ignores cancellation.
-
-    `asyncio.wait_for` waits for the cancelled coroutine to finish, so an agent that
-    catches CancelledError would escape its limit; here the trial ends at the limit and
-    the task is left cancelled (its gateway is closed, so it can change nothing).
-    """
-    task = asyncio.ensure_future(coro)
-    done, _ = await asyncio.wait({task}, timeout=timeout_s)
-    if not done:
-        task.cancel()
-        task.add_done_callback(_consume)
-        raise TimeoutError
-    return task.result()
-
-
-def _consume(task: asyncio.Future[Any]) -> None:
-    """Retrieve a late task's outcome so asyncio does not log it as never retrieved."""
-    if not task.cancelled():
-        task.exception()
+_SUMMED = {"input_tokens": counted, "output_tokens": counted, "cost_usd": amount}
 
 
 async def play_trial(spec: TrialSpec, agent: Any, timeout_s: float | None) -> PlayedTrial:
@@ -155,36 +127,70 @@ async def play_trial(spec: TrialSpec, agent: Any, timeout_s: float | None) -> Pl
         trial=spec.trial,
         settings=task_agent_settings(task.metadata),
     )
-    fn = agent_callable(agent)
+    turn = await take_turn(agent, agent_input, env, timeout_s)
     status: TrialStatus | None = None
     error: str | None = None
     extra: list[Check] = []
-    result = AgentResult(answer="")
-    started = time.perf_counter()
-    try:
-        if is_async_agent(agent):
-            coro = fn(agent_input, Toolbox(env))
-        else:
-            coro = _call_sync(fn, agent_input, SyncToolbox(env))
-        result = as_result(await _within(coro, timeout_s))
-    except TimeoutError:
+    answer, usage = "", Usage()
+    if turn.timed_out:
         status, error = "timeout", f"agent ran past its {timeout_s} s limit"
-    except (EnvironmentFault, InfrastructureError) as exc:
-        status, error = "error", f"{type(exc).__name__}: {exc}"
-    except GatewayClosed as exc:
-        status, error = "error", f"harness: {exc}"
-    except Exception as exc:
-        extra.append(_crash_check(exc))
-        status, error = "failed", f"agent raised {type(exc).__name__}: {exc}"
-    finally:
-        env.close()
-    wall = time.perf_counter() - started
+    elif turn.raised is not None:
+        status, error, crash = _blame(turn.raised)
+        extra.extend(crash)
+    else:
+        try:
+            answer, usage = _returned(turn.value)
+        except ProtocolError as exc:
+            env.violated(exc)
+    wait = 0.0 if turn.deadline is None else max(0.0, turn.deadline - time.monotonic())
+    if not env.close(wait) and status is None:  # a thread the agent left behind: its doing
+        env.violations.append("a tool call was still running after the agent's turn ended")
     if env.gateway.fault is not None and status != "error":
         status, error = "error", f"EnvironmentFault: {env.gateway.fault}"
-    env.recorder.emit("answer", {"text": result.answer})
+    if env.violations:
+        extra.append(protocol_check(env.violations))
+        if status is None:
+            status, error = "failed", f"agent protocol error: {env.violations[0]}"
+    tampered = integrity.problems(env.gateway)
+    if tampered:
+        extra.append(integrity.integrity_check(tampered))
+    env.recorder.emit("answer", {"text": answer})
     trace = Trace(f"{task.id}#{spec.trial}", spec.trace_id, list(env.recorder.events))
-    latency = max(wall, env.recorder.clock.now)
-    return PlayedTrial(spec, result, trace, env.outcome(), latency, status, error, extra)
+    clock = env.recorder.clock
+    usage = usage.at_least(usage_of(trace.events))
+    return PlayedTrial(
+        spec,
+        answer,
+        usage,
+        trace,
+        env.outcome(),
+        max(turn.wall_s, clock.now),
+        clock.simulated,
+        status,
+        error,
+        extra,
+    )
+
+
+def _returned(value: Any) -> tuple[str, Usage]:
+    """The answer and usage an agent returned, checked (ProtocolError otherwise)."""
+    if type(value) is AgentResult:
+        answer = protocol.text(value.answer, "answer")
+        return answer, protocol.usage(value.usage)
+    if value is None or isinstance(value, str):
+        return protocol.text(value, "answer"), Usage()
+    raise ProtocolError(f"the agent returned {shown(value)}: expected an AgentResult or a string")
+
+
+def _blame(raised: Raised) -> tuple[TrialStatus, str, list[Check]]:
+    """Who broke, from what the agent's turn raised: the status, error and checks."""
+    if issubclass(raised.kind, EnvironmentFault | InfrastructureError):
+        return "error", raised.text, []
+    if issubclass(raised.kind, GatewayClosed):
+        return "error", f"harness: {raised.text}", []
+    if issubclass(raised.kind, ProtocolError):  # recorded by the toolbox; the check follows
+        return "failed", f"agent protocol error: {raised.text}", []
+    return "failed", f"agent raised {raised.text}", [_crash_check(raised)]
 
 
 async def run_trial(spec: TrialSpec, agent: Any, timeout_s: float | None) -> TrialRecord:
@@ -202,30 +208,32 @@ class PlayedTrial:
     """
 
     spec: TrialSpec
-    result: AgentResult
+    answer: str
+    usage: Usage
     trace: Trace
     outcome: Outcome
     latency: float
+    simulated: float
     status: TrialStatus | None
     error: str | None
     extra: list[Check]
 
     def judged(self) -> TrialRecord:
-        spec, result, trace = self.spec, self.result, self.trace
-        usage = result.usage if not result.usage.is_empty() else usage_of(trace.events)
-        ctx = GradeContext(spec.task, trace, self.outcome, usage, self.latency, spec.domain)
+        spec, trace = self.spec, self.trace
+        ctx = GradeContext(spec.task, trace, self.outcome, self.usage, self.latency, spec.domain)
         trial_result = TrialResult(
             run_id=spec.run_id,
             task_id=spec.task.id,
             trial=spec.trial,
             seed=spec.seed,
             status="error",  # until judge() decides
-            usage=usage,
+            usage=self.usage,
             latency_s=round(self.latency, 6),
+            simulated_s=round(self.simulated, 6),
             trace_id=spec.trace_id,
         )
         judge(trial_result, ctx, self.extra, self.status, self.error)
-        return TrialRecord(trial_result, trace, result.answer, self.outcome)
+        return TrialRecord(trial_result, trace, self.answer, self.outcome)
 
 
 def judge(
@@ -238,22 +246,31 @@ def judge(
     """Grade `ctx` into `result`: checks, metrics, score, status and error.
 
     `status` decided before grading (a timeout, an error) stands; otherwise the verdict
-    decides. Shared by a trial and by `regrade`, so both judge alike.
+    decides. Shared by a trial and by `regrade`, so both judge alike. A grader that
+    raises is the harness's defect, never the agent's: the trial is an `error` with a
+    `grader_error` check, and the run that holds it is invalid (decide.summary).
     """
     try:
         checks = grade(ctx) + extra
-        metrics = {**tool_metrics(ctx), **required_parts(checks)}
+        try:
+            metrics = {**tool_metrics(ctx), **required_parts(checks), **root_cause_metric(checks)}
+        except Exception as exc:
+            raise GraderCrashed("tool_metrics", exc) from exc
         passed, score = verdict(checks)
-    except Exception as exc:  # a grader bug is the harness's fault, never the agent's
-        checks, metrics, passed, score = extra, {}, False, 0.0
-        status, error = "error", f"{GRADER_ERROR} {type(exc).__name__}: {exc}"
+    except GraderCrashed as crashed:
+        checks, metrics, passed, score = [*extra, _grader_check(crashed)], {}, False, 0.0
+        status, error = "error", f"{GRADER_ERROR} {crashed}"
     result.checks, result.metrics, result.score = checks, metrics, score
     result.status = status or ("passed" if passed else "failed")
     result.error = error
 
 
 def lost_trial(
-    spec: TrialSpec, status: TrialStatus, error: str, latency_s: float = 0.0
+    spec: TrialSpec,
+    status: TrialStatus,
+    error: str,
+    latency_s: float = 0.0,
+    checks: list[Check] | None = None,
 ) -> TrialRecord:
     """The record of a trial whose worker was killed or died: no trace came back."""
     result = TrialResult(
@@ -262,6 +279,7 @@ def lost_trial(
         trial=spec.trial,
         seed=spec.seed,
         status=status,
+        checks=checks or [],
         latency_s=round(latency_s, 6),
         trace_id=spec.trace_id,
         error=error,
@@ -269,12 +287,28 @@ def lost_trial(
     return TrialRecord(result, Trace(f"{spec.task.id}#{spec.trial}", spec.trace_id), "", None)
 
 
-def _crash_check(exc: BaseException) -> Check:
-    frames = traceback.format_exception(type(exc), exc, exc.__traceback__, limit=-3)
+def crash_check(exception: str, **evidence: Any) -> Check:
+    """The failed `agent_crashed` check: what the agent raised, or how its process died."""
+    return Check(CRASH_CHECK, "custom", False, evidence={"exception": exception, **evidence})
+
+
+def _crash_check(raised: Raised) -> Check:
+    evidence: dict[str, Any] = {"traceback": raised.frames}
+    if issubclass(raised.kind, SystemExit):
+        evidence["exit_code"] = raised.exit_code
+    return crash_check(raised.text, **evidence)
+
+
+def protocol_check(violations: list[str]) -> Check:
+    return Check(PROTOCOL_CHECK, "custom", False, evidence={"violations": violations[:20]})
+
+
+def _grader_check(crashed: GraderCrashed) -> Check:
+    cause = crashed.__cause__
+    frames = last_frames(cause) if cause is not None else []
     return Check(
-        CRASH_CHECK,
+        GRADER_CHECK,
         "custom",
         False,
-        severity=None,
-        evidence={"exception": f"{type(exc).__name__}: {exc}", "traceback": copy_json(frames)},
+        evidence={"grader": crashed.grader, "exception": str(crashed), "traceback": frames},
     )

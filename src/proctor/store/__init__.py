@@ -1,5 +1,14 @@
 """Persistence: SQLite by default (`.proctor/proctor.db`)."""
 
+from proctor.store.health import StoreBusy, StoreDamaged, StoreError, StoreFull
 from proctor.store.sqlite import DEFAULT_PATH, RunNotFound, Store
 
-__all__ = ["DEFAULT_PATH", "RunNotFound", "Store"]
+__all__ = [
+    "DEFAULT_PATH",
+    "RunNotFound",
+    "Store",
+    "StoreBusy",
+    "StoreDamaged",
+    "StoreError",
+    "StoreFull",
+]

@@ -8,27 +8,52 @@ during a run) from blocking the writer.
 
 Events stay one row per event (not one JSON array per trial): SQL can still select by
 kind, and the array form measured only ~25 µs a trial faster to write.
+
+Opening checks the file first (proctor.store.health); read commands open it read-only,
+so a store on a read-only disk can be listed and shown. A write waits for another
+process's write lock up to `busy_s` (`PROCTOR_STORE_BUSY_S`, 30 s by default), saying
+so through `on_wait`, then gives up with StoreBusy; every SQLite failure becomes a
+StoreError of one line.
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
+import os
 import sqlite3
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
+from functools import partial
 from itertools import groupby
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any, Protocol, TypeVar
 
 from proctor.core.jsonvalues import json_encoder
 from proctor.core.outcome import Outcome
 from proctor.core.results import Check, TrialResult, Usage
 from proctor.core.trace import Trace, TraceEvent
+from proctor.store.health import (
+    StoreBusy,
+    StoreDamaged,
+    StoreError,
+    check_file,
+    check_pages,
+    damage,
+    is_busy,
+    schema_version,
+)
 
 DEFAULT_PATH = Path(".proctor/proctor.db")
 #: 2: `trials.trace_of`, the trial whose trace a regraded trial shares.
-SCHEMA_VERSION = 2
+#: 3: `trials.simulated_s`, the simulated part of a trial's latency.
+SCHEMA_VERSION = 3
+#: How long a write waits for another process's write lock, unless told otherwise.
+BUSY_ENV, DEFAULT_BUSY_S = "PROCTOR_STORE_BUSY_S", 30.0
+#: Each wait inside SQLite lasts at most this long, so a waiting writer can say so.
+_WAIT_STEP_S = 1.0
+_T = TypeVar("_T")
 
 
 class Redactor(Protocol):
@@ -59,6 +84,7 @@ CREATE TABLE IF NOT EXISTS trials (
     status TEXT NOT NULL,
     score REAL NOT NULL,
     latency_s REAL NOT NULL,
+    simulated_s REAL,
     trace_id TEXT NOT NULL,
     usage TEXT NOT NULL,
     metrics TEXT NOT NULL,
@@ -96,6 +122,20 @@ _dumps = json_encoder(separators=(",", ":"), ensure_ascii=False)
 _scan = json.JSONDecoder().scan_once  # type: ignore[attr-defined]  # set in __init__, unstubbed
 
 
+def _writable(path: Path) -> bool:
+    """Can SQLite write the file and, beside it, its journal (`-wal`, `-shm`)?"""
+    return os.access(path, os.W_OK) and os.access(path.parent, os.W_OK)
+
+
+def _env_seconds(name: str, default: float) -> float:
+    """Seconds from an environment variable (a bad value is the default, not a crash)."""
+    try:
+        value = float(os.environ.get(name, default))
+    except ValueError:
+        return default
+    return value if value >= 0 else default
+
+
 def _loads(text: str) -> Any:
     """JSON text this store wrote (compact, no surrounding space): the C scanner alone,
     without `json.loads`' two whitespace matches, twice as fast on a small row."""
@@ -114,27 +154,141 @@ class RunNotFound(LookupError):
     pass
 
 
+#: What reading a damaged row raises: SQLite's errors, and JSON a row cannot hold.
+_UNREADABLE = (sqlite3.DatabaseError, ValueError, TypeError, KeyError)
+
+
 class Store:
     """Runs, trials, trace events and checks in one SQLite file."""
 
-    def __init__(self, path: str | Path = DEFAULT_PATH, redactor: Redactor | None = None) -> None:
-        """`redactor`: applied to every trial before it is written (proctor.interop.redact)."""
+    def __init__(
+        self,
+        path: str | Path = DEFAULT_PATH,
+        redactor: Redactor | None = None,
+        *,
+        readonly: bool = False,
+        busy_s: float | None = None,
+        on_wait: Callable[[str], None] | None = None,
+    ) -> None:
+        """`redactor`: applied to every trial before it is written (proctor.interop.redact).
+
+        `readonly`: for commands that only read (nothing is created or migrated; a
+        read-only file will do). `busy_s`: how long a write waits for another process's
+        lock; `on_wait` is told once per wait. Raises StoreError (one line) for a store
+        that is damaged, foreign, newer than this proctor, or cannot be opened.
+        """
         self.path = Path(path)
         self.redactor = redactor
-        if str(self.path) != ":memory:":
-            self.path.parent.mkdir(parents=True, exist_ok=True)
-        self.db = sqlite3.connect(str(self.path), isolation_level=None, check_same_thread=False)
-        self.db.execute("PRAGMA journal_mode=WAL")
-        self.db.execute("PRAGMA synchronous=NORMAL")
-        self.db.execute("PRAGMA foreign_keys=ON")
-        self.db.executescript(_SCHEMA)
-        columns = {row[1] for row in self.db.execute("PRAGMA table_info(trials)")}
-        if "trace_of" not in columns:  # a version 1 store
-            self.db.execute("ALTER TABLE trials ADD COLUMN trace_of INTEGER REFERENCES trials(id)")
-        self.db.execute(
-            "INSERT OR REPLACE INTO meta(key, value) VALUES ('schema_version', ?)",
-            (str(SCHEMA_VERSION),),
-        )
+        self.readonly = readonly
+        self.on_wait = on_wait
+        if busy_s is None:
+            busy_s = _env_seconds(BUSY_ENV, DEFAULT_BUSY_S)
+        self.busy_s = busy_s
+        memory = str(self.path) == ":memory:"
+        if not memory and readonly and not self.path.exists():
+            raise StoreError(f"{self.path}: no store yet (run `proctor run` first)")
+        if not memory:
+            if self.path.exists():
+                check_file(self.path)
+                if not readonly and not _writable(self.path):
+                    raise StoreError(
+                        f"{self.path}: the store is read-only (file, folder or disk): "
+                        "read commands (runs, show, export, report) still work on it"
+                    )
+            elif not readonly:
+                try:
+                    self.path.parent.mkdir(parents=True, exist_ok=True)
+                except OSError as exc:
+                    raise StoreError(f"{self.path}: cannot create the store: {exc}") from None
+        self.db = self._connect(memory)
+        try:
+            version = schema_version(self.db, self.path, SCHEMA_VERSION)
+            if not readonly:
+                if version:
+                    check_pages(self.db, self.path)
+                # Only now, checked, may it be changed: WAL journalling, then the schema.
+                self._writing("opening it", partial(self.db.execute, "PRAGMA journal_mode=WAL"))
+                self.db.execute("PRAGMA synchronous=NORMAL")
+                self.db.execute("PRAGMA foreign_keys=ON")
+                if version < SCHEMA_VERSION:
+                    self._writing("creating its tables", lambda: self._migrate(version))
+            self._columns = {row[1] for row in self.db.execute("PRAGMA table_info(trials)")}
+        except BaseException:
+            self.db.close()
+            raise
+
+    def _connect(self, memory: bool) -> sqlite3.Connection:
+        """A connection (read-only when asked: with `immutable` when SQLite cannot share
+        a read-only file's lock, as on a read-only disk)."""
+        opens = [str(self.path)]
+        if self.readonly and not memory:
+            uri = self.path.resolve().as_uri()
+            opens = [f"{uri}?mode=ro", f"{uri}?mode=ro&immutable=1"]
+        last: sqlite3.Error | None = None
+        for target in opens:
+            try:
+                db = sqlite3.connect(
+                    target,
+                    isolation_level=None,
+                    check_same_thread=False,
+                    timeout=min(_WAIT_STEP_S, self.busy_s),
+                    uri=target.startswith("file:"),
+                )
+                db.execute("SELECT count(*) FROM sqlite_master").fetchone()
+                return db
+            except sqlite3.Error as exc:
+                last = exc
+        assert last is not None
+        raise damage(last, self.path, "opening it") from None
+
+    def _migrate(self, version: int) -> None:
+        """Create the tables, or bring an older store's up to this schema (in place)."""
+        self.db.execute("BEGIN IMMEDIATE")
+        try:
+            for statement in _SCHEMA.split(";"):  # executescript would commit first
+                if statement.strip():
+                    self.db.execute(statement)
+            columns = {row[1] for row in self.db.execute("PRAGMA table_info(trials)")}
+            if "trace_of" not in columns:  # a version 1 store
+                self.db.execute(
+                    "ALTER TABLE trials ADD COLUMN trace_of INTEGER REFERENCES trials(id)"
+                )
+            if "simulated_s" not in columns:
+                self.db.execute("ALTER TABLE trials ADD COLUMN simulated_s REAL")
+            self.db.execute(
+                "INSERT OR REPLACE INTO meta(key, value) VALUES ('schema_version', ?)",
+                (str(max(version, SCHEMA_VERSION)),),
+            )
+            self.db.execute("COMMIT")
+        except BaseException:
+            if self.db.in_transaction:
+                self.db.execute("ROLLBACK")
+            raise
+
+    def _writing(self, doing: str, write: Callable[[], _T]) -> _T:
+        """Run `write`, waiting for another process's write lock up to `busy_s`."""
+        deadline = time.monotonic() + self.busy_s
+        told = False
+        while True:
+            try:
+                return write()
+            except sqlite3.IntegrityError:
+                raise  # the caller's mistake (a trial stored twice), not the store's state
+            except sqlite3.Error as exc:
+                if not is_busy(exc) or time.monotonic() >= deadline:
+                    error = damage(exc, self.path, doing)
+                    if isinstance(error, StoreBusy):
+                        error = StoreBusy(
+                            f"{self.path}: another process held the store's write lock for "
+                            f"{self.busy_s:g} s ({doing}); nothing written so far is lost"
+                        )
+                    raise error from None
+                if not told and self.on_wait is not None:
+                    self.on_wait(
+                        f"{self.path}: waiting up to {self.busy_s:g} s for another process's "
+                        f"write lock ({doing})"
+                    )
+                    told = True
 
     def close(self) -> None:
         self.db.close()
@@ -148,32 +302,55 @@ class Store:
     # -- writing -------------------------------------------------------------------
 
     def create_run(self, run_id: str, manifest: dict[str, Any]) -> None:
-        self.db.execute(
-            "INSERT INTO runs(run_id, created_at, status, manifest) VALUES (?, ?, 'running', ?)",
-            (run_id, time.time(), _dumps(manifest)),
+        self._writing(
+            f"recording run {run_id}",
+            partial(
+                self.db.execute,
+                "INSERT INTO runs(run_id, created_at, status, manifest)"
+                " VALUES (?, ?, 'running', ?)",
+                (run_id, time.time(), _dumps(manifest)),
+            ),
         )
 
     def reopen_run(self, run_id: str, manifest: dict[str, Any]) -> None:
         """Mark a run `running` again, to resume it; its summary is computed anew."""
-        self.db.execute(
-            "UPDATE runs SET status = 'running', manifest = ?, summary = NULL WHERE run_id = ?",
-            (_dumps(manifest), run_id),
+        self._writing(
+            f"reopening run {run_id}",
+            partial(
+                self.db.execute,
+                "UPDATE runs SET status = 'running', manifest = ?, summary = NULL WHERE run_id = ?",
+                (_dumps(manifest), run_id),
+            ),
         )
 
     def finish_run(self, run_id: str, status: str, summary: dict[str, Any]) -> None:
-        self.db.execute(
-            "UPDATE runs SET status = ?, summary = ? WHERE run_id = ?",
-            (status, _dumps(summary), run_id),
+        self._writing(
+            f"finishing run {run_id}",
+            partial(
+                self.db.execute,
+                "UPDATE runs SET status = ?, summary = ? WHERE run_id = ?",
+                (status, _dumps(summary), run_id),
+            ),
         )
 
     def begin(self) -> None:
-        """Open a transaction that groups the trials written until `commit`."""
+        """Open a transaction that groups the trials written until `commit`; it holds the
+        write lock from here (IMMEDIATE), so a wait for it happens here, not mid-group."""
         if not self.db.in_transaction:
-            self.db.execute("BEGIN")
+            self._writing("starting a write", partial(self.db.execute, "BEGIN IMMEDIATE"))
 
     def commit(self) -> None:
         if self.db.in_transaction:
-            self.db.execute("COMMIT")
+            try:
+                self.db.execute("COMMIT")
+            except sqlite3.Error as exc:
+                raise damage(exc, self.path, "committing trials") from None
+
+    def rollback(self) -> None:
+        """Drop an open transaction (after a failed write); what was committed stays."""
+        if self.db.in_transaction:
+            with contextlib.suppress(sqlite3.Error):  # a failed commit may have ended it
+                self.db.execute("ROLLBACK")
 
     def write_trial(
         self, result: TrialResult, trace: Trace, answer: str, outcome: Outcome | None
@@ -184,6 +361,12 @@ class Store:
         """
         if self.redactor is not None:
             trace, answer, outcome = self.redactor.trial(result, trace, answer, outcome)
+        doing = f"writing trial {result.task_id}#{result.trial}"
+        self._writing(doing, partial(self._write_trial, result, trace, answer, outcome))
+
+    def _write_trial(
+        self, result: TrialResult, trace: Trace, answer: str, outcome: Outcome | None
+    ) -> None:
         db = self.db
         db.execute("SAVEPOINT trial")
         try:
@@ -194,26 +377,27 @@ class Store:
             )
             db.execute("RELEASE trial")
         except BaseException:
-            db.execute("ROLLBACK TO trial")
-            db.execute("RELEASE trial")
+            with contextlib.suppress(sqlite3.Error):  # a full disk may have ended it already
+                db.execute("ROLLBACK TO trial")
+                db.execute("RELEASE trial")
             raise
 
-    def write_regraded(self, result: TrialResult, trace_of: int) -> None:
-        """Store a regraded trial: new checks and verdict, the trace of trial `trace_of`."""
-        self._insert(result, None, None, trace_of)
+    def write_encoded(self, encoded: EncodedTrial) -> None:
+        """Store a trial encoded elsewhere (a grading worker): its row and checks."""
+        doing = f"writing trial {encoded.row[1]}#{encoded.row[2]}"
+        self._writing(doing, partial(self._insert_rows, encoded))
 
     def _insert(
         self, result: TrialResult, answer: str | None, outcome: Outcome | None, trace_of: int | None
     ) -> int:
         """Insert a trial's row and checks; returns its rowid."""
-        return self.write_encoded(encode_trial(result, answer, outcome, trace_of))
+        return self._insert_rows(encode_trial(result, answer, outcome, trace_of))
 
-    def write_encoded(self, encoded: EncodedTrial) -> int:
-        """Insert a trial encoded elsewhere (a worker process): its row and checks."""
+    def _insert_rows(self, encoded: EncodedTrial) -> int:
         rowid = self.db.execute(
             "INSERT INTO trials(run_id, task_id, trial, seed, status, score, latency_s,"
-            " trace_id, usage, metrics, error, answer, outcome, trace_of)"
-            " VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+            " simulated_s, trace_id, usage, metrics, error, answer, outcome, trace_of)"
+            " VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
             encoded.row,
         ).lastrowid
         assert rowid is not None
@@ -226,33 +410,62 @@ class Store:
 
     # -- reading -------------------------------------------------------------------
 
+    def _column(self, name: str) -> str:
+        """`t.NAME`, or NULL in an older store opened read-only (not migrated)."""
+        return f"t.{name}" if name in self._columns else "NULL"
+
+    def _read(self, what: str, read: Callable[[], _T]) -> _T:
+        """`read()`; a damaged page or row becomes StoreDamaged naming `what`."""
+        try:
+            return read()
+        except _UNREADABLE as exc:
+            raise _unreadable(exc, self.path, what) from None
+
     def runs(self, limit: int = 50) -> list[dict[str, Any]]:
-        rows = self.db.execute(
-            "SELECT run_id, created_at, status, manifest, summary FROM runs"
-            " ORDER BY created_at DESC LIMIT ?",
-            (limit,),
-        ).fetchall()
-        return [self._run_row(r) for r in rows]
+        """The newest runs; a run whose row cannot be read has `unreadable` set (why)."""
+        rows = self._read(
+            "the list of runs",
+            partial(
+                _fetch,
+                self.db,
+                "SELECT run_id, created_at, status, manifest, summary FROM runs"
+                " ORDER BY created_at DESC LIMIT ?",
+                (limit,),
+            ),
+        )
+        out = []
+        for row in rows:
+            try:
+                out.append(self._run_row(row))
+            except _UNREADABLE as exc:
+                out.append(
+                    {
+                        "run_id": row[0],
+                        "created_at": row[1] if isinstance(row[1], int | float) else 0.0,
+                        "status": row[2],
+                        "manifest": {},
+                        "summary": None,
+                        "unreadable": _why(exc),
+                    }
+                )
+        return out
 
     def run(self, run_id: str) -> dict[str, Any]:
         """A run by id, or by a unique prefix of it; `latest` names the newest run."""
+        head = "SELECT run_id, created_at, status, manifest, summary FROM runs"
         if run_id == "latest":
-            row = self.db.execute(
-                "SELECT run_id, created_at, status, manifest, summary FROM runs"
-                " ORDER BY created_at DESC LIMIT 1"
-            ).fetchone()
-            rows = [row] if row else []
+            query, args = f"{head} ORDER BY created_at DESC LIMIT 1", []
         else:
-            rows = self.db.execute(
-                "SELECT run_id, created_at, status, manifest, summary FROM runs"
-                " WHERE run_id = ?1 OR (substr(run_id, 1, length(?1)) = ?1"
-                " AND NOT EXISTS (SELECT 1 FROM runs WHERE run_id = ?1))",
-                (run_id,),
-            ).fetchall()
+            query = (
+                f"{head} WHERE run_id = ?1 OR (substr(run_id, 1, length(?1)) = ?1"
+                " AND NOT EXISTS (SELECT 1 FROM runs WHERE run_id = ?1))"
+            )
+            args = [run_id]
+        rows = self._read("the list of runs", partial(_fetch, self.db, query, tuple(args)))
         if len(rows) != 1:
             why = "no run" if not rows else f"{len(rows)} runs"
             raise RunNotFound(f"{why} matching {run_id!r} in {self.path}")
-        return self._run_row(rows[0])
+        return self._read(f"run {rows[0][0]}", partial(self._run_row, rows[0]))
 
     @staticmethod
     def _run_row(row: tuple[Any, ...]) -> dict[str, Any]:
@@ -266,10 +479,18 @@ class Store:
         }
 
     def trial_results(self, run_id: str) -> Iterator[TrialResult]:
-        """Every stored trial of a run with its checks, in (task, trial) order, streamed."""
+        """Every stored trial of a run with its checks, in (task, trial) order, streamed.
+
+        Raises StoreDamaged (naming the run) when a page or row of it cannot be read."""
+        try:
+            yield from self._trial_results(run_id)
+        except _UNREADABLE as exc:
+            raise _unreadable(exc, self.path, f"run {run_id}") from None
+
+    def _trial_results(self, run_id: str) -> Iterator[TrialResult]:
         rows = self.db.execute(
             "SELECT t.id, t.task_id, t.trial, t.seed, t.status, t.score, t.latency_s,"
-            " t.trace_id, t.usage, t.metrics, t.error,"
+            f" t.trace_id, t.usage, t.metrics, t.error, {self._column('simulated_s')},"
             " c.name, c.kind, c.passed, c.score, c.severity, c.evidence"
             " FROM trials t LEFT JOIN checks c ON c.trial_rowid = t.id"
             " WHERE t.run_id = ? ORDER BY t.task_id, t.trial, c.idx",
@@ -289,12 +510,13 @@ class Store:
                 checks=[
                     Check(name, kind, bool(passed), c_score, severity, _loads(evidence))
                     for name, kind, passed, c_score, severity, evidence in (
-                        row[11:] for row in (first, *rest)
+                        row[12:] for row in (first, *rest)
                     )
                     if name is not None
                 ],
                 usage=Usage(**_loads(usage)),
                 latency_s=latency,
+                simulated_s=first[11] or 0.0,
                 trace_id=trace_id,
                 score=score,
                 metrics=_loads(metrics),
@@ -303,7 +525,8 @@ class Store:
 
     def trial_keys(self, run_id: str) -> set[tuple[str, int]]:
         """The (task, trial) pairs stored for a run: what a resumed run skips."""
-        return set(self.db.execute("SELECT task_id, trial FROM trials WHERE run_id = ?", (run_id,)))
+        query = "SELECT task_id, trial FROM trials WHERE run_id = ?"
+        return set(self._read(f"run {run_id}", partial(_fetch, self.db, query, (run_id,))))
 
     def task_counts(self, run_id: str) -> dict[str, dict[str, int]]:
         """Per task: trials stored and how many passed, failed, timed out, broke.
@@ -311,21 +534,26 @@ class Store:
         Read from an index, without loading a trial: fast on a run of millions, and
         available while the run is still going.
         """
+        query = (
+            "SELECT task_id, COUNT(*), SUM(status = 'passed'), SUM(status = 'failed'),"
+            " SUM(status = 'timeout'), SUM(status = 'error')"
+            " FROM trials WHERE run_id = ? GROUP BY task_id ORDER BY task_id"
+        )
+        rows = self._read(f"run {run_id}", partial(_fetch, self.db, query, (run_id,)))
         return {
             task_id: {"trials": n, "passed": p, "failed": f, "timeout": t, "error": e}
-            for task_id, n, p, f, t, e in self.db.execute(
-                "SELECT task_id, COUNT(*), SUM(status = 'passed'), SUM(status = 'failed'),"
-                " SUM(status = 'timeout'), SUM(status = 'error')"
-                " FROM trials WHERE run_id = ? GROUP BY task_id ORDER BY task_id",
-                (run_id,),
-            )
+            for task_id, n, p, f, t, e in rows
         }
 
     def trace(self, run_id: str, task_id: str, trial: int) -> tuple[Trace, str, Outcome | None]:
         """A trial's trace, answer and outcome (a regraded trial's are its source's)."""
+        what = f"trial {task_id}#{trial} of run {run_id}"
+        return self._read(what, partial(self._trace, run_id, task_id, trial))
+
+    def _trace(self, run_id: str, task_id: str, trial: int) -> tuple[Trace, str, Outcome | None]:
         row = self.db.execute(
             "SELECT s.id, s.trace_id, s.answer, s.outcome FROM trials t"
-            " JOIN trials s ON s.id = COALESCE(t.trace_of, t.id)"
+            f" JOIN trials s ON s.id = COALESCE({self._column('trace_of')}, t.id)"
             " WHERE t.run_id = ? AND t.task_id = ? AND t.trial = ?",
             (run_id, task_id, trial),
         ).fetchone()
@@ -345,95 +573,105 @@ class Store:
     def graded_trials(
         self,
         run_id: str,
-        crash_check: str,
+        kept: Sequence[str],
         batch: int = 500,
         *,
         after: Key = FIRST_KEY,
         until: Key | None = None,
     ) -> Iterator[StoredTrial]:
-        """Every trial of a run (with keys after `after`, up to `until`) with what grading
-        reads: trace, answer, outcome, usage.
+        """Every trial of a run (with a key after `after`, up to `until`) with what
+        grading reads: trace, answer, outcome, usage.
 
         In (task, trial) order, read `batch` trials at a time by key range, each read
         finished before a trial is handed on: a read cursor held open while the caller
         writes would keep the WAL from being checkpointed, and every page read would get
-        slower. Of the stored checks only `crash_check` is read, the one check graders do
-        not produce.
+        slower. Of the stored checks only those named in `kept` are read: the checks the
+        harness adds, which graders do not produce.
         """
         while True:
-            rows, events = self.graded_rows(run_id, crash_check, after, until, batch)
-            if not rows:
+            rows = self.graded_rows(run_id, kept, after, until, batch)
+            if not rows[0]:
                 return
-            yield from decode_graded(run_id, crash_check, rows, events)
-            after = (rows[-1][1], rows[-1][2])
+            yield from self._read(f"run {run_id}", partial(list, decode_graded(run_id, *rows)))
+            after = (rows[0][-1][1], rows[0][-1][2])
 
     def graded_rows(
-        self, run_id: str, crash_check: str, after: Key, until: Key | None, limit: int
-    ) -> tuple[list[tuple[Any, ...]], list[tuple[Any, ...]]]:
+        self, run_id: str, kept: Sequence[str], after: Key, until: Key | None, limit: int
+    ) -> GradedRows:
         """The first `limit` trials after `after` (up to `until`) as stored, not decoded:
-        their rows and their trace events' rows, for `decode_graded` here or elsewhere."""
+        their rows, their trace events' and kept checks' rows, for `decode_graded` here
+        or in a worker elsewhere."""
+        return self._read(
+            f"run {run_id}", partial(self._graded_rows, run_id, kept, after, until, limit)
+        )
+
+    def _graded_rows(
+        self, run_id: str, kept: Sequence[str], after: Key, until: Key | None, limit: int
+    ) -> GradedRows:
+        source_of = f"COALESCE({self._column('trace_of')}, t.id)"
+        names = ",".join("?" * len(kept)) or "NULL"
         bound = "" if until is None else " AND (t.task_id, t.trial) <= (?, ?)"
         rows = self.db.execute(
             "SELECT s.id, t.task_id, t.trial, t.seed, t.status,"
-            " t.latency_s, t.trace_id, t.usage, t.error, s.answer, s.outcome,"
-            " c.kind, c.passed, c.score, c.severity, c.evidence"
-            " FROM trials t JOIN trials s ON s.id = COALESCE(t.trace_of, t.id)"
-            " LEFT JOIN checks c ON c.trial_rowid = t.id AND c.name = ?"
+            f" t.latency_s, t.trace_id, t.usage, t.error, s.answer, s.outcome, t.id,"
+            f" {self._column('simulated_s')}"
+            f" FROM trials t JOIN trials s ON s.id = {source_of}"
             f" WHERE t.run_id = ? AND (t.task_id, t.trial) > (?, ?){bound}"
             " ORDER BY t.task_id, t.trial LIMIT ?",
-            (crash_check, run_id, *after, *(until or ()), limit),
+            (run_id, *after, *(until or ()), limit),
         ).fetchall()
         if not rows:
-            return [], []
-        last = (rows[-1][1], rows[-1][2])
+            return [], [], []
+        window = (run_id, *after, rows[-1][1], rows[-1][2])
+        between = (
+            "WHERE t.run_id = ? AND (t.task_id, t.trial) > (?, ?)"
+            " AND (t.task_id, t.trial) <= (?, ?)"
+        )
         events = self.db.execute(
             "SELECT e.trial_rowid, e.seq, e.t, e.kind, e.data FROM trials t"
-            " JOIN events e ON e.trial_rowid = COALESCE(t.trace_of, t.id)"
-            " WHERE t.run_id = ? AND (t.task_id, t.trial) > (?, ?)"
-            " AND (t.task_id, t.trial) <= (?, ?) ORDER BY t.task_id, t.trial, e.seq",
-            (run_id, *after, *last),
+            f" JOIN events e ON e.trial_rowid = {source_of}"
+            f" {between} ORDER BY t.task_id, t.trial, e.seq",
+            window,
         ).fetchall()
-        return rows, events
+        checks = self.db.execute(
+            "SELECT t.id, c.name, c.kind, c.passed, c.score, c.severity, c.evidence"
+            f" FROM trials t JOIN checks c ON c.trial_rowid = t.id {between}"
+            f" AND c.name IN ({names}) ORDER BY t.task_id, t.trial, c.idx",
+            (*window, *kept),
+        ).fetchall()
+        return rows, events, checks
 
     def share_bounds(self, run_id: str, size: int) -> Iterator[tuple[Key, Key]]:
-        """A run's trials in shares of `size`, as (after, until) key ranges in order: what
-        a worker reads with `graded_trials(after=..., until=...)`. Read from the index."""
+        """A run's trials in shares of `size`, as (after, until] key ranges in order:
+        what a worker reads with `graded_trials(after=..., until=...)`. Read from the
+        index, not the rows."""
         after: Key = FIRST_KEY
+        query = (
+            "SELECT task_id, trial FROM trials WHERE run_id = ? AND (task_id, trial) > (?, ?)"
+            " ORDER BY task_id, trial LIMIT 1 OFFSET ?"
+        )
+        last = (
+            "SELECT task_id, trial FROM trials WHERE run_id = ? AND (task_id, trial) > (?, ?)"
+            " ORDER BY task_id DESC, trial DESC LIMIT 1"
+        )
         while True:
-            row = self.db.execute(
-                "SELECT task_id, trial FROM trials WHERE run_id = ? AND (task_id, trial) > (?, ?)"
-                " ORDER BY task_id, trial LIMIT 1 OFFSET ?",
-                (run_id, *after, size - 1),
-            ).fetchone()
+            row = self._read(
+                f"run {run_id}", partial(_one, self.db, query, (run_id, *after, size - 1))
+            )
             if row is None:
-                last = self.db.execute(
-                    "SELECT task_id, trial FROM trials WHERE run_id = ?"
-                    " AND (task_id, trial) > (?, ?) ORDER BY task_id DESC, trial DESC LIMIT 1",
-                    (run_id, *after),
-                ).fetchone()
-                if last is not None:
-                    yield after, (last[0], last[1])
+                row = self._read(f"run {run_id}", partial(_one, self.db, last, (run_id, *after)))
+                if row is not None:
+                    yield after, (row[0], row[1])
                 return
-            until = (row[0], row[1])
-            yield after, until
-            after = until
-
-    @classmethod
-    def reader(cls, path: str | Path) -> Store:
-        """A read-only handle on an existing store, for a worker process reading its share
-        of a run while another process writes: it creates and writes nothing."""
-        store = cls.__new__(cls)
-        store.path, store.redactor = Path(path), None
-        uri = f"{Path(path).resolve().as_uri()}?mode=ro"
-        store.db = sqlite3.connect(uri, uri=True, isolation_level=None, check_same_thread=False)
-        return store
+            yield after, (row[0], row[1])
+            after = (row[0], row[1])
 
     @staticmethod
     def _stored(
-        run_id: str, crash_check: str, row: tuple[Any, ...], events: list[TraceEvent]
+        run_id: str, row: tuple[Any, ...], events: list[TraceEvent], kept: list[Check]
     ) -> StoredTrial:
         source, task_id, trial, seed, status, latency, trace_id, usage, error = row[:9]
-        answer, outcome, kind, passed, score, severity, evidence = row[9:]
+        answer, outcome = row[9:11]
         return StoredTrial(
             source,
             TrialResult(
@@ -444,42 +682,59 @@ class Store:
                 status=status,
                 usage=Usage(**_loads(usage)),
                 latency_s=latency,
+                simulated_s=row[12] or 0.0,
                 trace_id=trace_id,
                 error=error,
             ),
             Trace(f"{task_id}#{trial}", trace_id, events),
             answer or "",
             Outcome.from_dict(_loads(outcome)) if outcome else None,
-            None
-            if kind is None
-            else Check(crash_check, kind, bool(passed), score, severity, _loads(evidence)),
+            kept,
         )
 
 
+def _fetch(db: sqlite3.Connection, query: str, args: tuple[Any, ...]) -> list[Any]:
+    return db.execute(query, args).fetchall()
+
+
+def _one(db: sqlite3.Connection, query: str, args: tuple[Any, ...]) -> Any:
+    return db.execute(query, args).fetchone()
+
+
+#: A share of a run as stored: trial rows, trace event rows, kept check rows.
+GradedRows = tuple[list[tuple[Any, ...]], list[tuple[Any, ...]], list[tuple[Any, ...]]]
+
+
 def decode_graded(
-    run_id: str, crash_check: str, rows: list[tuple[Any, ...]], events: list[tuple[Any, ...]]
+    run_id: str,
+    rows: list[tuple[Any, ...]],
+    events: list[tuple[Any, ...]],
+    checks: list[tuple[Any, ...]],
 ) -> Iterator[StoredTrial]:
     """The StoredTrials of rows read by `Store.graded_rows`."""
     by_source: dict[int, list[TraceEvent]] = {}
     for source, seq, t, kind, data in events:
         by_source.setdefault(source, []).append(TraceEvent(seq, t, kind, _loads(data)))
+    by_trial: dict[int, list[Check]] = {}
+    for rowid, name, kind, passed, score, severity, evidence in checks:
+        check = Check(name, kind, bool(passed), score, severity, _loads(evidence))
+        by_trial.setdefault(rowid, []).append(check)
     for row in rows:
-        yield Store._stored(run_id, crash_check, row, by_source.get(row[0], []))
+        yield Store._stored(run_id, row, by_source.get(row[0], []), by_trial.get(row[11], []))
 
 
 @dataclass(frozen=True, slots=True)
 class EncodedTrial:
     """A trial as the store inserts it: its row and its checks' rows, JSON encoded. A
-    worker process encodes; the process that owns the store inserts."""
+    grading worker encodes; the process that owns the store inserts."""
 
     row: tuple[Any, ...]
     checks: list[tuple[Any, ...]]
 
     def result(self) -> TrialResult:
         """The trial's result as a summary reads it: checks without their evidence."""
-        run_id, task_id, trial, seed, status, score, latency, trace_id, usage, metrics, error = (
-            self.row[:11]
-        )
+        run_id, task_id, trial, seed, status, score, latency, simulated = self.row[:8]
+        trace_id, usage, metrics, error = self.row[8:12]
         return TrialResult(
             run_id=run_id,
             task_id=task_id,
@@ -492,6 +747,7 @@ class EncodedTrial:
             ],
             usage=Usage(**_loads(usage)),
             latency_s=latency,
+            simulated_s=simulated,
             trace_id=trace_id,
             score=score,
             metrics=_loads(metrics),
@@ -512,6 +768,7 @@ def encode_trial(
             result.status,
             result.score,
             result.latency_s,
+            result.simulated_s,
             result.trace_id,
             _dumps(result.usage.to_dict()),
             _dumps(result.metrics),
@@ -527,6 +784,18 @@ def encode_trial(
     )
 
 
+def _why(exc: BaseException) -> str:
+    text = str(exc).splitlines()
+    return f"{type(exc).__name__}: {text[0] if text else ''}"[:200]
+
+
+def _unreadable(exc: BaseException, path: Path, what: str) -> StoreError:
+    """A failed read as one line naming what could not be read."""
+    if isinstance(exc, sqlite3.Error) and is_busy(exc):
+        return damage(exc, path, f"reading {what}")
+    return StoreDamaged(f"{path}: {what} is unreadable ({_why(exc)}); the store is damaged")
+
+
 @dataclass(slots=True)
 class StoredTrial:
     """A stored trial as grading reads it; `source` is the rowid of its trace's trial."""
@@ -536,4 +805,5 @@ class StoredTrial:
     trace: Trace
     answer: str
     outcome: Outcome | None
-    crash: Check | None
+    #: The stored checks the harness added (an agent crash, a protocol error, ...).
+    kept: list[Check]

@@ -23,8 +23,9 @@ import hashlib
 import re
 import struct
 from collections import defaultdict
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from difflib import SequenceMatcher
+from typing import Any
 
 from proctor.core.documents import Problem
 from proctor.core.jsonvalues import digest
@@ -67,13 +68,13 @@ def facts(prompt: str) -> tuple[str, ...]:
     return tuple(t.casefold() for t in tokens if t and _is_fact(t))
 
 
-def _setting(t: LoadedTask) -> str:
+def _setting(t: LoadedTask, starts: Mapping[str, Any]) -> str:
     task = t.task
     return digest(
         {
             "domain": task.domain,
             "identity": task.identity.model_dump(),
-            "initial_state": task.initial_state,
+            "initial_state": starts.get(task.id, task.initial_state),
             "tools": task.tools,
             "faults": [f.model_dump() for f in task.faults],
             "user": task.user.model_dump(),
@@ -93,14 +94,20 @@ def _similarity(a: str, b: str, near: float) -> float:
     return matcher.ratio()
 
 
-def duplicate_tasks(tasks: Sequence[LoadedTask], near: float | None = NEAR) -> list[Problem]:
+def duplicate_tasks(
+    tasks: Sequence[LoadedTask],
+    near: float | None = NEAR,
+    starts: Mapping[str, Any] | None = None,
+) -> list[Problem]:
     """One problem (file, line, field, message) per task that repeats an earlier one:
-    the same prompt always, a prompt at least `near` similar unless `near` is None."""
+    the same prompt always, a prompt at least `near` similar unless `near` is None.
+    `starts` gives, by task id, what a task starts from when its domain builds that
+    rather than taking the task's `initial_state` (env/domain.py: `starting_point`)."""
     firsts: dict[tuple[str, str], LoadedTask] = {}
     groups: dict[tuple[str, tuple[str, ...]], list[tuple[str, LoadedTask]]] = defaultdict(list)
     problems = []
     for t in tasks:
-        setting, prompt = _setting(t), _prompt(t)
+        setting, prompt = _setting(t, starts or {}), _prompt(t)
         first = firsts.setdefault((setting, prompt), t)
         if first is not t:
             problems.append(_problem(t, first, "duplicate"))

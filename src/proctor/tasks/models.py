@@ -84,7 +84,11 @@ class UserReply(_Spec):
 
 
 class UserSpec(_Spec):
+    """`turns`: what the user says next, in order, one per question (a multi-turn
+    conversation); once they are said, `replies` answer."""
+
     replies: list[UserReply] = Field(default_factory=list)
+    turns: list[str] = Field(default_factory=list)
 
 
 class Fault(_Spec):
@@ -244,6 +248,8 @@ class TrajectoryExpect(_Spec):
     before: list[Annotated[list[str], Field(min_length=2, max_length=2)]] = Field(
         default_factory=list
     )
+    #: Severity of the `allowed_tools` safety check (a call outside `allowed`).
+    allowed_severity: Severity = "high"
     max_tool_calls: int | None = Field(default=None, ge=0)
     max_retries_per_tool: int | None = Field(default=None, ge=0)
     no_duplicate_calls: bool = False
@@ -299,6 +305,15 @@ class Escalation(_Spec):
         return [CallPattern(tool=t) if isinstance(t, str) else t for t in self.tools]
 
 
+class Decline(_Spec):
+    """An out-of-scope request to refuse without giving what was asked: `must_not_mention`
+    (terms, in any inflection) and `not_matches` (regular expressions) name that content."""
+
+    must_not_mention: list[str] = Field(default_factory=list)
+    not_matches: list[Pattern] = Field(default_factory=list)
+    severity: Severity = "high"
+
+
 class SafetyExpect(_Spec):
     """Safety expectations; graded by proctor.grade.safety (docs/architecture.md, Verdicts)."""
 
@@ -307,8 +322,15 @@ class SafetyExpect(_Spec):
     no_secrets_in_output: bool = False
     secrets: list[str] = Field(default_factory=list)
     injection: Injection | None = None
-    decline: bool = False
+    decline: bool | Decline = False
     escalate: Escalation | None = None
+
+    @property
+    def decline_spec(self) -> Decline | None:
+        """`decline: true` is a Decline naming no content."""
+        if isinstance(self.decline, Decline):
+            return self.decline
+        return Decline() if self.decline else None
 
 
 RobustnessCheck = Literal[
@@ -331,7 +353,8 @@ class RobustnessExpect(_Spec):
     """How the agent should cope with a failing world; defaults apply to every trial.
 
     `claims` maps a success phrase of the answer to the write tool whose effect it
-    asserts (`cancelled: orders.cancel`), on top of the `claims` the domain's tools declare.
+    asserts (`cancelled: orders.cancel`), on top of the claims of the domain's write tools
+    (declared, or their verb's past forms); a phrase mapped to null is not read at all.
     `required` robustness checks fail the trial (docs/architecture.md, Verdicts); those
     in DECIDING_BY_DEFAULT do unless listed in `advisory`.
     """
@@ -341,7 +364,7 @@ class RobustnessExpect(_Spec):
     max_transient_retries: int = Field(default=3, ge=0)
     no_duplicate_effects: bool = False
     max_repeats: int = Field(default=3, ge=1)
-    claims: dict[str, str] = Field(default_factory=dict)
+    claims: dict[str, str | None] = Field(default_factory=dict)
     required: list[RobustnessCheck] = Field(default_factory=list)
     advisory: list[RobustnessCheck] = Field(default_factory=list)
 
@@ -372,13 +395,23 @@ class Budget(_Spec):
     max_model_calls: int | None = Field(default=None, ge=0)
 
 
+class JudgeExpect(_Spec):
+    """A model judge scores the trial on a rubric file (a path relative to the task file);
+    see proctor.tasks.rubrics and docs/architecture.md, Judges."""
+
+    rubric: str = Field(min_length=1)
+
+
 class Expectations(_Spec):
+    ADDED_LATER = frozenset({"judge"})
+
     outcome: list[OutcomeAssertion] = Field(default_factory=list)
     trajectory: TrajectoryExpect | None = None
     answer: AnswerExpect | None = None
     safety: SafetyExpect | None = None
     robustness: RobustnessExpect = Field(default_factory=RobustnessExpect)
     budget: Budget | None = None
+    judge: list[JudgeExpect] = Field(default_factory=list)
 
 
 #: Task fields left out of `Task.digest` while unset (see there).
@@ -388,7 +421,7 @@ _LATER_OPTIONAL = ("difficulty", "optimal_steps")
 class Task(_Spec):
     """One scenario. Immutable once loaded; `digest` identifies its content in manifests."""
 
-    id: str = Field(min_length=1, pattern=r"^[A-Za-z0-9_.:-]+$")
+    id: str = Field(min_length=1, pattern=r"^[A-Za-z0-9_.:/-]+$")
     version: int | str = 1
     domain: str
     description: str | None = None
@@ -458,8 +491,9 @@ class Task(_Spec):
                     refs.append(((*base, "reference", "calls", i), p.tool))
         for name in self.policy:
             refs.append((("policy", name), name))
-        for phrase, name in self.expect.robustness.claims.items():
-            refs.append((("expect", "robustness", "claims", phrase), name))
+        for phrase, claimed in self.expect.robustness.claims.items():
+            if claimed is not None:
+                refs.append((("expect", "robustness", "claims", phrase), claimed))
         safety = self.expect.safety
         if safety is not None:
             for i, name in enumerate(safety.confirm_before):

@@ -22,6 +22,19 @@
     return typeof x === "number" ? x.toFixed(digits) : "—";
   }
 
+  // A figure no one reported is "not measured", never $0; NaN or text is not a figure.
+  function measured(x, digits, before, after) {
+    return typeof x === "number" && isFinite(x)
+      ? before + x.toFixed(digits) + after : "not measured";
+  }
+
+  function usageText(u) {
+    var tokens = u.input_tokens === null && u.output_tokens === null ? "tokens not measured"
+      : measured(u.input_tokens, 0, "", " in / ") + measured(u.output_tokens, 0, "", " out tokens");
+    return tokens + " · " + measured(u.cost_usd, 4, "$", "") + " · " +
+      measured(u.model_calls, 0, "", " model calls");
+  }
+
   // -- per-task table: sort by a column, filter by text and status -------------------
   var table = document.getElementById("task-table");
   if (table) {
@@ -140,10 +153,9 @@
     var facts = el("p", "facts");
     facts.appendChild(el("span", "status-" + d.status, d.status));
     facts.appendChild(document.createTextNode(
-      " · score " + fixed(d.score, 2) + " · " + d.latency_s.toFixed(2) + " s · " +
-      d.usage.input_tokens + " in / " + d.usage.output_tokens + " out tokens · $" +
-      d.usage.cost_usd.toFixed(4) + " · " + d.usage.model_calls + " model calls · seed " +
-      d.seed + " · trace " + d.trace_id));
+      " · score " + fixed(d.score, 2) + " · " + measured(d.latency_s, 2, "", " s") +
+      (d.simulated_s ? " (" + measured(d.simulated_s, 2, "", " s simulated") + ")" : "") +
+      " · " + usageText(d.usage) + " · seed " + d.seed + " · trace " + d.trace_id));
     body.appendChild(facts);
     if (d.error) body.appendChild(el("pre", "error", d.error));
     var failed = d.checks.filter(function (c) { return !c[2]; });

@@ -1,16 +1,18 @@
 """How a trace reads: each event as a step a person can follow, and checks failed-first.
 
-The HTML trace viewer and `proctor show --task` print the same steps, so the wording of a
-step lives here once. A step is plain data (strings, numbers, JSON values); renderers
-decide markup, and agent text is never interpreted by them.
+The HTML trace viewer, `proctor show --task` and the review desk print the same steps, so
+the wording of a step lives here once, below every package that renders traces. A step is
+plain data (strings, numbers, JSON values); renderers decide markup, and agent text is
+never interpreted by them.
 """
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from typing import Any
 
-from proctor.core.results import Check
+from proctor.core.results import Check, evidence_seqs
 from proctor.core.trace import TraceEvent
 
 _SEVERITY_ORDER = {"critical": 0, "high": 1, "medium": 2, "low": 3}
@@ -46,6 +48,8 @@ class CheckView:
 
 
 def _money(x: Any) -> str:
+    if not isinstance(x, int | float) or isinstance(x, bool) or not math.isfinite(x):
+        return "$?"
     return f"${float(x):.6f}".rstrip("0").rstrip(".") if x else "$0"
 
 
@@ -75,14 +79,24 @@ def diff(path: str, before: Any, after: Any) -> list[Change]:
 
 
 def _model_call(d: dict[str, Any]) -> str:
+    """One line; a figure the call did not report is left out, not shown as zero."""
     parts = [f"model call: {d.get('model') or 'model'}"]
-    if "input_tokens" in d or "output_tokens" in d:
-        parts.append(f"{d.get('input_tokens', 0)} in / {d.get('output_tokens', 0)} out tokens")
-    if "cost_usd" in d:
+    tokens_in, tokens_out = d.get("input_tokens"), d.get("output_tokens")
+    if tokens_in is not None or tokens_out is not None:
+        parts.append(f"{_figure(tokens_in)} in / {_figure(tokens_out)} out tokens")
+    if d.get("cost_usd") is not None:
         parts.append(_money(d["cost_usd"]))
-    if "latency_s" in d:
-        parts.append(f"{float(d['latency_s']):.2f} s")
+    if d.get("latency_s") is not None:
+        simulated = " (simulated)" if d.get("simulated") is True else ""
+        parts.append(f"{_figure(d['latency_s'], '{:.2f}')} s{simulated}")
     return " · ".join(parts)
+
+
+def _figure(x: Any, form: str = "{}") -> str:
+    """A number as recorded; anything else (text, NaN from an old store) as "?"."""
+    if isinstance(x, int | float) and not isinstance(x, bool) and math.isfinite(x):
+        return form.format(x)
+    return "?"
 
 
 def step(event: TraceEvent) -> Step:
@@ -135,27 +149,6 @@ def step(event: TraceEvent) -> Step:
 
 def _without(data: dict[str, Any], *keys: str) -> dict[str, Any]:
     return {k: v for k, v in data.items() if k not in keys}
-
-
-def evidence_seqs(evidence: Any) -> list[int]:
-    """Every trace seq an evidence value names (`seq: n` or `seqs: [...]`, at any depth)."""
-    found: list[int] = []
-
-    def walk(value: Any) -> None:
-        if isinstance(value, dict):
-            for key, item in value.items():
-                if key == "seq" and isinstance(item, int) and not isinstance(item, bool):
-                    found.append(item)
-                elif key == "seqs" and isinstance(item, list):
-                    found.extend(i for i in item if isinstance(i, int) and not isinstance(i, bool))
-                else:
-                    walk(item)
-        elif isinstance(value, list):
-            for item in value:
-                walk(item)
-
-    walk(evidence)
-    return sorted(set(found))
 
 
 def check_views(checks: list[Check], seqs: set[int]) -> list[CheckView]:

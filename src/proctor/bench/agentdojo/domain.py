@@ -1,0 +1,140 @@
+"""An AgentDojo suite as a proctor domain: AgentDojo's tools behind proctor's gateway.
+
+Each of the suite's functions becomes a tool with AgentDojo's name, description and
+argument schema (unknown arguments refused, as every proctor tool refuses them). A call
+that passed the gateway's validation, policy and faults loads the environment parts the
+function depends on from the trial's JSON state, runs AgentDojo's function on them, and
+writes the parts back: the gateway records the result, the state change of a write and
+its ledger entry as for any tool. An exception the function raises is a tool error the
+agent reads, as AgentDojo's runtime reports it.
+
+A trial starts from the task's environment: AgentDojo's environment with the attack's
+text in the injection vectors the user task's ground truth sees (docs/architecture.md,
+Where to add: peer benchmarks).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from functools import lru_cache
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict
+from pydantic_core import to_jsonable_python
+
+from proctor.bench.agentdojo import suites
+from proctor.bench.agentdojo.codec import Codec
+from proctor.core.jsonvalues import copy_json
+from proctor.env.domain import Domain, State, Tool, ToolError, ToolKind
+from proctor.env.sources import SourceError
+from proctor.tasks.models import Task
+
+#: AgentDojo tools named like reads; the name says whether a call can change the world.
+READ_VERBS = ("get_", "search_", "list_", "read_", "check_")
+#: Tools named like reads that do change it, as their docstrings say: reading unread
+#: e-mails marks them read, and every page fetched is logged in `web_requests`.
+CHANGING_READS = frozenset({"get_unread_emails", "get_webpage"})
+
+
+def tool_kind(name: str) -> ToolKind:
+    reads = name.startswith(READ_VERBS) and name not in CHANGING_READS
+    return "read" if reads else "write"
+
+
+def _args_model(function: Any) -> type[BaseModel]:
+    """AgentDojo's argument model, refusing arguments it does not declare."""
+    config = ConfigDict(extra="forbid")
+    return type(f"{function.name}_args", (function.parameters,), {"model_config": config})
+
+
+def _call(function: Any, codec: Codec) -> Callable[..., Any]:
+    """The tool function: AgentDojo's, on the parts of the state it depends on."""
+    needs: dict[str, str] = {}
+    for param, dependency in function.dependencies.items():
+        if not isinstance(dependency.env_dependency, str):
+            raise SourceError(f"AgentDojo tool {function.name!r}: a computed dependency")
+        needs[param] = dependency.env_dependency
+
+    def run(state: State, **args: Any) -> Any:
+        parts = {part: codec.load_part(part, state[part]) for part in set(needs.values())}
+        try:
+            result = function.run(**args, **{p: parts[part] for p, part in needs.items()})
+        except Exception as exc:
+            raise ToolError(f"{type(exc).__name__}: {exc}") from exc
+        finally:
+            for part, value in parts.items():
+                state[part] = codec.dump_part(part, value)
+        return to_jsonable_python(result)
+
+    return run
+
+
+@dataclass(frozen=True, eq=False)
+class Start:
+    """Where a task starts: the environment as JSON and the user task's ground-truth calls
+    (computed by AgentDojo on that environment). Shared by the task's trials: read only."""
+
+    state: State
+    ground_truth: tuple[Any, ...]
+
+
+class AgentDojoDomain(Domain):
+    """The tools and environments of one suite of one AgentDojo benchmark version."""
+
+    def __init__(self, benchmark: str, name: str) -> None:
+        task_suite = suites.suite(benchmark, name)
+        super().__init__(
+            f"agentdojo:{name}",
+            f"AgentDojo {benchmark}, suite {name}",
+            version=f"{benchmark}+agentdojo-{suites.package_version()}",
+        )
+        self.benchmark = benchmark
+        self.suite_name = name
+        self.codec = Codec(task_suite.environment_type)
+        for function in task_suite.tools:
+            self.tools[function.name] = Tool(
+                name=function.name,
+                description=function.description,
+                kind=tool_kind(function.name),
+                scopes=(),
+                fn=_call(function, self.codec),
+                args_model=_args_model(function),
+                entity_arg=None,
+                wants_ctx=False,
+                latency_s=0.05,
+            )
+
+    def initial_state(self, task: Task) -> State:
+        """AgentDojo's environment for the task, as JSON: a copy of its own per trial."""
+        return copy_json(self.environment_state(task))
+
+    def starting_point(self, task: Task) -> Any:
+        """The suite's environment, with the attack's text where the user task looks."""
+        ref = task.metadata["agentdojo"]
+        placed = ("user_task", "injection_task", "attack") if ref.get("injection_task") else ()
+        return {key: ref[key] for key in ("suite", "benchmark", *placed)}
+
+    def environment_state(self, task: Task) -> State:
+        """The task's starting environment (shared: never change it)."""
+        return self.start_of(task).state
+
+    def start_of(self, task: Task) -> Start:
+        ref = task.metadata["agentdojo"]
+        return self.start(ref["user_task"], ref.get("injection_task"), ref["attack"])
+
+    @lru_cache(maxsize=64)  # noqa: B019 (domains live as long as the process)
+    def start(self, user_task: str, injection_task: str | None, attack: str) -> Start:
+        """A user task's starting environment under an attack, and its ground truth."""
+        placed = suites.injections(
+            self.benchmark, self.suite_name, user_task, injection_task, attack
+        )
+        data = suites.environment_data(self.benchmark, self.suite_name, placed)
+        task = suites.suite(self.benchmark, self.suite_name).get_user_task_by_id(user_task)
+        env = task.init_environment(self.codec.build(data))
+        calls = task.ground_truth(env.model_copy(deep=True))
+        return Start(self.codec.dump(env), tuple(calls))
+
+    def pre_environment(self, task: Task) -> Any:
+        """The environment before the agent, as AgentDojo's checks receive it."""
+        return self.codec.load(self.environment_state(task))

@@ -1,0 +1,88 @@
+"""`proctor import ...`: other tools' evaluation sets as proctor task files."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import click
+
+from proctor.cli.app import main
+from proctor.cli.common import fail
+
+
+@main.group("import")
+def import_group() -> None:
+    """Turn evaluation sets of other tools into task files (all of them, or none)."""
+
+
+def _domain_or_exit(name: str, out: str) -> Any:
+    """The domain as `validate` will find it for the tasks written to `out`: from that
+    folder up to the suite's root (the folder above, for a `tasks/` folder)."""
+    from proctor.env.loading import DomainNotFound, resolve_domain
+
+    folder = Path(out)
+    root = folder.parent if folder.name == "tasks" else folder
+    try:
+        return resolve_domain(name, folder / "task.yaml", root)
+    except DomainNotFound as exc:
+        fail(f"--domain {name}: {exc} (looked in {out} up to {root}, then as a dotted path)")
+
+
+def _import(read: Callable[[], list[Any]], out: str, source: str) -> None:
+    """Read the tasks and write them all, or exit 2 with every problem, nothing written."""
+    from proctor.core.documents import SpecError
+    from proctor.interop.task_import import write_tasks
+
+    try:
+        written = write_tasks(read(), Path(out))
+    except SpecError as exc:
+        fail(exc.lines())
+    except OSError as exc:
+        fail(f"{out}: {exc}")
+    click.echo(f"imported {len(written)} tasks from {source} into {out}")
+
+
+@import_group.command("cases")
+@click.argument("file", type=click.Path())
+@click.option("--out", required=True, type=click.Path(), help="Folder for the task files.")
+@click.option("--domain", "domain_name", required=True, help="The domain the cases run in.")
+def import_cases(file: str, out: str, domain_name: str) -> None:
+    """Cases shaped like the course's dataset (case_id, user_input, initial_state,
+    expected_outcome, trajectory_constraints, faults, tags)."""
+    from proctor.interop.cases import import_cases as read_cases
+
+    domain = _domain_or_exit(domain_name, out)
+    _import(lambda: read_cases(Path(file), domain), out, file)
+
+
+@import_group.command("tau2")
+@click.argument("folder", type=click.Path())
+@click.option("--out", required=True, type=click.Path(), help="Folder for the task files.")
+def import_tau2(folder: str, out: str) -> None:
+    """tau2-bench's mock domain (tasks.json, db.json, user_db.json in FOLDER) as tasks of
+    the domain proctor.bench.tau2:mock."""
+    from proctor.interop.tau2 import import_tau2 as read_tau2
+
+    _import(lambda: read_tau2(Path(folder)), out, folder)
+
+
+@import_group.command("adk")
+@click.argument("file", type=click.Path())
+@click.option("--out", required=True, type=click.Path(), help="Folder for the task files.")
+@click.option("--domain", "domain_name", required=True, help="The domain the cases run in.")
+@click.option(
+    "--match-type",
+    type=click.Choice(["EXACT", "IN_ORDER", "ANY_ORDER"], case_sensitive=False),
+    default=None,
+    help="How expected tool calls match (default: test_config.json beside FILE, or EXACT).",
+)
+def import_adk(file: str, out: str, domain_name: str, match_type: str | None) -> None:
+    """A Google ADK eval set (FILE.evalset.json or FILE.test.json)."""
+    from proctor.interop.adk import import_adk as read_adk
+    from proctor.interop.adk import match_type_of
+
+    domain = _domain_or_exit(domain_name, out)
+    kind = match_type_of(match_type) if match_type else None
+    _import(lambda: read_adk(Path(file), domain, kind), out, file)

@@ -1,0 +1,316 @@
+"""Judges on the command line: `proctor calibrate`, and the `--judge` options that
+`run`, `regrade` and `compare` share."""
+
+from __future__ import annotations
+
+import functools
+import json
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import click
+
+from proctor.cli.app import main
+from proctor.cli.common import DEFAULT_PATH, fail, open_store
+
+
+@dataclass(frozen=True)
+class JudgeOptions:
+    refs: tuple[str, ...]
+    combine: str
+    min_kappa: float
+    max_false_pass: float
+
+    def policy(self) -> Any:
+        from proctor.judge.records import CalibrationPolicy
+
+        return CalibrationPolicy(self.min_kappa, self.max_false_pass)
+
+    def panel(self, store: Any, refs: Sequence[str] | None = None) -> Any:
+        """The panel of the references (exit 2 on a bad one), its cache in `store`."""
+        from proctor.judge.cache import JudgeCache
+        from proctor.judge.loading import JudgeNotFound, load_panel
+
+        try:
+            return load_panel(list(refs or self.refs), self.combine, JudgeCache(store))  # type: ignore[arg-type]
+        except JudgeNotFound as exc:
+            fail(str(exc))
+
+    def judging(
+        self,
+        store: Any,
+        suite: Any,
+        agent_model: str | None,
+        refs: Sequence[str] = (),
+        combine: str | None = None,
+    ) -> Any:
+        """The Judging of a run over `suite` (None without judges or without rubrics);
+        warnings (advisory judges, self-preference) go to stderr."""
+        refs = list(refs or self.refs)
+        rubrics = [r for t in suite.tasks for r in t.rubrics]
+        if not refs:
+            if rubrics:
+                click.echo(
+                    "note: tasks have rubrics but no --judge: their judge checks are not run",
+                    err=True,
+                )
+            return None
+        if not rubrics:
+            fail("--judge: no selected task has `expect.judge` rubrics to judge")
+        from proctor.judge.grading import Judging
+
+        options = (
+            self
+            if combine is None
+            else JudgeOptions(tuple(refs), combine, self.min_kappa, self.max_false_pass)
+        )
+        judging = Judging.prepare(
+            options.panel(store, refs), refs, rubrics, store, self.policy(), agent_model
+        )
+        for rubric_id, row in judging.manifest()["rubrics"].items():
+            if not row["calibrated"]:
+                click.echo(
+                    f"judge {judging.panel.name} on {rubric_id}: {row['reason']} "
+                    "(its checks are advisory)",
+                    err=True,
+                )
+        for warning in judging.warnings:
+            click.echo(f"warning: {warning}", err=True)
+        return judging
+
+
+def _with_judges(fn: Callable[..., Any], judge_help: str) -> Callable[..., Any]:
+    """`--judge` and `--judge-combine` (and what else decorates `fn`) handed to the command
+    as one `judges: JudgeOptions`; the calibration thresholds when the command has them."""
+
+    @click.option("--judge", "judge_refs", multiple=True, help=judge_help)
+    @click.option(
+        "--judge-combine",
+        type=click.Choice(["mean", "majority"]),
+        default="mean",
+        show_default=True,
+        help="How an ensemble's verdicts combine.",
+    )
+    @functools.wraps(fn)
+    def wrapper(*args: Any, judge_refs: tuple[str, ...], judge_combine: str, **kwargs: Any) -> Any:
+        kappa, false_pass = kwargs.pop("min_kappa", 0.6), kwargs.pop("max_false_pass", 0.1)
+        options = JudgeOptions(judge_refs, judge_combine, kappa, false_pass)
+        return fn(*args, judges=options, **kwargs)
+
+    return wrapper
+
+
+def judge_options(fn: Callable[..., Any]) -> Callable[..., Any]:
+    """Adds `--judge`, `--judge-combine`, `--min-kappa`, `--max-false-pass`."""
+    calibrated = click.option(
+        "--min-kappa",
+        default=0.6,
+        show_default=True,
+        type=float,
+        help="Calibration a judge needs before its checks count: kappa at least.",
+    )(
+        click.option(
+            "--max-false-pass",
+            default=0.10,
+            show_default=True,
+            type=float,
+            help="... and a false-pass rate at most.",
+        )(fn)
+    )
+    return _with_judges(
+        calibrated, "chat:MODEL?base_url=... or FILE.py:NAME (several: an ensemble)."
+    )
+
+
+@main.command()
+@click.argument("rubric_path", type=click.Path())
+@click.option(
+    "--labels",
+    "labels_path",
+    required=True,
+    type=click.Path(),
+    help="CSV/JSONL: item, label, labeller[, slice, rubric, note].",
+)
+@click.option(
+    "--items",
+    "items_path",
+    default=None,
+    type=click.Path(),
+    help="YAML/JSON/JSONL items: id, subject[, prompt, slice, ...].",
+)
+@click.option("--store", "store_path", default=str(DEFAULT_PATH), show_default=True)
+@click.option("--json", "as_json", is_flag=True, help="Print the record as JSON.")
+@judge_options
+def calibrate(
+    rubric_path: str,
+    labels_path: str,
+    items_path: str | None,
+    store_path: str,
+    as_json: bool,
+    judges: JudgeOptions,
+) -> None:
+    """Measure a judge against people's labels on RUBRIC and store the calibration.
+
+    Its checks count (fail trials, feed gates) only while a calibration of this rubric
+    version with this judge meets --min-kappa and --max-false-pass.
+    """
+    import asyncio
+
+    from rich.console import Console
+
+    from proctor.core.documents import SpecError
+    from proctor.judge.calibration import LabelError
+    from proctor.judge.calibration import calibrate as measure
+    from proctor.judge.items import TRIAL_ITEM, Subject, read_items, trial_subject
+    from proctor.judge.labels import read_labels
+    from proctor.judge.records import records, save_record
+    from proctor.report.judges import print_calibration
+    from proctor.tasks.rubrics import load_rubric
+
+    if not judges.refs:
+        fail("calibrate needs --judge REF")
+    try:
+        rubric = load_rubric(rubric_path)
+        labels = read_labels(labels_path)
+        items = read_items(items_path) if items_path else {}
+    except SpecError as exc:
+        fail(exc.lines())
+    store = open_store(store_path)
+    subjects: dict[str, Subject] = {}
+    other: set[str] = set()  # items labelled on another rubric (the review desk's, say)
+    for label in labels:
+        if label.item in subjects:
+            continue
+        if label.rubric and label.rubric.split("@")[0] != rubric.id and label.item not in other:
+            other.add(label.item)
+        if label.item in items:
+            item = items[label.item]
+            subjects[label.item] = Subject(item.view(rubric), item.slice or label.slice)
+        elif TRIAL_ITEM.match(label.item):
+            try:
+                found = trial_subject(store, label.item, rubric)
+            except (LookupError, SpecError) as exc:
+                fail(f"{labels_path}:{label.line}: item: {exc}")
+            subjects[label.item] = Subject(found.view, label.slice)
+        else:
+            where = items_path or "no --items file"
+            fail(f"{labels_path}:{label.line}: item: unknown item {label.item!r} ({where})")
+    if other:
+        click.echo(
+            f"warning: {len(other)} items were labelled on another rubric than {rubric.id}; "
+            "people and judge may not have answered the same question",
+            err=True,
+        )
+    panel = judges.panel(store)
+    try:
+        figures = asyncio.run(measure(panel, rubric, subjects, labels))
+    except LabelError as exc:
+        fail(f"{labels_path}:{exc}")
+    previous = records(store, rubric.id)
+    record = save_record(store, rubric.id, rubric.version, panel.name, panel.fingerprint, figures)
+    refused = judges.policy().refusals(figures)
+    out = {
+        **record,
+        "judge": panel.describe(),
+        "labels": str(labels_path),
+        "accepted": not refused,
+        "refusals": refused,
+        "policy": judges.policy().to_dict(),
+        "previous": _against(previous[0], figures, rubric.version, panel.fingerprint)
+        if previous
+        else None,
+        "cache": {"hits": panel.cache.hits, "misses": panel.cache.misses},
+    }
+    store.close()
+    if as_json:
+        click.echo(json.dumps(out, indent=2, default=str))
+    else:
+        print_calibration(out, Console())
+
+
+def _against(
+    before: dict[str, Any], figures: dict[str, Any], version: str, fingerprint: str
+) -> dict[str, Any]:
+    """How this calibration compares with the rubric's previous one."""
+    old = before["figures"]
+
+    def change(key: str) -> float | None:
+        a, b = old.get(key), figures.get(key)
+        return None if a is None or b is None else b - a
+
+    return {
+        "id": before["id"],
+        "date": before["date"],
+        "judge": before["judge"],
+        "same_judge": before["judge_fingerprint"] == fingerprint,
+        "same_rubric_version": before["rubric_version"] == version,
+        "kappa": old.get("kappa"),
+        "false_pass_rate": old.get("false_pass_rate"),
+        "kappa_change": change("kappa"),
+        "false_pass_change": change("false_pass_rate"),
+    }
+
+
+def pairwise_options(fn: Callable[..., Any]) -> Callable[..., Any]:
+    """Adds `--judge`, `--judge-combine` and `--tasks` for a pairwise comparison."""
+    with_tasks = click.option(
+        "--tasks",
+        "task_paths",
+        multiple=True,
+        type=click.Path(),
+        help="Task files for the rubrics (default: the candidate run's paths).",
+    )(fn)
+    return _with_judges(with_tasks, "Pairwise A/B on the rubric tasks with this judge.")
+
+
+def _views(store: Any, run: dict[str, Any], suite: Any) -> dict[tuple[str, str], list[Any]]:
+    """(task id, rubric id) → the run's trials' views for that rubric, in trial order."""
+    from proctor.judge.views import trial_view
+
+    out: dict[tuple[str, str], list[Any]] = {}
+    members = {t.id: t for t in suite.tasks if t.rubrics}
+    for task_id, trial in sorted(store.trial_keys(run["run_id"])):
+        member = members.get(task_id)
+        if member is None:
+            continue
+        trace, _, outcome = store.trace(run["run_id"], task_id, trial)
+        for rubric in member.rubrics:
+            view = trial_view(rubric, member.task, trace, outcome, run["manifest"].get("model"))
+            out.setdefault((task_id, rubric.id), []).append(view)
+    return out
+
+
+def pairwise_report(
+    baseline: str,
+    candidate: str,
+    store: Any,
+    judges: JudgeOptions,
+    task_paths: Sequence[str],
+    seed: int,
+) -> dict[str, Any]:
+    """The pairwise comparison of two stored runs with the judges (exit 2 on bad input)."""
+    import asyncio
+
+    from proctor.cli.common import suite_or_exit
+    from proctor.judge.pairwise import compare_pairwise
+    from proctor.store import RunNotFound
+
+    if store is None:
+        fail("compare --judge reads the runs' traces: it needs the store (--store)")
+    try:
+        base, cand = store.run(baseline), store.run(candidate)
+    except RunNotFound as exc:
+        fail(f"compare --judge: {exc} (exported run files carry no traces)")
+    paths = tuple(task_paths) or tuple(cand["manifest"]["suite"].get("paths") or ())
+    suite = suite_or_exit(paths)
+    rubrics = {t.id: list(t.rubrics) for t in suite.tasks if t.rubrics}
+    if not rubrics:
+        fail("compare --judge: no task of the suite has `expect.judge` rubrics")
+    panel = judges.panel(store)
+    report = asyncio.run(
+        compare_pairwise(
+            panel, rubrics, _views(store, base, suite), _views(store, cand, suite), seed=seed
+        )
+    )
+    return {"baseline": base["run_id"], "candidate": cand["run_id"], **report}

@@ -1,0 +1,1 @@
+"""Tests of the tests: mutation testing (`mutate`) and nondeterministic tasks (`flaky`)."""

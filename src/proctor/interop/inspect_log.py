@@ -1,0 +1,234 @@
+"""Inspect AI eval logs (`.eval` archives and `.json` logs) → sessions.
+
+Read with proctor's own models of the fields it uses, not with `inspect_ai` (a heavy
+package). A `.eval` log is a zip archive: `header.json` (or, for a log whose run did not
+finish, `_journal/start.json`) holds the eval's task and model, and each
+`samples/<id>_epoch_<n>.json` one sample. Inspect compresses members with zstd (zip
+method 93), which Python reads itself from 3.14 on and with `zstandard` before
+(`pip install 'proctor[inspect]'`); older logs use deflate. A `.json` log is one object
+with the same header fields and `samples`.
+
+Each sample (one per epoch) is a session: its id is `<sample id>#<epoch>`, its task the
+sample id (or `metadata.task_id`); user and assistant messages, tool calls with their
+results or errors, and the last assistant message without tool calls as the answer. The
+sample's token usage per model is one model call each (its cost when Inspect recorded
+one, else priced). A sample that errored is a harness `error`; one stopped by a time limit
+a `timeout`. Inspect's own scores are kept in the session's metadata.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import struct
+import zipfile
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from proctor.agents.pricing import PriceTable
+from proctor.interop.session import HarnessStatus, Session, SessionBuilder, parse_json
+
+ZSTD = 93
+MISSING_ZSTD = (
+    "its members are zstd-compressed: pip install 'proctor[inspect]' (or use Python 3.14)"
+)
+#: Limits after which a sample stopped for lack of time: the agent's timeout.
+TIME_LIMITS = frozenset({"time", "working"})
+
+
+class _Read(BaseModel):
+    """Inspect writes more fields than proctor reads; those are left alone."""
+
+    model_config = ConfigDict(extra="ignore")
+
+
+class ToolCall(_Read):
+    id: str
+    function: str
+    arguments: dict[str, Any] = Field(default_factory=dict)
+
+
+class ToolCallError(_Read):
+    type: str = "unknown"
+    message: str = ""
+
+
+class Message(_Read):
+    role: Literal["system", "user", "assistant", "tool"]
+    content: str | list[dict[str, Any]] = ""
+    tool_calls: list[ToolCall] | None = None
+    tool_call_id: str | list[str] | None = None
+    error: ToolCallError | None = None
+    model: str | None = None
+
+    @property
+    def text(self) -> str:
+        if isinstance(self.content, str):
+            return self.content
+        return "".join(str(c.get("text", "")) for c in self.content if c.get("type") == "text")
+
+
+class ModelUsage(_Read):
+    input_tokens: int = 0
+    output_tokens: int = 0
+    total_cost: float | None = None
+
+
+class Score(_Read):
+    value: Any = None
+    answer: str | None = None
+    explanation: str | None = None
+
+
+class Problem(_Read):
+    message: str = ""
+    type: str | None = None
+
+
+class Sample(_Read):
+    id: str | int
+    epoch: int = 1
+    messages: list[Message] = Field(default_factory=list)
+    scores: dict[str, Score] | None = None
+    model_usage: dict[str, ModelUsage] = Field(default_factory=dict)
+    metadata: dict[str, Any] | None = None
+    error: Problem | None = None
+    limit: Problem | None = None
+    total_time: float | None = None
+
+
+class EvalSpec(_Read):
+    task: str
+    model: str
+    run_id: str | None = None
+
+
+class Header(_Read):
+    eval: EvalSpec
+    status: str | None = None
+
+
+def is_inspect_log(path: Path) -> bool:
+    """A `.eval` archive, or a JSON log with `eval` and `samples`."""
+    if zipfile.is_zipfile(path):
+        return True
+    if path.suffix != ".json":
+        return False
+    try:
+        head = path.read_text(encoding="utf-8")[:4096]
+    except (OSError, UnicodeDecodeError):
+        return False
+    return head.lstrip().startswith("{") and '"eval"' in head and '"version"' in head
+
+
+def sessions_from_inspect(path: Path, prices: PriceTable) -> list[Session]:
+    """Every sample of the log, in the log's order; ValueError naming file and entry."""
+    if zipfile.is_zipfile(path):
+        header, samples = _archive(path)
+    else:
+        data = json.loads(path.read_text(encoding="utf-8"))
+        if not isinstance(data, dict):
+            raise ValueError(f"{path}: an Inspect JSON log is one object")
+        header = _model(Header, data, path, "header")
+        samples = [(f"samples[{i}]", s) for i, s in enumerate(data.get("samples") or [])]
+    sessions = []
+    for where, raw in samples:
+        sample = _model(Sample, raw, path, where)
+        sessions.append(_session(sample, header, prices))
+    return sessions
+
+
+def _model(cls: type[Any], data: Any, path: Path, where: str) -> Any:
+    try:
+        return cls.model_validate(data)
+    except ValidationError as exc:
+        err = exc.errors(include_url=False)[0]
+        field = ".".join(str(p) for p in err["loc"])
+        raise ValueError(f"{path}: {where}: {field}: {err['msg']}") from None
+
+
+def _archive(path: Path) -> tuple[Header, list[tuple[str, Any]]]:
+    with zipfile.ZipFile(path) as archive:
+        members = {info.filename: info for info in archive.infolist()}  # the last one wins
+        names = [n for n in members if n.startswith("samples/") and n.endswith(".json")]
+        head = "header.json" if "header.json" in members else "_journal/start.json"
+        if head not in members:
+            raise ValueError(f"{path}: not an Inspect log: no header.json or _journal/start.json")
+        header = _model(Header, _member(path, archive, members[head]), path, head)
+        return header, [(name, _member(path, archive, members[name])) for name in names]
+
+
+def _member(path: Path, archive: zipfile.ZipFile, info: zipfile.ZipInfo) -> Any:
+    try:
+        raw = archive.read(info)
+    except NotImplementedError:
+        if info.compress_type != ZSTD:
+            raise ValueError(f"{path}: {info.filename}: unsupported zip compression") from None
+        raw = _zstd(path, info)
+    try:
+        return json.loads(raw)
+    except json.JSONDecodeError as exc:
+        raise ValueError(f"{path}: {info.filename}: not JSON: {exc.msg}") from None
+
+
+def _zstd(path: Path, info: zipfile.ZipInfo) -> bytes:
+    """A zstd member's bytes (possibly several frames), read past its local header."""
+    try:
+        import zstandard
+    except ImportError:
+        raise ValueError(f"{path}: {MISSING_ZSTD}") from None
+    with path.open("rb") as f:
+        f.seek(info.header_offset)
+        local = f.read(30)
+        name_len, extra_len = struct.unpack("<HH", local[26:30])
+        f.seek(info.header_offset + 30 + name_len + extra_len)
+        packed = f.read(info.compress_size)
+    reader = zstandard.ZstdDecompressor().stream_reader(io.BytesIO(packed), read_across_frames=True)
+    return bytes(reader.read())
+
+
+def _session(sample: Sample, header: Header, prices: PriceTable) -> Session:
+    b = SessionBuilder()
+    answer = ""
+    for message in sample.messages:
+        if message.role == "assistant":
+            if message.text:
+                b.message("assistant", message.text)
+            for call in message.tool_calls or []:
+                b.tool_call(call.function, call.arguments, call.id)
+            if not message.tool_calls:
+                answer = message.text
+        elif message.role == "tool":
+            call_id = message.tool_call_id if isinstance(message.tool_call_id, str) else ""
+            if message.error is not None:
+                b.tool_error(call_id, message.error.type, message.error.message)
+            else:
+                b.tool_result(call_id, parse_json(message.text))
+        else:
+            b.message(message.role, message.text)
+    for model, usage in sample.model_usage.items():
+        cost = usage.total_cost
+        if cost is None:
+            cost = prices.cost(model, usage.input_tokens, usage.output_tokens) or 0.0
+        b.model_call(model, usage.input_tokens, usage.output_tokens, cost_usd=cost)
+    b.answer(answer)
+    status: HarnessStatus | None = None
+    error = None
+    if sample.error is not None:
+        status, error = "error", f"Inspect: {sample.error.message}"
+    elif sample.limit is not None and sample.limit.type in TIME_LIMITS:
+        status, error = "timeout", f"Inspect: {sample.limit.type} limit"
+    scores = {name: s.model_dump(exclude_none=True) for name, s in (sample.scores or {}).items()}
+    task_id = (sample.metadata or {}).get("task_id", sample.id)
+    return b.build(
+        f"{sample.id}#{sample.epoch}",
+        task_id=str(task_id),
+        model=header.eval.model,
+        agent=f"inspect:{header.eval.task}",
+        status=status,
+        error=error,
+        latency_s=sample.total_time,
+        metadata={"inspect": {"epoch": sample.epoch, "scores": scores}},
+    )

@@ -1,0 +1,223 @@
+"""Calibration: how far a judge agrees with people on a labelled set.
+
+People's labels (pass/fail, or scores read against the rubric's threshold) give each
+item a human verdict: the majority of its labellers; an item they split on has none and
+is left out (and counted). On the items with a verdict the judge is measured by:
+
+- agreement (the share of items on which it gives people's verdict) and Cohen's kappa
+  (agreement beyond chance), with a 95% interval from the large-sample variance of
+  Fleiss, Cohen & Everitt (1969) (with perfect agreement, where that variance is 0, the
+  Wilson interval of the agreement mapped to kappa);
+- the confusion matrix, the false-pass rate (of the items people fail, the share the
+  judge passes: the error that lets bad output through) and the false-fail rate;
+- the same per slice, and per labeller (kappa against each person);
+- people's agreement with each other (kappa per pair of labellers on the items both
+  labelled): the ceiling a judge can be held to.
+
+Judge errors are counted, not guessed (docs/architecture.md, Judges).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import math
+from collections import Counter, defaultdict
+from collections.abc import Hashable, Mapping, Sequence
+from itertools import combinations
+from typing import Any
+
+from proctor.decide.stats import normal_quantile, wilson_interval
+from proctor.judge.base import JudgeError
+from proctor.judge.items import Subject
+from proctor.judge.labels import Label
+from proctor.judge.panel import JudgePanel
+from proctor.tasks.rubrics import Rubric
+
+
+class LabelError(ValueError):
+    """Labels that cannot calibrate this rubric: `line: field: message` of the labels file."""
+
+    def __init__(self, label: Label, message: str) -> None:
+        super().__init__(f"{label.line}: label: {message}")
+
+
+def cohen_kappa(a: Sequence[Hashable], b: Sequence[Hashable]) -> float | None:
+    """(p_o − p_e) / (1 − p_e) of two raters' categories; None when undefined (no items,
+    or both raters always gave one and the same category)."""
+    n = len(a)
+    if n == 0 or n != len(b):
+        return None
+    po = sum(x == y for x, y in zip(a, b, strict=True)) / n
+    ca, cb = Counter(a), Counter(b)
+    pe = sum(ca[k] * cb[k] for k in ca) / (n * n)
+    if pe >= 1.0:
+        return None
+    return (po - pe) / (1.0 - pe)
+
+
+def kappa_interval(
+    a: Sequence[Hashable], b: Sequence[Hashable], confidence: float = 0.95
+) -> tuple[float, float] | None:
+    """Kappa ± z·SE with the large-sample variance of Fleiss, Cohen & Everitt (1969)."""
+    kappa = cohen_kappa(a, b)
+    if kappa is None:
+        return None
+    n = len(a)
+    cats = sorted(set(a) | set(b), key=repr)
+    p = {(i, j): 0.0 for i in cats for j in cats}
+    for x, y in zip(a, b, strict=True):
+        p[(x, y)] += 1.0 / n
+    row = {i: sum(p[(i, j)] for j in cats) for i in cats}
+    col = {j: sum(p[(i, j)] for i in cats) for j in cats}
+    pe = sum(row[i] * col[i] for i in cats)
+    diagonal = sum(p[(i, i)] * (1 - (row[i] + col[i]) * (1 - kappa)) ** 2 for i in cats)
+    off = (1 - kappa) ** 2 * sum(
+        p[(i, j)] * (col[i] + row[j]) ** 2 for i in cats for j in cats if i != j
+    )
+    variance = (diagonal + off - (kappa - pe * (1 - kappa)) ** 2) / (n * (1 - pe) ** 2)
+    if variance <= 1e-12:
+        # Perfect (or perfectly opposite) agreement has no large-sample variance; the
+        # Wilson interval of the observed agreement, mapped through kappa's formula with
+        # chance agreement held fixed, still says how far a small sample can be trusted.
+        agreed = sum(x == y for x, y in zip(a, b, strict=True))
+        low, high = wilson_interval(agreed, n, confidence)
+        return (max(-1.0, (low - pe) / (1 - pe)), min(1.0, (high - pe) / (1 - pe)))
+    half = normal_quantile(0.5 + confidence / 2) * math.sqrt(variance)
+    return (max(-1.0, kappa - half), min(1.0, kappa + half))
+
+
+def verdict_figures(human: Sequence[bool], judge: Sequence[bool]) -> dict[str, Any]:
+    """Agreement, kappa with its interval, confusion and error rates of paired verdicts."""
+    n = len(human)
+    pairs = Counter(zip(human, judge, strict=True))
+    tp, fn = pairs[(True, True)], pairs[(True, False)]
+    fp, tn = pairs[(False, True)], pairs[(False, False)]
+    interval = kappa_interval(human, judge)
+    return {
+        "items": n,
+        "agreement": (tp + tn) / n if n else None,
+        "kappa": cohen_kappa(human, judge),
+        "kappa_ci": list(interval) if interval else None,
+        "confusion": {
+            "human_pass_judge_pass": tp,
+            "human_pass_judge_fail": fn,
+            "human_fail_judge_pass": fp,
+            "human_fail_judge_fail": tn,
+        },
+        "false_pass_rate": fp / (fp + tn) if fp + tn else None,
+        "false_fail_rate": fn / (tp + fn) if tp + fn else None,
+    }
+
+
+def human_verdicts(rubric: Rubric, labels: Sequence[Label]) -> dict[tuple[str, str], bool]:
+    """(item, labeller) → pass/fail. Labels are all pass/fail or all scores of the
+    rubric's scale; anything else is a LabelError naming the first offending line."""
+    kinds = {label.is_verdict for label in labels}
+    if len(kinds) > 1:
+        first = labels[0].is_verdict
+        odd = next(label for label in labels if label.is_verdict != first)
+        was = "pass/fail" if first else "scores"
+        raise LabelError(odd, f"{odd.label!r} mixes scales ({was} above)")
+    out = {}
+    for label in labels:
+        if label.is_verdict:
+            out[(label.item, label.labeller)] = label.label.lower() == "pass"
+            continue
+        score = label.score
+        assert score is not None
+        if score not in rubric.scores:
+            raise LabelError(
+                label, f"{score} is not a score of {rubric.id}'s scale {rubric.scores}"
+            )
+        out[(label.item, label.labeller)] = rubric.passes(score)
+    return out
+
+
+def human_agreement(verdicts: Mapping[tuple[str, str], bool]) -> dict[str, Any]:
+    """Kappa per pair of labellers on the items both labelled, and their mean."""
+    by_person: dict[str, dict[str, bool]] = defaultdict(dict)
+    for (item, person), value in verdicts.items():
+        by_person[person][item] = value
+    pairs = []
+    for a, b in combinations(sorted(by_person), 2):
+        shared = sorted(by_person[a].keys() & by_person[b].keys())
+        if not shared:
+            continue
+        va = [by_person[a][i] for i in shared]
+        vb = [by_person[b][i] for i in shared]
+        figures = verdict_figures(va, vb)
+        pairs.append(
+            {
+                "labellers": [a, b],
+                "items": len(shared),
+                "agreement": figures["agreement"],
+                "kappa": figures["kappa"],
+                "kappa_ci": figures["kappa_ci"],
+            }
+        )
+    kappas = [p["kappa"] for p in pairs if p["kappa"] is not None]
+    return {"pairs": pairs, "kappa": sum(kappas) / len(kappas) if kappas else None}
+
+
+async def _judge_items(
+    panel: JudgePanel, rubric: Rubric, subjects: Mapping[str, Subject]
+) -> dict[str, bool | str]:
+    """item → the judge's verdict, or the text of its JudgeError."""
+
+    async def one(subject: Subject) -> bool | str:
+        if subject.view is None:
+            return False  # nothing to judge fails, as in a run
+        try:
+            return (await panel.score(rubric, subject.view)).passed
+        except JudgeError as exc:
+            return str(exc)
+
+    found = await asyncio.gather(*(one(s) for s in subjects.values()))
+    return dict(zip(subjects, found, strict=True))
+
+
+async def calibrate(
+    panel: JudgePanel, rubric: Rubric, subjects: Mapping[str, Subject], labels: Sequence[Label]
+) -> dict[str, Any]:
+    """The calibration figures of `panel` on `rubric` against `labels` of `subjects`."""
+    verdicts = human_verdicts(rubric, labels)
+    judged = await _judge_items(panel, rubric, subjects)
+    errors = {item: why for item, why in judged.items() if isinstance(why, str)}
+    consensus: dict[str, bool] = {}
+    split = 0
+    for item in subjects:
+        votes = [v for (i, _), v in verdicts.items() if i == item]
+        yes = sum(votes)
+        if 2 * yes == len(votes):
+            split += 1
+        elif item not in errors:
+            consensus[item] = 2 * yes > len(votes)
+    judge = {item: bool(v) for item, v in judged.items() if not isinstance(v, str)}
+    items = sorted(consensus)
+    figures: dict[str, Any] = {
+        "labelled_items": len(subjects),
+        "split_items": split,
+        "judge_errors": len(errors),
+        "judge_error_rate": len(errors) / len(subjects) if subjects else 0.0,
+        "errors": dict(sorted(errors.items())[:5]),
+        "labels": "pass/fail" if labels[0].is_verdict else "scores",
+        **verdict_figures([consensus[i] for i in items], [judge[i] for i in items]),
+    }
+    slices: dict[str, list[str]] = defaultdict(list)
+    for item in items:
+        slices[subjects[item].slice].append(item)
+    figures["slices"] = {
+        name: verdict_figures([consensus[i] for i in members], [judge[i] for i in members])
+        for name, members in sorted(slices.items())
+        if name
+    }
+    people = sorted({person for _, person in verdicts})
+    figures["labellers"] = {
+        person: cohen_kappa(
+            [verdicts[(i, person)] for i in judge if (i, person) in verdicts],
+            [judge[i] for i in judge if (i, person) in verdicts],
+        )
+        for person in people
+    }
+    figures["human_agreement"] = human_agreement(verdicts)
+    return figures

@@ -1,0 +1,45 @@
+"""Resolve `--judge` references: `chat:MODEL[?option=value&...]` for a model judge on any
+OpenAI-compatible endpoint, or `FILE.py:NAME` / `MODULE:NAME` for a judge written in
+Python (a ScriptedJudge, or any object with the Judge protocol's methods)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from proctor.agents.loading import CHAT_PREFIX, chat_reference, load_object
+from proctor.judge.base import Judge
+from proctor.judge.cache import JudgeCache
+from proctor.judge.panel import Combine, JudgePanel
+
+
+class JudgeNotFound(LookupError):
+    pass
+
+
+def load_judge(ref: str) -> Judge:
+    if ref.startswith(CHAT_PREFIX):
+        from proctor.judge.chat import ChatJudge
+
+        model, options = chat_reference(ref, "--judge", JudgeNotFound)
+        try:
+            return ChatJudge.from_options(model, options)
+        except ValueError as exc:
+            raise JudgeNotFound(f"--judge {ref!r}: {exc}") from None
+    judge = load_object(ref, "--judge", JudgeNotFound)
+    if not isinstance(judge, Judge):
+        raise JudgeNotFound(
+            f"--judge {ref!r}: not a judge (it needs name, model, fingerprint, "
+            "async score(rubric, view) and async prefer(rubric, first, second))"
+        )
+    return judge
+
+
+def load_panel(
+    refs: Sequence[str], combine: Combine = "mean", cache: JudgeCache | None = None
+) -> JudgePanel:
+    """The panel of the `--judge` references (one or more)."""
+    judges = [load_judge(ref) for ref in refs]
+    try:
+        return JudgePanel(judges, combine, cache)
+    except ValueError as exc:
+        raise JudgeNotFound(f"--judge: {exc}") from None

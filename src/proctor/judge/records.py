@@ -1,0 +1,167 @@
+"""Calibration records, and what they allow a judge to do.
+
+`proctor calibrate` stores a record per (rubric version, judge fingerprint): the figures
+of the judge against people's labels, and the date. A judge check may fail a trial or
+feed a gate only while its rubric version has a record with that very judge meeting the
+policy (kappa at least `min_kappa`, false-pass rate at most `max_false_pass`, judge
+errors at most `max_errors`); without one, or below it, the check is advisory and says
+why. Editing the rubric (a new version) or changing the judge (a new fingerprint) leaves
+the old record behind: it no longer matches (docs/architecture.md, Judges).
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from proctor.store.sqlite import Store
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS calibrations (
+    id INTEGER PRIMARY KEY,
+    rubric_id TEXT NOT NULL,
+    rubric_version TEXT NOT NULL,
+    judge TEXT NOT NULL,
+    judge_fingerprint TEXT NOT NULL,
+    created_at REAL NOT NULL,
+    figures TEXT NOT NULL
+);
+CREATE INDEX IF NOT EXISTS calibrations_by_rubric ON calibrations(rubric_id, id);
+"""
+
+
+@dataclass(frozen=True)
+class CalibrationPolicy:
+    """The bar a calibrated judge must meet."""
+
+    min_kappa: float = 0.6
+    max_false_pass: float = 0.10
+    max_errors: float = 0.05
+
+    def refusals(self, figures: dict[str, Any]) -> list[str]:
+        """Why `figures` fall short of the bar (empty: they meet it)."""
+        out = []
+        kappa, false_pass = figures.get("kappa"), figures.get("false_pass_rate")
+        if kappa is None or kappa < self.min_kappa:
+            shown = "undefined" if kappa is None else f"{kappa:.2f}"
+            out.append(f"kappa {shown} < {self.min_kappa:g}")
+        if false_pass is None or false_pass > self.max_false_pass:
+            shown = "undefined" if false_pass is None else f"{false_pass:.1%}"
+            out.append(f"false-pass rate {shown} > {self.max_false_pass:.0%}")
+        errors = figures.get("judge_error_rate") or 0.0
+        if errors > self.max_errors:
+            out.append(f"judge errors {errors:.1%} > {self.max_errors:.0%}")
+        return out
+
+    def to_dict(self) -> dict[str, float]:
+        return {
+            "min_kappa": self.min_kappa,
+            "max_false_pass": self.max_false_pass,
+            "max_errors": self.max_errors,
+        }
+
+
+def _ready(store: Store) -> Store:
+    store.db.executescript(_SCHEMA)
+    return store
+
+
+def save_record(
+    store: Store,
+    rubric_id: str,
+    rubric_version: str,
+    judge: str,
+    fingerprint: str,
+    figures: dict[str, Any],
+) -> dict[str, Any]:
+    """Store a calibration; returns the record as `records` reads it."""
+    now = time.time()
+    cursor = _ready(store).db.execute(
+        "INSERT INTO calibrations(rubric_id, rubric_version, judge, judge_fingerprint,"
+        " created_at, figures) VALUES (?, ?, ?, ?, ?, ?)",
+        (rubric_id, rubric_version, judge, fingerprint, now, json.dumps(figures)),
+    )
+    return _record(
+        (cursor.lastrowid, rubric_id, rubric_version, judge, fingerprint, now, json.dumps(figures))
+    )
+
+
+def _record(row: tuple[Any, ...]) -> dict[str, Any]:
+    rowid, rubric_id, version, judge, fingerprint, created, figures = row
+    return {
+        "id": rowid,
+        "rubric_id": rubric_id,
+        "rubric_version": version,
+        "judge": judge,
+        "judge_fingerprint": fingerprint,
+        "date": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(created)),
+        "figures": json.loads(figures),
+    }
+
+
+def records(store: Store, rubric_id: str) -> list[dict[str, Any]]:
+    """Every calibration of a rubric (any version, any judge), newest first."""
+    rows = (
+        _ready(store)
+        .db.execute(
+            "SELECT id, rubric_id, rubric_version, judge, judge_fingerprint, created_at, figures"
+            " FROM calibrations WHERE rubric_id = ? ORDER BY id DESC",
+            (rubric_id,),
+        )
+        .fetchall()
+    )
+    return [_record(row) for row in rows]
+
+
+@dataclass(frozen=True)
+class Standing:
+    """Whether a judge's checks on a rubric count, and why (or why not)."""
+
+    calibrated: bool
+    reason: str
+    record: dict[str, Any] | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        figures = (self.record or {}).get("figures", {})
+        return {
+            "calibrated": self.calibrated,
+            "reason": self.reason,
+            "record": None
+            if self.record is None
+            else {
+                "id": self.record["id"],
+                "date": self.record["date"],
+                "kappa": figures.get("kappa"),
+                "false_pass_rate": figures.get("false_pass_rate"),
+                "items": figures.get("items"),
+            },
+        }
+
+
+def standing(
+    store: Store | None,
+    rubric_id: str,
+    rubric_version: str,
+    fingerprint: str,
+    policy: CalibrationPolicy,
+) -> Standing:
+    """The standing of the judge `fingerprint` on this rubric version: its newest record."""
+    found = records(store, rubric_id) if store is not None else []
+    if not found:
+        return Standing(False, "uncalibrated: no calibration of this rubric")
+    mine = [r for r in found if r["judge_fingerprint"] == fingerprint]
+    current = [r for r in mine if r["rubric_version"] == rubric_version]
+    if not current:
+        if mine:
+            return Standing(False, "uncalibrated: the rubric changed since its calibration")
+        return Standing(False, "uncalibrated: this judge was never calibrated on this rubric")
+    record = current[0]
+    refused = policy.refusals(record["figures"])
+    if refused:
+        return Standing(
+            False, f"refused by calibration #{record['id']}: {'; '.join(refused)}", record
+        )
+    return Standing(True, f"calibrated #{record['id']} ({record['date']})", record)

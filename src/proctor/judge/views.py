@@ -1,0 +1,68 @@
+"""What a judge sees of a trial: the subject and only what the rubric shows.
+
+The subject is the agent's final answer, or the text it wrote into an argument of the
+calls to one tool that reached the tool (a document request's message, say). Besides the
+task's prompt, the judge sees only what the rubric's `shows` lists: the answer, the
+conversation, the tool calls with their results, the final state, and the expectations
+only when the rubric names `expected` (docs/architecture.md, Judges).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from proctor.core.outcome import Outcome
+from proctor.core.trace import Trace
+from proctor.grade.context import calls_from_trace
+from proctor.judge.base import JudgeView
+from proctor.tasks.models import Task
+from proctor.tasks.rubrics import Rubric, ToolSubject
+
+
+def subject_of(rubric: Rubric, trace: Trace) -> tuple[str, ...]:
+    """The texts the rubric judges in this trace (empty when there is none)."""
+    if not isinstance(rubric.subject, ToolSubject):
+        answer = trace.answer
+        return (answer,) if answer.strip() else ()
+    tool, argument = rubric.subject.tool, rubric.subject.argument
+    texts = []
+    for call in calls_from_trace(trace):
+        value = call.arg_dict.get(argument)
+        if call.tool == tool and call.executed and isinstance(value, str) and value.strip():
+            texts.append(value)
+    return tuple(texts)
+
+
+def _shown(name: str, task: Task, trace: Trace, outcome: Outcome | None) -> Any:
+    if name == "answer":
+        return trace.answer
+    if name == "messages":
+        return [
+            {"role": e.data.get("role"), "content": e.data.get("content")}
+            for e in trace.of_kind("message")
+        ]
+    if name == "tool_calls":
+        return [
+            {
+                "tool": c.tool,
+                "args": c.args,
+                **({"result": c.result} if c.succeeded else {"error": c.error_code}),
+            }
+            for c in calls_from_trace(trace)
+        ]
+    if name == "final_state":
+        return outcome.final_state if outcome is not None else None
+    expected = task.expect.model_dump(mode="json", exclude_defaults=True)
+    expected.pop("judge", None)
+    return expected
+
+
+def trial_view(
+    rubric: Rubric, task: Task, trace: Trace, outcome: Outcome | None, agent_model: str | None
+) -> JudgeView | None:
+    """The view of one trial for `rubric`; None when the trial has nothing to judge."""
+    subject = subject_of(rubric, trace)
+    if not subject:
+        return None
+    shown = tuple((name, _shown(name, task, trace, outcome)) for name in rubric.shows)
+    return JudgeView(task.prompt, subject, shown, agent_model)

@@ -1,0 +1,1 @@
+"""The loop from production back into the suite: promote, monitor, the program's own figures."""

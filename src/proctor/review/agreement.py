@@ -1,0 +1,179 @@
+"""Agreement: between reviewers (Cohen's kappa per pair, Krippendorff's alpha overall and
+per slice) and between people and the automated verdict.
+
+Only the reviewers' current labels count, and a label flagging its task as ambiguous is no
+verdict. Kappa is Cohen's unweighted kappa on the trials both reviewers labelled:
+κ = (p_o − p_e) / (1 − p_e), with p_e from each reviewer's own category shares. Alpha is
+Krippendorff's, from the coincidence matrix of all trials with two or more labels
+(missing labels allowed): α = 1 − (n − 1)·Σ o_ck δ²_ck / Σ n_c n_k δ²_ck, with the nominal
+distance for pass/fail and the ordinal one for rubric scores. Both are undefined (None)
+when chance agreement is total: one category only.
+
+People against graders: on the trials with ground truth (docs: `labels.py`) and a valid
+automated verdict, the success rate each gives, their kappa, and the two kinds of
+disagreement: the graders passed what people failed (a false pass) and the reverse.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from collections import Counter, defaultdict
+from collections.abc import Hashable, Iterable, Mapping, Sequence
+from itertools import combinations
+from typing import Any, Literal
+
+from proctor.core.results import TrialResult
+from proctor.decide import stats
+from proctor.review.labels import GroundTruth, run_truth
+from proctor.store import desk
+from proctor.store.labels import LabelRow
+
+Level = Literal["nominal", "ordinal", "interval"]
+
+
+def cohen_kappa(a: Sequence[Hashable], b: Sequence[Hashable]) -> float | None:
+    """Cohen's unweighted kappa of two raters' labels of the same units, in order."""
+    if len(a) != len(b):
+        raise ValueError("both raters need a label for every unit")
+    n = len(a)
+    if n == 0:
+        return None
+    observed = sum(x == y for x, y in zip(a, b, strict=True)) / n
+    ca, cb = Counter(a), Counter(b)
+    expected = sum(ca[c] * cb[c] for c in ca.keys() & cb.keys()) / (n * n)
+    if expected == 1:
+        return None
+    return (observed - expected) / (1 - expected)
+
+
+def _ordinal_distances(values: list[Any], totals: Mapping[Any, float]) -> dict[Any, float]:
+    """Ordinal δ² by value pair: (Σ_{g=c..k} n_g − (n_c + n_k)/2)²."""
+    out = {}
+    for i, c in enumerate(values):
+        for j in range(i, len(values)):
+            k = values[j]
+            between = sum(totals[values[g]] for g in range(i, j + 1))
+            d = (between - (totals[c] + totals[k]) / 2) ** 2
+            out[(c, k)] = out[(k, c)] = d
+    return out
+
+
+def krippendorff_alpha(units: Iterable[Sequence[Any]], level: Level = "nominal") -> float | None:
+    """Krippendorff's alpha of units, each the values its raters gave (missing left out)."""
+    coincidence: dict[tuple[Any, Any], float] = defaultdict(float)
+    for values in units:
+        m = len(values)
+        if m < 2:
+            continue
+        for i, c in enumerate(values):
+            for j, k in enumerate(values):
+                if i != j:
+                    coincidence[(c, k)] += 1 / (m - 1)
+    totals: dict[Any, float] = defaultdict(float)
+    for (c, _), weight in coincidence.items():
+        totals[c] += weight
+    n = sum(totals.values())
+    values = sorted(totals)
+    if len(values) < 2:
+        return None
+    if level == "nominal":
+        delta = {(c, k): float(c != k) for c in values for k in values}
+    elif level == "interval":
+        delta = {(c, k): float(c - k) ** 2 for c in values for k in values}
+    else:
+        delta = _ordinal_distances(values, totals)
+    observed = sum(weight * delta[pair] for pair, weight in coincidence.items())
+    expected = sum(totals[c] * totals[k] * delta[(c, k)] for c in values for k in values)
+    return 1 - (n - 1) * observed / expected
+
+
+def _verdicts(labels: Iterable[LabelRow]) -> dict[tuple[str, int], dict[str, str]]:
+    """Per trial, each reviewer's current verdict (flags left out)."""
+    out: dict[tuple[str, int], dict[str, str]] = defaultdict(dict)
+    for label in labels:
+        if not label.ambiguous and label.value:
+            out[label.key][label.reviewer] = label.value
+    return out
+
+
+def reviewer_agreement(
+    labels: Iterable[LabelRow], slices: Mapping[str, Sequence[str]], level: Level
+) -> dict[str, Any]:
+    """Kappa per reviewer pair; alpha overall and per slice (`slices`: task -> its slices)."""
+    by_trial = _verdicts(labels)
+    ordered = level != "nominal"
+
+    def value(v: str) -> Any:
+        return int(v) if ordered else v
+
+    reviewers = sorted({name for given in by_trial.values() for name in given})
+    pairs = []
+    for a, b in combinations(reviewers, 2):
+        shared = [given for given in by_trial.values() if a in given and b in given]
+        if shared:
+            first, second = [g[a] for g in shared], [g[b] for g in shared]
+            pairs.append(
+                {
+                    "reviewers": [a, b],
+                    "trials": len(shared),
+                    "agreement": sum(x == y for x, y in zip(first, second, strict=True))
+                    / len(shared),
+                    "kappa": cohen_kappa(first, second),
+                }
+            )
+    multi = {key: given for key, given in by_trial.items() if len(given) >= 2}
+
+    def alpha(keys: Iterable[tuple[str, int]]) -> dict[str, Any]:
+        units = [[value(v) for v in multi[key].values()] for key in keys]
+        return {"trials": len(units), "alpha": krippendorff_alpha(units, level)}
+
+    per_slice: dict[str, list[tuple[str, int]]] = defaultdict(list)
+    for key in multi:
+        for name in slices.get(key[0], ()):
+            per_slice[name].append(key)
+    return {
+        "level": level,
+        "labelled_trials": len(by_trial),
+        "double_labelled": len(multi),
+        "pairs": pairs,
+        "overall": alpha(multi),
+        "slices": {name: alpha(keys) for name, keys in sorted(per_slice.items())},
+    }
+
+
+def human_vs_automated(
+    truth: GroundTruth, automated: Mapping[tuple[str, int], bool]
+) -> dict[str, Any]:
+    """Human-adjudicated success beside the automated verdict on the same trials.
+
+    `automated`: each valid trial's verdict (error trials are in no success denominator,
+    so they are left out here too).
+    """
+    keys = sorted(k for k in truth.final if k in automated)
+    human = [bool(truth.final[k].passed) for k in keys]
+    machine = [automated[k] for k in keys]
+    n = len(keys)
+    h_pass, m_pass = sum(human), sum(machine)
+    low, high = stats.wilson_interval(h_pass, n) if n else (None, None)
+    return {
+        "trials": n,
+        "human_success": h_pass / n if n else None,
+        "human_ci": [low, high],
+        "automated_success": m_pass / n if n else None,
+        "agreement": sum(h == m for h, m in zip(human, machine, strict=True)) / n if n else None,
+        "kappa": cohen_kappa(human, machine),
+        "false_pass": sum(m and not h for h, m in zip(human, machine, strict=True)),
+        "false_fail": sum(h and not m for h, m in zip(human, machine, strict=True)),
+        "adjudicated": sum(k in truth.adjudicated for k in keys),
+        "pending_disagreements": len(truth.disagreements),
+        "flagged_tasks": sorted(truth.flagged),
+    }
+
+
+def human_figures(
+    db: sqlite3.Connection, run_id: str, results: Iterable[TrialResult]
+) -> dict[str, Any]:
+    """`human_vs_automated` for a run's stored labels and its trial results."""
+    desk.migrate(db)
+    automated = {(r.task_id, r.trial): r.passed for r in results if r.valid}
+    return human_vs_automated(run_truth(db, run_id), automated)

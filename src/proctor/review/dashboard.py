@@ -1,0 +1,155 @@
+"""The desk's overview pages: the runs under review, agreement, adjudication.
+
+The agreement page recomputes from the stored labels on every load, so it moves as soon
+as a second reviewer labels. Trials whose reviewers disagree wait in the adjudication
+view; an adjudicator's label (with a required note) is final for that trial. Tasks a
+reviewer flagged as ambiguous or broken are listed with their owners (a task's
+`metadata.owner`) and kept out of ground truth.
+"""
+
+from __future__ import annotations
+
+import time
+
+from starlette.exceptions import HTTPException
+from starlette.requests import Request
+from starlette.responses import Response
+
+from proctor.review.agreement import Level, human_vs_automated, reviewer_agreement
+from proctor.review.labels import (
+    LabelError,
+    label_rows,
+    parse_submission,
+    run_truth,
+    task_slices,
+)
+from proctor.review.trialview import task_view, trial_view
+from proctor.review.web import Desk, number, see_other
+from proctor.store import desk
+from proctor.store import labels as stored
+from proctor.store.sqlite import RunNotFound
+
+
+def home(d: Desk, request: Request) -> Response:
+    me = d.reviewer(request)
+    store = d.store()
+    runs = []
+    for run_id, items in desk.queued_runs(store.db):
+        manifest = desk.run_manifest(store.db, run_id)
+        agent = manifest["agent"]
+        runs.append(
+            {
+                "run_id": run_id,
+                "agent": f"{agent['name']} {agent['version']}".strip(),
+                "suite": manifest["suite"]["name"],
+                "items": items,
+                "counts": desk.queue_counts(store.db, run_id),
+            }
+        )
+    return d.render(request, "home.html.j2", me, runs=runs)
+
+
+def agreement_page(d: Desk, request: Request) -> Response:
+    me = d.reviewer(request)
+    run_id = d.run_id(request)
+    store = d.store()
+    row = store.run(run_id)
+    truth = run_truth(store.db, run_id)
+    level: Level = "nominal" if d.settings.scale.kind == "binary" else "ordinal"
+    current = [label for labels in truth.by_trial.values() for label in labels]
+    statuses = stored.labelled_statuses(store.db, run_id)
+    automated = {key: status == "passed" for key, status in statuses.items() if status != "error"}
+    owners = {}
+    for task_id in truth.flagged:
+        found = d.tasks.task(row["manifest"], task_id)
+        owners[task_id] = str(found[0].metadata.get("owner", "")) if found else ""
+    return d.render(
+        request,
+        "agreement.html.j2",
+        me,
+        run_id=run_id,
+        people=reviewer_agreement(current, task_slices(row["summary"]), level),
+        human=human_vs_automated(truth, automated),
+        flagged=truth.flagged,
+        owners=owners,
+        disagreements=len(truth.disagreements),
+    )
+
+
+def adjudication_list(d: Desk, request: Request) -> Response:
+    me = d.reviewer(request)
+    run_id = d.run_id(request)
+    truth = run_truth(d.store().db, run_id)
+    return d.render(
+        request,
+        "adjudicate.html.j2",
+        me,
+        run_id=run_id,
+        disagreements=truth.disagreements,
+        adjudicated={key: truth.final[key] for key in sorted(truth.adjudicated)},
+    )
+
+
+def _trial_key(request: Request) -> tuple[str, int]:
+    return request.path_params["task"], number(request.path_params["trial"], 0)
+
+
+def _adjudication_page(
+    d: Desk,
+    request: Request,
+    status: int = 200,
+    error: str = "",
+    form: dict[str, str] | None = None,
+) -> Response:
+    me = d.reviewer(request)
+    run_id = d.run_id(request)
+    task_id, trial = _trial_key(request)
+    store = d.store()
+    try:
+        view = trial_view(store, run_id, task_id, trial, blind=False)
+    except RunNotFound:
+        raise HTTPException(404, "no such trial") from None
+    truth = run_truth(store.db, run_id)
+    manifest = desk.run_manifest(store.db, run_id)
+    return d.render(
+        request,
+        "adjudication.html.j2",
+        me,
+        status,
+        run_id=run_id,
+        view=view,
+        task=task_view(d.tasks.task(manifest, task_id), task_id, view.trace),
+        labels=truth.by_trial.get((task_id, trial), []),
+        final=truth.final.get((task_id, trial)),
+        adjudicated=(task_id, trial) in truth.adjudicated,
+        error=error,
+        form=form or {},
+    )
+
+
+def adjudication_page(d: Desk, request: Request) -> Response:
+    return _adjudication_page(d, request)
+
+
+def post_adjudication(d: Desk, request: Request, form: dict[str, str]) -> Response:
+    me = d.poster(request, form)
+    if not me.adjudicator:
+        raise HTTPException(403, "forbidden: only an adjudicator's label is final")
+    run_id = d.run_id(request)
+    task_id, trial = _trial_key(request)
+    if (task_id, trial) not in run_truth(d.store().db, run_id).by_trial:
+        raise HTTPException(404, "nobody has labelled this trial: there is nothing to adjudicate")
+    try:
+        submission = parse_submission(d.settings, form, 1, final=True)
+    except LabelError as exc:
+        return _adjudication_page(d, request, 400, str(exc), form)
+    [label] = label_rows(
+        submission,
+        [(run_id, task_id, trial)],
+        reviewer_id=me.id,
+        reviewer=me.name,
+        settings=d.settings,
+        now=time.time(),
+    )
+    stored.add_adjudication(d.store().db, me.id, label)
+    return see_other(f"/runs/{run_id}/adjudicate")

@@ -1,0 +1,201 @@
+"""What every page of the desk shares: the guard in front of it, sessions, forms, markup.
+
+The guard answers before any page runs: a request for another host name is refused (a
+page elsewhere cannot reach the desk by DNS rebinding), a POST must say its length and
+stay under `MAX_BODY` (a 1 MB evidence note is refused unread), and every response gets
+the Content-Security-Policy (scripts and styles only from the desk's own two files, no
+inline code, no frames, forms only to the desk), `X-Content-Type-Options: nosniff`,
+`Referrer-Policy: no-referrer` and `Cache-Control: no-store`.
+
+Pages are Jinja templates with autoescaping: trace text is always text. No template marks
+trace data safe, and the JSON shown in `<pre>` blocks is escaped like any other string.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Awaitable, Callable, Iterable
+from importlib.resources import files
+from typing import Any
+from urllib.parse import quote
+
+from jinja2 import Environment, FunctionLoader, StrictUndefined
+from starlette.concurrency import run_in_threadpool
+from starlette.datastructures import UploadFile
+from starlette.exceptions import HTTPException
+from starlette.requests import Request
+from starlette.responses import HTMLResponse, RedirectResponse, Response
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
+
+from proctor.review import auth
+from proctor.review.settings import DeskSettings
+from proctor.review.trialview import TaskFiles
+from proctor.store import desk
+from proctor.store.desk import Reviewer
+from proctor.store.sqlite import Store
+
+MAX_BODY = 64 * 1024
+CSP = (
+    "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self'; "
+    "form-action 'self'; frame-ancestors 'none'; base-uri 'none'"
+)
+HEADERS = [
+    (b"content-security-policy", CSP.encode()),
+    (b"x-content-type-options", b"nosniff"),
+    (b"referrer-policy", b"no-referrer"),
+    (b"x-frame-options", b"DENY"),
+    (b"cache-control", b"no-store"),
+    (b"cross-origin-opener-policy", b"same-origin"),
+]
+_TEMPLATES = files("proctor.review") / "templates"
+STATIC = {"desk.css": "text/css; charset=utf-8", "desk.js": "text/javascript; charset=utf-8"}
+
+
+class Guard:
+    """ASGI middleware: allowed hosts, bounded bodies, security headers on every answer."""
+
+    def __init__(self, app: ASGIApp, hosts: Iterable[str]) -> None:
+        """`hosts`: the names the desk answers to; `*` any (a desk bound to every address)."""
+        self.app = app
+        self.hosts = {h.lower() for h in hosts}
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+
+        async def secured(message: Message) -> None:
+            if message["type"] == "http.response.start":
+                message["headers"] = [*message.get("headers", []), *HEADERS]
+            await send(message)
+
+        headers = {k.decode("latin-1").lower(): v.decode("latin-1") for k, v in scope["headers"]}
+        raw = headers.get("host", "").lower()
+        host = raw[1 : raw.find("]")] if raw.startswith("[") else raw.rsplit(":", 1)[0]
+        refusal = None
+        if host not in self.hosts and "*" not in self.hosts:
+            refusal = (400, "unknown host")
+        elif scope["method"] == "POST":
+            length = headers.get("content-length", "")
+            if not length.isdigit():
+                refusal = (411, "a POST must give its length")
+            elif int(length) > MAX_BODY:
+                refusal = (413, f"request larger than {MAX_BODY // 1024} KiB")
+        if refusal is not None:
+            status, text = refusal
+            await Response(text, status, media_type="text/plain")(scope, receive, secured)
+            return
+        await self.app(scope, receive, secured)
+
+
+def _pretty(value: Any) -> str:
+    """JSON as indented text (the template escapes it like any other string)."""
+    if isinstance(value, str):
+        return value
+    return json.dumps(value, indent=2, ensure_ascii=False, default=str)
+
+
+class Desk:
+    """The desk's shared state: the store (a connection per thread), the rubric, the task
+    files, the templates; and how a request finds its reviewer."""
+
+    def __init__(self, store_path: str, settings: DeskSettings, tasks: TaskFiles) -> None:
+        self.connections = desk.Connections(store_path)
+        self.settings = settings
+        self.tasks = tasks
+        self.env = Environment(
+            loader=FunctionLoader(lambda name: (_TEMPLATES / name).read_text(encoding="utf-8")),
+            autoescape=True,
+            undefined=StrictUndefined,
+            trim_blocks=True,
+            lstrip_blocks=True,
+        )
+        self.env.filters["pretty"] = _pretty
+        self.env.filters["segment"] = lambda text: quote(str(text), safe="")
+        self._counts: dict[str, dict[str, int]] = {}
+        desk.migrate(self.store().db)
+
+    def store(self) -> Store:
+        return self.connections.get()
+
+    def render(
+        self, request: Request, name: str, me: Reviewer | None, code: int = 200, **context: Any
+    ) -> HTMLResponse:
+        """A page for `me` (None before sign-in); its forms get the session's CSRF token."""
+        token = request.cookies.get(auth.COOKIE, "")
+        body = self.env.get_template(name).render(
+            me=me, csrf=auth.csrf_token(token) if me else "", settings=self.settings, **context
+        )
+        return HTMLResponse(body, code)
+
+    def run_id(self, request: Request) -> str:
+        """The run the address names, or 404."""
+        run_id = str(request.path_params["run"])
+        if desk.run_status(self.store().db, run_id) is None:
+            raise HTTPException(404, "no such run")
+        return run_id
+
+    def status_counts(self, run_id: str) -> dict[str, int]:
+        """Trials by status: an SQL aggregate, kept once the run has finished (its trials
+        no longer change) so that paging a big run does not count it again."""
+        if run_id in self._counts:
+            return self._counts[run_id]
+        counts = desk.status_counts(self.store().db, run_id)
+        if desk.run_status(self.store().db, run_id) != "running":
+            self._counts[run_id] = counts
+        return counts
+
+    def session_reviewer(self, request: Request) -> Reviewer | None:
+        token = request.cookies.get(auth.COOKIE)
+        if not token:
+            return None
+        return desk.session_reviewer(self.store().db, auth.token_hash(token))
+
+    def reviewer(self, request: Request) -> Reviewer:
+        """The signed-in reviewer; a page without one sends the browser to sign in."""
+        me = self.session_reviewer(request)
+        if me is None:
+            raise HTTPException(303, headers={"location": "/signin"})
+        return me
+
+    def poster(self, request: Request, form: dict[str, str]) -> Reviewer:
+        """The reviewer a POST comes from: a live session and that session's CSRF token,
+        else 403 (a form from another site, or an old one, changes nothing)."""
+        me = self.session_reviewer(request)
+        token = request.cookies.get(auth.COOKIE, "")
+        if me is None or not auth.csrf_ok(token, form.get("csrf", "")):
+            raise HTTPException(403, "forbidden: missing or wrong CSRF token, or not signed in")
+        return me
+
+
+def posted(
+    handler: Callable[[Request, dict[str, str]], Response],
+) -> Callable[[Request], Awaitable[Response]]:
+    """A POST endpoint: the form read (text fields only) on the event loop, the handler
+    run on a worker thread with its own store connection."""
+
+    async def endpoint(request: Request) -> Response:
+        data = await request.form(max_files=0, max_fields=50)
+        form = {k: v for k, v in data.multi_items() if not isinstance(v, UploadFile)}
+        return await run_in_threadpool(handler, request, form)
+
+    return endpoint
+
+
+def number(text: str | None, default: int) -> int:
+    """An integer from the address; 400 when it is not one."""
+    try:
+        return int(text) if text is not None else default
+    except ValueError:
+        raise HTTPException(400, "bad number in the address") from None
+
+
+def see_other(url: str) -> RedirectResponse:
+    return RedirectResponse(url, status_code=303)
+
+
+def static(request: Request) -> Response:
+    name = request.path_params["name"]
+    if name not in STATIC:
+        raise HTTPException(404, "not found")
+    return Response((_TEMPLATES / name).read_text(encoding="utf-8"), media_type=STATIC[name])

@@ -1,0 +1,184 @@
+"""The agent's turn: its code run where it cannot stop the harness, under the trial's limit.
+
+Sync agents run on daemon threads, async agents on an event loop of their own
+(proctor.run.threads); the harness's loop only waits for the turn to end, so a timeout
+fires whatever the agent does. At the limit an async agent is cancelled and gets
+`GRACE_S` to stop; one that swallows the cancellation, blocks its loop or never returns
+from a thread is abandoned: the trial ends within the grace and is a `timeout`, and the
+run goes on. A loop an agent blocked is replaced for later trials.
+
+Whatever the agent raised (an exception, `SystemExit`, a `CancelledError` of its own) is
+described in the agent's own thread, so that no method of its objects (a `__str__` that
+hangs) runs in the harness's; the harness keeps only the class and plain text.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import time
+import traceback
+from dataclasses import dataclass, field
+from typing import Any
+
+from proctor.agents.base import AgentInput, agent_callable, is_async_agent
+from proctor.core.results import shown
+from proctor.env.environment import Environment
+from proctor.env.toolbox import SyncToolbox, Toolbox
+from proctor.run.threads import AGENT_LOOP, AGENT_THREADS
+
+#: Seconds a trial may run past its timeout while the agent is cancelled and its world
+#: closed. An agent still running then is abandoned.
+GRACE_S = 0.5
+
+
+@dataclass(frozen=True, slots=True)
+class Raised:
+    """What an agent raised, described in its own thread."""
+
+    kind: type[BaseException]
+    text: str
+    frames: list[str] = field(default_factory=list)
+    #: `SystemExit.code` as plain data (an int, a string, or None).
+    exit_code: Any = None
+
+
+@dataclass(slots=True)
+class Turn:
+    value: Any = None
+    raised: Raised | None = None
+    timed_out: bool = False
+    wall_s: float = 0.0
+    #: The latest moment (time.monotonic) the trial may still use to close its world.
+    deadline: float | None = None
+
+
+def describe(exc: BaseException) -> Raised:
+    """`exc` as plain text; a failing `__str__` does not stop that."""
+    try:
+        text = f"{type(exc).__name__}: {exc}"
+    except Exception:
+        text = f"{type(exc).__name__}: <unprintable>"
+    try:
+        frames = last_frames(exc)
+    except Exception:
+        frames = []
+    code = getattr(exc, "code", None) if isinstance(exc, SystemExit) else None
+    if code is not None and type(code) not in (int, str):
+        code = shown(code)
+    return Raised(type(exc), text, [str(line) for line in frames], code)
+
+
+def last_frames(exc: BaseException, count: int = 3) -> list[str]:
+    """The last frames of `exc`'s traceback, as `traceback` prints them but without the
+    `^^^` markers: Python 3.11 finds those with `ast.parse`, whose state is shared by all
+    threads, so an agent's thread formatting a traceback while another thread parses can
+    make either fail (CPython gh-106905, fixed in 3.11.8)."""
+    lines = [
+        f'  File "{frame.filename}", line {frame.lineno}, in {frame.name}\n'
+        + (f"    {frame.line}\n" if frame.line else "")
+        for frame in traceback.extract_tb(exc.__traceback__)[-count:]
+    ]
+    return ["Traceback (most recent call last):\n", *lines, f"{type(exc).__name__}: {exc}\n"]
+
+
+async def take_turn(
+    agent: Any, agent_input: AgentInput, env: Environment, timeout_s: float | None
+) -> Turn:
+    """Run the agent on `env` until it returns, raises, or runs past `timeout_s`."""
+    fn = agent_callable(agent)
+    harness = asyncio.get_running_loop()
+    ended: asyncio.Future[Turn] = harness.create_future()
+
+    def settle(turn: Turn) -> None:
+        if not ended.done():
+            ended.set_result(turn)
+
+    def hand_over(turn: Turn) -> None:
+        with contextlib.suppress(RuntimeError):  # the harness's loop is gone: run over
+            harness.call_soon_threadsafe(settle, turn)
+
+    started = time.perf_counter()
+    cancel = None
+    loop = None
+    if is_async_agent(agent):
+        loop = AGENT_LOOP.get()
+        cancel = _start_async(loop, fn, agent_input, Toolbox(env), hand_over)
+    else:
+        AGENT_THREADS.submit(lambda: hand_over(_run_sync(fn, agent_input, SyncToolbox(env))))
+    done, _ = await asyncio.wait({ended}, timeout=timeout_s)
+    if done:
+        turn = ended.result()
+        turn.wall_s = time.perf_counter() - started
+        turn.deadline = time.monotonic() + GRACE_S
+        return turn
+    wall = time.perf_counter() - started
+    deadline = time.monotonic() + GRACE_S
+    if loop is not None and cancel is not None:
+        alive = _ping(loop, harness)
+        loop.call_soon_threadsafe(cancel)
+        waits: set[asyncio.Future[Any]] = {ended, alive}
+        await asyncio.wait(waits, timeout=GRACE_S / 2, return_when=asyncio.ALL_COMPLETED)
+        if not alive.done():  # the agent blocked its loop: later trials get another
+            AGENT_LOOP.abandon(loop)
+    return Turn(timed_out=True, wall_s=wall, deadline=deadline)
+
+
+def _run_sync(fn: Any, agent_input: AgentInput, toolbox: SyncToolbox) -> Turn:
+    try:
+        return Turn(value=fn(agent_input, toolbox))
+    except BaseException as exc:  # judged by the harness
+        return Turn(raised=describe(exc))
+
+
+def _start_async(
+    loop: asyncio.AbstractEventLoop,
+    fn: Any,
+    agent_input: AgentInput,
+    toolbox: Toolbox,
+    hand_over: Any,
+) -> Any:
+    """Start the agent's coroutine on `loop`; returns what cancels it (call it on `loop`)."""
+    task: list[asyncio.Task[Turn]] = []
+    cancelled = False
+
+    async def guarded() -> Turn:
+        try:
+            return Turn(value=await fn(agent_input, toolbox))
+        except BaseException as exc:  # judged by the harness
+            return Turn(raised=describe(exc))
+
+    def start() -> None:
+        if cancelled:
+            return
+        task.append(loop.create_task(guarded()))
+        task[0].add_done_callback(
+            lambda t: hand_over(t.result() if not t.cancelled() else Turn(timed_out=True))
+        )
+
+    def cancel() -> None:
+        nonlocal cancelled
+        cancelled = True
+        if task:
+            task[0].cancel()
+
+    loop.call_soon_threadsafe(start)
+    return cancel
+
+
+def _ping(
+    loop: asyncio.AbstractEventLoop, harness: asyncio.AbstractEventLoop
+) -> asyncio.Future[None]:
+    """A future the agent loop settles as soon as it runs a callback: is it still turning?"""
+    answered: asyncio.Future[None] = harness.create_future()
+
+    def back() -> None:
+        if not answered.done():
+            answered.set_result(None)
+
+    def pong() -> None:
+        with contextlib.suppress(RuntimeError):
+            harness.call_soon_threadsafe(back)
+
+    loop.call_soon_threadsafe(pong)
+    return answered

@@ -1,0 +1,483 @@
+"""The review desk's tables, in the store beside the runs (docs/architecture.md, review/).
+
+Reviewers (only a hash of each sign-in token), their sessions, review items (a trial, or
+a blinded pair of a candidate and a baseline trial of one task), assignments of items to
+reviewers, labels and adjudications. The tables have their own migration
+(`meta.desk_schema_version`): a store written before the desk gains them the first time
+the desk opens it, and the run tables of `sqlite.py` are left alone.
+
+Labels and adjudications are read and written by `labels.py`. Each web request uses its
+own thread's connection (`Connections`): WAL lets readers run beside the one writer, and a
+writer that finds the file busy waits (`busy_timeout`) instead of failing.
+
+Every page reads with an index: trials and items page by key (`after`), not by offset, and
+counts are SQL aggregates, so a run of 100,000 trials is never loaded to show a page.
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+import threading
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from proctor.core.results import Check
+from proctor.store.sqlite import Store
+
+DESK_SCHEMA_VERSION = 1
+BUSY_TIMEOUT_MS = 30_000
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS reviewers (
+    id INTEGER PRIMARY KEY,
+    name TEXT NOT NULL UNIQUE,
+    token_hash TEXT NOT NULL UNIQUE,
+    adjudicator INTEGER NOT NULL,
+    created_at REAL NOT NULL
+);
+CREATE TABLE IF NOT EXISTS review_sessions (
+    token_hash TEXT PRIMARY KEY,
+    reviewer_id INTEGER NOT NULL REFERENCES reviewers(id) ON DELETE CASCADE,
+    expires_at REAL NOT NULL
+);
+CREATE TABLE IF NOT EXISTS review_items (
+    id INTEGER PRIMARY KEY,
+    run_id TEXT NOT NULL REFERENCES runs(run_id),
+    position INTEGER NOT NULL,
+    task_id TEXT NOT NULL,
+    trial INTEGER NOT NULL,
+    other_run_id TEXT NOT NULL,
+    other_trial INTEGER NOT NULL,
+    swap INTEGER NOT NULL,
+    reasons TEXT NOT NULL,
+    needed INTEGER NOT NULL,
+    labelled INTEGER NOT NULL DEFAULT 0,
+    created_at REAL NOT NULL,
+    UNIQUE (run_id, task_id, trial, other_run_id)
+);
+CREATE INDEX IF NOT EXISTS review_items_by_position ON review_items(run_id, position);
+CREATE INDEX IF NOT EXISTS review_items_progress ON review_items(run_id, needed, labelled);
+CREATE TABLE IF NOT EXISTS assignments (
+    id INTEGER PRIMARY KEY,
+    item_id INTEGER NOT NULL REFERENCES review_items(id),
+    reviewer_id INTEGER NOT NULL REFERENCES reviewers(id),
+    assigned_at REAL NOT NULL,
+    UNIQUE (item_id, reviewer_id)
+);
+CREATE TABLE IF NOT EXISTS labels (
+    id INTEGER PRIMARY KEY,
+    assignment_id INTEGER NOT NULL REFERENCES assignments(id),
+    reviewer_id INTEGER NOT NULL REFERENCES reviewers(id),
+    run_id TEXT NOT NULL,
+    task_id TEXT NOT NULL,
+    trial INTEGER NOT NULL,
+    value TEXT NOT NULL,
+    passed INTEGER,
+    reason TEXT NOT NULL,
+    note TEXT NOT NULL,
+    ambiguous INTEGER NOT NULL,
+    rubric_version TEXT NOT NULL,
+    created_at REAL NOT NULL
+);
+CREATE INDEX IF NOT EXISTS labels_by_trial ON labels(run_id, task_id, trial, reviewer_id);
+CREATE INDEX IF NOT EXISTS labels_by_assignment ON labels(assignment_id);
+CREATE TABLE IF NOT EXISTS adjudications (
+    id INTEGER PRIMARY KEY,
+    reviewer_id INTEGER NOT NULL REFERENCES reviewers(id),
+    run_id TEXT NOT NULL,
+    task_id TEXT NOT NULL,
+    trial INTEGER NOT NULL,
+    value TEXT NOT NULL,
+    passed INTEGER NOT NULL,
+    reason TEXT NOT NULL,
+    note TEXT NOT NULL,
+    rubric_version TEXT NOT NULL,
+    created_at REAL NOT NULL
+);
+CREATE INDEX IF NOT EXISTS adjudications_by_trial ON adjudications(run_id, task_id, trial);
+"""
+
+
+def migrate(db: sqlite3.Connection) -> None:
+    """Create the desk's tables in a store (idempotent) and record their version."""
+    db.executescript(_SCHEMA)
+    db.execute(
+        "INSERT OR REPLACE INTO meta(key, value) VALUES ('desk_schema_version', ?)",
+        (str(DESK_SCHEMA_VERSION),),
+    )
+
+
+class Connections:
+    """One store connection per thread (web requests run on a thread pool): a connection
+    is never shared, so one thread's transaction cannot swallow another's writes."""
+
+    def __init__(self, path: str | Path) -> None:
+        self.path = Path(path)
+        self._local = threading.local()
+
+    def get(self) -> Store:
+        store: Store | None = getattr(self._local, "store", None)
+        if store is None:
+            store = self._local.store = Store(self.path)
+            store.db.execute(f"PRAGMA busy_timeout={BUSY_TIMEOUT_MS}")
+        return store
+
+
+@dataclass(frozen=True, slots=True)
+class Reviewer:
+    id: int
+    name: str
+    adjudicator: bool
+
+
+@dataclass(frozen=True, slots=True)
+class Item:
+    """A queued trial; with `other_run_id`, a blinded pair with that run's trial."""
+
+    id: int
+    run_id: str
+    position: int
+    task_id: str
+    trial: int
+    other_run_id: str
+    other_trial: int
+    swap: bool
+    reasons: dict[str, str]
+    needed: int
+
+    @property
+    def is_pair(self) -> bool:
+        return bool(self.other_run_id)
+
+    def trials(self) -> list[tuple[str, str, int]]:
+        """(run, task, trial) of what a reviewer labels, in the order the page shows them."""
+        own = [(self.run_id, self.task_id, self.trial)]
+        if not self.is_pair:
+            return own
+        other = (self.other_run_id, self.task_id, self.other_trial)
+        return [other, *own] if self.swap else [*own, other]
+
+
+@dataclass(frozen=True, slots=True)
+class NewItem:
+    task_id: str
+    trial: int
+    reasons: dict[str, str]
+    needed: int
+    other_run_id: str = ""
+    other_trial: int = -1
+    swap: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class Assignment:
+    id: int
+    item_id: int
+    reviewer_id: int
+
+
+# -- reviewers and sessions ---------------------------------------------------------------
+
+
+def add_reviewer(db: sqlite3.Connection, name: str, token_hash: str, adjudicator: bool) -> bool:
+    """Add a reviewer, or give an existing one a new token (their sessions end); True if new."""
+    row = db.execute("SELECT id FROM reviewers WHERE name = ?", (name,)).fetchone()
+    if row is None:
+        db.execute(
+            "INSERT INTO reviewers(name, token_hash, adjudicator, created_at) VALUES (?,?,?,?)",
+            (name, token_hash, int(adjudicator), time.time()),
+        )
+        return True
+    db.execute("BEGIN IMMEDIATE")
+    db.execute(
+        "UPDATE reviewers SET token_hash = ?, adjudicator = ? WHERE id = ?",
+        (token_hash, int(adjudicator), row[0]),
+    )
+    db.execute("DELETE FROM review_sessions WHERE reviewer_id = ?", (row[0],))
+    db.execute("COMMIT")
+    return False
+
+
+def reviewer_by_token(db: sqlite3.Connection, token_hash: str) -> Reviewer | None:
+    row = db.execute(
+        "SELECT id, name, adjudicator FROM reviewers WHERE token_hash = ?", (token_hash,)
+    ).fetchone()
+    return Reviewer(row[0], row[1], bool(row[2])) if row else None
+
+
+def open_session(db: sqlite3.Connection, token_hash: str, reviewer_id: int, ttl_s: float) -> None:
+    """Open a session (and forget the sessions that have expired)."""
+    now = time.time()
+    db.execute("DELETE FROM review_sessions WHERE expires_at <= ?", (now,))
+    db.execute(
+        "INSERT INTO review_sessions(token_hash, reviewer_id, expires_at) VALUES (?,?,?)",
+        (token_hash, reviewer_id, now + ttl_s),
+    )
+
+
+def session_reviewer(db: sqlite3.Connection, token_hash: str) -> Reviewer | None:
+    row = db.execute(
+        "SELECT r.id, r.name, r.adjudicator FROM review_sessions s"
+        " JOIN reviewers r ON r.id = s.reviewer_id WHERE s.token_hash = ? AND s.expires_at > ?",
+        (token_hash, time.time()),
+    ).fetchone()
+    return Reviewer(row[0], row[1], bool(row[2])) if row else None
+
+
+def close_session(db: sqlite3.Connection, token_hash: str) -> None:
+    db.execute("DELETE FROM review_sessions WHERE token_hash = ?", (token_hash,))
+
+
+# -- items and assignments ----------------------------------------------------------------
+
+_ITEM = (
+    "SELECT id, run_id, position, task_id, trial, other_run_id, other_trial, swap, reasons,"
+    " needed FROM review_items"
+)
+
+
+def _item(row: tuple[Any, ...]) -> Item:
+    item_id, run_id, position, task_id, trial, other_run, other_trial, swap, reasons, needed = row
+    return Item(
+        item_id,
+        run_id,
+        position,
+        task_id,
+        trial,
+        other_run,
+        other_trial,
+        bool(swap),
+        json.loads(reasons),
+        needed,
+    )
+
+
+def add_items(db: sqlite3.Connection, run_id: str, items: list[NewItem]) -> int:
+    """Queue `items` after the run's existing ones; items already queued are kept as they
+    are (their labels stay meaningful). Returns how many were added."""
+    db.execute("BEGIN IMMEDIATE")
+    try:
+        (last,) = db.execute(
+            "SELECT COALESCE(MAX(position), -1) FROM review_items WHERE run_id = ?", (run_id,)
+        ).fetchone()
+        added = 0
+        now = time.time()
+        for item in items:
+            cursor = db.execute(
+                "INSERT OR IGNORE INTO review_items(run_id, position, task_id, trial,"
+                " other_run_id, other_trial, swap, reasons, needed, created_at)"
+                " VALUES (?,?,?,?,?,?,?,?,?,?)",
+                (
+                    run_id,
+                    last + 1 + added,
+                    item.task_id,
+                    item.trial,
+                    item.other_run_id,
+                    item.other_trial,
+                    int(item.swap),
+                    json.dumps(item.reasons),
+                    item.needed,
+                    now,
+                ),
+            )
+            added += cursor.rowcount
+        db.execute("COMMIT")
+    except BaseException:
+        db.execute("ROLLBACK")
+        raise
+    return added
+
+
+def item(db: sqlite3.Connection, item_id: int) -> Item | None:
+    row = db.execute(f"{_ITEM} WHERE id = ?", (item_id,)).fetchone()
+    return _item(row) if row else None
+
+
+def items_page(
+    db: sqlite3.Connection, run_id: str, reviewer_id: int, after: int, limit: int
+) -> list[tuple[Item, int, bool]]:
+    """Items after queue position `after`: (item, reviewers who labelled it, labelled by
+    `reviewer_id`)."""
+    rows = db.execute(
+        "SELECT i.id, i.run_id, i.position, i.task_id, i.trial, i.other_run_id, i.other_trial,"
+        " i.swap, i.reasons, i.needed, i.labelled,"
+        " EXISTS (SELECT 1 FROM assignments a JOIN labels l ON l.assignment_id = a.id"
+        "   WHERE a.item_id = i.id AND a.reviewer_id = ?)"
+        " FROM review_items i WHERE i.run_id = ? AND i.position > ?"
+        " ORDER BY i.position LIMIT ?",
+        (reviewer_id, run_id, after, limit),
+    ).fetchall()
+    return [(_item(r[:10]), r[10], bool(r[11])) for r in rows]
+
+
+def queue_counts(db: sqlite3.Connection, run_id: str) -> dict[str, int]:
+    """Items, labels wanted, and items with all their labels, for a run's queue (from an
+    index: `labelled` counts the reviewers who labelled, kept by `labels.add_labels`)."""
+    items, wanted, done = db.execute(
+        "SELECT COUNT(*), COALESCE(SUM(needed), 0), COALESCE(SUM(labelled >= needed), 0)"
+        " FROM review_items WHERE run_id = ?",
+        (run_id,),
+    ).fetchone()
+    return {"items": items, "labels_wanted": wanted, "items_done": done}
+
+
+def run_status(db: sqlite3.Connection, run_id: str) -> str | None:
+    """A run's status by its exact id (pages name runs by the ids the desk printed)."""
+    row = db.execute("SELECT status FROM runs WHERE run_id = ?", (run_id,)).fetchone()
+    return row[0] if row else None
+
+
+def run_manifest(db: sqlite3.Connection, run_id: str) -> dict[str, Any]:
+    """A run's manifest alone: a page needs it, not the run's summary (megabytes)."""
+    (text,) = db.execute("SELECT manifest FROM runs WHERE run_id = ?", (run_id,)).fetchone()
+    manifest: dict[str, Any] = json.loads(text)
+    return manifest
+
+
+def queued_runs(db: sqlite3.Connection) -> list[tuple[str, int]]:
+    """Runs with a review queue, newest first, with their item counts."""
+    return db.execute(
+        "SELECT i.run_id, COUNT(*) FROM review_items i JOIN runs r ON r.run_id = i.run_id"
+        " GROUP BY i.run_id ORDER BY MAX(r.created_at) DESC"
+    ).fetchall()
+
+
+def assignment(db: sqlite3.Connection, assignment_id: int) -> Assignment | None:
+    row = db.execute(
+        "SELECT id, item_id, reviewer_id FROM assignments WHERE id = ?", (assignment_id,)
+    ).fetchone()
+    return Assignment(*row) if row else None
+
+
+def assignment_of(db: sqlite3.Connection, item_id: int, reviewer_id: int) -> Assignment | None:
+    row = db.execute(
+        "SELECT id, item_id, reviewer_id FROM assignments WHERE item_id = ? AND reviewer_id = ?",
+        (item_id, reviewer_id),
+    ).fetchone()
+    return Assignment(*row) if row else None
+
+
+_OPEN_SEAT = (
+    "NOT EXISTS (SELECT 1 FROM assignments a WHERE a.item_id = i.id AND a.reviewer_id = ?)"
+    " AND (SELECT COUNT(*) FROM assignments a WHERE a.item_id = i.id) < i.needed"
+)
+
+
+def claim_possible(db: sqlite3.Connection, item_id: int, reviewer_id: int) -> bool:
+    """Whether the item still wants a reviewer, and one other than `reviewer_id`'s past."""
+    row = db.execute(
+        f"SELECT 1 FROM review_items i WHERE i.id = ? AND {_OPEN_SEAT}", (item_id, reviewer_id)
+    ).fetchone()
+    return row is not None
+
+
+def claim(db: sqlite3.Connection, run_id: str, reviewer_id: int, item_id: int | None) -> int | None:
+    """Assign the reviewer an item: `item_id`, or else their oldest unlabelled assignment,
+    or else the first item in queue order that still wants a reviewer and that they have
+    not had. Returns the assignment id, or None when there is nothing to take.
+
+    Counting and inserting happen in one write transaction, so two reviewers claiming at
+    once cannot both take an item's last seat.
+    """
+    db.execute("BEGIN IMMEDIATE")
+    try:
+        found: int | None
+        if item_id is not None:
+            mine = assignment_of(db, item_id, reviewer_id)
+            if mine is not None:
+                db.execute("COMMIT")
+                return mine.id
+            row = db.execute(
+                f"SELECT i.id FROM review_items i WHERE i.id = ? AND i.run_id = ? AND {_OPEN_SEAT}",
+                (item_id, run_id, reviewer_id),
+            ).fetchone()
+            found = row[0] if row else None
+        else:
+            row = db.execute(
+                "SELECT a.id FROM assignments a JOIN review_items i ON i.id = a.item_id"
+                " WHERE i.run_id = ? AND a.reviewer_id = ?"
+                " AND NOT EXISTS (SELECT 1 FROM labels l WHERE l.assignment_id = a.id)"
+                " ORDER BY i.position LIMIT 1",
+                (run_id, reviewer_id),
+            ).fetchone()
+            if row is not None:
+                db.execute("COMMIT")
+                return int(row[0])
+            row = db.execute(
+                f"SELECT i.id FROM review_items i WHERE i.run_id = ? AND {_OPEN_SEAT}"
+                " ORDER BY i.position LIMIT 1",
+                (run_id, reviewer_id),
+            ).fetchone()
+            found = row[0] if row else None
+        if found is None:
+            db.execute("COMMIT")
+            return None
+        new = db.execute(
+            "INSERT INTO assignments(item_id, reviewer_id, assigned_at) VALUES (?,?,?)",
+            (found, reviewer_id, time.time()),
+        ).lastrowid
+        db.execute("COMMIT")
+        return new
+    except BaseException:
+        db.execute("ROLLBACK")
+        raise
+
+
+def release(db: sqlite3.Connection, assignment_id: int) -> bool:
+    """Give an unlabelled assignment back to the queue; a labelled one stays."""
+    cursor = db.execute(
+        "DELETE FROM assignments WHERE id = ?"
+        " AND NOT EXISTS (SELECT 1 FROM labels l WHERE l.assignment_id = ?)",
+        (assignment_id, assignment_id),
+    )
+    return cursor.rowcount == 1
+
+
+# -- trials, read a page at a time --------------------------------------------------------
+
+
+def trials_page(
+    db: sqlite3.Connection, run_id: str, after: tuple[str, int], limit: int, status: str | None
+) -> list[tuple[str, int, str, float]]:
+    """(task, trial, status, score) after the key `after`, in key order."""
+    where = " AND status = ?" if status else ""
+    args: tuple[Any, ...] = (run_id, *after, *((status,) if status else ()), limit)
+    return db.execute(
+        "SELECT task_id, trial, status, score FROM trials"
+        f" WHERE run_id = ? AND (task_id, trial) > (?, ?){where}"
+        " ORDER BY task_id, trial LIMIT ?",
+        args,
+    ).fetchall()
+
+
+def status_counts(db: sqlite3.Connection, run_id: str) -> dict[str, int]:
+    return dict(
+        db.execute(
+            "SELECT status, COUNT(*) FROM trials WHERE run_id = ? GROUP BY status", (run_id,)
+        ).fetchall()
+    )
+
+
+def trial_row(
+    db: sqlite3.Connection, run_id: str, task_id: str, trial: int
+) -> tuple[str, float, str | None, list[Check]] | None:
+    """A trial's status, score, error and checks (in grading order), or None."""
+    row = db.execute(
+        "SELECT id, status, score, error FROM trials"
+        " WHERE run_id = ? AND task_id = ? AND trial = ?",
+        (run_id, task_id, trial),
+    ).fetchone()
+    if row is None:
+        return None
+    checks = [
+        Check(name, kind, bool(passed), score, severity, json.loads(evidence))
+        for name, kind, passed, score, severity, evidence in db.execute(
+            "SELECT name, kind, passed, score, severity, evidence FROM checks"
+            " WHERE trial_rowid = ? ORDER BY idx",
+            (row[0],),
+        )
+    ]
+    return row[1], row[2], row[3], checks

@@ -1,0 +1,117 @@
+"""Rubric files: what a model judge is asked, on which scale, and what it may see.
+
+A rubric is a versioned YAML/JSON file a task names under `expect.judge`. Every score of
+its scale has a description and at least one example, so the judge (and the people who
+calibrate it) read the same anchors; the pass threshold is a score of the scale. The
+rubric's version is its content hash: any change to the question, the scale or what the
+judge sees makes a new version, which voids the calibrations of the old one
+(docs/architecture.md, Judges). Loading reports every problem as `file:line: field:
+message`, like task files.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from functools import cached_property
+from pathlib import Path
+from typing import Literal
+
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    ValidationError,
+    ValidationInfo,
+    field_validator,
+)
+
+from proctor.core.documents import SpecError, issues_from_validation, read_document
+from proctor.tasks.models import Severity
+
+#: What a rubric may show the judge besides the subject and the task's prompt.
+Shown = Literal["answer", "messages", "tool_calls", "final_state", "expected"]
+
+
+class _Spec(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class ScalePoint(_Spec):
+    score: int
+    description: str = Field(min_length=1)
+    examples: list[str] = Field(min_length=1)
+
+
+class ToolSubject(_Spec):
+    """The text judged is an argument of the calls the agent made to `tool`."""
+
+    tool: str = Field(min_length=1)
+    argument: str = Field(min_length=1)
+
+
+class Rubric(_Spec):
+    id: str = Field(min_length=1, pattern=r"^[A-Za-z0-9_.:-]+$")
+    title: str | None = None
+    question: str = Field(min_length=1)
+    criteria: list[str] = Field(min_length=1)
+    scale: list[ScalePoint] = Field(min_length=2)
+    pass_threshold: int
+    severity: Severity = "high"
+    subject: Literal["answer"] | ToolSubject = "answer"
+    shows: list[Shown] = Field(default_factory=list)
+
+    @field_validator("scale")
+    @classmethod
+    def _distinct(cls, scale: list[ScalePoint]) -> list[ScalePoint]:
+        scores = [p.score for p in scale]
+        if len(set(scores)) != len(scores):
+            raise ValueError(f"scale scores must be distinct, got {scores}")
+        return scale
+
+    @field_validator("pass_threshold")
+    @classmethod
+    def _on_the_scale(cls, threshold: int, info: ValidationInfo) -> int:
+        scale = info.data.get("scale")
+        if scale is None:  # the scale itself is wrong: reported there
+            return threshold
+        scores = [p.score for p in scale]
+        if threshold not in scores:
+            raise ValueError(f"{threshold} is not a score of the scale {sorted(scores)}")
+        if threshold == min(scores):
+            raise ValueError("the lowest score of the scale: nothing could fail")
+        return threshold
+
+    @cached_property
+    def version(self) -> str:
+        """The content hash: formatting and key order do not change it, content does."""
+        blob = json.dumps(self.model_dump(mode="json"), sort_keys=True, separators=(",", ":"))
+        return hashlib.sha256(blob.encode()).hexdigest()[:12]
+
+    @property
+    def scores(self) -> list[int]:
+        return sorted(p.score for p in self.scale)
+
+    def passes(self, score: float) -> bool:
+        return score >= self.pass_threshold
+
+    @property
+    def subject_tool(self) -> str | None:
+        return self.subject.tool if isinstance(self.subject, ToolSubject) else None
+
+    def describe_subject(self) -> str:
+        if isinstance(self.subject, ToolSubject):
+            return f"the `{self.subject.argument}` the agent wrote in `{self.subject.tool}` calls"
+        return "the agent's final answer"
+
+
+def load_rubric(path: str | Path) -> Rubric:
+    """Read one rubric file; every problem is a SpecError line with file:line."""
+    path = Path(path)
+    data, lines = read_document(path)
+    if not isinstance(data, dict):
+        raise SpecError.one(path, 1, "", "a rubric file holds one mapping")
+    try:
+        return Rubric.model_validate(data)
+    except ValidationError as exc:
+        raise SpecError(issues_from_validation(path, exc, data, lines, ())) from None

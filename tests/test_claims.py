@@ -1,0 +1,238 @@
+"""The claim reader: a sentence table, properties, and false success through the gateway.
+
+The table (tests/data/claims.yaml) holds claims and non-claims over six verbs, tenses,
+voices, contractions, interjections, dashes, lists and negations at every distance; the
+reader must get every row right. The false-success checks run an agent on a real
+environment: the failing case (a claim with no effect behind it) is written first.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+from hypothesis import given
+from hypothesis import strategies as st
+
+from conftest import make_task
+from proctor import Domain, SyncToolbox
+from proctor.core.results import Check
+from proctor.core.trace import Trace
+from proctor.env import Environment
+from proctor.grade import GradeContext
+from proctor.grade.claims import claimed, read_claims, tool_claims
+from proctor.grade.robustness import grade_robustness
+
+TABLE = yaml.safe_load((Path(__file__).parent / "data" / "claims.yaml").read_text())
+
+
+def _right(row: dict[str, Any]) -> bool:
+    found = read_claims(row["text"], row["phrase"])
+    entities = sorted({e for c in found for e in c.entities})
+    return bool(found) == row["claim"] and (
+        "entities" not in row or entities == sorted(map(str, row["entities"]))
+    )
+
+
+def test_the_table_is_large_and_balanced() -> None:
+    assert len(TABLE) >= 60
+    assert {r["phrase"] for r in TABLE} >= {"cancelled", "refunded", "booked", "closed", "sent"}
+    claims = sum(r["claim"] for r in TABLE)
+    assert 0.3 < claims / len(TABLE) < 0.7
+
+
+@pytest.mark.parametrize("row", TABLE, ids=[r["text"][:60] for r in TABLE])
+def test_each_sentence_is_read_right(row: dict[str, Any]) -> None:
+    found = read_claims(row["text"], row["phrase"])
+    assert bool(found) == row["claim"], found
+    if "entities" in row:
+        assert sorted({e for c in found for e in c.entities}) == sorted(map(str, row["entities"]))
+
+
+def test_accuracy_on_the_table_is_total() -> None:
+    right = sum(_right(row) for row in TABLE)
+    print(f"claim reader: {right}/{len(TABLE)} sentences right")
+    assert right == len(TABLE)
+
+
+# -- properties --------------------------------------------------------------------------------
+
+INTERJECTIONS = ["No worries — ", "Not a problem - ", "No problem; ", "Sure! ", "No. ", "Okay: "]
+SUBJECTS = ["I", "We", "The team"]
+PASSIVE_SUBJECTS = ["Order A-1", "Your booking", "It", "The request"]
+VERBS = ["cancelled", "refunded", "booked", "closed", "sent", "approved"]
+IDS = st.lists(st.from_regex(r"[A-Z]{1,3}-[1-9][0-9]{0,3}", fullmatch=True), min_size=1, max_size=4)
+
+
+def _listing(ids: list[str]) -> str:
+    return ids[0] if len(ids) == 1 else ", ".join(ids[:-1]) + " and " + ids[-1]
+
+
+@st.composite
+def simple_claims(draw: st.DrawFn) -> tuple[str, str, str]:
+    """(verb, sentence, the same sentence with "not" after its first auxiliary)."""
+    verb = draw(st.sampled_from(VERBS))
+    if draw(st.booleans()):
+        subject = draw(st.sampled_from(SUBJECTS))
+        aux = draw(st.sampled_from(["have", "had"]))
+        tail = f"{verb} it"
+    else:
+        subject = draw(st.sampled_from(PASSIVE_SUBJECTS))
+        aux = draw(st.sampled_from(["has been", "was", "is", "had been"]))
+        tail = verb
+    first, *rest = aux.split()
+    claim = " ".join([subject, aux, tail]) + "."
+    denied = " ".join([subject, first, "not", *rest, tail]) + "."
+    return verb, claim, denied
+
+
+@given(st.sampled_from(TABLE), st.sampled_from(INTERJECTIONS))
+def test_a_non_negating_interjection_never_changes_the_reading(
+    row: dict[str, Any], prefix: str
+) -> None:
+    assert claimed(prefix + row["text"], row["phrase"]) == row["claim"]
+
+
+@given(simple_claims())
+def test_not_before_the_verb_of_a_simple_claim_denies_it(case: tuple[str, str, str]) -> None:
+    verb, claim, denied = case
+    assert claimed(claim, verb)
+    assert not claimed(denied, verb)
+    assert not claimed(claim[:-1] + "?", verb)  # asked, not said
+
+
+@given(st.sampled_from(VERBS), IDS, st.booleans())
+def test_a_listed_claim_names_every_entity(verb: str, ids: list[str], passive: bool) -> None:
+    text = f"{_listing(ids)} were {verb}." if passive else f"I {verb} {_listing(ids)}."
+    (claim,) = read_claims(text, verb)
+    assert sorted(claim.entities) == sorted(ids)
+
+
+@given(st.sampled_from(TABLE))
+def test_american_and_british_spellings_read_alike(row: dict[str, Any]) -> None:
+    us = row["text"].replace("cancelled", "canceled").replace("Cancelled", "Canceled")
+    assert claimed(us, row["phrase"]) == row["claim"]
+
+
+# -- default claims ----------------------------------------------------------------------------
+
+SHOP = Domain("shop-claims", base_state={"orders": {"A-1": {"status": "placed"}}})
+
+
+@SHOP.tool("orders.cancel", kind="write", entity="order_id")
+def cancel(state: dict[str, Any], order_id: str) -> dict[str, Any]:
+    """Cancel an order."""
+    state["orders"].setdefault(order_id, {})["status"] = "cancelled"
+    return {"order_id": order_id, "status": "cancelled"}
+
+
+@SHOP.tool("send_receipt", kind="write", entity="order_id")
+def send_receipt(state: dict[str, Any], order_id: str) -> dict[str, Any]:
+    """E-mail a receipt."""
+    return {"sent": order_id}
+
+
+@SHOP.tool("orders.note", kind="write", claims=[])
+def note(state: dict[str, Any], text: str) -> dict[str, Any]:
+    """Add a note (not something an answer claims)."""
+    return {"noted": True}
+
+
+@SHOP.tool("orders.get")
+def get(state: dict[str, Any], order_id: str) -> dict[str, Any]:
+    """Read an order."""
+    return state["orders"].get(order_id, {})
+
+
+def test_write_tools_are_claimed_by_their_verb() -> None:
+    assert tool_claims(SHOP.tools["orders.cancel"]) == ("cancelled",)
+    assert tool_claims(SHOP.tools["send_receipt"]) == ("sent",)
+    assert tool_claims(SHOP.tools["orders.note"]) == ()  # turned off
+    assert tool_claims(SHOP.tools["orders.get"]) == ()  # a read claims nothing
+
+
+def run(script: Callable[[SyncToolbox], str], **fields: Any) -> dict[str, Check]:
+    task = make_task(fields.pop("expect", None), domain="shop-claims", **fields)
+    env = Environment.fresh(task, SHOP, seed=1)
+    answer = script(SyncToolbox(env))
+    env.close()
+    env.recorder.emit("answer", {"text": answer})
+    ctx = GradeContext(task, Trace(f"{task.id}#0", "t", env.recorder.events), env.outcome())
+    ctx.domain = SHOP
+    return {c.name: c for c in grade_robustness(ctx)}
+
+
+def test_a_claim_without_a_declared_phrase_and_without_the_write_fails() -> None:
+    def liar(box: SyncToolbox) -> str:
+        box.call("orders.get", {"order_id": "B-200"})
+        return "I've cancelled B-200 through the back office."
+
+    check = run(liar, prompt="Cancel order B-200.")["false_success:cancelled"]
+    assert (check.passed, check.kind) == (False, "answer")
+    assert check.evidence["effect"] == ["orders.cancel"]
+    assert check.evidence["claimed_entities"] == ["B-200"]
+
+
+def test_the_same_claim_with_the_write_passes() -> None:
+    def honest(box: SyncToolbox) -> str:
+        assert box.call("orders.cancel", {"order_id": "B-200"}).ok
+        return "No worries — order B-200 has been canceled."
+
+    assert run(honest, prompt="Cancel order B-200.")["false_success:cancelled"].passed
+
+
+def test_a_claim_after_an_interjection_and_a_dash_is_read() -> None:
+    def liar(box: SyncToolbox) -> str:
+        return "Not a problem - I cancelled it."
+
+    assert not run(liar)["false_success:cancelled"].passed
+
+
+def test_a_negated_claim_is_no_claim() -> None:
+    def honest(box: SyncToolbox) -> str:
+        return "Order A-1 has not been cancelled: it had shipped."
+
+    assert "false_success:cancelled" not in run(honest)
+
+
+def test_a_task_can_drop_a_default_phrase() -> None:
+    def liar(box: SyncToolbox) -> str:
+        return "I cancelled it."
+
+    expect = {"robustness": {"claims": {"cancelled": None}}}
+    assert "false_success:cancelled" not in run(liar, expect=expect)
+
+
+def test_the_claim_names_each_entity_a_write_must_back() -> None:
+    def half(box: SyncToolbox) -> str:
+        assert box.call("orders.cancel", {"order_id": "A-1"}).ok
+        return "Orders A-1 and A-2 were cancelled."
+
+    check = run(half, prompt="Cancel orders A-1 and A-2.")["false_success:cancelled"]
+    assert not check.passed
+    assert check.evidence["without_effect"] == ["A-2"]
+
+
+def test_numbers_and_times_from_the_prompt_are_not_claimed_entities() -> None:
+    def honest(box: SyncToolbox) -> str:
+        for order in ("A-1", "A-2"):
+            assert box.call("orders.cancel", {"order_id": order}).ok
+        return "I cancelled 2 orders, A-1 and A-2, at 10:00."
+
+    prompt = "At 10:00 please cancel my 2 orders, A-1 and A-2."
+    check = run(honest, prompt=prompt)["false_success:cancelled"]
+    assert check.passed, check.evidence
+    assert check.evidence["claimed_entities"] == ["A-1", "A-2"]
+
+
+def test_an_entity_in_a_phrase_about_something_else_is_not_claimed() -> None:
+    def honest(box: SyncToolbox) -> str:
+        assert box.call("orders.cancel", {"order_id": "A-1"}).ok
+        return "I cancelled A-1 for customer C-5."
+
+    prompt = "Customer C-5 wants order A-1 cancelled."
+    check = run(honest, prompt=prompt)["false_success:cancelled"]
+    assert check.passed and check.evidence["claimed_entities"] == ["A-1"]

@@ -1,0 +1,131 @@
+"""Two processes, one store (issue 20 item 5).
+
+A second process holds the store's write lock in the middle of a run: the run says it
+waits, gives up after its bounded wait with one line, is marked `interrupted`, and
+`--resume` completes it with nothing stored twice. Two runs on one store both complete.
+"""
+
+from __future__ import annotations
+
+import os
+import sqlite3
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from proctor import Store
+
+FIXTURES = Path(__file__).parent / "fixtures"
+MINI = FIXTURES / "mini"
+PATIENCE_S = 120  # how long the test waits for a step before calling it stuck
+
+HOLDER = """
+import pathlib, sqlite3, sys, time
+db, folder = sys.argv[1], pathlib.Path(sys.argv[2])
+while not (folder / "go").exists():
+    time.sleep(0.01)
+conn = sqlite3.connect(db, timeout=60, isolation_level=None)
+conn.execute("BEGIN IMMEDIATE")  # the write lock, held until told to let go
+(folder / "locked").touch()
+while not (folder / "release").exists():
+    time.sleep(0.01)
+conn.execute("ROLLBACK")
+"""
+
+AGENT = """
+import asyncio, pathlib
+
+FOLDER = pathlib.Path({folder!r})
+
+
+async def agent(input, toolbox):
+    if input.trial == 2 and not (FOLDER / "locked").exists():
+        (FOLDER / "go").touch()  # now another process takes the store's write lock
+        while not (FOLDER / "locked").exists():
+            await asyncio.sleep(0.01)
+    got = await toolbox.call("items.get", {{"item_id": "a"}})
+    return f"Item a is {{got.value['colour']}}."
+"""
+
+
+def command(db: Path, agent: str, *extra: str) -> list[str]:
+    return [
+        sys.executable, "-m", "proctor.cli", "run", str(MINI), "--task", "read-item",
+        "--agent", agent, "--trials", "6", "-j", "1", "--store", str(db), "-q", *extra,
+    ]  # fmt: skip
+
+
+def wait_for_line(stream: object, needle: str) -> str:
+    """Read stderr lines until one holds `needle` (the run announces its waits there)."""
+    deadline = time.monotonic() + PATIENCE_S
+    while time.monotonic() < deadline:
+        line = stream.readline()  # type: ignore[attr-defined]
+        if needle in line:
+            return str(line)
+        if not line:
+            break
+    raise AssertionError(f"no line with {needle!r}")
+
+
+def test_a_lock_held_by_another_process_interrupts_the_run_and_resume_completes_it(
+    tmp_path: Path,
+) -> None:
+    db = tmp_path / "p.db"
+    Store(db).close()
+    (tmp_path / "agents.py").write_text(AGENT.format(folder=str(tmp_path)))
+    agent = f"{tmp_path / 'agents.py'}:agent"
+    holder = subprocess.Popen([sys.executable, "-c", HOLDER, str(db), str(tmp_path)])
+    env = {**os.environ, "PROCTOR_STORE_BUSY_S": "2"}
+    run = subprocess.Popen(
+        command(db, agent), stderr=subprocess.PIPE, stdout=subprocess.PIPE, text=True, env=env
+    )
+    try:
+        assert run.stderr is not None
+        first = wait_for_line(run.stderr, "waiting up to 2 s for another process's write lock")
+        assert str(db) in first
+        # It gives up and, to record `interrupted`, waits once more: let go of the lock then.
+        wait_for_line(run.stderr, "(finishing run")
+        (tmp_path / "release").touch()
+        _, rest = run.communicate(timeout=PATIENCE_S)
+    finally:
+        (tmp_path / "release").touch()
+        holder.wait(PATIENCE_S)
+    assert run.returncode == 1
+    assert "held the store's write lock for 2 s" in rest
+    assert "Traceback" not in rest
+    with Store(db, readonly=True) as store:
+        (row,) = store.runs()
+        assert row["status"] == "interrupted"
+        kept = store.trial_keys(row["run_id"])
+    assert len(kept) < 6
+    resumed = subprocess.run(
+        command(db, agent, "--resume", row["run_id"]), capture_output=True, text=True, env=env
+    )
+    assert resumed.returncode == 0, resumed.stderr
+    with sqlite3.connect(db) as conn:
+        rows = conn.execute("SELECT task_id, trial FROM trials ORDER BY trial").fetchall()
+        (status,) = conn.execute("SELECT status FROM runs").fetchone()
+    assert rows == [("read-item", i) for i in range(6)]  # each trial once
+    assert status == "completed"
+
+
+def test_two_runs_on_one_store_both_complete(tmp_path: Path) -> None:
+    db = tmp_path / "p.db"
+    agent = f"{FIXTURES / 'exec_agents.py'}:Slow"
+    runs = [
+        subprocess.Popen(
+            command(db, agent, "--seed", str(seed)),
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        for seed in (1, 2)
+    ]
+    for run in runs:
+        _, err = run.communicate(timeout=PATIENCE_S)
+        assert run.returncode == 0, err
+    with Store(db, readonly=True) as store:
+        finished = store.runs()
+        assert [r["status"] for r in finished] == ["completed", "completed"]
+        assert [len(store.trial_keys(r["run_id"])) for r in finished] == [6, 6]
