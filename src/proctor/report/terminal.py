@@ -21,11 +21,14 @@ def plain(value: Any) -> Text:
     return Text("".join(ch if ch.isprintable() else "?" for ch in str(value)))
 
 
-def cost_text(summary: dict[str, Any]) -> str:
-    """Cost per passed trial; "not measured" when no trial reported a cost."""
+def cost_text(summary: dict[str, Any], *stats: str) -> str:
+    """Cost per passed trial, or the per-trial `stats` (seed 002's cost per case);
+    "not measured" when no trial reported a cost."""
     cost = summary["cost"]
     if cost.get("measured_trials", 1) == 0:  # older summaries lack the count
         return NOT_MEASURED
+    if stats:
+        return " / ".join(money(cost["per_trial_usd"][s], cost.get("currency")) for s in stats)
     return money(cost.get("per_passed_trial_usd"), cost.get("currency"))
 
 
@@ -90,12 +93,7 @@ def headline(summary: dict[str, Any]) -> Table:
             " / ".join(pct(tool[m]) for m in TOOL_METRICS),
         ),
         ("cost per passed trial", cost_text(summary)),
-        (
-            "cost per trial (mean / p95)",  # one run of a case: seed 002's cost per case
-            " / ".join(
-                money(cost["per_trial_usd"][stat], cost.get("currency")) for stat in ("mean", "p95")
-            ),
-        ),
+        ("cost per trial (mean / p95)", cost_text(summary, "mean", "p95")),
         (
             "p95 tool calls / latency",
             f"{num(summary['tool_calls']['p95'], '{:.0f}')} / {latency_text(summary)}",
