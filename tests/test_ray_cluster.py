@@ -23,6 +23,7 @@ from typing import Any
 import pytest
 
 from proctor import Runner, Store, load_agent, load_suite
+from proctor.run.regrade import regrade
 from ray_cluster import (
     HEAD_IP,
     REQUIRE,
@@ -175,6 +176,27 @@ def test_suite_and_agent_files_are_shipped_to_the_workers(
     assert refused.returncode == 2, out + err
     assert "is outside the working directory" in err and "Traceback" not in err
     assert len(store.runs()) == 1
+
+
+def test_regrade_on_the_cluster_matches_regrading_here(cluster: RayCluster, tmp_path: Path) -> None:
+    """`regrade --executor ray` from a laptop through `ray://`: the workers grade the
+    share rows they are sent with the task as changed in the shipped folder."""
+    db, laptop = tmp_path / "p.db", tmp_path / "laptop"
+    store = Store(db)
+    Runner(load_suite(MINI), load_agent(f"{AGENTS}:flaky"), trials=5, seed=SEED, store=store).run()
+    source = store.run("latest")["run_id"]
+    shutil.copytree(MINI, laptop / "mini")
+    task = laptop / "mini" / "tasks" / "read-item.yaml"
+    task.write_text(task.read_text().replace("must_mention: [red]", "must_mention: [blue]"))
+    here = regrade(store, source, load_suite(laptop / "mini"))
+    assert here.flips  # the change is graded
+    args = ["regrade", source, "mini", "--store", str(db), "-q", "--executor", "ray"]
+    args += ["--address", cluster.client_address, "--working-dir", "."]
+    out = finished(proctor(cluster, *args, cwd=laptop), cluster)
+    there = store.run("latest")["run_id"]
+    assert there not in (source, here.run_id), out
+    assert verdicts(store.trial_results(there)) == verdicts(store.trial_results(here.run_id))
+    assert len(verdicts(store.trial_results(there))) == 4 * 5
 
 
 # -- Ray initialised in this process, as a library user would ----------------------------

@@ -174,3 +174,17 @@ def test_worker_processes_refuse_a_store_in_memory() -> None:
     report = Runner(load_suite(MINI), load_agent(f"{AGENTS}:flaky"), trials=1, store=store).run()
     with open_pool(2) as pool, pytest.raises(RegradeError, match="in memory"):
         regrade(store, report.run_id, load_suite(MINI), pool=pool)
+
+
+def test_the_regrade_command_with_workers(tmp_path: Path) -> None:
+    db = tmp_path / "p.db"
+    made = cli("run", str(MINI), "--agent", f"{AGENTS}:flaky", "-k", "4", "--store", str(db), "-q")
+    assert made.returncode == 0, made.stderr
+    source = Store(db).run("latest")["run_id"]
+    done = cli("regrade", source, "--store", str(db), "-q", "--workers", "2")
+    assert done.returncode == 0, done.stderr
+    assert "verdicts changed: none" in done.stdout
+    store = Store(db)
+    assert full(store, store.run("latest")["run_id"]) == full(store, source)
+    stray = cli("regrade", source, "--store", str(db), "--address", "127.0.0.1:1")
+    assert stray.returncode == 2 and "--executor ray" in stray.stderr

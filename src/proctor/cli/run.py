@@ -25,6 +25,7 @@ from proctor.cli.common import (
 )
 from proctor.cli.decide import check_rules, currency_or_exit, gate_verdict
 from proctor.cli.judges import JudgeOptions, judge_options
+from proctor.cli.scale import check_executor, executor_options, pool_or_exit
 
 
 @main.command()
@@ -127,21 +128,7 @@ def schema() -> None:
     show_default=True,
     help="process: each trial in a worker process, killed and replaced at its timeout.",
 )
-@click.option(
-    "--executor",
-    "executor_name",
-    type=click.Choice(["local", "ray"]),
-    default="local",
-    show_default=True,
-    help="ray: trials as Ray tasks (pip install 'proctor[ray]').",
-)
-@click.option("--address", default=None, help="Ray cluster: HOST:PORT, auto or ray://HOST:PORT.")
-@click.option(
-    "--working-dir",
-    default=None,
-    type=click.Path(exists=True, file_okay=False),
-    help="Ship this folder (holding the suite and agent files) to the Ray cluster.",
-)
+@executor_options
 @click.option(
     "--resume", "resume_id", default=None, help="Continue this interrupted run (same options)."
 )
@@ -212,8 +199,7 @@ def run(
         agent = load_agent(agent_ref)
     except AgentNotFound as exc:
         fail(str(exc))
-    if (address is not None or working_dir is not None) and executor_name != "ray":
-        fail("--address and --working-dir are for a Ray cluster: use them with --executor ray")
+    check_executor(executor_name, address, working_dir)
     from proctor.run.resume import ResumeError
     from proctor.run.source import ExecutorError
     from proctor.store import RunNotFound
@@ -387,6 +373,14 @@ def _with_progress(runner: Any, total: int, console: Any, quiet: bool) -> Any:
 @click.option("--quiet", "-q", is_flag=True, help="No summary tables.")
 @all_checks_option
 @judge_options
+@click.option(
+    "--workers",
+    default=1,
+    show_default=True,
+    type=click.IntRange(min=1),
+    help="Grade in this many local processes (1: in this one).",
+)
+@executor_options
 def regrade(
     run_ref: str,
     paths: tuple[str, ...],
@@ -396,6 +390,10 @@ def regrade(
     quiet: bool,
     judges: JudgeOptions,
     all_checks: bool,
+    workers: int,
+    executor_name: str,
+    address: str | None,
+    working_dir: str | None,
 ) -> None:
     """Grade RUN's stored traces again (after a grader or expectation change) as a new run.
 
@@ -412,6 +410,7 @@ def regrade(
     from proctor.report.terminal import print_summary
     from proctor.run.regrade import RegradeError
     from proctor.run.regrade import regrade as regrade_run
+    from proctor.run.source import ExecutorError
     from proctor.store import RunNotFound
 
     if not Path(store_path).exists():
@@ -441,10 +440,13 @@ def regrade(
         None if judges.refs else before.get("combine"),
     )
     started = time.perf_counter()
-    try:
-        done = regrade_run(store, source["run_id"], suite, scorecard=card, judging=judging)
-    except RegradeError as exc:
-        fail(str(exc))
+    with pool_or_exit(workers, executor_name, address, working_dir) as pool:
+        try:
+            done = regrade_run(
+                store, source["run_id"], suite, scorecard=card, judging=judging, pool=pool
+            )
+        except (RegradeError, ExecutorError) as exc:
+            fail(str(exc))
     elapsed = time.perf_counter() - started
     summary = done.summary
     if done.changed_tasks:
