@@ -498,30 +498,14 @@ class Store:
         )
         for _, group in groupby(rows, key=lambda row: row[0]):
             first, *rest = group
-            _, task_id, trial, seed, status, score, latency, trace_id, usage, metrics, error = (
-                first[:11]
-            )
-            yield TrialResult(
-                run_id=run_id,
-                task_id=task_id,
-                trial=trial,
-                seed=seed,
-                status=status,
-                checks=[
-                    Check(name, kind, bool(passed), c_score, severity, _loads(evidence))
-                    for name, kind, passed, c_score, severity, evidence in (
-                        row[12:] for row in (first, *rest)
-                    )
-                    if name is not None
-                ],
-                usage=Usage(**_loads(usage)),
-                latency_s=latency,
-                simulated_s=first[11] or 0.0,
-                trace_id=trace_id,
-                score=score,
-                metrics=_loads(metrics),
-                error=error,
-            )
+            checks = [
+                Check(name, kind, bool(passed), c_score, severity, _loads(evidence))
+                for name, kind, passed, c_score, severity, evidence in (
+                    row[12:] for row in (first, *rest)
+                )
+                if name is not None
+            ]
+            yield _result((run_id, *first[1:7], first[11] or 0.0, *first[7:11]), checks)
 
     def trial_keys(self, run_id: str) -> set[tuple[str, int]]:
         """The (task, trial) pairs stored for a run: what a resumed run skips."""
@@ -733,26 +717,32 @@ class EncodedTrial:
 
     def result(self) -> TrialResult:
         """The trial's result as a summary reads it: checks without their evidence."""
-        run_id, task_id, trial, seed, status, score, latency, simulated = self.row[:8]
-        trace_id, usage, metrics, error = self.row[8:12]
-        return TrialResult(
-            run_id=run_id,
-            task_id=task_id,
-            trial=trial,
-            seed=seed,
-            status=status,
-            checks=[
-                Check(name, kind, bool(passed), score, severity)
-                for _, name, kind, passed, score, severity, _ in self.checks
-            ],
-            usage=Usage(**_loads(usage)),
-            latency_s=latency,
-            simulated_s=simulated,
-            trace_id=trace_id,
-            score=score,
-            metrics=_loads(metrics),
-            error=error,
-        )
+        checks = [
+            Check(name, kind, bool(passed), score, severity)
+            for _, name, kind, passed, score, severity, _ in self.checks
+        ]
+        return _result(self.row[:12], checks)
+
+
+def _result(row: tuple[Any, ...], checks: list[Check]) -> TrialResult:
+    """A trial's result from its row's first columns, in `encode_trial`'s order."""
+    run_id, task_id, trial, seed, status, score, latency, simulated = row[:8]
+    trace_id, usage, metrics, error = row[8:12]
+    return TrialResult(
+        run_id=run_id,
+        task_id=task_id,
+        trial=trial,
+        seed=seed,
+        status=status,
+        checks=checks,
+        usage=Usage(**_loads(usage)),
+        latency_s=latency,
+        simulated_s=simulated,
+        trace_id=trace_id,
+        score=score,
+        metrics=_loads(metrics),
+        error=error,
+    )
 
 
 def encode_trial(
