@@ -252,10 +252,10 @@ def test_a_trial_whose_worker_dies_runs_again_then_is_an_error(
     assert connected.is_initialized()  # a Ray the caller started is left running
 
 
-def test_an_agent_blocking_its_worker_is_killed_at_the_limit(
+def test_an_agent_stopping_its_worker_is_killed_at_the_limit(
     connected: Any, tmp_path: Path
 ) -> None:
-    report, _ = run_in_process("Wedges", tmp_path, timeout_s=1.0, grace_s=0.5)  # trial 1
+    report, _ = run_in_process("Freezes", tmp_path, timeout_s=1.0, grace_s=0.5)  # trial 1
     by_trial = {r.trial: r for r in report.results}
     assert {t: r.status for t, r in by_trial.items()} == {0: "passed", 1: "timeout", 2: "passed"}
     assert "its Ray worker was killed" in (by_trial[1].error or "")
