@@ -25,7 +25,7 @@ from proctor.cli.common import (
 )
 from proctor.cli.decide import check_rules, currency_or_exit, gate_verdict
 from proctor.cli.judges import JudgeOptions, judge_options
-from proctor.cli.scale import check_executor, executor_options, pool_or_exit
+from proctor.cli.scale import check_executor, executor_options, pool_or_exit, workers_option
 
 
 @main.command()
@@ -373,13 +373,7 @@ def _with_progress(runner: Any, total: int, console: Any, quiet: bool) -> Any:
 @click.option("--quiet", "-q", is_flag=True, help="No summary tables.")
 @all_checks_option
 @judge_options
-@click.option(
-    "--workers",
-    default=1,
-    show_default=True,
-    type=click.IntRange(min=1),
-    help="Grade in this many local processes (1: in this one).",
-)
+@workers_option
 @executor_options
 def regrade(
     run_ref: str,

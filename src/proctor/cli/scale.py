@@ -40,6 +40,17 @@ def executor_options(fn: _F) -> _F:
     return fn
 
 
+def workers_option(fn: _F) -> _F:
+    """`--workers N`: grade in N local processes."""
+    return click.option(
+        "--workers",
+        default=1,
+        show_default=True,
+        type=click.IntRange(min=1),
+        help="Grade in this many local processes (1: in this one).",
+    )(fn)
+
+
 def check_executor(executor_name: str, address: str | None, working_dir: str | None) -> None:
     """Exit 2 when Ray's options are given without `--executor ray`."""
     if (address is not None or working_dir is not None) and executor_name != "ray":
