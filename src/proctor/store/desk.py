@@ -101,6 +101,15 @@ CREATE INDEX IF NOT EXISTS adjudications_by_trial ON adjudications(run_id, task_
 """
 
 
+def present(db: sqlite3.Connection) -> bool:
+    """Whether the desk's tables exist: a store the desk never opened has none, and a
+    store opened read-only (`report`, `show`, `compare`) cannot be given them."""
+    row = db.execute(
+        "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'adjudications'"
+    ).fetchone()
+    return row is not None
+
+
 def migrate(db: sqlite3.Connection) -> None:
     """Create the desk's tables in a store (idempotent) and record their version."""
     db.executescript(_SCHEMA)
