@@ -1,67 +1,125 @@
 """Regrading stored trials: graders re-run from stored traces, written as a new run.
 
 Builds a store with the overhead workload (`--tasks` x `--trials` trials, every trace
-event stored), then times `proctor.run.regrade.regrade` on it, and its parts: reading and
-decoding the stored trials, grading them, writing the new run.
+event stored; the suite written to files, as worker processes rebuild it from them),
+then times `proctor.run.regrade.regrade` on it: in this process, in 1 and 2 worker
+processes (`--workers`), and, with `--cluster`, on a two-node Ray cluster started on
+this machine (tests/ray_cluster.py). Every regrade must reproduce the source's verdicts.
+The in-process run is then split into its parts: reading and decoding the stored
+trials, grading them, writing the new run.
 
-    python benchmarks/regrade.py [--tasks 1000] [--trials 20]
+    python benchmarks/regrade.py [--tasks 1000] [--trials 20] [--workers 1,2] [--cluster]
 """
 
 from __future__ import annotations
 
 import argparse
+import json
+import os
+import shutil
+import sys
 import tempfile
 import time
 from pathlib import Path
 
-from workload import workload
+import workload as workload_module
+from workload import make_task, workload
 
-from proctor import Runner, Store
+from proctor import Runner, Store, load_suite
+from proctor.env.suite import Suite
 from proctor.grade import GradeContext
+from proctor.run.pool import Pool, ProcessPool, open_pool
 from proctor.run.regrade import regrade
-from proctor.run.trial import CRASH_CHECK, judge
+from proctor.run.trial import HARNESS_CHECKS, judge
+
+
+def suite_files(root: Path, tasks: int) -> Suite:
+    """The workload's suite as files: its domain module and a JSON file per task."""
+    (root / "tasks").mkdir(parents=True)
+    shutil.copy(workload_module.__file__, root / "domain.py")
+    for i in range(tasks):
+        made = make_task(i).model_dump(mode="json", exclude_defaults=True)
+        (root / "tasks" / f"cancel-{i}.json").write_text(json.dumps(made))
+    return load_suite(root)
+
+
+def timed(label: str, store: Store, source: str, suite: Suite, n: int, pool: Pool) -> None:
+    started = time.perf_counter()
+    done = regrade(store, source, suite, pool=pool)
+    wall = time.perf_counter() - started
+    assert not done.flips and done.summary["trials"] == n, (done.flips, done.summary["trials"])
+    print(f"regrade, {label}: {n} trials in {wall:.2f} s = {n / wall:,.0f} trials/s")
+
+
+def parts(store: Store, source: str, suite: Suite, n: int, wall: float) -> None:
+    """The in-process work, streamed, with a clock around each part."""
+    members = {t.id: t for t in suite.tasks}
+    read = grading = 0.0
+    trials = iter(store.graded_trials(source, HARNESS_CHECKS))
+    while True:
+        t0 = time.perf_counter()
+        s = next(trials, None)
+        t1 = time.perf_counter()
+        if s is None:
+            break
+        member = members[s.result.task_id]
+        ctx = GradeContext(
+            member.task, s.trace, s.outcome, s.result.usage, s.result.latency_s, member.domain
+        )
+        judge(s.result, ctx, s.kept, None, None)
+        read, grading = read + t1 - t0, grading + time.perf_counter() - t1
+    print(
+        f"  of which: read + decode {1e6 * read / n:.0f} us/trial, "
+        f"grading {1e6 * grading / n:.0f} us/trial, "
+        f"write + summary {1e6 * max(wall - read - grading, 0.0) / n:.0f} us/trial"
+    )
+
+
+def on_cluster(store: Store, source: str, suite: Suite, n: int) -> None:
+    """The same regrade on a two-node Ray cluster (1 CPU each) on this machine."""
+    sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
+    from ray_cluster import RayCluster, unavailable
+
+    why = unavailable()
+    if why is not None:
+        print(f"cluster: skipped ({why})")
+        return
+    cluster = RayCluster()
+    try:
+        started = time.perf_counter()
+        cluster.start()
+        print(f"cluster: two nodes up in {time.perf_counter() - started:.1f} s")
+        os.environ.update({k: v for k, v in cluster.env.items() if k.startswith("RAY_")})
+        with open_pool(executor="ray", address=cluster.address) as pool:
+            timed(f"two-node Ray cluster ({pool.workers} CPUs)", store, source, suite, n, pool)
+    finally:
+        cluster.stop()
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--tasks", type=int, default=1000)
     parser.add_argument("--trials", type=int, default=20)
+    parser.add_argument("--workers", default="1,2", help="worker process counts, comma-separated")
+    parser.add_argument("--cluster", action="store_true", help="also on a two-node Ray cluster")
     args = parser.parse_args()
-    suite, agent = workload(args.tasks)
-    members = {t.id: t for t in suite.tasks}
     with tempfile.TemporaryDirectory() as tmp:
+        suite = suite_files(Path(tmp) / "suite", args.tasks)
+        _, agent = workload(args.tasks)
         store = Store(Path(tmp) / "bench.db")
         started = time.perf_counter()
         source = Runner(suite, agent, trials=args.trials, concurrency=4, store=store).run()
-        n = source.summary["trials"]
+        n: int = source.summary["trials"]
         print(f"stored {n} trials in {time.perf_counter() - started:.1f} s")
-
         started = time.perf_counter()
-        done = regrade(store, source.run_id, suite)
-        wall = time.perf_counter() - started
-        assert not done.flips, done.flips
-        print(f"regrade: {n} trials in {wall:.3f} s = {n / wall:,.0f} trials/s")
-
-        # The same work, streamed, with a clock around each part.
-        read = grading = 0.0
-        trials = iter(store.graded_trials(source.run_id, CRASH_CHECK))
-        while True:
-            t0 = time.perf_counter()
-            s = next(trials, None)
-            t1 = time.perf_counter()
-            if s is None:
-                break
-            member = members[s.result.task_id]
-            ctx = GradeContext(
-                member.task, s.trace, s.outcome, s.result.usage, s.result.latency_s, member.domain
-            )
-            judge(s.result, ctx, [], None, None)
-            read, grading = read + t1 - t0, grading + time.perf_counter() - t1
-        print(
-            f"  of which: read + decode {1e6 * read / n:.0f} us/trial, "
-            f"grading {1e6 * grading / n:.0f} us/trial, "
-            f"write + summary {1e6 * max(wall - read - grading, 0.0) / n:.0f} us/trial"
-        )
+        timed("in this process", store, source.run_id, suite, n, open_pool(1))
+        parts(store, source.run_id, suite, n, time.perf_counter() - started)
+        for workers in (int(w) for w in args.workers.split(",")):
+            with ProcessPool(workers) as pool:
+                label = f"{workers} worker process{'es' if workers > 1 else ''}"
+                timed(label, store, source.run_id, suite, n, pool)
+        if args.cluster:
+            on_cluster(store, source.run_id, suite, n)
         store.close()
 
 

@@ -1,7 +1,6 @@
-"""Executors: local, process isolation and Ray give the same verdicts; hung workers die.
+"""Executors: local and process isolation give the same verdicts; hung workers die.
 
-The Ray test runs on a local Ray instance it starts (usage stats and dashboard off, bound
-to loopback) and is skipped when Ray is not installed (`pip install 'proctor[ray]'`).
+The Ray executor is tested on a real two-node cluster in tests/test_ray_cluster.py.
 """
 
 from __future__ import annotations
@@ -97,42 +96,22 @@ def test_process_isolation_gives_the_local_verdicts(
     assert trace.events[-1].data == {"text": answer} and outcome is not None
 
 
-@pytest.fixture(scope="module")
-def ray_instance() -> Iterator[Any]:
-    ray = pytest.importorskip("ray")
-    with pytest.MonkeyPatch.context() as patch:
-        patch.setenv("RAY_USAGE_STATS_ENABLED", "0")
-        ray.init(
-            num_cpus=2,
-            include_dashboard=False,
-            _node_ip_address="127.0.0.1",
-            configure_logging=False,
-            log_to_driver=False,
-        )
-        yield ray
-        ray.shutdown()
-
-
-def test_ray_gives_the_local_verdicts(
-    tmp_path: Path, local_verdicts: dict[Any, Any], ray_instance: Any
+def test_without_ray_the_ray_executor_is_one_line(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from proctor.run.ray_executor import RayExecutor
+    from click.testing import CliRunner
 
-    report, store = run_with(RayExecutor(), tmp_path, concurrency=4)
-    assert verdicts(report) == local_verdicts
-    assert store.run(report.run_id)["manifest"]["executor"] == "ray"
-    assert ray_instance.is_initialized()  # a Ray the caller started is left running
+    from proctor.cli import main
 
-
-def test_without_ray_the_ray_executor_is_one_line(tmp_path: Path) -> None:
-    if importlib.util.find_spec("ray") is not None:
-        pytest.skip("Ray is installed")
-    proctor = Path(sys.executable).parent / "proctor"
+    found = importlib.util.find_spec
+    monkeypatch.setattr(
+        importlib.util, "find_spec", lambda name, *a: None if name == "ray" else found(name, *a)
+    )
     store = tmp_path / "p.db"
     args = [str(MINI), "--agent", agent_ref("flaky"), "--executor", "ray", "--store", str(store)]
-    done = subprocess.run([str(proctor), "run", *args], capture_output=True, text=True)
-    assert done.returncode == 2
-    assert done.stderr.strip() == "the ray executor needs Ray: pip install 'proctor[ray]'"
+    done = CliRunner().invoke(main, ["run", *args])
+    assert done.exit_code == 2, done.output
+    assert done.output.strip() == "the ray executor needs Ray: pip install 'proctor[ray]'"
     assert Store(store).runs() == []  # refused before a run was created
 
 

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import json
 from collections import Counter
+from collections.abc import Iterator
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -15,9 +17,12 @@ from proctor.agents import load_agent
 from proctor.cli import main
 from proctor.env.domain import Domain
 from proctor.env.suite import Suite
+from proctor.interop import grading
 from proctor.interop.grading import grade_sessions
 from proctor.interop.replay import replay
+from proctor.interop.session import Session
 from proctor.interop.trace_files import load_sessions
+from proctor.run.pool import open_pool
 from proctor.store import Store
 from proctor.tasks.models import Task
 from proctor.tasks.predicates import args_match
@@ -349,3 +354,50 @@ def test_tau_bench_sessions_graded_against_gold_actions() -> None:
         required = [c for c in result.checks if c.name.startswith("required:")]
         assert all(c.passed for c in required) == expected, (task_id, record["trial"])
     assert 0 < graded.summary["success_rate"] < 1
+
+
+def test_imported_sessions_grade_the_same_whatever_the_number_of_workers(
+    log_file: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(grading, "BATCH", 4)  # several batches per worker
+    many = [replace(s, id=f"{s.id}-{i}") for i in range(5) for s in load_sessions(log_file)]
+    mapping = {f"prod-2-{i}": "do-not-cancel-shipped-order" for i in range(5)}
+    runs = []
+    with Store(tmp_path / "p.db") as store:
+        for workers in (1, 2):
+            with open_pool(workers) as pool:
+                graded = grade_sessions(
+                    iter(many), support_suite(), store=store, mapping=mapping, pool=pool
+                )
+            rows = store.db.execute(
+                "SELECT task_id, trial, status, score FROM trials WHERE run_id = ? ORDER BY id",
+                (graded.run_id,),
+            ).fetchall()
+            results = [
+                {k: v for k, v in r.to_dict().items() if k not in ("run_id", "trace_id")}
+                for r in store.trial_results(graded.run_id)
+            ]
+            summary = {k: v for k, v in graded.summary.items() if k != "run_id"}
+            runs.append((rows, results, graded.unmatched, summary))
+    assert len(runs[0][0]) == 10 and len(runs[0][2]) == 5
+    assert {status for _, _, status, _ in runs[0][0]} == {"passed", "failed"}
+    assert runs[1] == runs[0]
+
+
+def test_a_file_refused_part_way_keeps_what_workers_graded_before(
+    log_file: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(grading, "BATCH", 2)
+    many = [replace(s, id=f"{s.id}-{i}") for i in range(3) for s in load_sessions(log_file)]
+
+    def refused_at_eight() -> Iterator[Session]:
+        yield from many[:7]
+        raise ValueError("sessions.json: entry 8: not a session")
+
+    with Store(tmp_path / "p.db") as store, open_pool(2) as pool:
+        with pytest.raises(ValueError, match="entry 8"):
+            grade_sessions(refused_at_eight(), support_suite(), store=store, pool=pool)
+        run = store.run("latest")
+        stored = [r.task_id for r in store.trial_results(run["run_id"])]
+    matched = [s for s in many[:7] if s.task_id is not None]
+    assert run["status"] == "interrupted" and len(stored) == len(matched) > 2

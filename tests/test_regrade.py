@@ -12,6 +12,8 @@ import pytest
 
 from proctor import Check, Runner, Store, load_agent, load_suite
 from proctor.grade import registry
+from proctor.run import regrade as regrade_module
+from proctor.run.pool import open_pool
 from proctor.run.regrade import RegradeError, regrade
 
 FIXTURES = Path(__file__).parent / "fixtures"
@@ -136,3 +138,53 @@ def test_the_regrade_command(tmp_path: Path) -> None:
     assert cli("regrade", "latest", str(MINI), "--store", str(db), cwd=tmp_path).returncode == 0
     unknown = cli("regrade", "nope", "--store", str(db))
     assert unknown.returncode == 2 and "Traceback" not in unknown.stderr
+
+
+def test_results_are_the_same_whatever_the_number_of_workers(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A task changed since the run, so regrading changes verdicts: every pool must
+    change the same ones, and write the same rows in the same order."""
+    suite, copy = load_suite(MINI), tmp_path / "mini"
+    store = Store(tmp_path / "p.db")
+    report = Runner(suite, load_agent(f"{AGENTS}:flaky"), trials=7, seed=3, store=store).run()
+    shutil.copytree(MINI, copy)
+    task_file = copy / "tasks" / "read-item.yaml"
+    task_file.write_text(
+        task_file.read_text().replace("must_mention: [red]", "must_mention: [blue]")
+    )
+    changed = load_suite(copy)
+    monkeypatch.setattr(regrade_module, "SHARE", 4)  # several shares per worker
+    runs = []
+    for workers in (1, 2, 3):
+        with open_pool(workers) as pool:
+            done = regrade(store, report.run_id, changed, pool=pool)
+        ordered = store.db.execute(
+            "SELECT task_id, trial FROM trials WHERE run_id = ? ORDER BY id", (done.run_id,)
+        ).fetchall()
+        summary = {k: v for k, v in done.summary.items() if k != "run_id"}
+        runs.append((ordered, full(store, done.run_id), summary, done.flips))
+    assert runs[0][3][("passed", "failed")] > 0  # the change was graded
+    assert len(runs[0][0]) == report.summary["trials"]
+    assert runs[1] == runs[0] and runs[2] == runs[0]
+
+
+def test_worker_processes_refuse_a_store_in_memory() -> None:
+    store = Store(":memory:")
+    report = Runner(load_suite(MINI), load_agent(f"{AGENTS}:flaky"), trials=1, store=store).run()
+    with open_pool(2) as pool, pytest.raises(RegradeError, match="in memory"):
+        regrade(store, report.run_id, load_suite(MINI), pool=pool)
+
+
+def test_the_regrade_command_with_workers(tmp_path: Path) -> None:
+    db = tmp_path / "p.db"
+    made = cli("run", str(MINI), "--agent", f"{AGENTS}:flaky", "-k", "4", "--store", str(db), "-q")
+    assert made.returncode == 0, made.stderr
+    source = Store(db).run("latest")["run_id"]
+    done = cli("regrade", source, "--store", str(db), "-q", "--workers", "2")
+    assert done.returncode == 0, done.stderr
+    assert "verdicts changed: none" in done.stdout
+    store = Store(db)
+    assert full(store, store.run("latest")["run_id"]) == full(store, source)
+    stray = cli("regrade", source, "--store", str(db), "--address", "127.0.0.1:1")
+    assert stray.returncode == 2 and "--executor ray" in stray.stderr

@@ -25,6 +25,7 @@ from proctor.cli.common import (
 )
 from proctor.cli.decide import check_rules, currency_or_exit, gate_verdict
 from proctor.cli.judges import JudgeOptions, judge_options
+from proctor.cli.scale import check_executor, executor_options, pool_or_exit, workers_option
 
 
 @main.command()
@@ -127,15 +128,7 @@ def schema() -> None:
     show_default=True,
     help="process: each trial in a worker process, killed and replaced at its timeout.",
 )
-@click.option(
-    "--executor",
-    "executor_name",
-    type=click.Choice(["local", "ray"]),
-    default="local",
-    show_default=True,
-    help="ray: trials as Ray tasks (pip install 'proctor[ray]').",
-)
-@click.option("--address", default=None, help="Ray cluster: auto or ray://HOST:PORT.")
+@executor_options
 @click.option(
     "--resume", "resume_id", default=None, help="Continue this interrupted run (same options)."
 )
@@ -165,6 +158,7 @@ def run(
     isolation: str,
     executor_name: str,
     address: str | None,
+    working_dir: str | None,
     resume_id: str | None,
     judges: JudgeOptions,
 ) -> None:
@@ -205,8 +199,7 @@ def run(
         agent = load_agent(agent_ref)
     except AgentNotFound as exc:
         fail(str(exc))
-    if address is not None and executor_name != "ray":
-        fail("--address names a Ray cluster: use it with --executor ray")
+    check_executor(executor_name, address, working_dir)
     from proctor.run.resume import ResumeError
     from proctor.run.source import ExecutorError
     from proctor.store import RunNotFound
@@ -238,7 +231,7 @@ def run(
             faults=faults,
             scorecard=card,
             currency=currency,
-            executor=_executor(executor_name, isolation, address),
+            executor=_executor(executor_name, isolation, address, working_dir),
             resume=resume_id is not None,
             judging=judging,
         )
@@ -324,12 +317,12 @@ def _junit(
         click.echo(f"cannot write {path}: {exc}", err=True)
 
 
-def _executor(name: str, isolation: str, address: str | None) -> Any:
+def _executor(name: str, isolation: str, address: str | None, working_dir: str | None) -> Any:
     """The executor the options name; Ray trials always run in worker processes."""
     if name == "ray":
         from proctor.run.ray_executor import RayExecutor
 
-        return RayExecutor(address)
+        return RayExecutor(address, working_dir=working_dir)
     if isolation == "process":
         from proctor.run.process import ProcessExecutor
 
@@ -380,6 +373,8 @@ def _with_progress(runner: Any, total: int, console: Any, quiet: bool) -> Any:
 @click.option("--quiet", "-q", is_flag=True, help="No summary tables.")
 @all_checks_option
 @judge_options
+@workers_option
+@executor_options
 def regrade(
     run_ref: str,
     paths: tuple[str, ...],
@@ -389,6 +384,10 @@ def regrade(
     quiet: bool,
     judges: JudgeOptions,
     all_checks: bool,
+    workers: int,
+    executor_name: str,
+    address: str | None,
+    working_dir: str | None,
 ) -> None:
     """Grade RUN's stored traces again (after a grader or expectation change) as a new run.
 
@@ -405,6 +404,7 @@ def regrade(
     from proctor.report.terminal import print_summary
     from proctor.run.regrade import RegradeError
     from proctor.run.regrade import regrade as regrade_run
+    from proctor.run.source import ExecutorError
     from proctor.store import RunNotFound
 
     if not Path(store_path).exists():
@@ -434,10 +434,13 @@ def regrade(
         None if judges.refs else before.get("combine"),
     )
     started = time.perf_counter()
-    try:
-        done = regrade_run(store, source["run_id"], suite, scorecard=card, judging=judging)
-    except RegradeError as exc:
-        fail(str(exc))
+    with pool_or_exit(workers, executor_name, address, working_dir) as pool:
+        try:
+            done = regrade_run(
+                store, source["run_id"], suite, scorecard=card, judging=judging, pool=pool
+            )
+        except (RegradeError, ExecutorError) as exc:
+            fail(str(exc))
     elapsed = time.perf_counter() - started
     summary = done.summary
     if done.changed_tasks:

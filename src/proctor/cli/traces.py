@@ -20,6 +20,7 @@ from proctor.cli.common import (
     suite_or_exit,
 )
 from proctor.cli.judges import JudgeOptions, judge_options
+from proctor.cli.scale import executor_options, pool_or_exit, workers_option
 
 # -- real traces: grade, replay, export-otel (proctor.interop) ------------------------------
 
@@ -55,6 +56,8 @@ def _mapping(map_path: str | None) -> Any:
 @click.option("--json", "json_path", type=click.Path(), help="Write the summary here.")
 @click.option("--quiet", "-q", is_flag=True, help="No tables.")
 @all_checks_option
+@workers_option
+@executor_options
 def grade(
     traces: str,
     suite_paths: tuple[str, ...],
@@ -66,6 +69,10 @@ def grade(
     json_path: str | None,
     quiet: bool,
     all_checks: bool,
+    workers: int,
+    executor_name: str,
+    address: str | None,
+    working_dir: str | None,
 ) -> None:
     """Grade recorded sessions in TRACES against the tasks of --suite; stored as a run.
 
@@ -76,6 +83,7 @@ def grade(
     from proctor.interop.grading import grade_sessions
     from proctor.interop.trace_files import iter_sessions
     from proctor.report.terminal import print_summary
+    from proctor.run.source import ExecutorError
 
     suite = suite_or_exit(suite_paths)
     try:
@@ -84,18 +92,20 @@ def grade(
     except ValueError as exc:
         fail(str(exc))
     store = open_store(store_path, redact_path)
-    try:
-        graded = grade_sessions(
-            sessions,
-            suite,
-            store=store,
-            mapping=mapping,
-            source=traces,
-            fmt=fmt,
-            max_error_rate=max_error_rate,
-        )
-    except ValueError as exc:
-        fail(str(exc))
+    with pool_or_exit(workers, executor_name, address, working_dir) as pool:
+        try:
+            graded = grade_sessions(
+                sessions,
+                suite,
+                store=store,
+                mapping=mapping,
+                source=traces,
+                fmt=fmt,
+                max_error_rate=max_error_rate,
+                pool=pool,
+            )
+        except (ValueError, ExecutorError) as exc:
+            fail(str(exc))
     store.close()
     summary = graded.summary
     if json_path:

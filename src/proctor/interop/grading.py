@@ -9,13 +9,20 @@ they are left out, and the run's manifest lists them under `import.skipped_check
 
 The run gets a manifest like a live run's (agent name from the traces, suite digest,
 grader versions), so `show`, `compare`, `gate`, `export` and reports work on it.
+
+Matched sessions are graded in batches on a pool (run/pool.py; docs/architecture.md,
+Regrade at scale): here, in worker processes or on Ray, each batch carrying its
+sessions. This process numbers the trials before and writes the records after, in file
+order, so the run is the same whatever the number of workers.
 """
 
 from __future__ import annotations
 
+import functools
+import itertools
 import uuid
 from collections import Counter
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -32,7 +39,9 @@ from proctor.grade.context import GradeContext
 from proctor.grade.state import STATE_NOTE, state_recorded, without_state_checks
 from proctor.interop.session import Session
 from proctor.run.manifest import build_manifest
+from proctor.run.pool import InlinePool, Pool
 from proctor.run.runner import task_infos
+from proctor.run.source import SuiteSource
 from proctor.run.trial import TrialRecord, judge, trial_trace_id, usage_of
 
 if TYPE_CHECKING:
@@ -196,6 +205,30 @@ def imported_agent(names: Counter[str], models: Counter[str]) -> ImportedAgent:
 
 #: Graded trials written between two commits.
 COMMIT_EVERY = 256
+#: Sessions per batch a worker grades.
+BATCH = 200
+
+
+@dataclass(frozen=True)
+class SessionBatch:
+    """Matched sessions, each with its task id and trial number, for one worker."""
+
+    suite: SuiteSource | None
+    run_id: str
+    items: list[tuple[Session, str, int]]
+
+
+def grade_batch(
+    batch: SessionBatch, members: dict[str, SuiteTask] | None = None
+) -> list[tuple[TrialRecord, list[str]]]:
+    """Grade a batch (in a worker: the suite rebuilt from its files, once per process)."""
+    if members is None:
+        assert batch.suite is not None
+        members = batch.suite.members()
+    return [
+        grade_session(session, members[task_id], batch.run_id, trial)
+        for session, task_id, trial in batch.items
+    ]
 
 
 def grade_sessions(
@@ -208,8 +241,10 @@ def grade_sessions(
     fmt: str = "auto",
     run_id: str | None = None,
     max_error_rate: float = DEFAULT_MAX_ERROR_RATE,
+    pool: Pool | None = None,
 ) -> GradedRun:
-    """Grade every matched session and, with a store, store them as one run.
+    """Grade every matched session on `pool` (by default here) and, with a store, store
+    them as one run.
 
     Sessions stream past: each is graded and written as it comes, and only what the
     summary reads is kept (a Tally), so a file of any size grades in bounded memory. A
@@ -218,9 +253,16 @@ def grade_sessions(
     session are not part of the run.
     """
     run = _ImportRun(run_id or uuid.uuid4().hex[:12], suite, store, source, fmt)
+    pool = pool or InlinePool()
+    shipped = None if pool.inline else pool.ship(SuiteSource.of(suite))
+    grade = functools.partial(grade_batch, members=run.members) if pool.inline else grade_batch
+    refused: list[Exception] = []
     try:
-        for session in sessions:
-            run.add(session, (mapping or {}).get(session.id, session.task_id))
+        batches = run.batches(sessions, mapping or {}, shipped, refused)
+        for record, left_out in itertools.chain.from_iterable(pool.map(grade, batches)):
+            run.write(record, left_out)
+        if refused:  # a session the file could not give: what came before it is stored
+            raise refused[0]
     except Exception:
         if store is not None and run.graded:
             run.finish(max_error_rate, "interrupted")
@@ -257,16 +299,43 @@ class _ImportRun:
     def __post_init__(self) -> None:
         self.members = {t.id: t for t in self.suite.tasks}
 
-    def add(self, session: Session, task_id: str | None) -> None:
+    def batches(
+        self,
+        sessions: Iterable[Session],
+        mapping: dict[str, str],
+        suite: SuiteSource | None,
+        refused: list[Exception],
+    ) -> Iterator[SessionBatch]:
+        """The matched sessions, numbered, in batches; a failure reading the sessions
+        ends the batches (the last one holding what came before it) and is kept in
+        `refused`."""
+        items: list[tuple[Session, str, int]] = []
+        try:
+            for session in sessions:
+                matched = self.match(session, mapping.get(session.id, session.task_id))
+                if matched is not None:
+                    items.append(matched)
+                if len(items) == BATCH:
+                    yield SessionBatch(suite, self.run_id, items)
+                    items = []
+        except Exception as exc:
+            refused.append(exc)
+        if items:
+            yield SessionBatch(suite, self.run_id, items)
+
+    def match(self, session: Session, task_id: str | None) -> tuple[Session, str, int] | None:
+        """The session with its task and trial number; None (noted) when it has none."""
         self.total += 1
         member = self.members.get(task_id) if task_id is not None else None
         if member is None:
             self.unmatched.append(session.id)
-            return
+            return None
         self.names.update([session.agent] if session.agent else [])
         self.models.update([session.model] if session.model else [])
-        trial = self.numbers.assign(member.id, session)
-        record, left_out = grade_session(session, member, self.run_id, trial)
+        return session, member.id, self.numbers.assign(member.id, session)
+
+    def write(self, record: TrialRecord, left_out: list[str]) -> None:
+        """Store (or keep) a graded session's record."""
         self.skipped.update(left_out)
         if self.store is not None:
             if self.graded == 0:  # the run exists once a session matched; its manifest last

@@ -55,6 +55,11 @@ class Executor(ABC):
     #: Runs trials in other processes, which rebuild the suite and agent from a TrialSource.
     needs_source: ClassVar[bool] = False
 
+    def worker_source(self, source: TrialSource) -> TrialSource:
+        """The source as this executor's workers will read it; an ExecutorError (before
+        the run is created) when they could not."""
+        return source
+
     @abstractmethod
     async def open(self, ctx: RunContext) -> int:
         """Prepare for a run; returns how many lanes to drive."""

@@ -11,15 +11,24 @@ crash or protocol error (the checks the harness added are kept, as is a failed
 `trace_integrity`). A trial whose graders raised is graded again.
 An imported session that carried no final state is regraded without state checks, as it
 was graded on import.
+
+Work is cut into shares of `SHARE` trials by key range (docs/architecture.md, Regrade at
+scale). A pool runs them here, in worker processes or on Ray (run/pool.py): each worker
+rebuilds the suite from its files, reads its share of the store (a Ray worker, which may
+be on another machine, gets the share's rows instead), grades it and encodes the rows;
+this process inserts them in share order, so the new run is the same whatever the
+number of workers. Rubric judges run here only: they share one judge cache and endpoint.
 """
 
 from __future__ import annotations
 
 import asyncio
+import functools
+import itertools
 import time
 import uuid
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -31,15 +40,27 @@ from proctor.grade.context import GradeContext
 from proctor.grade.registry import grader_versions
 from proctor.grade.state import state_recorded, without_state_checks
 from proctor.run.judging import JUDGE_ERROR, apply_judges, needs_judging
+from proctor.run.pool import InlinePool, Pool
 from proctor.run.runner import task_infos
+from proctor.run.source import ExecutorError, SuiteSource
 from proctor.run.trial import CRASH_CHECK, GRADER_ERROR, HARNESS_CHECKS, PROTOCOL_CHECK, judge
-from proctor.store.sqlite import Store, StoredTrial
+from proctor.store.sqlite import (
+    EncodedTrial,
+    GradedRows,
+    Key,
+    Store,
+    StoredTrial,
+    decode_graded,
+    encode_trial,
+)
 
 if TYPE_CHECKING:
     from proctor.judge.grading import Judging
 
 #: Trials per transaction.
 BATCH = 2000
+#: Trials per share: what one worker reads, grades and hands back at a time.
+SHARE = 500
 
 
 class RegradeError(ValueError):
@@ -67,9 +88,12 @@ def regrade(
     scorecard: ScorecardConfig | None = None,
     progress: Callable[[TrialResult], None] | None = None,
     judging: Judging | None = None,
+    pool: Pool | None = None,
 ) -> RegradeReport:
-    """Regrade the stored run `run_ref` (id, prefix or `latest`) into a new run;
-    `judging` judges the tasks with rubrics (through the judge cache)."""
+    """Regrade the stored run `run_ref` (id, prefix or `latest`) into a new run, on
+    `pool` (by default here); `judging` judges the tasks with rubrics (through the judge
+    cache; here only). `progress` gets each result as summaries read it (checks without
+    their evidence)."""
     source = store.run(run_ref)
     old = source["manifest"]
     members: dict[str, SuiteTask] = {t.id: t for t in suite.tasks}
@@ -80,14 +104,72 @@ def regrade(
         raise RegradeError(f"run {source['run_id']} has tasks the suite lacks: {listed}")
     graded = Suite(suite.name, suite.roots, [members[task_id] for task_id in run_tasks])
     changed = [t.id for t in graded.tasks if t.task.digest != old["suite"]["task_digests"][t.id]]
+    if max_error_rate is None:
+        max_error_rate = (source["summary"] or {}).get("max_error_rate", DEFAULT_MAX_ERROR_RATE)
+    pool = pool or InlinePool()
+    if judging is not None and not pool.inline:
+        raise RegradeError("rubric judges run in this process only: regrade with one worker")
+    workers = _workers_source(pool, store, graded)  # refuses what the pool cannot do
+    loop = asyncio.new_event_loop() if judging is not None else None
+    grade: Callable[[Share], list[Regraded]] = grade_share
+    if pool.inline:
+        judged = None
+        if loop is not None and judging is not None:
+            judged = functools.partial(_judge_share, loop, judging, members)
+        grade = functools.partial(grade_share, members=members, store=store, judged=judged)
     run_id = uuid.uuid4().hex[:12]
+    manifest = _manifest(old, run_id, source["run_id"], graded, judging)
+    store.create_run(run_id, manifest)
+    tally, flips = Tally(), Counter[tuple[str, str]]()
+    status = "interrupted"
+    store.begin()
+    try:
+        shares = _shares(pool, store, workers, source["run_id"], run_id)
+        regraded = itertools.chain.from_iterable(pool.map(grade, shares))
+        for count, (encoded, before) in enumerate(regraded, 1):
+            store.write_encoded(encoded)
+            result = encoded.result()
+            tally.add(result)
+            if result.status != before:
+                flips[(before, result.status)] += 1
+            if progress is not None:
+                progress(result)
+            if count % BATCH == 0:
+                store.commit()
+                store.begin()
+        status = "completed"
+    finally:
+        store.commit()
+        if loop is not None:
+            loop.close()
+        summary = summary_with_scorecard(
+            run_id,
+            manifest,
+            tally.results,
+            task_infos(graded),
+            max_error_rate=max_error_rate,
+            config=scorecard,
+        )
+        if status == "completed" and not summary["valid"]:
+            status = "invalid"
+        summary["status"] = status
+        if "wall_time_s" in (source["summary"] or {}):  # no agent ran: its source's time
+            summary["wall_time_s"] = source["summary"]["wall_time_s"]
+        store.finish_run(run_id, status, summary)
+    return RegradeReport(run_id, source["run_id"], manifest, summary, changed, flips)
+
+
+def _manifest(
+    old: dict[str, Any], run_id: str, source_id: str, graded: Suite, judging: Judging | None
+) -> dict[str, Any]:
+    """The source run's manifest, as a regrade of it with today's graders and tasks."""
     from proctor.core.version import __version__
 
-    manifest = {
+    return {
         **old,
         "run_id": run_id,
         "created_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
-        "regraded_from": source["run_id"],
+        "regraded_from": source_id,
         "grader_versions": grader_versions(),
         "proctor_version": __version__,
         "suite": {
@@ -98,51 +180,94 @@ def regrade(
         "judges": judging.manifest() if judging is not None else None,
         "judge_model": ", ".join(judging.panel.models) if judging is not None else None,
     }
-    if max_error_rate is None:
-        max_error_rate = (source["summary"] or {}).get("max_error_rate", DEFAULT_MAX_ERROR_RATE)
-    store.create_run(run_id, manifest)
-    tally, flips = Tally(), Counter[tuple[str, str]]()
-    loop = asyncio.new_event_loop() if judging is not None else None
-    batch: list[tuple[TrialResult, StoredTrial]] = []
 
-    def write_batch() -> None:
-        if loop is not None and judging is not None:
-            loop.run_until_complete(_judge_all(judging, batch, members))
-        for result, stored in batch:
-            store.write_regraded(result, stored.source)
-            tally.add(result)
-            if result.status != stored.result.status:
-                flips[(stored.result.status, result.status)] += 1
-            if progress is not None:
-                progress(result)
-        batch.clear()
-        store.commit()
-        store.begin()
 
-    store.begin()
+@dataclass(frozen=True)
+class Share:
+    """A key range of the source run's trials, and what a worker grades it with."""
+
+    suite: SuiteSource | None
+    source_id: str
+    run_id: str
+    after: Key
+    until: Key
+    #: The store a worker on this machine reads the share from; or, for one that may be
+    #: elsewhere, the share's rows as `Store.graded_rows` read them.
+    store: str | None = None
+    rows: GradedRows | None = None
+
+
+#: A regraded trial as a worker hands it back: its rows, and its status before.
+Regraded = tuple[EncodedTrial, str]
+
+
+def grade_share(
+    share: Share,
+    members: dict[str, SuiteTask] | None = None,
+    store: Store | None = None,
+    judged: Callable[[list[tuple[TrialResult, StoredTrial]]], None] | None = None,
+) -> list[Regraded]:
+    """Grade one share (in a worker: the suite rebuilt from its files, the store opened
+    for reading, once per process); `judged` runs the rubric judges on it."""
+    if members is None:
+        assert share.suite is not None
+        members = share.suite.members()
+    if share.rows is not None:
+        trials: Iterator[StoredTrial] = decode_graded(share.source_id, *share.rows)
+    else:
+        if store is None:
+            assert share.store is not None
+            if share.store not in _readers:
+                _readers[share.store] = Store(share.store, readonly=True)
+            store = _readers[share.store]
+        trials = store.graded_trials(
+            share.source_id, HARNESS_CHECKS, after=share.after, until=share.until
+        )
+    pairs = [(_regraded(stored, share.run_id, members), stored) for stored in trials]
+    if judged is not None:
+        judged(pairs)
+    return [
+        (encode_trial(result, None, None, stored.source), stored.result.status)
+        for result, stored in pairs
+    ]
+
+
+#: A worker process's read-only handles on stores, by path.
+_readers: dict[str, Store] = {}
+
+
+def _workers_source(pool: Pool, store: Store, graded: Suite) -> SuiteSource | None:
+    """What the pool's workers rebuild the suite from (None: they run here); a
+    RegradeError when they could not rebuild it or read the store."""
+    if pool.inline:
+        return None
+    if pool.local and str(store.path) == ":memory:":
+        raise RegradeError("a store in memory cannot be read by worker processes")
     try:
-        for stored in store.graded_trials(source["run_id"], HARNESS_CHECKS):
-            batch.append((_regraded(stored, run_id, members), stored))
-            if len(batch) == BATCH:
-                write_batch()
-        write_batch()
-    finally:
-        store.commit()
-        if loop is not None:
-            loop.close()
-    summary = summary_with_scorecard(
-        run_id,
-        manifest,
-        tally.results,
-        task_infos(graded),
-        max_error_rate=max_error_rate,
-        config=scorecard,
-    )
-    summary["status"] = "completed" if summary["valid"] else "invalid"
-    if "wall_time_s" in (source["summary"] or {}):  # no agent ran: the suite's time is its source's
-        summary["wall_time_s"] = source["summary"]["wall_time_s"]
-    store.finish_run(run_id, summary["status"], summary)
-    return RegradeReport(run_id, source["run_id"], manifest, summary, changed, flips)
+        return pool.ship(SuiteSource.of(graded))
+    except ExecutorError as exc:
+        raise RegradeError(str(exc)) from None
+
+
+def _shares(
+    pool: Pool, store: Store, suite: SuiteSource | None, source_id: str, run_id: str
+) -> Iterator[Share]:
+    """The shares of the source run, made as the pool asks for them."""
+    path = str(store.path.resolve()) if pool.local and not pool.inline else None
+    for after, until in store.share_bounds(source_id, SHARE):
+        rows = None
+        if not pool.local:
+            rows = store.graded_rows(source_id, HARNESS_CHECKS, after, until, SHARE)
+        yield Share(suite, source_id, run_id, after, until, path, rows)
+
+
+def _judge_share(
+    loop: asyncio.AbstractEventLoop,
+    judging: Judging,
+    members: dict[str, SuiteTask],
+    pairs: list[tuple[TrialResult, StoredTrial]],
+) -> None:
+    loop.run_until_complete(_judge_all(judging, pairs, members))
 
 
 def _regraded(stored: StoredTrial, run_id: str, members: dict[str, SuiteTask]) -> TrialResult:

@@ -157,7 +157,9 @@ class Runner:
             self.manifest["judges"] = judging.manifest()
             self.manifest["judge_model"] = ", ".join(judging.panel.models)
         self.source = (
-            TrialSource.of(suite, agent_ref, self.run_id, timeout_s, self.faults)
+            self.executor.worker_source(
+                TrialSource.of(suite, agent_ref, self.run_id, timeout_s, self.faults)
+            )
             if self.executor.needs_source
             else None
         )

@@ -1,4 +1,5 @@
-"""What a worker process needs to run trials: strings that rebuild the suite and the agent.
+"""What a worker process needs to run or grade trials: strings that rebuild the suite
+and the agent.
 
 A suite's domains and an agent loaded from files live in modules that exist only in the
 process that loaded them, so they cannot be pickled to another one. A worker gets the
@@ -10,6 +11,7 @@ on disk since the run started is an error, not a silently different trial.
 from __future__ import annotations
 
 import asyncio
+import hashlib
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -59,6 +61,70 @@ class TrialSource:
             tuple(faults),
         )
 
+    def shipped(self, root: Path) -> TrialSource:
+        """This source as workers see it when `root` (absolute) is shipped to be their
+        working directory: suite paths and the agent file relative to it. A path outside
+        `root` would not reach them: an ExecutorError."""
+        where, _, attr = self.agent_ref.rpartition(":")
+        agent_ref = self.agent_ref
+        if not self.agent_ref.startswith("chat:") and Path(where).is_absolute():
+            agent_ref = f"{shipped_path(where, root, 'the agent file')}:{attr}"
+        return replace(self, paths=shipped_paths(self.paths, root), agent_ref=agent_ref)
+
+
+@dataclass(frozen=True)
+class SuiteSource:
+    """What a grading worker needs to rebuild a suite: its paths, and the digest of each
+    task it grades, so that a task file changed since is an error, not other verdicts."""
+
+    paths: tuple[str, ...]
+    digests: dict[str, str]
+    #: Identifies (paths, digests) for a worker's cache, computed once.
+    fingerprint: str
+
+    @classmethod
+    def of(cls, suite: Suite, task_ids: Sequence[str] | None = None) -> SuiteSource:
+        """The source of `suite`'s tasks (or of `task_ids` among them)."""
+        if not suite.roots:
+            raise ExecutorError(
+                f"suite {suite.name!r} was not loaded from files: a worker cannot rebuild it"
+            )
+        wanted = None if task_ids is None else set(task_ids)
+        digests = {t.id: t.task.digest for t in suite.tasks if wanted is None or t.id in wanted}
+        paths = tuple(str(Path(p).resolve()) for p in suite.roots)
+        joined = "\n".join([*paths, *(f"{k}:{v}" for k, v in sorted(digests.items()))])
+        return cls(paths, digests, hashlib.sha256(joined.encode()).hexdigest())
+
+    def shipped(self, root: Path) -> SuiteSource:
+        """Paths relative to `root`, shipped to be the workers' working directory."""
+        return replace(self, paths=shipped_paths(self.paths, root))
+
+    def members(self) -> dict[str, SuiteTask]:
+        """In a worker: the tasks by id, loaded once per process, each as it was."""
+        if self.fingerprint not in _suites:
+            loaded = {t.id: t for t in load_suite(list(self.paths)).tasks}
+            for task_id, digest in self.digests.items():
+                if task_id not in loaded or loaded[task_id].task.digest != digest:
+                    raise ExecutorError(f"task {task_id!r} changed on disk since it was loaded")
+            _suites[self.fingerprint] = {k: loaded[k] for k in self.digests}
+        return _suites[self.fingerprint]
+
+
+def shipped_paths(paths: Sequence[str], root: Path) -> tuple[str, ...]:
+    return tuple(shipped_path(p, root, "suite path") for p in paths)
+
+
+def shipped_path(path: str, root: Path, what: str) -> str:
+    """`path` relative to `root`, the folder shipped to the workers; an ExecutorError
+    when it lies outside and would not reach them."""
+    try:
+        return str(Path(path).relative_to(root))
+    except ValueError:
+        raise ExecutorError(
+            f"{what} {path} is outside the working directory {root} shipped to "
+            "the workers: run from a folder that holds it, or ship one that does"
+        ) from None
+
 
 def _absolute_ref(ref: str) -> str:
     """A file reference made absolute for workers in other directories; a `chat:` model
@@ -80,6 +146,10 @@ class TrialItem:
     seed: int
     digest: str
 
+    @property
+    def key(self) -> str:
+        return f"{self.task_id}#{self.trial}"
+
     @classmethod
     def of(cls, spec: TrialSpec) -> TrialItem:
         return cls(spec.task.id, spec.trial, spec.seed, spec.task.digest)
@@ -88,6 +158,7 @@ class TrialItem:
 # -- in the worker ----------------------------------------------------------------------
 
 _loaded: dict[tuple[tuple[str, ...], str], tuple[dict[str, SuiteTask], Any]] = {}
+_suites: dict[str, dict[str, SuiteTask]] = {}
 _loop: asyncio.AbstractEventLoop | None = None
 
 

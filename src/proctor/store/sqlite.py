@@ -145,6 +145,11 @@ def _loads(text: str) -> Any:
         return json.loads(text)
 
 
+#: A trial's key in a run, (task id, trial number); FIRST_KEY sorts before every key.
+Key = tuple[str, int]
+FIRST_KEY: Key = ("", -1)
+
+
 class RunNotFound(LookupError):
     pass
 
@@ -377,45 +382,29 @@ class Store:
                 db.execute("RELEASE trial")
             raise
 
-    def write_regraded(self, result: TrialResult, trace_of: int) -> None:
-        """Store a regraded trial: new checks and verdict, the trace of trial `trace_of`."""
-        doing = f"writing trial {result.task_id}#{result.trial}"
-        self._writing(doing, partial(self._insert, result, None, None, trace_of))
+    def write_encoded(self, encoded: EncodedTrial) -> None:
+        """Store a trial encoded elsewhere (a grading worker): its row and checks."""
+        doing = f"writing trial {encoded.row[1]}#{encoded.row[2]}"
+        self._writing(doing, partial(self._insert_rows, encoded))
 
     def _insert(
         self, result: TrialResult, answer: str | None, outcome: Outcome | None, trace_of: int | None
     ) -> int:
         """Insert a trial's row and checks; returns its rowid."""
+        return self._insert_rows(encode_trial(result, answer, outcome, trace_of))
+
+    def _insert_rows(self, encoded: EncodedTrial) -> int:
         rowid = self.db.execute(
             "INSERT INTO trials(run_id, task_id, trial, seed, status, score, latency_s,"
             " simulated_s, trace_id, usage, metrics, error, answer, outcome, trace_of)"
             " VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
-            (
-                result.run_id,
-                result.task_id,
-                result.trial,
-                result.seed,
-                result.status,
-                result.score,
-                result.latency_s,
-                result.simulated_s,
-                result.trace_id,
-                _dumps(result.usage.to_dict()),
-                _dumps(result.metrics),
-                result.error,
-                answer,
-                None if outcome is None else _dumps(outcome.to_dict()),
-                trace_of,
-            ),
+            encoded.row,
         ).lastrowid
         assert rowid is not None
         self.db.executemany(
             "INSERT INTO checks(trial_rowid, idx, name, kind, passed, score, severity,"
             " evidence) VALUES (?,?,?,?,?,?,?,?)",
-            [
-                (rowid, i, c.name, c.kind, int(c.passed), c.score, c.severity, _dumps(c.evidence))
-                for i, c in enumerate(result.checks)
-            ],
+            [(rowid, *check) for check in encoded.checks],
         )
         return rowid
 
@@ -509,30 +498,14 @@ class Store:
         )
         for _, group in groupby(rows, key=lambda row: row[0]):
             first, *rest = group
-            _, task_id, trial, seed, status, score, latency, trace_id, usage, metrics, error = (
-                first[:11]
-            )
-            yield TrialResult(
-                run_id=run_id,
-                task_id=task_id,
-                trial=trial,
-                seed=seed,
-                status=status,
-                checks=[
-                    Check(name, kind, bool(passed), c_score, severity, _loads(evidence))
-                    for name, kind, passed, c_score, severity, evidence in (
-                        row[12:] for row in (first, *rest)
-                    )
-                    if name is not None
-                ],
-                usage=Usage(**_loads(usage)),
-                latency_s=latency,
-                simulated_s=first[11] or 0.0,
-                trace_id=trace_id,
-                score=score,
-                metrics=_loads(metrics),
-                error=error,
-            )
+            checks = [
+                Check(name, kind, bool(passed), c_score, severity, _loads(evidence))
+                for name, kind, passed, c_score, severity, evidence in (
+                    row[12:] for row in (first, *rest)
+                )
+                if name is not None
+            ]
+            yield _result((run_id, *first[1:7], first[11] or 0.0, *first[7:11]), checks)
 
     def trial_keys(self, run_id: str) -> set[tuple[str, int]]:
         """The (task, trial) pairs stored for a run: what a resumed run skips."""
@@ -582,9 +555,16 @@ class Store:
         return trace, answer or "", Outcome.from_dict(_loads(outcome)) if outcome else None
 
     def graded_trials(
-        self, run_id: str, kept: Sequence[str], batch: int = 500
+        self,
+        run_id: str,
+        kept: Sequence[str],
+        batch: int = 500,
+        *,
+        after: Key = FIRST_KEY,
+        until: Key | None = None,
     ) -> Iterator[StoredTrial]:
-        """Every trial of a run with what grading reads: trace, answer, outcome, usage.
+        """Every trial of a run (with a key after `after`, up to `until`) with what
+        grading reads: trace, answer, outcome, usage.
 
         In (task, trial) order, read `batch` trials at a time by key range, each read
         finished before a trial is handed on: a read cursor held open while the caller
@@ -592,53 +572,83 @@ class Store:
         slower. Of the stored checks only those named in `kept` are read: the checks the
         harness adds, which graders do not produce.
         """
-        try:
-            yield from self._graded_trials(run_id, kept, batch)
-        except _UNREADABLE as exc:
-            raise _unreadable(exc, self.path, f"run {run_id}") from None
+        while True:
+            rows = self.graded_rows(run_id, kept, after, until, batch)
+            if not rows[0]:
+                return
+            yield from self._read(f"run {run_id}", partial(list, decode_graded(run_id, *rows)))
+            after = (rows[0][-1][1], rows[0][-1][2])
 
-    def _graded_trials(self, run_id: str, kept: Sequence[str], batch: int) -> Iterator[StoredTrial]:
-        after: tuple[str, int] = ("", -1)
+    def graded_rows(
+        self, run_id: str, kept: Sequence[str], after: Key, until: Key | None, limit: int
+    ) -> GradedRows:
+        """The first `limit` trials after `after` (up to `until`) as stored, not decoded:
+        their rows, their trace events' and kept checks' rows, for `decode_graded` here
+        or in a worker elsewhere."""
+        return self._read(
+            f"run {run_id}", partial(self._graded_rows, run_id, kept, after, until, limit)
+        )
+
+    def _graded_rows(
+        self, run_id: str, kept: Sequence[str], after: Key, until: Key | None, limit: int
+    ) -> GradedRows:
         source_of = f"COALESCE({self._column('trace_of')}, t.id)"
         names = ",".join("?" * len(kept)) or "NULL"
+        bound = "" if until is None else " AND (t.task_id, t.trial) <= (?, ?)"
+        rows = self.db.execute(
+            "SELECT s.id, t.task_id, t.trial, t.seed, t.status,"
+            f" t.latency_s, t.trace_id, t.usage, t.error, s.answer, s.outcome, t.id,"
+            f" {self._column('simulated_s')}"
+            f" FROM trials t JOIN trials s ON s.id = {source_of}"
+            f" WHERE t.run_id = ? AND (t.task_id, t.trial) > (?, ?){bound}"
+            " ORDER BY t.task_id, t.trial LIMIT ?",
+            (run_id, *after, *(until or ()), limit),
+        ).fetchall()
+        if not rows:
+            return [], [], []
+        window = (run_id, *after, rows[-1][1], rows[-1][2])
+        between = (
+            "WHERE t.run_id = ? AND (t.task_id, t.trial) > (?, ?)"
+            " AND (t.task_id, t.trial) <= (?, ?)"
+        )
+        events = self.db.execute(
+            "SELECT e.trial_rowid, e.seq, e.t, e.kind, e.data FROM trials t"
+            f" JOIN events e ON e.trial_rowid = {source_of}"
+            f" {between} ORDER BY t.task_id, t.trial, e.seq",
+            window,
+        ).fetchall()
+        checks = self.db.execute(
+            "SELECT t.id, c.name, c.kind, c.passed, c.score, c.severity, c.evidence"
+            f" FROM trials t JOIN checks c ON c.trial_rowid = t.id {between}"
+            f" AND c.name IN ({names}) ORDER BY t.task_id, t.trial, c.idx",
+            (*window, *kept),
+        ).fetchall()
+        return rows, events, checks
+
+    def share_bounds(self, run_id: str, size: int) -> Iterator[tuple[Key, Key]]:
+        """A run's trials in shares of `size`, as (after, until] key ranges in order:
+        what a worker reads with `graded_trials(after=..., until=...)`. Read from the
+        index, not the rows."""
+        after: Key = FIRST_KEY
+        query = (
+            "SELECT task_id, trial FROM trials WHERE run_id = ? AND (task_id, trial) > (?, ?)"
+            " ORDER BY task_id, trial LIMIT 1 OFFSET ?"
+        )
+        last = (
+            "SELECT task_id, trial FROM trials WHERE run_id = ? AND (task_id, trial) > (?, ?)"
+            " ORDER BY task_id DESC, trial DESC LIMIT 1"
+        )
         while True:
-            rows = self.db.execute(
-                "SELECT s.id, t.task_id, t.trial, t.seed, t.status,"
-                f" t.latency_s, t.trace_id, t.usage, t.error, s.answer, s.outcome, t.id,"
-                f" {self._column('simulated_s')}"
-                f" FROM trials t JOIN trials s ON s.id = {source_of}"
-                " WHERE t.run_id = ? AND (t.task_id, t.trial) > (?, ?)"
-                " ORDER BY t.task_id, t.trial LIMIT ?",
-                (run_id, *after, batch),
-            ).fetchall()
-            if not rows:
-                return
-            last = (rows[-1][1], rows[-1][2])
-            window = (run_id, *after, *last)
-            between = (
-                "WHERE t.run_id = ? AND (t.task_id, t.trial) > (?, ?)"
-                " AND (t.task_id, t.trial) <= (?, ?)"
+            row = self._read(
+                f"run {run_id}", partial(_one, self.db, query, (run_id, *after, size - 1))
             )
-            events: dict[int, list[TraceEvent]] = {}
-            for source, seq, t, kind, data in self.db.execute(
-                "SELECT e.trial_rowid, e.seq, e.t, e.kind, e.data FROM trials t"
-                f" JOIN events e ON e.trial_rowid = {source_of}"
-                f" {between} ORDER BY t.task_id, t.trial, e.seq",
-                window,
-            ).fetchall():
-                events.setdefault(source, []).append(TraceEvent(seq, t, kind, _loads(data)))
-            checks: dict[int, list[Check]] = {}
-            for rowid, name, kind, passed, score, severity, evidence in self.db.execute(
-                "SELECT t.id, c.name, c.kind, c.passed, c.score, c.severity, c.evidence"
-                f" FROM trials t JOIN checks c ON c.trial_rowid = t.id {between}"
-                f" AND c.name IN ({names}) ORDER BY t.task_id, t.trial, c.idx",
-                (*window, *kept),
-            ).fetchall():
-                check = Check(name, kind, bool(passed), score, severity, _loads(evidence))
-                checks.setdefault(rowid, []).append(check)
-            for row in rows:
-                yield self._stored(run_id, row, events.get(row[0], []), checks.get(row[11], []))
-            after = last
+            if row is None:
+                row = self._read(f"run {run_id}", partial(_one, self.db, last, (run_id, *after)))
+                if row is not None:
+                    yield after, (row[0], row[1])
+                return
+            yield after, (row[0], row[1])
+            after = (row[0], row[1])
 
     @staticmethod
     def _stored(
@@ -669,6 +679,99 @@ class Store:
 
 def _fetch(db: sqlite3.Connection, query: str, args: tuple[Any, ...]) -> list[Any]:
     return db.execute(query, args).fetchall()
+
+
+def _one(db: sqlite3.Connection, query: str, args: tuple[Any, ...]) -> Any:
+    return db.execute(query, args).fetchone()
+
+
+#: A share of a run as stored: trial rows, trace event rows, kept check rows.
+GradedRows = tuple[list[tuple[Any, ...]], list[tuple[Any, ...]], list[tuple[Any, ...]]]
+
+
+def decode_graded(
+    run_id: str,
+    rows: list[tuple[Any, ...]],
+    events: list[tuple[Any, ...]],
+    checks: list[tuple[Any, ...]],
+) -> Iterator[StoredTrial]:
+    """The StoredTrials of rows read by `Store.graded_rows`."""
+    by_source: dict[int, list[TraceEvent]] = {}
+    for source, seq, t, kind, data in events:
+        by_source.setdefault(source, []).append(TraceEvent(seq, t, kind, _loads(data)))
+    by_trial: dict[int, list[Check]] = {}
+    for rowid, name, kind, passed, score, severity, evidence in checks:
+        check = Check(name, kind, bool(passed), score, severity, _loads(evidence))
+        by_trial.setdefault(rowid, []).append(check)
+    for row in rows:
+        yield Store._stored(run_id, row, by_source.get(row[0], []), by_trial.get(row[11], []))
+
+
+@dataclass(frozen=True, slots=True)
+class EncodedTrial:
+    """A trial as the store inserts it: its row and its checks' rows, JSON encoded. A
+    grading worker encodes; the process that owns the store inserts."""
+
+    row: tuple[Any, ...]
+    checks: list[tuple[Any, ...]]
+
+    def result(self) -> TrialResult:
+        """The trial's result as a summary reads it: checks without their evidence."""
+        checks = [
+            Check(name, kind, bool(passed), score, severity)
+            for _, name, kind, passed, score, severity, _ in self.checks
+        ]
+        return _result(self.row[:12], checks)
+
+
+def _result(row: tuple[Any, ...], checks: list[Check]) -> TrialResult:
+    """A trial's result from its row's first columns, in `encode_trial`'s order."""
+    run_id, task_id, trial, seed, status, score, latency, simulated = row[:8]
+    trace_id, usage, metrics, error = row[8:12]
+    return TrialResult(
+        run_id=run_id,
+        task_id=task_id,
+        trial=trial,
+        seed=seed,
+        status=status,
+        checks=checks,
+        usage=Usage(**_loads(usage)),
+        latency_s=latency,
+        simulated_s=simulated,
+        trace_id=trace_id,
+        score=score,
+        metrics=_loads(metrics),
+        error=error,
+    )
+
+
+def encode_trial(
+    result: TrialResult, answer: str | None, outcome: Outcome | None, trace_of: int | None
+) -> EncodedTrial:
+    """`result` (and the answer and outcome a trial with its own trace keeps) as rows."""
+    return EncodedTrial(
+        (
+            result.run_id,
+            result.task_id,
+            result.trial,
+            result.seed,
+            result.status,
+            result.score,
+            result.latency_s,
+            result.simulated_s,
+            result.trace_id,
+            _dumps(result.usage.to_dict()),
+            _dumps(result.metrics),
+            result.error,
+            answer,
+            None if outcome is None else _dumps(outcome.to_dict()),
+            trace_of,
+        ),
+        [
+            (i, c.name, c.kind, int(c.passed), c.score, c.severity, _dumps(c.evidence))
+            for i, c in enumerate(result.checks)
+        ],
+    )
 
 
 def _why(exc: BaseException) -> str:
