@@ -2,7 +2,7 @@
 
 A task's checks are only as good as the agents they fail. Three controls say so
 (docs/architecture.md, Suite health): the reference agent must pass every task (else the
-task or its expectations are wrong); the **null** agent (no call, no answer) and the
+task or its expectations are wrong; one it passes on some trials only meets noise); the **null** agent (no call, no answer) and the
 **junk** agent (calls to every tool it is shown with arguments that fit the schema but
 name nothing the task is about, then a confident answer claiming success) must fail every
 task that is not about declining. A task a control gets wrong is listed with the checks
@@ -140,16 +140,14 @@ def control_findings(suite: Suite, results: dict[str, list[TrialResult]]) -> lis
     }
     found: list[ControlFinding] = []
     for control, trials in results.items():
+        # A reference that passes a task on some trials and not others meets noise (the
+        # noise floor's to say), not a wrong task: it must never pass it to be wrong.
+        exempt = {r.task_id for r in trials if r.passed} if control == "reference" else declining
         first: dict[str, TrialResult] = {}
         for r in trials:
-            if r.status == "error":
+            if r.status == "error" or r.task_id in exempt or r.task_id in first:
                 continue
-            wrong = r.status != "passed" if control == "reference" else r.status == "passed"
-            if (
-                wrong
-                and r.task_id not in first
-                and r.task_id not in (set() if control == "reference" else declining)
-            ):
+            if (not r.passed) if control == "reference" else r.passed:
                 first[r.task_id] = r
         for task_id, r in first.items():
             checks = (
