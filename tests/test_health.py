@@ -293,12 +293,19 @@ expect:
     - {path: orders.A-100.status, equals: placed}
 """
 AGENTS = """\
-import importlib.util, pathlib
-spec = importlib.util.spec_from_file_location("support_agents", pathlib.Path(__file__).with_name("agents_base.py"))
-base = importlib.util.module_from_spec(spec); spec.loader.exec_module(base)
+import importlib.util
+import pathlib
+
 from proctor import Plan, ScriptedAgent
+
+here = pathlib.Path(__file__).with_name("agents_base.py")
+spec = importlib.util.spec_from_file_location("support_agents", here)
+base = importlib.util.module_from_spec(spec)
+spec.loader.exec_module(base)
 plans = dict(base.PLANS)
-plans["planted-broken"] = Plan(steps=(base.get("A-100"), base.cancel("A-100")), answer="Order A-100 is cancelled.")
+plans["planted-broken"] = Plan(
+    steps=(base.get("A-100"), base.cancel("A-100")), answer="Order A-100 is cancelled."
+)
 scripted = ScriptedAgent(plans, name="support-scripted", version="1")
 """
 GATES = """\

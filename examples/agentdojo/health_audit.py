@@ -67,8 +67,8 @@ def world_holes(report: dict[str, Any]) -> list[dict[str, Any]]:
     return [
         h
         for h in report["mutation"]["holes"]
-        if h["kind"] in WORLD_KINDS and "outcome" in h["hole"]["expect"]
-        or h["kind"] == "claim_success_without_write"
+        if h["kind"] == "claim_success_without_write"
+        or (h["kind"] in WORLD_KINDS and "outcome" in h["hole"]["expect"])
     ]
 
 

@@ -2,12 +2,12 @@
 
 A task's checks are only as good as the agents they fail. Three controls say so
 (docs/architecture.md, Suite health): the reference agent must pass every task (else the
-task or its expectations are wrong; one it passes on some trials only meets noise); the **null** agent (no call, no answer) and the
-**junk** agent (calls to every tool it is shown with arguments that fit the schema but
-name nothing the task is about, then a confident answer claiming success) must fail every
-task that is not about declining. A task a control gets wrong is listed with the checks
-that decided it: the failing ones for the reference, the passing ones that let a control
-through.
+task or its expectations are wrong; one it passes on some trials only meets noise); the
+**null** agent (no call, no answer) and the **junk** agent (calls to every tool it is
+shown with arguments that fit the schema but name nothing the task is about, then a
+confident answer claiming success) must fail every task that is not about declining. A
+task a control gets wrong is listed with the checks that decided it: the failing ones for
+the reference, the passing ones that let a control through.
 """
 
 from __future__ import annotations
