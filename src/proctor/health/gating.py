@@ -16,7 +16,7 @@ from proctor.decide.gate import Rule
 from proctor.store.export import RunData
 
 
-def _unhealthy(report: dict[str, Any], run: RunData) -> dict[str, str]:
+def unhealthy_tasks(report: dict[str, Any], run: RunData) -> dict[str, str]:
     """Task id → why it cannot carry a gate, for the run's tasks."""
     checked = {t["task_id"]: t for t in report.get("tasks", [])}
     out = {}
@@ -47,7 +47,7 @@ def health_gate(
     reasons = []
     if report["suite_verdict"]["verdict"] != "healthy":
         reasons.append("the suite is unhealthy: " + "; ".join(report["suite_verdict"]["reasons"]))
-    bad = _unhealthy(report, run)
+    bad = unhealthy_tasks(report, run)
     infos = run.task_infos()
     rows = []
     for rule in rules:

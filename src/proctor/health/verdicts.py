@@ -73,7 +73,12 @@ def task_verdicts(
         health[hole.task_id].add(
             "weak",
             f"mutant survives ({hole.kind}: {hole.change}); "
-            f"would be killed by expect: {canonical(hole.hole)}",
+            f"would be killed by expect: {canonical(hole.hole)}"
+            + (
+                ""
+                if hole.hole_verified
+                else " (not checked: it does not kill it, or fails the reference)"
+            ),
         )
     for t in pop.trivial:
         health[t].add("trivial", "every agent passes it, the null control too: no signal")
