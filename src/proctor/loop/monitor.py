@@ -47,8 +47,8 @@ RATES: dict[str, Callable[[Signals], bool | None]] = {
     "denied": lambda s: s.denied > 0,
     "abandonment": lambda s: s.abandoned,
 }
-#: Per-session distributions tested with Mann–Whitney.
-DISTRIBUTIONS: dict[str, Callable[[Signals], float]] = {
+#: Per-session distributions tested with Mann–Whitney (None: not measured, left out).
+DISTRIBUTIONS: dict[str, Callable[[Signals], float | None]] = {
     "latency_s": lambda s: s.latency_s,
     "cost_usd": lambda s: s.cost_usd,
 }
@@ -158,7 +158,7 @@ def figures(records: Sequence[Signals]) -> dict[str, Any]:
             "rate": sum(seen) / len(seen) if seen else None,
         }
     for name, value in DISTRIBUTIONS.items():
-        values = [value(r) for r in records]
+        values = measured(value, records)
         out[name] = {
             "mean": stats.mean(values),
             "p50": stats.percentile(values, 50),
@@ -168,9 +168,14 @@ def figures(records: Sequence[Signals]) -> dict[str, Any]:
     proposals = sum(r.proposals for r in records)
     out["denied_per_proposal"] = sum(r.denied for r in records) / proposals if proposals else None
     successes = out["success"]["events"]
-    observed_cost = sum(r.cost_usd for r in records if r.outcome is not None)
-    out["cost_per_success_usd"] = observed_cost / successes if successes else None
+    costs = measured(DISTRIBUTIONS["cost_usd"], [r for r in records if r.outcome is not None])
+    out["cost_per_success_usd"] = sum(costs) / successes if successes and costs else None
     return out
+
+
+def measured(value: Callable[[Signals], float | None], records: Sequence[Signals]) -> list[float]:
+    """A distribution's values over the sessions that measured it."""
+    return [v for v in map(value, records) if v is not None]
 
 
 def _window_label(moment: datetime | None, width: int) -> str:
@@ -270,7 +275,7 @@ def drift_tests(
                 }
             )
         for name, value in DISTRIBUTIONS.items():
-            p_values, b_values = [value(r) for r in records], [value(r) for r in base]
+            p_values, b_values = measured(value, records), measured(value, base)
             p = mann_whitney(p_values, b_values)
             if p is None:
                 continue

@@ -55,7 +55,7 @@ class Signals:
     denied: int = 0
     abandoned: bool = False
     latency_s: float = 0.0
-    cost_usd: float = 0.0
+    cost_usd: float | None = None  # None: the session reported no cost (not measured)
     policy_decisions: list[dict[str, Any]] = field(default_factory=list)
     review_label: dict[str, Any] | None = None
     source: str = ""
