@@ -25,6 +25,7 @@ from proctor.store.export import RunData
 from proctor.tasks.models import Task
 from test_flaky import coin_flip
 from test_grader_registry import isolated  # noqa: F401  (registrations vanish after)
+from trial_run import order_desk
 
 SUPPORT = Path(__file__).resolve().parents[1] / "examples" / "support"
 PROMPT = "Cancel order A."
@@ -56,30 +57,15 @@ SOUND = {
 
 
 def desk() -> Domain:
-    """Order A, placed: look up, cancel, refund; an unknown id is `not_found`."""
-    domain = Domain("healthdesk", base_state={"orders": {"A": {"status": "placed"}}})
-
-    def order(state: dict[str, Any], order_id: str) -> dict[str, Any]:
-        if order_id not in state["orders"]:
-            raise ToolError(f"no order {order_id}", code="not_found")
-        found: dict[str, Any] = state["orders"][order_id]
-        return found
-
-    @domain.tool("orders.get", entity="order_id")
-    def get(state: dict[str, Any], order_id: str) -> dict[str, Any]:
-        """Read an order."""
-        return {"order_id": order_id, **order(state, order_id)}
-
-    @domain.tool("orders.cancel", kind="write", entity="order_id")
-    def cancel(state: dict[str, Any], order_id: str) -> dict[str, Any]:
-        """Cancel an order."""
-        order(state, order_id)["status"] = "cancelled"
-        return {"order_id": order_id, "status": "cancelled"}
+    """Order A, placed: look up, cancel (tests/trial_run.py), and refund."""
+    domain = order_desk("healthdesk", {"A": {"status": "placed"}})
 
     @domain.tool("orders.refund", kind="write", entity="order_id")
     def refund(state: dict[str, Any], order_id: str) -> dict[str, Any]:
         """Refund an order."""
-        order(state, order_id)["status"] = "refunded"
+        if order_id not in state["orders"]:
+            raise ToolError(f"no order {order_id}", code="not_found")
+        state["orders"][order_id]["status"] = "refunded"
         return {"order_id": order_id, "status": "refunded"}
 
     return domain
@@ -368,25 +354,9 @@ def test_gate_require_health_without_a_report_refuses_and_names_the_command(tmp_
     folder, agent = support_copy(tmp_path, planted=False)
     store = str(tmp_path / "p.db")
     assert cli("run", str(folder), "--agent", agent, "--store", store, "--quiet").exit_code == 0
-    gated = cli(
-        "gate",
-        "latest",
-        "--rules",
-        str(folder / "gates.yaml"),
-        "--store",
-        store,
-        "--require-health",
-    )
+    gate = ("gate", "latest", "--rules", str(folder / "gates.yaml"), "--store", store)
+    gated = cli(*gate, "--require-health")
     assert gated.exit_code == 1
     assert "no health report for suite" in gated.output and "proctor health" in gated.output
-    lone = cli(
-        "gate",
-        "latest",
-        "--rules",
-        str(folder / "gates.yaml"),
-        "--store",
-        store,
-        "--health",
-        "x.json",
-    )
+    lone = cli(*gate, "--health", "x.json")
     assert lone.exit_code == 2 and "--health goes with --require-health" in lone.output
