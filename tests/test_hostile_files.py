@@ -256,8 +256,9 @@ def test_a_hostile_gates_file_stops_run_before_running(tmp_path: Path) -> None:
 
 
 def test_no_module_but_the_document_reader_parses_yaml() -> None:
-    """Bounded loading holds only if every file goes through core/documents.py."""
-    readers = {"core/bounded.py", "core/documents.py"}
+    """Bounded loading holds only if every file goes through core/documents.py. The one
+    other reader parses AgentDojo's own environment files, shipped inside its package."""
+    readers = {"core/bounded.py", "core/documents.py", "bench/agentdojo/suites.py"}
     src = ROOT / "src" / "proctor"
     offenders = []
     for path in src.rglob("*.py"):

@@ -325,7 +325,9 @@ def test_otel_spans_are_monitored_graded_against_the_suite_and_timed(tmp_path: P
     assert data["program"]["coverage"]["rate"] == 1.0
     assert all(r["review_label"] is None for r in data["records"])  # nobody labelled yet
     with Store(db) as store:  # a reviewer adjudicates the trial one session came from
-        adjudicate(store, store.run("latest")["run_id"], "missing-order", 0, "false_claim", "x")
+        adjudicate(
+            store, store.run("latest")["run_id"], "handle-missing-order", 0, "false_claim", "x"
+        )
     again = CliRunner().invoke(
         main,
         ["monitor", str(spans.parent), "--map", str(mapping), "--suite", str(support),
@@ -333,5 +335,5 @@ def test_otel_spans_are_monitored_graded_against_the_suite_and_timed(tmp_path: P
     )  # fmt: skip
     assert again.exit_code == 0, again.output
     labelled = [r for r in json.loads(out.read_text())["records"] if r["review_label"]]
-    assert [r["task_id"] for r in labelled] == ["missing-order"]
+    assert [r["task_id"] for r in labelled] == ["handle-missing-order"]
     assert labelled[0]["review_label"]["reason"] == "false_claim"

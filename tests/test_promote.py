@@ -191,10 +191,10 @@ def test_bad_input_exits_2_and_writes_nothing(tmp_path: Path) -> None:
     scripted = f"{SUPPORT / 'agents.py'}:scripted"
     assert invoke("run", str(SUPPORT), "--agent", scripted, "--store", str(db), "-q").exit_code == 0
     common = ["--out", str(out), "--store", str(db), "--suite", str(SUPPORT)]
-    passing = invoke("promote", "latest", "--task", "missing-order", *common)
+    passing = invoke("promote", "latest", "--task", "handle-missing-order", *common)
     assert passing.exit_code == 2 and "passed: nothing to promote" in passing.output
-    unknown = invoke("promote", "latest", "--task", "missing-order", "--trial", "4", *common)
-    assert unknown.exit_code == 2 and "no trial missing-order#4" in unknown.output
+    unknown = invoke("promote", "latest", "--task", "handle-missing-order", "--trial", "4", *common)
+    assert unknown.exit_code == 2 and "no trial handle-missing-order#4" in unknown.output
     log = tmp_path / "prod.jsonl"
     log.write_text(json.dumps(openai_session(None)) + "\n")
     assert (

@@ -53,7 +53,7 @@ def test_a_dropped_write_takes_its_effect_with_it() -> None:
 
 def test_an_edited_call_meets_the_world_s_own_answer() -> None:
     suite = load_suite(EXAMPLES / "support")
-    member = next(t for t in suite.tasks if t.id == "refuse-shipped-order")
+    member = next(t for t in suite.tasks if t.id == "do-not-cancel-shipped-order")
     actions = [
         Action("message", {"role": "user", "content": member.task.prompt}),
         Action.call("orders.cancel", {"order_id": "B-200", "reason": "x"}),

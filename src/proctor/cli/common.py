@@ -83,9 +83,10 @@ def redactor_for(path: str | None) -> Any:
 # -- release decisions: compare, gate, power, export ------------------------------------
 
 
-def maybe_store(path: str) -> Any:
-    """The store if there is one: a run reference may also be an exported file."""
-    return open_store(path, readonly=True) if Path(path).exists() else None
+def maybe_store(path: str, *, readonly: bool = True) -> Any:
+    """The store if there is one: a run reference may also be an exported file. Read-only
+    unless the command writes (a judge's cache)."""
+    return open_store(path, readonly=readonly) if Path(path).exists() else None
 
 
 def run_data_or_exit(ref: str, store: Any) -> Any:

@@ -126,7 +126,7 @@ def compare(
     from proctor.decide.compare import CompareError, compare_runs, holdout_looks
     from proctor.report.decision import print_comparison
 
-    store = maybe_store(store_path)
+    store = maybe_store(store_path, readonly=not judges.refs)  # judges cache their verdicts
     base, cand = run_data_or_exit(baseline, store), run_data_or_exit(candidate, store)
     looks = holdout_looks(store.runs(limit=-1), cand) if store is not None else 0
     try:

@@ -114,6 +114,10 @@ def verdict(checks: Sequence[Check]) -> tuple[bool, float]:
     return passed, round(score, 6)
 
 
+#: A check's `actual` for a figure nothing reported (proctor.grade.budget).
+NOT_MEASURED = "not measured"
+
+
 @dataclass(slots=True)
 class Usage:
     """What a trial's model calls consumed. `None` is "not measured": nothing reported it.

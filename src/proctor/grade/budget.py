@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from proctor.core.results import Check
+from proctor.core.results import NOT_MEASURED, Check
 from proctor.grade.context import GradeContext
 from proctor.grade.quality import untrusted_measures
 from proctor.grade.registry import grader
@@ -29,7 +29,7 @@ def grade_budget(ctx: GradeContext) -> list[Check]:
             name,
             "budget",
             actual is not None and actual <= limit and measure not in untrusted,
-            evidence={"limit": limit, "actual": "not measured" if actual is None else actual}
+            evidence={"limit": limit, "actual": NOT_MEASURED if actual is None else actual}
             | ({"untrusted": f"data_quality:{measure}"} if measure in untrusted else {}),
         )
         for name, limit, actual, measure in limits

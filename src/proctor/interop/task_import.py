@@ -20,10 +20,9 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-import yaml
 from pydantic import ValidationError
 
-from proctor.core.documents import Loc, Problem, SpecError, format_loc, line_of
+from proctor.core.documents import Loc, Problem, SpecError, dump_document, format_loc, line_of
 from proctor.tasks.loader import load_task_file
 from proctor.tasks.models import Task
 
@@ -66,8 +65,7 @@ def file_name(task_id: str, taken: set[str]) -> str:
 
 
 def task_text(task: Task) -> str:
-    data = task.model_dump(mode="json", exclude_unset=True)
-    return yaml.safe_dump(data, sort_keys=False, allow_unicode=True, width=100)
+    return dump_document(task.model_dump(mode="json", exclude_unset=True))
 
 
 def write_tasks(tasks: Sequence[Task], out: Path) -> list[Path]:

@@ -12,7 +12,6 @@ from collections.abc import Iterable
 from typing import Any
 
 from proctor.review.labels import GroundTruth, run_truth
-from proctor.store import desk
 from proctor.store.sqlite import Store
 
 #: Trace ids looked up per query (SQLite's bound-parameter limit is far above this).
@@ -21,7 +20,6 @@ _CHUNK = 500
 
 def review_truth(store: Store, run_id: str) -> GroundTruth:
     """The review desk's ground truth for a run's trials (proctor.review.labels)."""
-    desk.migrate(store.db)  # a store the desk never opened has no label tables yet
     return run_truth(store.db, run_id)
 
 

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from proctor.core.outcome import Outcome
-from proctor.core.results import TrialResult
+from proctor.core.results import NOT_MEASURED, TrialResult
 from proctor.core.trace import Trace
 from proctor.env.domain import Domain
 from proctor.grade.context import GradeContext
@@ -83,13 +83,20 @@ def task_with(task: Task, fragments: list[dict[str, Any]]) -> Task:
 def blocking_failures(
     task: Task, domain: Domain, trace: Trace, outcome: Outcome, latency_s: float
 ) -> set[str]:
-    """Names of the checks that fail the trial when `trace` is graded against `task`."""
+    """Names of the checks that fail the trial when `trace` is graded against `task`. A
+    budget on a figure the trace never reported fails for want of data, not for what the
+    agent did: no regression task can reproduce it, so it is left out."""
     if not state_recorded(trace):
         task, _ = without_state_checks(task)
     usage = usage_of(trace.events)
     result = TrialResult("promote", task.id, 0, 0, "error")
     judge(result, GradeContext(task, trace, outcome, usage, latency_s, domain), [], None, None)
-    return {c.name for c in result.checks if c.blocks}
+    return {
+        c.name
+        for c in result.checks
+        if c.blocks
+        and not (isinstance(c.evidence, dict) and c.evidence.get("actual") == NOT_MEASURED)
+    }
 
 
 @dataclass

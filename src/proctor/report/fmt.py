@@ -6,12 +6,10 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+from proctor.core.results import NOT_MEASURED
+
 #: Metrics that are rates (shown in percent and percentage points).
 RATES = {"task_success_rate", "tool_precision", "tool_recall", "arg_accuracy"}
-
-
-#: What a figure nothing reported shows (an agent that recorded no model call has no cost).
-NOT_MEASURED = "not measured"
 
 
 def measured(x: float | None, show: Callable[[float], str]) -> str:

@@ -25,7 +25,6 @@ from typing import Any, Literal
 from proctor.core.results import TrialResult
 from proctor.decide import stats
 from proctor.review.labels import GroundTruth, run_truth
-from proctor.store import desk
 from proctor.store.labels import LabelRow
 
 Level = Literal["nominal", "ordinal", "interval"]
@@ -174,6 +173,5 @@ def human_figures(
     db: sqlite3.Connection, run_id: str, results: Iterable[TrialResult]
 ) -> dict[str, Any]:
     """`human_vs_automated` for a run's stored labels and its trial results."""
-    desk.migrate(db)
     automated = {(r.task_id, r.trial): r.passed for r in results if r.valid}
     return human_vs_automated(run_truth(db, run_id), automated)

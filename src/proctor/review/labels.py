@@ -30,6 +30,7 @@ from proctor.core.results import TaskInfo
 from proctor.judge.labels import COLUMNS, Label
 from proctor.judge.labels import write_labels as write_label_file
 from proctor.review.settings import DeskSettings
+from proctor.store import desk
 from proctor.store import labels as stored
 from proctor.store.labels import LabelRow
 
@@ -152,7 +153,10 @@ def ground_truth(
 
 
 def run_truth(db: sqlite3.Connection, run_id: str) -> GroundTruth:
-    """The ground truth of a run's labels as they stand in the store."""
+    """The ground truth of a run's labels as they stand in the store (none in a store the
+    desk never opened)."""
+    if not desk.present(db):
+        return ground_truth([], {})
     return ground_truth(stored.current_labels(db, run_id), stored.adjudications(db, run_id))
 
 

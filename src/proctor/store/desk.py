@@ -101,25 +101,18 @@ CREATE INDEX IF NOT EXISTS adjudications_by_trial ON adjudications(run_id, task_
 """
 
 
+def present(db: sqlite3.Connection) -> bool:
+    """Whether the desk's tables exist: a store the desk never opened has none, and a
+    store opened read-only (`report`, `show`, `compare`) cannot be given them."""
+    row = db.execute(
+        "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'adjudications'"
+    ).fetchone()
+    return row is not None
+
+
 def migrate(db: sqlite3.Connection) -> None:
-    """Create the desk's tables in a store (idempotent) and record their version. A store
-    already at this version is left unwritten, so read-only commands may call it."""
-    try:
-        row = db.execute("SELECT value FROM meta WHERE key = 'desk_schema_version'").fetchone()
-    except sqlite3.OperationalError:  # no meta table yet
-        row = None
-    if row is not None and row[0] == str(DESK_SCHEMA_VERSION):
-        return
-    try:
-        db.executescript(_SCHEMA)
-    except sqlite3.OperationalError as exc:
-        if "readonly" not in str(exc):
-            raise
-        # A read-only store the desk never opened holds no labels: empty tables of this
-        # connection's own (TEMP) say so to its readers, and nothing is written.
-        tables = [t for t in _SCHEMA.split(";") if "CREATE TABLE" in t]
-        db.executescript(";".join(t.replace("CREATE TABLE", "CREATE TEMP TABLE") for t in tables))
-        return
+    """Create the desk's tables in a store (idempotent) and record their version."""
+    db.executescript(_SCHEMA)
     db.execute(
         "INSERT OR REPLACE INTO meta(key, value) VALUES ('desk_schema_version', ?)",
         (str(DESK_SCHEMA_VERSION),),
