@@ -360,3 +360,87 @@ def test_gate_require_health_without_a_report_refuses_and_names_the_command(tmp_
     assert "no health report for suite" in gated.output and "proctor health" in gated.output
     lone = cli(*gate, "--health", "x.json")
     assert lone.exit_code == 2 and "--health goes with --require-health" in lone.output
+
+
+# -- the noise floor against gate rules; judges; bad input --------------------------------
+
+RULES = """\
+rules:
+  - non_inferior: task_success_rate
+    margin: 0.02
+  - no_regressions: true
+  - task_success_rate >= 0.5
+"""
+
+
+@pytest.mark.usefixtures("isolated")
+def test_gate_rules_inside_the_noise_are_named(tmp_path: Path) -> None:
+    from proctor.decide.gate import load_rules
+
+    grader("coin_flip_rules", applies=lambda task: task.metadata.get("probe") == "coin")(coin_flip)
+    probed = dict(SOUND) | {"_task": {"metadata": {"probe": "coin"}}}
+    path = tmp_path / "gates.yaml"
+    path.write_text(RULES, encoding="utf-8")
+    options = HealthOptions(trials=20, rules=load_rules(path))
+    report = check_health(suite_of(sound=dict(SOUND), probed=probed), canceller, options)
+    noise = report.to_dict()["noise"]
+    why = {c["rule"]: c["why"] for c in noise["gate_callouts"]}
+    # a coin flip on one task of two: the rate sits near 0.75, and 0.5 is far from it
+    assert set(why) == {"non_inferior task_success_rate (margin 0.02)", "no_regressions"}
+    margin = why["non_inferior task_success_rate (margin 0.02)"]
+    assert "below the suite's minimal detectable effect" in margin or "no drop" in margin
+    assert why["no_regressions"].endswith(": probed")
+    assert noise["mde"] is None or noise["mde"] > 0.02
+    assert noise["noise_band"] > 0
+
+
+def test_judge_checks_count_only_with_a_calibration_of_the_rubric_as_it_is(
+    tmp_path: Path,
+) -> None:
+    from proctor.env.suite import load_suite
+    from proctor.health.judges import judge_status
+    from proctor.judge.records import save_record
+    from proctor.store.sqlite import Store
+
+    suite = load_suite(SUPPORT.parent / "kyc" / "tasks" / "cases_strict.yaml")
+    store = Store(tmp_path / "p.db")
+    [row] = judge_status(suite, store)
+    assert (row.rubric, row.calibrated) == ("document-request", False)
+    assert row.reason == "uncalibrated: no calibration of this rubric"
+    good = {"kappa": 0.8, "false_pass_rate": 0.05, "error_rate": 0.0}
+    save_record(store, row.rubric, "an-old-version", "j", "fp", good)
+    assert judge_status(suite, store)[0].reason.endswith("the rubric changed since its calibration")
+    save_record(store, row.rubric, row.version, "j", "fp", {**good, "kappa": 0.3})
+    assert judge_status(suite, store)[0].reason.startswith("refused by calibration")
+    save_record(store, row.rubric, row.version, "judge-x", "fp", good)
+    counted = judge_status(suite, store)[0]
+    assert counted.calibrated and counted.judge == "judge-x"
+    assert set(counted.tasks) == {t.id for t in suite.tasks if t.rubrics}
+
+
+def test_a_user_who_runs_out_of_lines_before_the_write_ends_the_conversation() -> None:
+    async def asks_twice(input: Any, toolbox: Toolbox) -> str:
+        await toolbox.ask_user("Which order?")
+        await toolbox.ask_user("And the reason?")
+        await toolbox.call("orders.get", {"order_id": "A"})
+        await toolbox.call("orders.cancel", {"order_id": "A"})
+        return "Order A is cancelled."
+
+    spec = dict(SOUND) | {"_task": {"user": {"turns": ["Order A."]}}}
+    [finding] = check_health(suite_of(turns=spec), asks_twice).to_dict()["users"]
+    assert finding["problem"].startswith("ends the conversation")
+    assert finding["question"] == "And the reason?" and finding["reply"] == ""
+
+
+def test_bad_input_to_health_exits_2_with_one_line(tmp_path: Path) -> None:
+    agent = f"{SUPPORT / 'agents.py'}:scripted"
+    base = ("health", str(SUPPORT), "--reference", agent, "--no-save")
+    kinds = cli(*base, "--kinds", "drop_it")
+    assert kinds.exit_code == 2 and "unknown mutation kind 'drop_it'" in kinds.output
+    none = cli(*base, "--task", "no-such-task")
+    assert none.exit_code == 2 and "no task selected" in none.output
+    bad = tmp_path / "gates.yaml"
+    bad.write_text("rules:\n  - task_success_rate >>= 1\n", encoding="utf-8")
+    rules = cli(*base, "--rules", str(bad))
+    assert rules.exit_code == 2 and "gates.yaml:2" in rules.output
+    assert "Traceback" not in kinds.output + none.output + rules.output

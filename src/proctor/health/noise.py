@@ -189,7 +189,12 @@ def gate_callouts(
     noisy = {t.task_id for t in report.noisy}
     for rule in rules:
         why = None
-        if rule.kind == "non_inferior" and report.mde is not None and rule.margin < report.mde:
+        if rule.kind == "non_inferior" and report.rate is not None and report.mde is None:
+            why = (
+                f"margin {rule.margin:g}: the suite as run detects no drop from its rate "
+                f"{report.rate:.3f} at all (too few tasks or trials)"
+            )
+        elif rule.kind == "non_inferior" and report.mde is not None and rule.margin < report.mde:
             why = (
                 f"margin {rule.margin:g} is below the suite's minimal detectable effect "
                 f"{report.mde:.3f}: a drop of the margin cannot be told from noise"

@@ -128,7 +128,10 @@ def tasks_table(tasks: list[dict[str, Any]], limit: int = 60) -> Table:
 
 
 def noise_lines(noise: dict[str, Any]) -> list[str]:
-    mde = "not measured" if noise["mde"] is None else pct(noise["mde"])
+    if noise["mde"] is not None:
+        mde = pct(noise["mde"])
+    else:
+        mde = "not measured" if noise["success_rate"] is None else "none: no drop is detectable"
     seeds = ", ".join(str(s) for s in noise["seeds"])
     lines = [
         f"noise floor ({noise['agent']}, {noise['runs']} runs, seeds {seeds}, "
