@@ -384,3 +384,20 @@ def test_a_session_that_did_the_wrong_thing_fails(tmp_path: Path, suite: Path) -
     task = summary["per_task"][0]
     assert summary["passed_trials"] == 0 and task["id"] == "create_task_1"
     assert "required:create_task" in task["failed_checks"]
+
+
+def test_a_deeply_nested_log_is_a_one_line_error(tmp_path: Path, suite: Path) -> None:
+    """A log nested past the limit is refused before `json.loads` recurses (issue 20.3)."""
+    deep = {**HEADER, "samples": SAMPLES, "extra": "[" * 100_000 + "]" * 100_000}
+    path = tmp_path / "deep.json"
+    path.write_text(json.dumps(deep).replace('"[[[', "[[[", 1).replace(']]]"', "]]]", 1))
+    done = grade(path, suite, "--format", "inspect")
+    assert done.returncode == 2 and done.stderr.count("\n") == 1, done.stderr
+    assert done.stderr.startswith(f"{path}:1: nested deeper than")
+    archive = tmp_path / "deep.eval"
+    with zipfile.ZipFile(archive, "w") as z:
+        z.writestr("header.json", json.dumps(HEADER))
+        z.writestr("samples/1_epoch_1.json", "[" * 100_000 + "]" * 100_000)
+    done = grade(archive, suite, "--format", "inspect")
+    assert done.returncode == 2 and "Traceback" not in done.stderr, done.stderr
+    assert done.stderr.startswith(f"{archive}: samples/1_epoch_1.json: nested deeper than")

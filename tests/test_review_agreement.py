@@ -16,12 +16,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from proctor.review.agreement import (
-    cohen_kappa,
-    human_vs_automated,
-    krippendorff_alpha,
-    reviewer_agreement,
-)
+from proctor.decide.agreement import cohen_kappa, krippendorff_alpha
+from proctor.review.agreement import human_vs_automated, reviewer_agreement
 from proctor.review.labels import (
     LabelError,
     export_rows,

@@ -7,6 +7,7 @@ waits, gives up after its bounded wait with one line, is marked `interrupted`, a
 
 from __future__ import annotations
 
+import json
 import os
 import sqlite3
 import subprocess
@@ -129,3 +130,32 @@ def test_two_runs_on_one_store_both_complete(tmp_path: Path) -> None:
         finished = store.runs()
         assert [r["status"] for r in finished] == ["completed", "completed"]
         assert [len(store.trial_keys(r["run_id"])) for r in finished] == [6, 6]
+
+
+def test_a_run_and_a_grade_on_one_store_both_complete(tmp_path: Path) -> None:
+    """`proctor grade` writes its run while a live run commits trials to the same store."""
+    from support_run import SUPPORT
+    from test_import_replay import LOG
+
+    db, log = tmp_path / "p.db", tmp_path / "sessions.json"
+    sessions = [{**LOG[0], "id": f"prod-{i}"} for i in range(30)]  # graded as the run writes
+    log.write_text(json.dumps(sessions))
+    run = subprocess.Popen(
+        command(db, f"{FIXTURES / 'exec_agents.py'}:Slow", "--trials", "80"),  # ~4 s of trials
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    grade = subprocess.run(
+        [sys.executable, "-m", "proctor.cli", "grade", str(log), "--suite", str(SUPPORT),
+         "--store", str(db), "-q"],
+        capture_output=True, text=True, timeout=PATIENCE_S,
+    )  # fmt: skip
+    _, err = run.communicate(timeout=PATIENCE_S)
+    assert run.returncode == 0, err
+    assert grade.returncode == 0, grade.stderr
+    with Store(db, readonly=True) as store:
+        finished = store.runs()
+        assert [r["status"] for r in finished] == ["completed", "completed"]
+        counts = sorted(len(store.trial_keys(r["run_id"])) for r in finished)
+    assert counts == [30, 80]  # each session once, the run's trials

@@ -173,3 +173,13 @@ def test_a_dotted_domain_imports_an_installed_module(
     (suite / "tasks" / "a.yaml").write_text(task("a", domain="notinstalled.world"))
     result = validate(suite)
     assert "no installed module 'notinstalled'" in result.stderr
+
+
+def test_a_suite_given_as_dot_is_named_after_its_folder(
+    suite: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`proctor run .` inside a suite names the run's suite after the folder, never `.`."""
+    monkeypatch.chdir(suite)
+    assert load_suite(".").name == "suite"
+    monkeypatch.chdir(suite / "tasks")
+    assert load_suite("..").name == "suite"

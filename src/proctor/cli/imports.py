@@ -30,18 +30,41 @@ def _domain_or_exit(name: str, out: str) -> Any:
         fail(f"--domain {name}: {exc} (looked in {out} up to {root}, then as a dotted path)")
 
 
-def _import(read: Callable[[], list[Any]], out: str, source: str) -> None:
-    """Read the tasks and write them all, or exit 2 with every problem, nothing written."""
+RUBRIC_DIR = click.option(
+    "--rubric-dir",
+    type=click.Path(),
+    default=None,
+    help="Also judge what the source judges with a model: write its rubrics here "
+    "(outside --out) and name them in the tasks' expect.judge.",
+)
+
+
+def _rubric_folder(rubric_dir: str | None, out: str) -> Any:
+    """The RubricFolder of `--rubric-dir` (None without it); exit 2 inside `--out`."""
+    from proctor.core.documents import SpecError
+    from proctor.interop.rubric_import import RubricFolder
+
+    try:
+        return RubricFolder.beside(Path(rubric_dir), Path(out)) if rubric_dir else None
+    except SpecError as exc:
+        fail(exc.lines())
+
+
+def _import(read: Callable[[], list[Any]], out: str, source: str, rubrics: Any = None) -> None:
+    """Read the tasks and write them all (with the rubrics they use), or exit 2 with
+    every problem, nothing written."""
     from proctor.core.documents import SpecError
     from proctor.interop.task_import import write_tasks
 
     try:
-        written = write_tasks(read(), Path(out))
+        written = write_tasks(read(), Path(out), rubrics)
     except SpecError as exc:
         fail(exc.lines())
     except OSError as exc:
         fail(f"{out}: {exc}")
     click.echo(f"imported {len(written)} tasks from {source} into {out}")
+    if rubrics is not None and rubrics.used:
+        click.echo(f"judged on rubrics {', '.join(sorted(rubrics.used))} in {rubrics.path}")
 
 
 @import_group.command("cases")
@@ -60,12 +83,14 @@ def import_cases(file: str, out: str, domain_name: str) -> None:
 @import_group.command("tau2")
 @click.argument("folder", type=click.Path())
 @click.option("--out", required=True, type=click.Path(), help="Folder for the task files.")
-def import_tau2(folder: str, out: str) -> None:
+@RUBRIC_DIR
+def import_tau2(folder: str, out: str, rubric_dir: str | None) -> None:
     """tau2-bench's mock domain (tasks.json, db.json, user_db.json in FOLDER) as tasks of
     the domain proctor.bench.tau2:mock."""
     from proctor.interop.tau2 import import_tau2 as read_tau2
 
-    _import(lambda: read_tau2(Path(folder)), out, folder)
+    rubrics = _rubric_folder(rubric_dir, out)
+    _import(lambda: read_tau2(Path(folder), rubrics), out, folder, rubrics)
 
 
 @import_group.command("adk")
@@ -78,11 +103,15 @@ def import_tau2(folder: str, out: str) -> None:
     default=None,
     help="How expected tool calls match (default: test_config.json beside FILE, or EXACT).",
 )
-def import_adk(file: str, out: str, domain_name: str, match_type: str | None) -> None:
+@RUBRIC_DIR
+def import_adk(
+    file: str, out: str, domain_name: str, match_type: str | None, rubric_dir: str | None
+) -> None:
     """A Google ADK eval set (FILE.evalset.json or FILE.test.json)."""
     from proctor.interop.adk import import_adk as read_adk
     from proctor.interop.adk import match_type_of
 
     domain = _domain_or_exit(domain_name, out)
     kind = match_type_of(match_type) if match_type else None
-    _import(lambda: read_adk(Path(file), domain, kind), out, file)
+    rubrics = _rubric_folder(rubric_dir, out)
+    _import(lambda: read_adk(Path(file), domain, kind, rubrics), out, file, rubrics)

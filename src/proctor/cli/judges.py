@@ -266,7 +266,7 @@ def pairwise_options(fn: Callable[..., Any]) -> Callable[..., Any]:
 
 def _views(store: Any, run: dict[str, Any], suite: Any) -> dict[tuple[str, str], list[Any]]:
     """(task id, rubric id) → the run's trials' views for that rubric, in trial order."""
-    from proctor.judge.views import trial_view
+    from proctor.judge.views import judge_entries, trial_view
 
     out: dict[tuple[str, str], list[Any]] = {}
     members = {t.id: t for t in suite.tasks if t.rubrics}
@@ -275,8 +275,11 @@ def _views(store: Any, run: dict[str, Any], suite: Any) -> dict[tuple[str, str],
         if member is None:
             continue
         trace, _, outcome = store.trace(run["run_id"], task_id, trial)
+        entries = judge_entries(member.task, member.rubrics)
         for rubric in member.rubrics:
-            view = trial_view(rubric, member.task, trace, outcome, run["manifest"].get("model"))
+            reference = entries[rubric.id].reference
+            model = run["manifest"].get("model")
+            view = trial_view(rubric, member.task, trace, outcome, model, reference)
             out.setdefault((task_id, rubric.id), []).append(view)
     return out
 

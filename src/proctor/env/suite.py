@@ -271,6 +271,15 @@ def _rubrics(
             )
         elif any(r.id == rubric.id for r in out):
             problems.append((*where, f"rubric {rubric.id} is named twice"))
+        elif ("reference" in rubric.shows) != (ref.reference is not None):
+            problems.append((*where, _reference_problem(rubric, ref.reference is not None)))
         else:
             out.append(rubric)
     return tuple(out)
+
+
+def _reference_problem(rubric: Rubric, given: bool) -> str:
+    """A reference the judge would never see, or a rubric that shows one the task lacks."""
+    if given:
+        return f"rubric {rubric.id} does not show `reference`: the judge would never see it"
+    return f"rubric {rubric.id} shows the task's `reference`: give it beside `rubric`"

@@ -14,8 +14,11 @@ task of the domain named on the command line:
   `any_order`; arguments compare as whole dicts (`args: exact`, values as proctor's
   predicates), or not at all with ADK's `ignore_args`;
 - the last final response gives answer expectations: the numbers and identifiers it
-  states must be mentioned; every final response and rubric is kept in `metadata.adk`
-  as rubrics for a judge;
+  states must be mentioned; every final response and rubric is kept in `metadata.adk`;
+  with a rubric folder, a judge also compares the final answer with that response
+  (`final-response-match`, ADK's `final_response_match_v2`) and holds the run to the
+  case's ADK rubrics (`assertions-hold`), each task's text as the judge's reference
+  (proctor.interop.rubric_import);
 - `final_session_state` gives outcome checks on its top-level keys.
 """
 
@@ -39,6 +42,7 @@ from proctor.core.documents import (
 )
 from proctor.env.domain import Domain
 from proctor.grade.language import factual_tokens
+from proctor.interop.rubric_import import ASSERTIONS, FINAL_RESPONSE, RubricFolder, assertion_list
 from proctor.interop.task_import import Found, build_task, located
 from proctor.tasks.models import Task
 
@@ -98,6 +102,12 @@ class Rubric(_Adk):
     rubric_content: dict[str, Any]
     description: str | None = None
     type: str | None = None
+
+    @property
+    def text(self) -> str:
+        """What the rubric asks: ADK's `text_property`, else its description."""
+        said = self.rubric_content.get("text_property", self.rubric_content.get("textProperty"))
+        return said if isinstance(said, str) and said.strip() else self.description or ""
 
 
 class Invocation(_Adk):
@@ -232,8 +242,14 @@ def config_of(path: Path) -> tuple[MatchType, bool]:
     return kind, bool(criterion.get("ignore_args", criterion.get("ignoreArgs", False)))
 
 
-def import_adk(path: Path, domain: Domain, match_type: MatchType | None = None) -> list[Task]:
-    """The tasks of an ADK eval set file; SpecError naming every problem."""
+def import_adk(
+    path: Path,
+    domain: Domain,
+    match_type: MatchType | None = None,
+    rubrics: RubricFolder | None = None,
+) -> list[Task]:
+    """The tasks of an ADK eval set file (judged on the `rubrics` folder's rubrics when
+    given); SpecError naming every problem."""
     data, lines = read_document(path)
     kind, ignore_args = config_of(path)
     kind = match_type or kind
@@ -242,7 +258,7 @@ def import_adk(path: Path, domain: Domain, match_type: MatchType | None = None) 
     ids: dict[str, Loc] = {}
     for prefix, case in cases:
         found = Found()
-        task = _task(case, domain, kind, ignore_args, found, path)
+        task = _task(case, domain, kind, ignore_args, found, path, rubrics)
         if task is not None and task.id in ids:
             found.add(("eval_id",), f"task id {task.id!r} is taken by {format_loc(ids[task.id])}")
         problems.extend(located(path, lines, prefix, found))
@@ -302,6 +318,7 @@ def _task(
     ignore_args: bool,
     found: Found,
     path: Path,
+    rubrics: RubricFolder | None,
 ) -> Task | None:
     invocations = case.conversation or []
     texts = [i.user_content.text for i in invocations]
@@ -326,12 +343,14 @@ def _task(
     if state:
         expect["outcome"] = [{"path": k, "equals": v} for k, v in state.items()]
     session = case.session_input
-    rubrics = [r.model_dump(exclude_none=True) for r in case.rubrics or []] + [
-        r.model_dump(exclude_none=True) for i in invocations for r in i.rubrics or []
-    ]
+    adk_rubrics = [*(case.rubrics or []), *(r for i in invocations for r in i.rubrics or [])]
+    judged = _judged(answers, [r.text for r in adk_rubrics if r.text], rubrics)
+    if judged:
+        expect["judge"] = judged
     meta: dict[str, Any] = {"eval_id": case.eval_id, "match_type": kind, "file": path.name}
     meta.update({"final_responses": answers} if answers else {})
-    meta.update({"rubrics": rubrics} if rubrics else {})
+    if adk_rubrics:
+        meta["rubrics"] = [r.model_dump(exclude_none=True) for r in adk_rubrics]
     if session is not None:
         meta["app_name"] = session.app_name
     if case.conversation_scenario is not None:
@@ -358,3 +377,16 @@ def _trajectory(calls: list[FunctionCall], kind: MatchType, ignore_args: bool) -
     reference = [{"tool": c.name, "args": c.args or {}} for c in calls]
     args = "ignore" if ignore_args else "exact"
     return {"reference": {"calls": reference, "order": kind.lower(), "args": args}}
+
+
+def _judged(answers: list[str], criteria: list[str], rubrics: RubricFolder | None) -> list[Any]:
+    """The judge entries (none without a rubric folder): the last final response as the
+    reference answer, the case's ADK rubrics as assertions."""
+    entries: list[Any] = []
+    if rubrics is None:
+        return entries
+    if answers and answers[-1].strip():
+        entries.append(rubrics.entry(FINAL_RESPONSE, answers[-1]))
+    if criteria:
+        entries.append(rubrics.entry(ASSERTIONS, assertion_list(criteria)))
+    return entries

@@ -19,7 +19,6 @@ a `timeout`. Inspect's own scores are kept in the session's metadata.
 from __future__ import annotations
 
 import io
-import json
 import struct
 import zipfile
 from pathlib import Path
@@ -28,7 +27,13 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from proctor.agents.pricing import PriceTable
-from proctor.interop.session import HarnessStatus, Session, SessionBuilder, parse_json
+from proctor.interop.session import (
+    HarnessStatus,
+    Session,
+    SessionBuilder,
+    parse_bounded_json,
+    parse_json,
+)
 
 ZSTD = 93
 MISSING_ZSTD = (
@@ -128,7 +133,7 @@ def sessions_from_inspect(path: Path, prices: PriceTable) -> list[Session]:
     if zipfile.is_zipfile(path):
         header, samples = _archive(path)
     else:
-        data = json.loads(path.read_text(encoding="utf-8"))
+        data = parse_bounded_json(path, 1, _text(path, path.read_bytes()))
         if not isinstance(data, dict):
             raise ValueError(f"{path}: an Inspect JSON log is one object")
         header = _model(Header, data, path, "header")
@@ -167,10 +172,14 @@ def _member(path: Path, archive: zipfile.ZipFile, info: zipfile.ZipInfo) -> Any:
         if info.compress_type != ZSTD:
             raise ValueError(f"{path}: {info.filename}: unsupported zip compression") from None
         raw = _zstd(path, info)
+    return parse_bounded_json(f"{path}: {info.filename}", 0, _text(path, raw))
+
+
+def _text(path: Path, raw: bytes) -> str:
     try:
-        return json.loads(raw)
-    except json.JSONDecodeError as exc:
-        raise ValueError(f"{path}: {info.filename}: not JSON: {exc.msg}") from None
+        return raw.decode("utf-8")
+    except UnicodeDecodeError:
+        raise ValueError(f"{path}: cannot read: not UTF-8 text") from None
 
 
 def _zstd(path: Path, info: zipfile.ZipInfo) -> bytes:

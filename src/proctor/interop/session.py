@@ -8,10 +8,13 @@ graders, metrics and reports work on them unchanged.
 from __future__ import annotations
 
 import json
+import re
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any, Literal
 
 from proctor.agents.pricing import PriceTable
+from proctor.core.bounded import MAX_DEPTH
 from proctor.core.trace import TraceEvent
 from proctor.env.user import is_affirmative
 
@@ -61,6 +64,39 @@ class Session:
         return [
             (e.data["tool"], e.data.get("args")) for e in self.events if e.kind == "tool_proposal"
         ]
+
+
+_STRING = re.compile(r'"(?:[^"\\]|\\.)*"')
+_NOT_BRACKET = str.maketrans("", "", "".join(chr(c) for c in range(128) if chr(c) not in "[]{}"))
+
+
+def _depth(text: str) -> int:
+    """How deep JSON text nests, strings left out: checked before `json.loads` recurses.
+    A line with fewer brackets than the limit cannot nest past it (most lines: no scan)."""
+    if text.count("[") + text.count("{") <= MAX_DEPTH:
+        return 0
+    depth = deepest = 0
+    for ch in _STRING.sub("", text).translate(_NOT_BRACKET):
+        depth += 1 if ch in "[{" else -1
+        deepest = max(deepest, depth)
+    return deepest
+
+
+def parse_bounded_json(path: Path | str, where: int, text: str) -> Any:
+    """JSON text of a trace file starting at line `where` (0: a member of an archive, no
+    line), nesting checked first: a one-line TraceInputError, never a RecursionError."""
+
+    def place(line: int) -> str:
+        return f"{path}:{line}" if where else str(path)
+
+    if _depth(text) > MAX_DEPTH:
+        raise TraceInputError(f"{place(where)}: nested deeper than {MAX_DEPTH} levels")
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise TraceInputError(f"{place(where + exc.lineno - 1)}: not JSON: {exc.msg}") from None
+    except ValueError as exc:  # a number of more than 4,300 digits
+        raise TraceInputError(f"{place(where)}: not JSON proctor reads: {exc}") from None
 
 
 def parse_json(text: Any) -> Any:

@@ -6,8 +6,9 @@ entry, message)` pairs (Found); `located` turns them into `file:line: field: mes
 problems. Each task becomes one YAML file named after its id in the output folder,
 holding only the fields the importer set. The files are written to a temporary folder
 beside the output first and read back with proctor's own task loader; only when every
-one loads are they moved into place, so a failure leaves nothing half-imported. A file
-that exists already is never overwritten.
+one loads are they moved into place, so a failure leaves nothing half-imported (the
+rubric files an import writes beside them are removed again). A file that exists
+already is never overwritten.
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from proctor.core.documents import Loc, Problem, SpecError, dump_document, format_loc, line_of
+from proctor.interop.rubric_import import RubricFolder
 from proctor.tasks.loader import load_task_file
 from proctor.tasks.models import Task
 
@@ -68,8 +70,11 @@ def task_text(task: Task) -> str:
     return dump_document(task.model_dump(mode="json", exclude_unset=True))
 
 
-def write_tasks(tasks: Sequence[Task], out: Path) -> list[Path]:
-    """Write each task to `out/<id>.yaml`; SpecError (nothing written) if any fails."""
+def write_tasks(
+    tasks: Sequence[Task], out: Path, rubrics: RubricFolder | None = None
+) -> list[Path]:
+    """Write each task to `out/<id>.yaml`, and the `rubrics` its tasks use; SpecError
+    (nothing written) if any fails."""
     taken: set[str] = set()
     names = [file_name(task.id, taken) for task in tasks]
     clashes = [name for name in names if (out / name).exists()]
@@ -78,6 +83,16 @@ def write_tasks(tasks: Sequence[Task], out: Path) -> list[Path]:
         raise SpecError.one(out, 1, "", f"would overwrite {len(clashes)} file(s): {shown}")
     if out.exists() and not out.is_dir():
         raise SpecError.one(out, 1, "", "not a folder")
+    created = rubrics.write() if rubrics is not None else []
+    try:
+        return _write(tasks, names, out)
+    except BaseException:
+        for path in created:
+            path.unlink(missing_ok=True)
+        raise
+
+
+def _write(tasks: Sequence[Task], names: list[str], out: Path) -> list[Path]:
     out.parent.mkdir(parents=True, exist_ok=True)
     staging = Path(tempfile.mkdtemp(prefix=f".{out.name}-import-", dir=out.parent))
     try:

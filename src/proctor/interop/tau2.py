@@ -11,9 +11,12 @@ From a folder holding tau2's `tasks.json`, `db.json` and `user_db.json`:
   DB → the databases the gold actions leave, compared exactly (`tau2:db`); ACTION → the
   gold actions as required calls (arguments limited to `compare_args`); ENV_ASSERTION →
   outcome checks on the agent's database; COMMUNICATE → `communicate_info` as
-  must-mention. Natural-language assertions are kept as rubrics for a judge
-  (`metadata.tau2.nl_assertions`), and assertions on what the user does with the user's
-  own tools (proctor's simulated user has none) are listed as `not_graded`.
+  must-mention. Natural-language assertions are kept in `metadata.tau2.nl_assertions`
+  and, with a rubric folder, judged on the `assertions-hold` rubric with the task's
+  assertions as the judge's reference (proctor.interop.rubric_import): advisory unless
+  NL_ASSERTION is in the reward basis, so the judge never changes a verdict tau2 would
+  not. Assertions on what the user does with the user's own tools (proctor's simulated
+  user has none) are listed as `not_graded`.
 
 Anything else is an error naming `tasks.json`, its line and the task's field.
 """
@@ -30,6 +33,7 @@ from proctor.bench.tau2 import DATABASES, ENV_FUNCTIONS, EXPECTED, mock
 from proctor.core.documents import Loc, Problem, SpecError, issues_from_validation, read_document
 from proctor.core.jsonvalues import copy_json, json_equal
 from proctor.env.domain import ToolError, deep_merge
+from proctor.interop.rubric_import import ASSERTIONS, RubricFolder, assertion_list
 from proctor.interop.session import parse_json
 from proctor.interop.task_import import Found, build_task, located
 from proctor.tasks.models import Task
@@ -112,8 +116,9 @@ class Tau2Task(_Model):
     user_tools: list[str] | None = None
 
 
-def import_tau2(folder: Path) -> list[Task]:
-    """The tasks of a tau2 mock-domain folder; SpecError naming every problem."""
+def import_tau2(folder: Path, rubrics: RubricFolder | None = None) -> list[Task]:
+    """The tasks of a tau2 mock-domain folder (natural-language assertions judged on the
+    `rubrics` folder's rubric when given); SpecError naming every problem."""
     tasks_path = folder / "tasks.json"
     base = {name: _database(folder / f"{name}.json") for name in DATABASES}
     data, lines = read_document(tasks_path)
@@ -128,7 +133,7 @@ def import_tau2(folder: Path) -> list[Task]:
             problems.extend(issues_from_validation(tasks_path, exc, item, lines, (i,)))
             continue
         found = Found()
-        built = _task(task, copy_json(base), found)
+        built = _task(task, copy_json(base), found, rubrics)
         problems.extend(located(tasks_path, lines, (i,), found))
         if built is not None and not found:
             out.append(built)
@@ -185,7 +190,9 @@ def _initial_state(task: Tau2Task, state: dict[str, Any], found: Found) -> list[
     return history
 
 
-def _task(task: Tau2Task, state: dict[str, Any], found: Found) -> Task | None:
+def _task(
+    task: Tau2Task, state: dict[str, Any], found: Found, rubrics: RubricFolder | None
+) -> Task | None:
     history = _initial_state(task, state, found)
     criteria = task.evaluation_criteria or Criteria()
     basis = set(criteria.reward_basis)
@@ -221,6 +228,10 @@ def _task(task: Tau2Task, state: dict[str, Any], found: Found) -> Task | None:
         expect["answer"] = {"must_mention": list(criteria.communicate_info)}
     if criteria.nl_assertions:
         meta["nl_assertions"] = list(criteria.nl_assertions)
+        if rubrics is not None:
+            reference = assertion_list(criteria.nl_assertions)
+            advisory = "NL_ASSERTION" not in basis
+            expect["judge"] = [rubrics.entry(ASSERTIONS, reference, advisory)]
     instructions = task.user_scenario.instructions
     request = task.ticket or (
         instructions if isinstance(instructions, str) else json.dumps(instructions)

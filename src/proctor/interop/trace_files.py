@@ -23,7 +23,6 @@ of messages), the file is refused with the reason. Every session passes
 from __future__ import annotations
 
 import json
-import re
 import zipfile
 from array import array
 from collections.abc import Callable, Iterator
@@ -31,7 +30,6 @@ from pathlib import Path
 from typing import IO, Any
 
 from proctor.agents.pricing import PriceTable
-from proctor.core.bounded import MAX_DEPTH
 from proctor.interop.inspect_log import is_inspect_log, sessions_from_inspect
 from proctor.interop.openai_format import (
     is_message_list,
@@ -41,37 +39,12 @@ from proctor.interop.openai_format import (
 )
 from proctor.interop.otel_import import session_id_of, session_of_group
 from proctor.interop.quality import check_span_tree, checked_session
-from proctor.interop.session import Session, TraceInputError
+from proctor.interop.session import Session, TraceInputError, parse_bounded_json
 from proctor.interop.spans import Span, is_flat_span, is_otlp, span_from_flat, spans_from_otlp
 
 FORMATS = ("auto", "openai", "otel", "openinference", "inspect")
-_STRING = re.compile(r'"(?:[^"\\]|\\.)*"')
-_NOT_BRACKET = str.maketrans("", "", "".join(chr(c) for c in range(128) if chr(c) not in "[]{}"))
 
 Record = tuple[int, Any]  # (line number, or item number in a one-document file; the value)
-
-
-def _depth(text: str) -> int:
-    """How deep JSON text nests, strings left out: checked before `json.loads` recurses.
-    A line with fewer brackets than the limit cannot nest past it (most lines: no scan)."""
-    if text.count("[") + text.count("{") <= MAX_DEPTH:
-        return 0
-    depth = deepest = 0
-    for ch in _STRING.sub("", text).translate(_NOT_BRACKET):
-        depth += 1 if ch in "[{" else -1
-        deepest = max(deepest, depth)
-    return deepest
-
-
-def _parse(path: Path, where: int, text: str) -> Any:
-    if _depth(text) > MAX_DEPTH:
-        raise TraceInputError(f"{path}:{where}: nested deeper than {MAX_DEPTH} levels")
-    try:
-        return json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise TraceInputError(f"{path}:{where + exc.lineno - 1}: not JSON: {exc.msg}") from None
-    except ValueError as exc:  # a number of more than 4,300 digits
-        raise TraceInputError(f"{path}:{where}: not JSON proctor reads: {exc}") from None
 
 
 class _Source:
@@ -88,7 +61,7 @@ class _Source:
         if first is not None and not self._parses(first):
             self.stream.seek(0)
             whole = self._text(self.stream.read(), 1)
-            value = _parse(path, 1, whole)
+            value = parse_bounded_json(path, 1, whole)
             self.document = value if isinstance(value, list) else [value]
 
     def _first_line(self) -> str | None:
@@ -121,7 +94,7 @@ class _Source:
         offset = 0
         for number, raw in enumerate(self.stream, start=1):
             if raw.strip():
-                value = _parse(self.path, number, self._text(raw, number))
+                value = parse_bounded_json(self.path, number, self._text(raw, number))
                 if isinstance(value, list) and not is_message_list(value):
                     for item in value:  # a line holding a list of records
                         yield number, offset, item
@@ -133,7 +106,7 @@ class _Source:
         if self.document is not None:
             return self.document[locator]
         self.stream.seek(locator)
-        return _parse(self.path, where, self._text(self.stream.readline(), where))
+        return parse_bounded_json(self.path, where, self._text(self.stream.readline(), where))
 
     def close(self) -> None:
         self.stream.close()

@@ -20,13 +20,12 @@ Judge errors are counted, not guessed (docs/architecture.md, Judges).
 from __future__ import annotations
 
 import asyncio
-import math
 from collections import Counter, defaultdict
-from collections.abc import Hashable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from itertools import combinations
 from typing import Any
 
-from proctor.decide.stats import normal_quantile, wilson_interval
+from proctor.decide.agreement import cohen_kappa, kappa_interval
 from proctor.judge.base import JudgeError
 from proctor.judge.items import Subject
 from proctor.judge.labels import Label
@@ -39,51 +38,6 @@ class LabelError(ValueError):
 
     def __init__(self, label: Label, message: str) -> None:
         super().__init__(f"{label.line}: label: {message}")
-
-
-def cohen_kappa(a: Sequence[Hashable], b: Sequence[Hashable]) -> float | None:
-    """(p_o − p_e) / (1 − p_e) of two raters' categories; None when undefined (no items,
-    or both raters always gave one and the same category)."""
-    n = len(a)
-    if n == 0 or n != len(b):
-        return None
-    po = sum(x == y for x, y in zip(a, b, strict=True)) / n
-    ca, cb = Counter(a), Counter(b)
-    pe = sum(ca[k] * cb[k] for k in ca) / (n * n)
-    if pe >= 1.0:
-        return None
-    return (po - pe) / (1.0 - pe)
-
-
-def kappa_interval(
-    a: Sequence[Hashable], b: Sequence[Hashable], confidence: float = 0.95
-) -> tuple[float, float] | None:
-    """Kappa ± z·SE with the large-sample variance of Fleiss, Cohen & Everitt (1969)."""
-    kappa = cohen_kappa(a, b)
-    if kappa is None:
-        return None
-    n = len(a)
-    cats = sorted(set(a) | set(b), key=repr)
-    p = {(i, j): 0.0 for i in cats for j in cats}
-    for x, y in zip(a, b, strict=True):
-        p[(x, y)] += 1.0 / n
-    row = {i: sum(p[(i, j)] for j in cats) for i in cats}
-    col = {j: sum(p[(i, j)] for i in cats) for j in cats}
-    pe = sum(row[i] * col[i] for i in cats)
-    diagonal = sum(p[(i, i)] * (1 - (row[i] + col[i]) * (1 - kappa)) ** 2 for i in cats)
-    off = (1 - kappa) ** 2 * sum(
-        p[(i, j)] * (col[i] + row[j]) ** 2 for i in cats for j in cats if i != j
-    )
-    variance = (diagonal + off - (kappa - pe * (1 - kappa)) ** 2) / (n * (1 - pe) ** 2)
-    if variance <= 1e-12:
-        # Perfect (or perfectly opposite) agreement has no large-sample variance; the
-        # Wilson interval of the observed agreement, mapped through kappa's formula with
-        # chance agreement held fixed, still says how far a small sample can be trusted.
-        agreed = sum(x == y for x, y in zip(a, b, strict=True))
-        low, high = wilson_interval(agreed, n, confidence)
-        return (max(-1.0, (low - pe) / (1 - pe)), min(1.0, (high - pe) / (1 - pe)))
-    half = normal_quantile(0.5 + confidence / 2) * math.sqrt(variance)
-    return (max(-1.0, kappa - half), min(1.0, kappa + half))
 
 
 def verdict_figures(human: Sequence[bool], judge: Sequence[bool]) -> dict[str, Any]:

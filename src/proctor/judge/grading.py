@@ -7,7 +7,8 @@ has none, so it cannot fail a trial (core/results.py: Check.blocks) nor enter a 
 judge metrics, and its evidence says it is advisory and why. A trial with nothing to
 judge (no answer, no message) fails the check without a call: no pass from silence.
 Judge tokens and cost are the trial's `judge_*` metrics, apart from the agent's usage
-(docs/architecture.md, Judges).
+(docs/architecture.md, Judges). A check the task's `expect.judge` entry marks `advisory`
+has no severity even when calibrated: it is shown, and never decides.
 """
 
 from __future__ import annotations
@@ -23,7 +24,7 @@ from proctor.judge.family import model_family
 from proctor.judge.panel import JudgePanel, Verdict
 from proctor.judge.prompt import PROMPT_HASH
 from proctor.judge.records import CalibrationPolicy, Standing, standing
-from proctor.judge.views import trial_view
+from proctor.judge.views import judge_entries, trial_view
 from proctor.tasks.models import Task
 from proctor.tasks.rubrics import Rubric
 
@@ -102,9 +103,9 @@ class Judging:
             "warnings": self.warnings,
         }
 
-    def _check(self, rubric: Rubric, verdict: Verdict | None) -> Check:
+    def _check(self, rubric: Rubric, verdict: Verdict | None, advisory: bool) -> Check:
         held = self.standings.get(rubric.version) or Standing(False, "uncalibrated")
-        severity = rubric.severity if held.calibrated else None
+        severity = rubric.severity if held.calibrated and not advisory else None
         evidence: dict[str, Any] = {
             "rubric": rubric.id,
             "rubric_version": rubric.version,
@@ -113,6 +114,8 @@ class Judging:
             "calibrated": held.calibrated,
             "standing": held.reason,
         }
+        if advisory:
+            evidence["advisory"] = "the task's judge entry is advisory: it never decides"
         if verdict is None:
             evidence["nothing_to_judge"] = f"the trial has no {rubric.describe_subject()}"
             return Check(check_name(rubric), "judge", False, 0.0, severity, evidence)
@@ -143,8 +146,10 @@ class Judging:
         """The judge checks of one trial and its judge metrics. Raises JudgeError."""
         checks: list[Check] = []
         usage, calls, hits = Usage(), 0, 0
+        entries = judge_entries(task, rubrics)
         for rubric in rubrics:
-            view = trial_view(rubric, task, trace, outcome, self.agent_model)
+            entry = entries[rubric.id]
+            view = trial_view(rubric, task, trace, outcome, self.agent_model, entry.reference)
             verdict = None if view is None else await self.panel.score(rubric, view)
             if verdict is not None:
                 usage, calls, hits = (
@@ -152,7 +157,7 @@ class Judging:
                     calls + verdict.calls,
                     hits + verdict.cache_hits,
                 )
-            checks.append(self._check(rubric, verdict))
+            checks.append(self._check(rubric, verdict, entry.advisory))
         metrics = {
             "judge_calls": float(calls),
             "judge_cache_hits": float(hits),

@@ -3,9 +3,9 @@
 An items file (YAML/JSON list, or JSON lines) holds one mapping per item: `id`, `subject`
 (the text judged, or a list of texts), and optionally `prompt` (the task the text was
 written for), `slice`, `agent_model`, and the fields a rubric may show (`answer`,
-`messages`, `tool_calls`, `final_state`, `expected`). A label may also name a stored
-trial, `RUN/TASK#TRIAL`: its view is built from the store as a run's judge would see it
-(docs/architecture.md, Judges).
+`messages`, `tool_calls`, `final_state`, `expected`, `reference`). A label may also name
+a stored trial, `RUN/TASK#TRIAL`: its view is built from the store as a run's judge would
+see it (docs/architecture.md, Judges).
 """
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError
 from proctor.core.bounded import MAX_BYTES
 from proctor.core.documents import SpecError, issues_from_validation, read_document
 from proctor.judge.base import JudgeView
-from proctor.judge.views import trial_view
+from proctor.judge.views import judge_entries, trial_view
 from proctor.tasks.rubrics import Rubric
 
 if TYPE_CHECKING:
@@ -44,6 +44,7 @@ class Item(BaseModel):
     tool_calls: list[Any] | None = None
     final_state: Any = None
     expected: Any = None
+    reference: str | None = None
 
     def view(self, rubric: Rubric) -> JudgeView:
         subject = (self.subject,) if isinstance(self.subject, str) else tuple(self.subject)
@@ -116,5 +117,7 @@ def trial_subject(store: Store, ref: str, rubric: Rubric) -> Subject:
     member = next((t for t in suite.tasks if t.id == found["task"]), None)
     if member is None:
         raise LookupError(f"task {found['task']} is not in run {run['run_id']}'s suite any more")
-    view = trial_view(rubric, member.task, trace, outcome, run["manifest"].get("model"))
+    entry = judge_entries(member.task, member.rubrics).get(rubric.id)
+    reference = entry.reference if entry is not None else None
+    view = trial_view(rubric, member.task, trace, outcome, run["manifest"].get("model"), reference)
     return Subject(view, "")

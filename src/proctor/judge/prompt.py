@@ -62,11 +62,16 @@ def _rubric_text(rubric: Rubric) -> str:
     return "\n".join(lines)
 
 
+#: Headings of shown items whose name alone would not say what they are.
+HEADINGS = {"reference": "The task's reference, which the rubric compares with"}
+
+
 def _context(view: JudgeView) -> list[str]:
     out = [f"The task the agent was given:\n{_fence(view.prompt)}"]
     for name, value in view.shown:
         body = value if isinstance(value, str) else _text(value)
-        out.append(f"{name.replace('_', ' ').capitalize()}:\n{_fence(body)}")
+        heading = HEADINGS.get(name, name.replace("_", " ").capitalize())
+        out.append(f"{heading}:\n{_fence(body)}")
     return out
 
 

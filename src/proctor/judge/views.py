@@ -3,19 +3,22 @@
 The subject is the agent's final answer, or the text it wrote into an argument of the
 calls to one tool that reached the tool (a document request's message, say). Besides the
 task's prompt, the judge sees only what the rubric's `shows` lists: the answer, the
-conversation, the tool calls with their results, the final state, and the expectations
-only when the rubric names `expected` (docs/architecture.md, Judges).
+conversation, the tool calls with their results, the final state, the expectations
+only when the rubric names `expected`, and the task's own reference text (its
+`expect.judge` entry's `reference`) when the rubric names `reference`
+(docs/architecture.md, Judges).
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 from proctor.core.outcome import Outcome
 from proctor.core.trace import Trace
 from proctor.grade.context import calls_from_trace
 from proctor.judge.base import JudgeView
-from proctor.tasks.models import Task
+from proctor.tasks.models import JudgeExpect, Task
 from proctor.tasks.rubrics import Rubric, ToolSubject
 
 
@@ -33,7 +36,17 @@ def subject_of(rubric: Rubric, trace: Trace) -> tuple[str, ...]:
     return tuple(texts)
 
 
-def _shown(name: str, task: Task, trace: Trace, outcome: Outcome | None) -> Any:
+def judge_entries(task: Task, rubrics: Sequence[Rubric]) -> dict[str, JudgeExpect]:
+    """Each rubric's `expect.judge` entry, by rubric id: a suite binds a task's rubrics in
+    the order of its entries, one each (env/suite.py)."""
+    return {r.id: entry for r, entry in zip(rubrics, task.expect.judge, strict=True)}
+
+
+def _shown(
+    name: str, task: Task, trace: Trace, outcome: Outcome | None, reference: str | None
+) -> Any:
+    if name == "reference":
+        return reference
     if name == "answer":
         return trace.answer
     if name == "messages":
@@ -58,11 +71,17 @@ def _shown(name: str, task: Task, trace: Trace, outcome: Outcome | None) -> Any:
 
 
 def trial_view(
-    rubric: Rubric, task: Task, trace: Trace, outcome: Outcome | None, agent_model: str | None
+    rubric: Rubric,
+    task: Task,
+    trace: Trace,
+    outcome: Outcome | None,
+    agent_model: str | None,
+    reference: str | None = None,
 ) -> JudgeView | None:
-    """The view of one trial for `rubric`; None when the trial has nothing to judge."""
+    """The view of one trial for `rubric` (with the task's `reference` for it); None when
+    the trial has nothing to judge."""
     subject = subject_of(rubric, trace)
     if not subject:
         return None
-    shown = tuple((name, _shown(name, task, trace, outcome)) for name in rubric.shows)
+    shown = tuple((name, _shown(name, task, trace, outcome, reference)) for name in rubric.shows)
     return JudgeView(task.prompt, subject, shown, agent_model)

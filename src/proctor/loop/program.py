@@ -22,8 +22,8 @@ from datetime import datetime
 from typing import Any
 
 from proctor.core.results import TrialResult
+from proctor.decide.agreement import cohen_kappa
 from proctor.env.suite import Suite
-from proctor.review.agreement import cohen_kappa
 from proctor.store.sqlite import Store
 
 

@@ -17,73 +17,16 @@ disagreement: the graders passed what people failed (a false pass) and the rever
 from __future__ import annotations
 
 import sqlite3
-from collections import Counter, defaultdict
-from collections.abc import Hashable, Iterable, Mapping, Sequence
+from collections import defaultdict
+from collections.abc import Iterable, Mapping, Sequence
 from itertools import combinations
-from typing import Any, Literal
+from typing import Any
 
 from proctor.core.results import TrialResult
 from proctor.decide import stats
+from proctor.decide.agreement import Level, cohen_kappa, krippendorff_alpha
 from proctor.review.labels import GroundTruth, run_truth
 from proctor.store.labels import LabelRow
-
-Level = Literal["nominal", "ordinal", "interval"]
-
-
-def cohen_kappa(a: Sequence[Hashable], b: Sequence[Hashable]) -> float | None:
-    """Cohen's unweighted kappa of two raters' labels of the same units, in order."""
-    if len(a) != len(b):
-        raise ValueError("both raters need a label for every unit")
-    n = len(a)
-    if n == 0:
-        return None
-    observed = sum(x == y for x, y in zip(a, b, strict=True)) / n
-    ca, cb = Counter(a), Counter(b)
-    expected = sum(ca[c] * cb[c] for c in ca.keys() & cb.keys()) / (n * n)
-    if expected == 1:
-        return None
-    return (observed - expected) / (1 - expected)
-
-
-def _ordinal_distances(values: list[Any], totals: Mapping[Any, float]) -> dict[Any, float]:
-    """Ordinal δ² by value pair: (Σ_{g=c..k} n_g − (n_c + n_k)/2)²."""
-    out = {}
-    for i, c in enumerate(values):
-        for j in range(i, len(values)):
-            k = values[j]
-            between = sum(totals[values[g]] for g in range(i, j + 1))
-            d = (between - (totals[c] + totals[k]) / 2) ** 2
-            out[(c, k)] = out[(k, c)] = d
-    return out
-
-
-def krippendorff_alpha(units: Iterable[Sequence[Any]], level: Level = "nominal") -> float | None:
-    """Krippendorff's alpha of units, each the values its raters gave (missing left out)."""
-    coincidence: dict[tuple[Any, Any], float] = defaultdict(float)
-    for values in units:
-        m = len(values)
-        if m < 2:
-            continue
-        for i, c in enumerate(values):
-            for j, k in enumerate(values):
-                if i != j:
-                    coincidence[(c, k)] += 1 / (m - 1)
-    totals: dict[Any, float] = defaultdict(float)
-    for (c, _), weight in coincidence.items():
-        totals[c] += weight
-    n = sum(totals.values())
-    values = sorted(totals)
-    if len(values) < 2:
-        return None
-    if level == "nominal":
-        delta = {(c, k): float(c != k) for c in values for k in values}
-    elif level == "interval":
-        delta = {(c, k): float(c - k) ** 2 for c in values for k in values}
-    else:
-        delta = _ordinal_distances(values, totals)
-    observed = sum(weight * delta[pair] for pair, weight in coincidence.items())
-    expected = sum(totals[c] * totals[k] * delta[(c, k)] for c in values for k in values)
-    return 1 - (n - 1) * observed / expected
 
 
 def _verdicts(labels: Iterable[LabelRow]) -> dict[tuple[str, int], dict[str, str]]:

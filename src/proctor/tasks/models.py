@@ -397,9 +397,19 @@ class Budget(_Spec):
 
 class JudgeExpect(_Spec):
     """A model judge scores the trial on a rubric file (a path relative to the task file);
-    see proctor.tasks.rubrics and docs/architecture.md, Judges."""
+    see proctor.tasks.rubrics and docs/architecture.md, Judges.
+
+    `reference` is this task's own text for a rubric that shows `reference` (a reference
+    answer to compare with, the task's assertions), so one rubric serves many tasks.
+    `advisory` keeps the check from failing the trial even once its judge is calibrated:
+    for what the task's source does not count (tau2's assertions outside its reward basis).
+    """
+
+    ADDED_LATER = frozenset({"reference", "advisory"})
 
     rubric: str = Field(min_length=1)
+    reference: str | None = Field(default=None, min_length=1)
+    advisory: bool = False
 
 
 class Expectations(_Spec):

@@ -29,8 +29,9 @@ from pydantic import (
 from proctor.core.documents import SpecError, issues_from_validation, read_document
 from proctor.tasks.models import Severity
 
-#: What a rubric may show the judge besides the subject and the task's prompt.
-Shown = Literal["answer", "messages", "tool_calls", "final_state", "expected"]
+#: What a rubric may show the judge besides the subject and the task's prompt;
+#: `reference` is the text the task's `expect.judge` entry gives (tasks/models.py).
+Shown = Literal["answer", "messages", "tool_calls", "final_state", "expected", "reference"]
 
 
 class _Spec(BaseModel):
