@@ -20,6 +20,7 @@ REFERENCES = {
     "incident": ("careful", 1),
     "kyc": ("mistake_proofed", 3),
     "adversarial": ("guarded", 1),
+    "rooms": ("careful", 1),
 }
 
 

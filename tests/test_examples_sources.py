@@ -172,10 +172,11 @@ def books(*rooms: str) -> Any:
 
     async def agent(input: AgentInput, toolbox: Toolbox) -> str:
         args = {"day": "thursday", "start": "10:00", "attendees": 6}
+        toolbox.record_model_call(model="m", input_tokens=100, output_tokens=10, cost_usd=0.001)
         await toolbox.call("search_availability", {**args, "screen": True})
         for room in rooms:
             await toolbox.call("book_room", {**args, "room_id": room})
-        return "Booked."
+        return f"Booked {', '.join(rooms)} for 6 people."
 
     return agent
 

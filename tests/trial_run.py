@@ -59,6 +59,8 @@ def order_desk(name: str, orders: dict[str, dict[str, Any]]) -> Domain:
     @desk.tool("orders.cancel", kind="write", entity="order_id")
     def cancel(state: dict[str, Any], order_id: str, reason: str = "") -> dict[str, Any]:
         """Cancel an order."""
+        if order_id not in state["orders"]:
+            raise ToolError(f"no order {order_id}", code="not_found")
         state["orders"][order_id]["status"] = "cancelled"
         return {"order_id": order_id, "status": "cancelled"}
 

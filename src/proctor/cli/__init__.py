@@ -7,6 +7,7 @@ one family of commands and registers them on `main` when imported.
 
 from proctor.cli import (  # noqa: F401  (registration)
     decide,
+    health,
     history,
     imports,
     judges,

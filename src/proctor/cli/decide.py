@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import sys
+from pathlib import Path
 from typing import Any
 
 import click
@@ -52,10 +53,17 @@ def check_rules(rules_path: str, rules: list[Any], *, baseline: bool, currency: 
 
 
 def gate_verdict(
-    run: Any, rules: list[Any], baseline: Any, *, as_json: bool, currency: Any = None
+    run: Any,
+    rules: list[Any],
+    baseline: Any,
+    *,
+    as_json: bool,
+    currency: Any = None,
+    health: dict[str, Any] | None = None,
 ) -> bool:
     """Evaluate, print (table or JSON, with the recommendation) and return whether the
-    gate passed."""
+    gate passed. `health`: the health part of the verdict (`--require-health`); a refusal
+    fails the gate."""
     from rich.console import Console
 
     from proctor.decide.compare import CompareError
@@ -69,6 +77,9 @@ def gate_verdict(
         result = gate.evaluate(rules)
     except CompareError as exc:
         fail(str(exc))
+    if health is not None:
+        result["health"] = health
+        result["passed"] = result["passed"] and not health["refused"]
     summary = gate.summary(None)
     assert summary is not None
     rec = recommend(summary, result, review_queue(run, baseline)["queued"])
@@ -76,6 +87,10 @@ def gate_verdict(
     if as_json:
         click.echo(json.dumps(result, indent=2, default=str))
     else:
+        if health is not None:
+            from proctor.report.health_tables import print_health_gate
+
+            print_health_gate(health, Console())
         print_gate(result, Console())
     return bool(result["passed"])
 
@@ -161,6 +176,20 @@ def compare(
     type=click.Path(),
     help="Price table whose `currency:` converts *_usd metrics (default: the run's own).",
 )
+@click.option(
+    "--require-health",
+    is_flag=True,
+    help="Fail unless the suite's health report (`proctor health`) is healthy for every "
+    "gated slice.",
+)
+@click.option(
+    "--health",
+    "health_path",
+    default=None,
+    type=click.Path(),
+    help="With --require-health: a health report file (`proctor health --json`) instead "
+    "of the store's.",
+)
 def gate(
     run_ref: str | None,
     rules_path: str | None,
@@ -169,6 +198,8 @@ def gate(
     as_json: bool,
     list_metrics: bool,
     prices_path: str | None,
+    require_health: bool,
+    health_path: str | None,
 ) -> None:
     """Gate RUN with the rules file: exit 0 all pass, 1 a rule fails, 2 bad input."""
     from proctor.core.documents import SpecError
@@ -195,8 +226,31 @@ def gate(
         currency = Currency.parse(recorded)
     check_rules(rules_path, rules, baseline=baseline is not None, currency=currency)
     base = run_data_or_exit(baseline, store) if baseline else None
-    if not gate_verdict(run_data, rules, base, as_json=as_json, currency=currency):
+    if health_path and not require_health:
+        fail("--health goes with --require-health")
+    health = required_health(run_data, rules, store, health_path) if require_health else None
+    if not gate_verdict(run_data, rules, base, as_json=as_json, currency=currency, health=health):
         sys.exit(EXIT_INVALID)
+
+
+def required_health(
+    run: Any, rules: list[Any], store: Any, health_path: str | None
+) -> dict[str, Any]:
+    """The health part of a gate: the report from `--health FILE`, else the store's."""
+    from proctor.health.gating import health_gate
+    from proctor.health.records import find_health
+
+    if health_path:
+        try:
+            report = json.loads(Path(health_path).read_text(encoding="utf-8"))
+        except (OSError, ValueError) as exc:
+            fail(f"{health_path}: not a health report ({exc})")
+        if not isinstance(report, dict) or "suite_verdict" not in report:
+            fail(f"{health_path}: not a health report (no suite_verdict; `proctor health --json`)")
+    else:
+        suite = run.manifest["suite"]
+        report = find_health(store, suite["name"], suite["digest"]) if store else None
+    return health_gate(report, run, rules)
 
 
 @main.command()

@@ -256,6 +256,13 @@ def report(
     except ValueError as exc:
         fail(str(exc), EXIT_INVALID)
     inputs.program = _program(store, run_data, suite)
+    from proctor.health.records import find_health
+    from proctor.report.health_html import health_view
+
+    suite_ref = run_data.manifest["suite"]
+    inputs.health = health_view(
+        find_health(store, suite_ref["name"], suite_ref["digest"]), run_data
+    )
     from proctor.report.html import write_html
     from proctor.report.markdown import write_markdown
 

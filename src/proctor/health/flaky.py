@@ -123,10 +123,19 @@ def _traces(store: Store, run_id: str) -> Iterator[tuple[str, int, Trace]]:
 
 
 def flaky_tasks(
-    suite: Suite, agent: Any, *, seed: int = 0, trials: int = 1, concurrency: int = 4
+    suite: Suite,
+    agent: Any,
+    *,
+    seed: int = 0,
+    trials: int = 1,
+    concurrency: int = 4,
+    store: Store | None = None,
 ) -> FlakyReport:
-    """Run `agent` on `suite` twice with the same seed and compare trial by trial."""
-    store = Store(":memory:")
+    """Run `agent` on `suite` twice with the same seed and compare trial by trial. Both
+    runs go into `store` when one is given (`proctor health` reads them again), else into
+    a store in memory."""
+    own = store is None
+    store = Store(":memory:") if store is None else store
     try:
         runs = [
             Runner(
@@ -139,7 +148,8 @@ def flaky_tasks(
         )
         traces = [{(t, n): tr for t, n, tr in _traces(store, run.run_id)} for run in runs]
     finally:
-        store.close()
+        if own:
+            store.close()
     diffs = []
     for key in sorted(first.keys() | second.keys()):
         a, b = first.get(key), second.get(key)

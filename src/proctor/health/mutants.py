@@ -25,6 +25,7 @@ from proctor.core.jsonvalues import canonical, copy_json
 from proctor.core.outcome import Outcome
 from proctor.core.trace import Trace
 from proctor.env.domain import Domain, Tool
+from proctor.env.gateway import IDEMPOTENCY_ARG
 from proctor.env.reenact import Action, actions_of
 from proctor.grade.context import ToolCall, calls_from_trace
 from proctor.grade.grounding import ungrounded
@@ -149,12 +150,25 @@ def _identifying(ref: Reference, call: ToolCall) -> str | None:
 
 
 def corrupted(value: Any) -> Any:
-    """The value a model slips into: a digit off, a wrong id (as ScriptedAgent corrupts)."""
+    """The value a model slips into: a digit off, a wrong id (as ScriptedAgent corrupts),
+    a list whose first item is wrong (one recipient of several)."""
     if isinstance(value, bool):
         return not value
     if isinstance(value, int | float):
         return value + 1
+    if isinstance(value, list):
+        return [corrupted(value[0]), *copy_json(value[1:])]
     return f"{value}X"
+
+
+def _names_something(value: Any) -> bool:
+    """A value a wrong copy of is a wrong world: a number, a flag, a token (an id, an
+    account, an address, a name), or a list of those; free text (it has spaces) is not."""
+    if isinstance(value, list):
+        return bool(value) and _names_something(value[0])
+    if isinstance(value, str):
+        return bool(value) and not any(c.isspace() for c in value)
+    return isinstance(value, int | float)
 
 
 def _literal(pred: Predicate) -> tuple[bool, Any]:
@@ -282,29 +296,43 @@ def corrupt_argument(ref: Reference) -> Iterator[Mutant]:
     for i, call in enumerate(calls):
         if not call.attempted or i >= PER_KIND:
             continue
-        name = _identifying(ref, call)
-        if name is None:
-            continue
-        original = call.arg_dict[name]
-        args = {**copy_json(call.arg_dict), name: corrupted(original)}
-        edited = list(actions)
-        edited[idx[i]] = Action.call(call.tool, args)
-        if ref.is_write(call.tool):
-            holes: tuple[dict[str, Any], ...] = (
-                {"outcome": [{"effect": call.tool, "where": {name: original}, "count": 1}]},
-            )
-        else:
-            holes = (
-                {"trajectory": {"required": [{"tool": call.tool, "args": {name: original}}]}},
-                *_order_holes(ref, call),
-                {"robustness": {"required": ["tool_errors_handled"]}},
-            )
-        yield Mutant(
-            "corrupt_argument",
-            f"{call.tool}: {name} {original!r} -> {args[name]!r}",
-            tuple(edited),
-            holes,
+        for name in _corrupted_names(ref, call):
+            yield _corrupt(ref, actions, idx[i], call, name)
+
+
+def _corrupted_names(ref: Reference, call: ToolCall) -> list[str]:
+    """The identifying argument of a call; for a write, every other argument that names
+    something too: a wrong amount, recipient or account is a defect its outcome must
+    catch (the public audit of AgentDojo found such payments passing)."""
+    first = _identifying(ref, call)
+    names = [first] if first is not None else []
+    if ref.is_write(call.tool):
+        names += [
+            n
+            for n, v in call.arg_dict.items()
+            if n not in names and n != IDEMPOTENCY_ARG and _names_something(v)
+        ]
+    return names
+
+
+def _corrupt(ref: Reference, actions: list[Action], at: int, call: ToolCall, name: str) -> Mutant:
+    """The call at action `at` with argument `name` corrupted, and what would catch it."""
+    original = call.arg_dict[name]
+    args = {**copy_json(call.arg_dict), name: corrupted(original)}
+    edited = list(actions)
+    edited[at] = Action.call(call.tool, args)
+    if ref.is_write(call.tool):
+        holes: tuple[dict[str, Any], ...] = (
+            {"outcome": [{"effect": call.tool, "where": {name: original}, "count": 1}]},
         )
+    else:
+        holes = (
+            {"trajectory": {"required": [{"tool": call.tool, "args": {name: original}}]}},
+            *_order_holes(ref, call),
+            {"robustness": {"required": ["tool_errors_handled"]}},
+        )
+    change = f"{call.tool}: {name} {original!r} -> {args[name]!r}"
+    return Mutant("corrupt_argument", change, tuple(edited), holes)
 
 
 def _before_answer(actions: list[Action], extra: list[Action]) -> tuple[Action, ...]:

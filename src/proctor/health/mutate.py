@@ -211,34 +211,56 @@ def _latency(ref: Reference) -> float:
     return max((e.t for e in ref.trace.events), default=0.0)
 
 
+def references_in(store: Store, run_id: str, suite: Suite) -> tuple[list[Reference], list[str]]:
+    """The first passing trial of each task in a stored run of the reference agent, and
+    the tasks it never passed."""
+    members = {t.id: t for t in suite.tasks}
+    refs: dict[str, Reference] = {}
+    for stored in store.graded_trials(run_id, CRASH_CHECK):
+        r = stored.result
+        if r.task_id in refs or stored.outcome is None or r.status != "passed":
+            continue
+        member = members[r.task_id]
+        refs[r.task_id] = Reference(
+            member.task, member.domain, r.trial, r.seed, stored.trace, stored.outcome
+        )
+    failed = [t.id for t in suite.tasks if t.id not in refs]
+    return [refs[t.id] for t in suite.tasks if t.id in refs], failed
+
+
 def references(
     suite: Suite, agent: Any, *, seed: int = 0, trials: int = 1
 ) -> tuple[list[Reference], list[str], str]:
     """The reference agent's first passing trial of each task; the tasks it never passed;
     the agent's name as the manifest records it."""
-    members = {t.id: t for t in suite.tasks}
     store = Store(":memory:")
     try:
         report = Runner(suite, agent, trials=trials, seed=seed, store=store, concurrency=4).run()
-        refs: dict[str, Reference] = {}
-        for stored in store.graded_trials(report.run_id, CRASH_CHECK):
-            r = stored.result
-            if r.task_id in refs or stored.outcome is None:
-                continue
-            if r.status != "passed":
-                continue
-            member = members[r.task_id]
-            refs[r.task_id] = Reference(
-                member.task, member.domain, r.trial, r.seed, stored.trace, stored.outcome
-            )
+        refs, failed = references_in(store, report.run_id, suite)
     finally:
         store.close()
-    failed = [t.id for t in suite.tasks if t.id not in refs]
-    return (
-        [refs[t.id] for t in suite.tasks if t.id in refs],
-        failed,
-        report.manifest["agent"]["name"],
-    )
+    return refs, failed, report.manifest["agent"]["name"]
+
+
+def mutate_references(
+    suite: Suite,
+    refs: Sequence[Reference],
+    failed: list[str],
+    agent_name: str,
+    *,
+    kinds: Sequence[str] = KINDS,
+    progress: Callable[[MutantResult], None] | None = None,
+) -> MutationReport:
+    """Derive, re-enact and grade every mutant of the reference trials `refs`."""
+    results = []
+    for ref in refs:
+        original = grade_trial(ref.task, ref, ref.trace, ref.outcome, _latency(ref))
+        for mutant in mutants_of(ref, tuple(kinds)):
+            outcome = try_mutant(ref, mutant, original)
+            results.append(outcome)
+            if progress is not None:
+                progress(outcome)
+    return MutationReport(suite.name, agent_name, results, failed, [t.id for t in suite.tasks])
 
 
 def mutate_suite(
@@ -252,12 +274,4 @@ def mutate_suite(
 ) -> MutationReport:
     """Run the reference agent, then derive, re-enact and grade every mutant."""
     refs, failed, name = references(suite, agent, seed=seed, trials=trials)
-    results = []
-    for ref in refs:
-        original = grade_trial(ref.task, ref, ref.trace, ref.outcome, _latency(ref))
-        for mutant in mutants_of(ref, tuple(kinds)):
-            outcome = try_mutant(ref, mutant, original)
-            results.append(outcome)
-            if progress is not None:
-                progress(outcome)
-    return MutationReport(suite.name, name, results, failed, [t.id for t in suite.tasks])
+    return mutate_references(suite, refs, failed, name, kinds=kinds, progress=progress)

@@ -97,3 +97,117 @@ def print_flaky(report: dict[str, Any], console: Console | None = None) -> None:
             f"over two runs with seed {report['seed']} ({runs}, agent {report['agent']})"
         )
     )
+
+
+_VERDICT_STYLE = {
+    "healthy": "green",
+    "trivial": "yellow",
+    "weak": "yellow",
+    "noisy": "red",
+    "impossible": "red",
+    "broken": "red",
+}
+
+
+def tasks_table(tasks: list[dict[str, Any]], limit: int = 60) -> Table:
+    """Tasks that are not healthy, gravest first, with their first problems."""
+    shown = [t for t in tasks if t["verdict"] != "healthy"]
+    more = f" ({len(shown) - limit} more in --json)" if len(shown) > limit else ""
+    table = Table(title=f"tasks that are not healthy{more}", title_justify="left")
+    for col in ("task", "verdict", "why"):
+        table.add_column(col, overflow="fold")
+    for t in shown[:limit]:
+        why = "; ".join(p["detail"] for p in t["problems"][:3])
+        extra = len(t["problems"]) - 3
+        table.add_row(
+            plain(t["task_id"]),
+            Text(t["verdict"], style=_VERDICT_STYLE[t["verdict"]]),
+            plain(why + (f" (+{extra} more)" if extra > 0 else "")),
+        )
+    return table
+
+
+def noise_lines(noise: dict[str, Any]) -> list[str]:
+    if noise["mde"] is not None:
+        mde = pct(noise["mde"])
+    else:
+        mde = "not measured" if noise["success_rate"] is None else "none: no drop is detectable"
+    seeds = ", ".join(str(s) for s in noise["seeds"])
+    lines = [
+        f"noise floor ({noise['agent']}, {noise['runs']} runs, seeds {seeds}, "
+        f"{noise['trials']} trial(s)): success {pct(noise['success_rate'])}, "
+        f"{len(noise['noisy_tasks'])} noisy task(s) above a {pct(noise['threshold'])} flip rate; "
+        f"minimal detectable effect {mde}"
+    ]
+    for c in noise["gate_callouts"]:
+        lines.append(f"gate rule inside the noise: {c['rule']} ({c['source']}): {c['why']}")
+    return lines
+
+
+def print_health(report: dict[str, Any], console: Console | None = None) -> None:
+    """The health report in the terminal: tasks, users, judges, figures, the verdict."""
+    console = console or Console()
+    if any(t["verdict"] != "healthy" for t in report["tasks"]):
+        console.print(tasks_table(report["tasks"]))
+    if report["mutation"]["holes"]:
+        console.print(holes_table(report["mutation"], limit=20))
+    for u in report["users"]:
+        console.print(
+            plain(
+                f"simulated user, {u['task_id']} trial {u['trial']} step {u['step']}: "
+                f"{u['problem']} ({', '.join(u['pending_writes'])}): {u['reply']!r}"
+            )
+        )
+    for j in report["judges"]:
+        console.print(
+            plain(
+                f"judge rubric {j['rubric']} ({len(j['tasks'])} tasks): "
+                f"{j['status']}, {j['reason']}"
+            )
+        )
+    controls = report["controls"]
+    passed = ", ".join(
+        f"{c} {controls['passed'][c]}/{controls['trials'][c]}" for c in controls["passed"]
+    )
+    console.print(plain(f"controls passed: {passed}"))
+    m = report["mutation"]
+    console.print(
+        plain(
+            f"mutation score {pct(m['score'])} ({m['killed']} of {m['applicable']} killed, "
+            f"target {pct(m['target'])})"
+        )
+    )
+    pop = report["population"]
+    if pop["agents"]:
+        console.print(
+            plain(
+                f"stored runs of {len(pop['agents'])} agent(s): {len(pop['impossible'])} "
+                f"impossible, {len(pop['trivial'])} trivial"
+            )
+        )
+    else:
+        console.print(plain("impossible tasks: not measured (give --runs of several agents)"))
+    for line in noise_lines(report["noise"]):
+        console.print(plain(line))
+    verdict = report["suite_verdict"]
+    counts = ", ".join(f"{n} {v}" for v, n in verdict["counts"].items() if n)
+    style = "bold green" if verdict["verdict"] == "healthy" else "bold red"
+    console.print(
+        Text(f"suite {report['suite']}: {verdict['verdict'].upper()} ({counts})", style=style)
+    )
+    for reason in verdict["reasons"]:
+        console.print(plain(f"  {reason}"))
+
+
+def print_health_gate(health: dict[str, Any], console: Console | None = None) -> None:
+    """What `--require-health` found, before the gate's own table."""
+    console = console or Console()
+    if not health["refused"]:
+        report = health["report"]
+        console.print(plain(f"suite health: {report['verdict']} (report of {report['suite']})"))
+        return
+    for reason in health["reasons"]:
+        console.print(Text.assemble(("health refuses: ", "bold red"), plain(reason)))
+    for row in health["rules"]:
+        for task, why in row["tasks"].items():
+            console.print(plain(f"  {task}: {why}"))

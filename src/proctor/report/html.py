@@ -48,6 +48,7 @@ from proctor.report.fmt import (
     secs,
     value,
 )
+from proctor.report.health_html import health_section
 from proctor.report.human import human_sentence
 from proctor.report.inputs import ReportInputs, gate_line, where_text
 from proctor.report.judges import judge_statements
@@ -379,6 +380,7 @@ def render_html(
         partial=None if keep is None else {"embedded": len(blobs), "trials": len(results)},
         desk_url=desk_url,
         program=program_section(inputs.program) if inputs.program else None,
+        health=health_section(inputs.health) if inputs.health else None,
     )
 
 

@@ -41,6 +41,8 @@ class ReportInputs:
     human: dict[str, Any] | None = None
     #: The evaluation program's figures (proctor.loop.program), when the caller has them.
     program: dict[str, Any] | None = None
+    #: The suite's health as the report shows it (proctor.report.health_html.health_view).
+    health: dict[str, Any] | None = None
 
     @property
     def manifest(self) -> dict[str, Any]:

@@ -65,7 +65,14 @@ def recommend(
             ],
         )
     if gate is not None and not gate["passed"]:
-        why = [f"the release gate failed {gate['failed']} of {_n(len(gate['rules']), 'rule')}"]
+        why = (
+            [f"the release gate failed {gate['failed']} of {_n(len(gate['rules']), 'rule')}"]
+            if gate["failed"]
+            else []
+        )
+        health = gate.get("health") or {}
+        if health.get("refused"):  # --require-health: the suite cannot carry the decision
+            why += [f"the suite's health refuses the gate: {r}" for r in health["reasons"]]
         return Recommendation(BLOCK, why + ([severe] if blocking else []))
     if blocking:
         passed = ["the release gate passed, but does not outweigh a blocking violation"]

@@ -1,0 +1,105 @@
+"""`proctor health`: whether a suite can support a release decision (exit 0 healthy,
+1 unhealthy, 2 bad input)."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import click
+
+from proctor.cli.app import main
+from proctor.cli.common import (
+    DEFAULT_PATH,
+    EXIT_INVALID,
+    fail,
+    open_store,
+    run_data_or_exit,
+    say,
+    split_csv,
+    suite_or_exit,
+)
+from proctor.cli.loop import _agent, _write_json
+
+
+@main.command()
+@click.argument("paths", nargs=-1, required=True, type=click.Path())
+@click.option("--reference", "reference_ref", required=True, help="The reference agent (REF).")
+@click.option("--noise-agent", "noise_ref", default=None, help="Agent of the noise floor.")
+@click.option("--runs", "run_refs", multiple=True, help="Stored runs of other agents.")
+@click.option("--rules", "rules_path", type=click.Path(), help="Gate rules to hold to the noise.")
+@click.option("--trials", "-k", default=1, show_default=True, type=click.IntRange(min=1))
+@click.option("--seed", default=0, show_default=True, type=int)
+@click.option("--seeds", default=2, show_default=True, type=click.IntRange(min=1))
+@click.option("--flip-threshold", default=0.1, show_default=True, type=click.FloatRange(0, 1))
+@click.option("--kinds", multiple=True, help="Only these mutation kinds (comma-separated).")
+@click.option("--tags", multiple=True, help="Only tasks with any of these tags.")
+@click.option("--suite", "suite_kind", default=None, help="Only tasks in this suite.")
+@click.option("--task", "task_ids", multiple=True, help="Only these task ids.")
+@click.option("--store", "store_path", default=str(DEFAULT_PATH), show_default=True)
+@click.option("--no-save", is_flag=True, help="Do not keep the report in the store.")
+@click.option("--json", "json_path", type=click.Path(), help="Write the report here.")
+def health(
+    paths: tuple[str, ...],
+    reference_ref: str,
+    noise_ref: str | None,
+    run_refs: tuple[str, ...],
+    rules_path: str | None,
+    trials: int,
+    seed: int,
+    seeds: int,
+    flip_threshold: float,
+    kinds: tuple[str, ...],
+    tags: tuple[str, ...],
+    suite_kind: str | None,
+    task_ids: tuple[str, ...],
+    store_path: str,
+    no_save: bool,
+    json_path: str | None,
+) -> None:
+    """Suite health: controls, mutation score, noise floor, impossible and trivial tasks,
+    simulated users, judges; a verdict per task and for the suite."""
+    from rich.console import Console
+
+    from proctor.core.documents import SpecError
+    from proctor.decide.gate import load_rules
+    from proctor.health.check import HealthOptions, check_health
+    from proctor.health.mutants import KINDS
+    from proctor.health.records import save_health
+    from proctor.report.health_tables import print_health
+
+    chosen = split_csv(kinds) or list(KINDS)
+    unknown = sorted(set(chosen) - set(KINDS))
+    if unknown:
+        fail(f"unknown mutation kind {unknown[0]!r} (one of {', '.join(KINDS)})")
+    try:
+        rules = load_rules(rules_path) if rules_path else []
+    except SpecError as exc:
+        fail(exc.lines())
+    suite = suite_or_exit(paths).select(
+        tags=split_csv(tags), suite=suite_kind, ids=split_csv(task_ids)
+    )
+    if not suite.tasks:
+        fail("no task selected")
+    store = None if no_save and not Path(store_path).exists() else open_store(store_path)
+    runs = [run_data_or_exit(ref, store) for ref in run_refs]
+    options = HealthOptions(
+        seed=seed,
+        trials=trials,
+        seeds=seeds,
+        flip_threshold=flip_threshold,
+        kinds=chosen,
+        runs=runs,
+        rules=rules,
+        store=store,
+    )
+    reference = _agent(reference_ref)
+    noise = _agent(noise_ref) if noise_ref else None
+    report = check_health(suite, reference, options, noise_agent=noise, progress=say).to_dict()
+    _write_json(json_path, report)
+    if store is not None and not no_save:
+        number = save_health(store, report)
+        say(f"health report #{number} kept in {store_path} (for gate --require-health)")
+    print_health(report, Console())
+    if report["suite_verdict"]["verdict"] != "healthy":
+        sys.exit(EXIT_INVALID)
