@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import sys
 from pathlib import Path
 from typing import Any, NoReturn
@@ -96,3 +97,21 @@ def run_data_or_exit(ref: str, store: Any) -> Any:
         return load_run(ref, store)
     except RunInputError as exc:
         fail(str(exc))
+
+
+def agent_or_exit(ref: str) -> Any:
+    """The agent `--agent REF` names (loaded on use, so `--help` stays fast); exit 2 when
+    it cannot be found."""
+    from proctor.agents import AgentNotFound, load_agent
+
+    try:
+        return load_agent(ref)
+    except AgentNotFound as exc:
+        fail(str(exc))
+
+
+def write_json(path: str | None, data: dict[str, Any]) -> None:
+    """`--json PATH`: the report as JSON, folders made as needed; nothing when not asked."""
+    if path:
+        Path(path).parent.mkdir(parents=True, exist_ok=True)
+        Path(path).write_text(json.dumps(data, indent=2, default=str) + "\n", encoding="utf-8")

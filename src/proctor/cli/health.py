@@ -12,14 +12,15 @@ from proctor.cli.app import main
 from proctor.cli.common import (
     DEFAULT_PATH,
     EXIT_INVALID,
+    agent_or_exit,
     fail,
     open_store,
     run_data_or_exit,
     say,
     split_csv,
     suite_or_exit,
+    write_json,
 )
-from proctor.cli.loop import _agent, _write_json
 
 
 @main.command()
@@ -93,10 +94,10 @@ def health(
         rules=rules,
         store=store,
     )
-    reference = _agent(reference_ref)
-    noise = _agent(noise_ref) if noise_ref else None
+    reference = agent_or_exit(reference_ref)
+    noise = agent_or_exit(noise_ref) if noise_ref else None
     report = check_health(suite, reference, options, noise_agent=noise, progress=say).to_dict()
-    _write_json(json_path, report)
+    write_json(json_path, report)
     if store is not None and not no_save:
         number = save_health(store, report)
         say(f"health report #{number} kept in {store_path} (for gate --require-health)")

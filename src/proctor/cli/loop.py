@@ -3,10 +3,8 @@ mutate, flaky."""
 
 from __future__ import annotations
 
-import json
 import sys
 from pathlib import Path
-from typing import Any
 
 import click
 
@@ -14,26 +12,13 @@ from proctor.cli.app import main
 from proctor.cli.common import (
     DEFAULT_PATH,
     EXIT_INVALID,
+    agent_or_exit,
     fail,
     open_store,
     redactor_for,
     suite_or_exit,
+    write_json,
 )
-
-
-def _agent(ref: str) -> Any:
-    from proctor.agents import AgentNotFound, load_agent
-
-    try:
-        return load_agent(ref)
-    except AgentNotFound as exc:
-        fail(str(exc))
-
-
-def _write_json(path: str | None, data: dict[str, Any]) -> None:
-    if path:
-        Path(path).parent.mkdir(parents=True, exist_ok=True)
-        Path(path).write_text(json.dumps(data, indent=2, default=str) + "\n", encoding="utf-8")
 
 
 @main.command()
@@ -142,9 +127,9 @@ def mutate(
     if unknown:
         fail(f"unknown mutation kind {unknown[0]!r} (one of {', '.join(KINDS)})")
     suite = suite_or_exit(paths)
-    report = mutate_suite(suite, _agent(agent_ref), seed=seed, trials=trials, kinds=chosen)
+    report = mutate_suite(suite, agent_or_exit(agent_ref), seed=seed, trials=trials, kinds=chosen)
     data = report.to_dict()
-    _write_json(json_path, data)
+    write_json(json_path, data)
     print_mutation(data, Console())
     if min_score is not None and (report.score is None or report.score < min_score):
         sys.exit(EXIT_INVALID)
@@ -166,9 +151,9 @@ def flaky(
     from proctor.report.health_tables import print_flaky
 
     suite = suite_or_exit(paths)
-    report = flaky_tasks(suite, _agent(agent_ref), seed=seed, trials=trials)
+    report = flaky_tasks(suite, agent_or_exit(agent_ref), seed=seed, trials=trials)
     data = report.to_dict()
-    _write_json(json_path, data)
+    write_json(json_path, data)
     print_flaky(data, Console())
     if report.flaky_tasks:
         sys.exit(EXIT_INVALID)
@@ -238,7 +223,7 @@ def monitor(
         store=store,
         suite=suite,
     )
-    _write_json(json_path, data)
+    write_json(json_path, data)
     if html_path:
         from proctor.report.monitor_html import write_monitor
 

@@ -15,6 +15,7 @@ from proctor.cli.common import (
     DEFAULT_PATH,
     EXIT_BAD_INPUT,
     EXIT_INVALID,
+    agent_or_exit,
     all_checks_option,
     fail,
     files_line,
@@ -165,7 +166,6 @@ def run(
     """Run the tasks under PATHS with an agent, k trials each, and print the summary."""
     from rich.console import Console
 
-    from proctor.agents import AgentNotFound, load_agent
     from proctor.core.documents import SpecError
     from proctor.decide.gate import load_rules
     from proctor.report.judges import print_judges
@@ -195,10 +195,7 @@ def run(
     unknown = sorted({f.tool for f in faults} - tools)
     if unknown:
         fail(f"{faults_path}: faults name tools no selected domain has: {', '.join(unknown)}")
-    try:
-        agent = load_agent(agent_ref)
-    except AgentNotFound as exc:
-        fail(str(exc))
+    agent = agent_or_exit(agent_ref)
     check_executor(executor_name, address, working_dir)
     from proctor.run.resume import ResumeError
     from proctor.run.source import ExecutorError

@@ -13,6 +13,7 @@ from proctor.cli.app import main
 from proctor.cli.common import (
     DEFAULT_PATH,
     EXIT_INVALID,
+    agent_or_exit,
     all_checks_option,
     fail,
     open_store,
@@ -157,15 +158,11 @@ def replay(
     from rich.console import Console
     from rich.table import Table
 
-    from proctor.agents import AgentNotFound, load_agent
     from proctor.interop.replay import replay as replay_sessions
 
     suite = suite_or_exit(suite_paths) if suite_paths else None
     sessions, mapping = _sessions(traces, fmt, map_path)
-    try:
-        agent = load_agent(agent_ref)
-    except AgentNotFound as exc:
-        fail(str(exc))
+    agent = agent_or_exit(agent_ref)
     store = open_store(store_path, redact_path)
     settings = getattr(agent, "settings", None)
     model = settings.get("model") if isinstance(settings, dict) else None
