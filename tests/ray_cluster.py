@@ -107,7 +107,10 @@ class RayCluster:
         self.gcs_port, self.client_port = free_port(), free_port()
         self.address = f"{HEAD_IP}:{self.gcs_port}"
         self.client_address = f"ray://127.0.0.1:{self.client_port}"
-        self._worker_ports = 21000 + (os.getpid() % 40) * 200  # disjoint per node
+        # Disjoint per node, and clear of Ray's own fixed ports: 10001 (client server)
+        # and 23000-23999, where the head starts one Ray Client server per ray://
+        # driver (a worker holding one of those ports fails that driver's init).
+        self._worker_ports = 11000 + (os.getpid() % 50) * 200
         atexit.register(self.stop)
 
     def start(self) -> None:
@@ -207,8 +210,10 @@ class RayCluster:
         shutil.rmtree(self.root, ignore_errors=True)
 
     def logs(self) -> str:
-        """The tail of each node's start log, for a failure message."""
+        """The tail of each node's start log and of the head's Ray Client server logs
+        (where a `ray://` driver's failed init is explained), for a failure message."""
+        client = sorted(self.root.glob("head/session_latest/logs/ray_client_server*.err"))
         return "\n".join(
             f"{log.name}: {log.read_text(errors='replace')[-800:]}"
-            for log in sorted(self.root.glob("*.log"))
+            for log in [*sorted(self.root.glob("*.log")), *client]
         )

@@ -115,6 +115,31 @@ def test_without_ray_the_ray_executor_is_one_line(
     assert Store(store).runs() == []  # refused before a run was created
 
 
+@pytest.mark.parametrize(
+    ("message", "why"),
+    [
+        ("Could not find any running Ray instance.\nPlease start one.", "Could not find any"),
+        (  # a Ray Client server's refusal: a heading, then the server's traceback
+            "Initialization failure from server:\nTraceback (most recent call last):\n"
+            '  File "proxier.py", line 770\nRuntimeError: Starting Ray client server failed.\n',
+            "Initialization failure from server: RuntimeError: Starting Ray client server",
+        ),
+    ],
+)
+def test_a_failed_ray_connection_says_why_in_one_line(message: str, why: str) -> None:
+    from proctor.run.ray_executor import connect
+
+    class Refusing:
+        def init(self, **options: Any) -> None:
+            raise ConnectionError(message)
+
+    with pytest.raises(ExecutorError) as refused:
+        connect(Refusing(), "ray://head:10001", None, {})
+    text = str(refused.value)
+    assert text.startswith(f"ray: cannot connect to ray://head:10001: {why}")
+    assert "\n" not in text and "Traceback" not in text
+
+
 # -- hung agents under process isolation ---------------------------------------------------
 
 

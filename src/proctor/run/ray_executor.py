@@ -122,8 +122,10 @@ def connect(ray: Any, address: str | None, working_dir: Path | None, init: dict[
     try:
         ray.init(address=address, **options)
     except Exception as exc:
-        lines = str(exc).strip().splitlines()
+        lines = [line for line in str(exc).strip().splitlines() if line.strip()]
         why = lines[0] if lines else type(exc).__name__
+        if why.endswith(":") and len(lines) > 1:  # a server's traceback: its last line
+            why = f"{why} {lines[-1].strip()}"
         raise ExecutorError(f"ray: cannot connect to {address or 'a local Ray'}: {why}") from None
 
 
