@@ -10,12 +10,14 @@ argument accuracy = required items made with matching arguments / required items
 
 from __future__ import annotations
 
+from proctor.core.memo import per_object
 from proctor.grade.context import GradeContext
 from proctor.tasks.models import AnyOf, EffectAssertion, Task
 from proctor.tasks.predicates import args_match
 
 
-def expected_tools(task: Task) -> set[str]:
+@per_object
+def expected_tools(task: Task) -> frozenset[str]:
     """The tools a task names as required, allowed, ordered, in its reference trajectory
     or as outcome effects."""
     spec = task.expect.trajectory
@@ -30,7 +32,7 @@ def expected_tools(task: Task) -> set[str]:
     relevant.update(
         a.effect for a in task.expect.outcome if isinstance(a, EffectAssertion) and not a.forbids
     )
-    return relevant
+    return frozenset(relevant)
 
 
 def tool_metrics(ctx: GradeContext) -> dict[str, float]:

@@ -16,14 +16,16 @@ from collections import Counter
 from typing import Any
 
 from proctor.core.jsonvalues import canonical
+from proctor.core.memo import per_object
 from proctor.core.results import REQUIRED, Check, CheckKind
+from proctor.env.domain import Domain
 from proctor.grade.claims import read_claims, tool_claims
 from proctor.grade.context import GradeContext, ToolCall
 from proctor.grade.grounding import ungrounded
 from proctor.grade.language import TROUBLE, factual_tokens
 from proctor.grade.recovery import recovery_checks
 from proctor.grade.registry import grader
-from proctor.tasks.models import EffectAssertion
+from proctor.tasks.models import EffectAssertion, Task
 from proctor.tasks.predicates import args_match
 
 TRANSIENT = frozenset({"timeout", "rate_limited"})
@@ -75,23 +77,32 @@ def wrong_entity_check(ctx: GradeContext) -> Check | None:
     return Check("effects_on_expected_entities", "outcome", not stray, evidence={"stray": stray})
 
 
-def claim_tools(ctx: GradeContext) -> dict[str, list[str]]:
-    """Each claim phrase and the write tools whose effect it asserts: the domain's tools
-    (declared claims, else the verb's past form), then the task's (null drops a phrase)."""
+@per_object
+def claim_tools(task: Task, domain: Domain | None) -> list[tuple[str, list[str]]]:
+    """Each claim phrase, in order, and the write tools whose effect it asserts: the
+    domain's tools (declared claims, else the verb's past form), then the task's (null
+    drops a phrase)."""
     claims: dict[str, list[str]] = {}
-    if ctx.domain is not None:
-        for tool in ctx.domain.tools.values():
+    if domain is not None:
+        for tool in domain.tools.values():
             for phrase in tool_claims(tool):
                 claims.setdefault(phrase, []).append(tool.name)
-    for phrase, name in ctx.task.expect.robustness.claims.items():
+    for phrase, name in task.expect.robustness.claims.items():
         if name is None:
             claims.pop(phrase, None)
         else:
             claims[phrase] = [name]
-    return claims
+    return sorted(claims.items())
 
 
-def _known_entities(ctx: GradeContext, tools: list[str]) -> tuple[set[str], set[str]]:
+@per_object
+def _prompt_identifiers(task: Task) -> frozenset[str]:
+    """The prompt's identifiers: its factual tokens with a letter (a number or time the
+    user gave is no entity)."""
+    return frozenset(t for t in factual_tokens(task.prompt) if any(ch.isalpha() for ch in t))
+
+
+def _known_entities(ctx: GradeContext, tools: list[str]) -> tuple[set[str], frozenset[str]]:
     """Values the claimed tools' entity arguments took in any call, and the identifiers
     of the prompt (a number or time the user gave is no entity)."""
     args = {
@@ -100,10 +111,9 @@ def _known_entities(ctx: GradeContext, tools: list[str]) -> tuple[set[str], set[
         if spec is not None and spec.entity_arg is not None
     }
     if not args:
-        return set(), set()
+        return set(), frozenset()
     used = {str(c.arg_dict[a]) for c in ctx.calls for a in args if a in c.arg_dict}
-    prompt = {t for t in factual_tokens(ctx.task.prompt) if any(ch.isalpha() for ch in t)}
-    return used, prompt
+    return used, _prompt_identifiers(ctx.task)
 
 
 def false_success_checks(ctx: GradeContext) -> list[Check]:
@@ -114,7 +124,7 @@ def false_success_checks(ctx: GradeContext) -> list[Check]:
     tool's entity argument or the prompt named, and ids used that way in its
     prepositional phrases ("cancelled it for order A-1")."""
     checks = []
-    for phrase, tools in sorted(claim_tools(ctx).items()):
+    for phrase, tools in claim_tools(ctx.task, ctx.domain):
         found = read_claims(ctx.answer, phrase)
         if not found:
             continue
@@ -130,7 +140,7 @@ def false_success_checks(ctx: GradeContext) -> list[Check]:
                 bool(effects) and not missing,
                 evidence={
                     "phrase": phrase,
-                    "effect": tools,
+                    "effect": list(tools),
                     "claims": [c.clause for c in found],
                     "applied_seqs": sorted(e.seq for e in effects),
                     "claimed_entities": sorted(named),

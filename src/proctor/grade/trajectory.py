@@ -9,8 +9,10 @@ violation. A reference trajectory is matched by proctor.grade.match on the same 
 from __future__ import annotations
 
 from collections import Counter
+from typing import Any
 
 from proctor.core.jsonvalues import canonical
+from proctor.core.memo import per_object
 from proctor.core.results import Check
 from proctor.grade.context import GradeContext, ToolCall
 from proctor.grade.match import match_calls
@@ -23,13 +25,20 @@ def _matching(calls: list[ToolCall], pattern: CallPattern) -> list[ToolCall]:
     return [c for c in calls if c.tool == pattern.tool and args_match(c.arg_dict, pattern.args)]
 
 
+@per_object
+def _expected(item: CallPattern | AnyOf) -> tuple[list[CallPattern], str, list[dict[str, Any]]]:
+    """A required item's patterns, its name and its evidence as the task wrote it."""
+    patterns = item.patterns if isinstance(item, AnyOf) else [item]
+    written = [p.model_dump(exclude_none=True) for p in patterns]
+    return patterns, "|".join(p.tool for p in patterns), written
+
+
 def required_check(calls: list[ToolCall], item: CallPattern | AnyOf) -> Check:
     attempted = [c for c in calls if c.attempted]
-    patterns = item.patterns if isinstance(item, AnyOf) else [item]
+    patterns, names, written = _expected(item)
     hits = [c for p in patterns for c in _matching(attempted, p)]
-    names = "|".join(p.tool for p in patterns)
     evidence: dict[str, object] = {
-        "expected": [p.model_dump(exclude_none=True) for p in patterns],
+        "expected": list(written),
         "seqs": sorted(c.seq for c in hits),
     }
     if not hits:

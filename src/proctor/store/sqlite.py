@@ -30,6 +30,8 @@ from itertools import groupby
 from pathlib import Path
 from typing import Any, Protocol, TypeVar
 
+import orjson
+
 from proctor.core.jsonvalues import json_encoder
 from proctor.core.outcome import Outcome
 from proctor.core.results import Check, TrialResult, Usage
@@ -137,12 +139,44 @@ def _env_seconds(name: str, default: float) -> float:
 
 
 def _loads(text: str) -> Any:
-    """JSON text this store wrote (compact, no surrounding space): the C scanner alone,
-    without `json.loads`' two whitespace matches, twice as fast on a small row."""
+    """JSON text this store wrote, decoded exactly as `json` decodes it: by orjson (2.5x
+    faster on a small row) unless `_orjson_differs` says it could read it otherwise."""
+    if not _orjson_differs(text):
+        try:
+            return orjson.loads(text)
+        except orjson.JSONDecodeError:  # NaN, an infinity, a lone surrogate, a huge number
+            pass
     try:
-        return _scan(text, 0)[0]
+        return _scan(text, 0)[0]  # without `json.loads`' whitespace matches
     except StopIteration:  # not written here: json.loads says what is wrong with it
         return json.loads(text)
+
+
+def _loads_all(texts: list[str]) -> list[Any]:
+    """Many rows at once (a share's events and evidence): one orjson call over their
+    JSON array, a tenth of a regrade's time saved; row by row if that fails."""
+    joined = f"[{','.join(texts)}]"
+    if not _orjson_differs(joined):
+        try:
+            values = orjson.loads(joined)
+        except orjson.JSONDecodeError:
+            values = None
+        if isinstance(values, list) and len(values) == len(texts):
+            return values
+    return [_loads(text) for text in texts]
+
+
+#: JSON text with digits as 0, number punctuation kept and anything else a space.
+_NUMBER_SHAPE = bytes(48 if chr(i).isdigit() else i if chr(i) in ".eE+" else 32 for i in range(256))
+_LONG_RUN = b" " + b"0" * 19
+
+
+def _orjson_differs(text: str) -> bool:
+    """Could orjson decode `text` to other values than `json`? Only for an integer of 19
+    digits or more, which past 64 bits it reads as a float: such a run preceded by
+    anything but a decimal point or an exponent (a string holding one is let through
+    too, to `json`). The shape costs ~1 us on a small row, a regex ~3 us."""
+    return _LONG_RUN in f" {text}".encode(errors="surrogatepass").translate(_NUMBER_SHAPE)
 
 
 #: A trial's key in a run, (task id, trial number); FIRST_KEY sorts before every key.
@@ -697,11 +731,15 @@ def decode_graded(
 ) -> Iterator[StoredTrial]:
     """The StoredTrials of rows read by `Store.graded_rows`."""
     by_source: dict[int, list[TraceEvent]] = {}
-    for source, seq, t, kind, data in events:
-        by_source.setdefault(source, []).append(TraceEvent(seq, t, kind, _loads(data)))
+    datas = _loads_all([row[4] for row in events])
+    for (source, seq, t, kind, _), data in zip(events, datas, strict=True):
+        by_source.setdefault(source, []).append(TraceEvent(seq, t, kind, data))
     by_trial: dict[int, list[Check]] = {}
-    for rowid, name, kind, passed, score, severity, evidence in checks:
-        check = Check(name, kind, bool(passed), score, severity, _loads(evidence))
+    evidences = _loads_all([row[6] for row in checks])
+    for (rowid, name, kind, passed, score, severity, _), evidence in zip(
+        checks, evidences, strict=True
+    ):
+        check = Check(name, kind, bool(passed), score, severity, evidence)
         by_trial.setdefault(rowid, []).append(check)
     for row in rows:
         yield Store._stored(run_id, row, by_source.get(row[0], []), by_trial.get(row[11], []))
