@@ -348,6 +348,12 @@ def test_gate_require_health_refuses_a_broken_task_in_a_gated_slice_and_passes_a
         assert "planted-broken" in gated.output
         assert verdict["recommendation"]["decision"] != "proceed"
         assert any("health refuses" in r for r in verdict["recommendation"]["reasons"])
+    # The same gate at the end of a run.
+    args = ("run", str(folder), "--agent", agent, "--store", store, "--quiet", "--gate", gates)
+    assert cli(*args).exit_code == 0
+    in_run = cli(*args, "--require-health")
+    assert in_run.exit_code == (1 if planted else 0), in_run.output
+    assert ("planted-broken" in in_run.output) is planted
 
 
 def test_gate_require_health_without_a_report_refuses_and_names_the_command(tmp_path: Path) -> None:
@@ -360,6 +366,11 @@ def test_gate_require_health_without_a_report_refuses_and_names_the_command(tmp_
     assert "no health report for suite" in gated.output and "proctor health" in gated.output
     lone = cli(*gate, "--health", "x.json")
     assert lone.exit_code == 2 and "--health goes with --require-health" in lone.output
+    run = ("run", str(folder), "--agent", agent, "--store", store, "--quiet")
+    ungated = cli(*run, "--require-health")
+    assert ungated.exit_code == 2 and "--require-health goes with --gate" in ungated.output
+    refused = cli(*run, "--gate", str(folder / "gates.yaml"), "--require-health")
+    assert refused.exit_code == 1 and "no health report for suite" in refused.output
 
 
 # -- the noise floor against gate rules; judges; bad input --------------------------------

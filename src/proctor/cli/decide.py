@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import sys
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -162,6 +163,29 @@ def compare(
         print_pairwise(report["pairwise"], Console())
 
 
+def health_options(command: Callable[..., Any]) -> Callable[..., Any]:
+    """`--require-health` and `--health FILE`: for `gate`, and for `run --gate`."""
+    command = click.option(
+        "--health",
+        "health_path",
+        default=None,
+        type=click.Path(),
+        help="With --require-health: a health report file (`proctor health --json`) "
+        "instead of the store's.",
+    )(command)
+    return click.option(
+        "--require-health",
+        is_flag=True,
+        help="Fail the gate unless the suite's health report (`proctor health`) is healthy "
+        "for every gated slice.",
+    )(command)
+
+
+def check_health_options(require_health: bool, health_path: str | None) -> None:
+    if health_path and not require_health:
+        fail("--health goes with --require-health")
+
+
 @main.command()
 @click.argument("run_ref", required=False)
 @click.option("--rules", "rules_path", type=click.Path(), help="The gates file (YAML/JSON).")
@@ -176,20 +200,7 @@ def compare(
     type=click.Path(),
     help="Price table whose `currency:` converts *_usd metrics (default: the run's own).",
 )
-@click.option(
-    "--require-health",
-    is_flag=True,
-    help="Fail unless the suite's health report (`proctor health`) is healthy for every "
-    "gated slice.",
-)
-@click.option(
-    "--health",
-    "health_path",
-    default=None,
-    type=click.Path(),
-    help="With --require-health: a health report file (`proctor health --json`) instead "
-    "of the store's.",
-)
+@health_options
 def gate(
     run_ref: str | None,
     rules_path: str | None,
@@ -226,8 +237,7 @@ def gate(
         currency = Currency.parse(recorded)
     check_rules(rules_path, rules, baseline=baseline is not None, currency=currency)
     base = run_data_or_exit(baseline, store) if baseline else None
-    if health_path and not require_health:
-        fail("--health goes with --require-health")
+    check_health_options(require_health, health_path)
     health = required_health(run_data, rules, store, health_path) if require_health else None
     if not gate_verdict(run_data, rules, base, as_json=as_json, currency=currency, health=health):
         sys.exit(EXIT_INVALID)

@@ -24,7 +24,14 @@ from proctor.cli.common import (
     split_csv,
     suite_or_exit,
 )
-from proctor.cli.decide import check_rules, currency_or_exit, gate_verdict
+from proctor.cli.decide import (
+    check_health_options,
+    check_rules,
+    currency_or_exit,
+    gate_verdict,
+    health_options,
+    required_health,
+)
 from proctor.cli.judges import JudgeOptions, judge_options
 from proctor.cli.scale import check_executor, executor_options, pool_or_exit, workers_option
 
@@ -110,6 +117,7 @@ def schema() -> None:
     default=None,
     help="A stored run for --gate's baseline rules (they need one: exit 2 without).",
 )
+@health_options
 @click.option(
     "--prices",
     "prices_path",
@@ -152,6 +160,8 @@ def run(
     scorecard_path: str | None,
     gate_path: str | None,
     baseline_ref: str | None,
+    require_health: bool,
+    health_path: str | None,
     prices_path: str | None,
     junit_path: str | None,
     quiet: bool,
@@ -203,6 +213,9 @@ def run(
 
     if baseline_ref is not None and rules is None:
         fail("--baseline goes with --gate")
+    if require_health and rules is None:
+        fail("--require-health goes with --gate")
+    check_health_options(require_health, health_path)
     currency = currency_or_exit(prices_path)
     for path, checked in ((gate_path, rules), (scorecard_path, card.gates if card else None)):
         if path and checked is not None:
@@ -269,7 +282,8 @@ def run(
         from proctor.store.export import RunData
 
         data = RunData(report.run_id, report.manifest, summary, report.results, summary["status"])
-        if not gate_verdict(data, rules, baseline, as_json=False):
+        health = required_health(data, rules, store, health_path) if require_health else None
+        if not gate_verdict(data, rules, baseline, as_json=False, health=health):
             sys.exit(EXIT_INVALID)
     store.close()
     if summary["status"] != "completed":
