@@ -14,6 +14,7 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 from proctor import Store
 
@@ -159,3 +160,66 @@ def test_a_run_and_a_grade_on_one_store_both_complete(tmp_path: Path) -> None:
         assert [r["status"] for r in finished] == ["completed", "completed"]
         counts = sorted(len(store.trial_keys(r["run_id"])) for r in finished)
     assert counts == [30, 80]  # each session once, the run's trials
+
+
+def test_a_run_beside_the_review_desk_both_complete(
+    desk_db: Path, desk_store: Store, desk_prepared: dict[str, Any]
+) -> None:
+    """Reviewers label at a live desk while a run in another process commits its trials
+    to the same store: the run completes and every posted label is kept."""
+    from desk_support import FAIL, claim, http_client, label_count, live_desk, reviewer, sign_in
+
+    run_id = desk_prepared["run"].run_id
+    before = len(desk_store.runs())
+    links = [reviewer(desk_store, name) for name in ("alice", "bob")]
+    run = subprocess.Popen(
+        command(desk_db, f"{FIXTURES / 'exec_agents.py'}:Slow", "--trials", "80"),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    posted = 0
+    with live_desk(desk_db) as url:
+        sessions = [sign_in(http_client(url), link) for link in links]
+        queued = sessions[0].client.get(f"/runs/{run_id}/queue").text
+        item_ids = [int(x.split('"', 1)[0]) for x in queued.split('href="/items/')[1:]]
+        deadline = time.monotonic() + PATIENCE_S
+        while len(desk_store.runs()) == before:  # until the run has begun writing
+            assert run.poll() is None and time.monotonic() < deadline, run.communicate()
+            time.sleep(0.02)
+        for n, item_id in enumerate(item_ids):
+            if run.poll() is not None:
+                break
+            session = sessions[n % 2]
+            assignment = claim(session, item_id)
+            if assignment is None:
+                continue
+            done = session.post(f"/assignments/{assignment}/label", FAIL, follow_redirects=False)
+            assert done.status_code == 303, done.text[:300]
+            posted += 1
+    _, err = run.communicate(timeout=PATIENCE_S)
+    assert run.returncode == 0, err
+    assert posted >= 1 and label_count(desk_db) == posted  # posted while the run wrote
+    with Store(desk_db, readonly=True) as store:
+        latest = store.run("latest")
+        assert latest["status"] == "completed" and len(store.trial_keys(latest["run_id"])) == 80
+
+
+def test_a_second_store_in_a_process_keeps_the_first_ones_locks(tmp_path: Path) -> None:
+    """Opening a store reads its header; beside a live connection of the same process that
+    read must not drop the connection's locks, or another process closing its last
+    connection deletes the WAL under this one's writes, and they are lost."""
+    db = tmp_path / "p.db"
+    writer = Store(db)
+    writer.create_run("r1", {"suite": {}})  # in the WAL, not yet checkpointed
+    Store(db, readonly=True).close()  # a second store in this process, opened and closed
+    subprocess.run(
+        [sys.executable, "-c", f"import sqlite3; sqlite3.connect({str(db)!r}).execute("
+         "'SELECT COUNT(*) FROM runs').fetchone()"],
+        check=True, timeout=PATIENCE_S,
+    )  # fmt: skip
+    assert db.with_name("p.db-wal").exists()  # still this process's, with its writes
+    writer.create_run("r2", {"suite": {}})
+    writer.close()
+    with Store(db, readonly=True) as reader:
+        assert sorted(r["run_id"] for r in reader.runs()) == ["r1", "r2"]

@@ -11,6 +11,8 @@ SQLite's own errors become StoreError subclasses whose text is one line for the 
 from __future__ import annotations
 
 import sqlite3
+from collections import Counter
+from collections.abc import Callable
 from pathlib import Path
 
 _HEADER = b"SQLite format 3\x00"
@@ -34,8 +36,53 @@ class StoreFull(StoreError):
     """The disk (or the store's size limit) is full."""
 
 
+#: Store files this process has open, by (device, inode): how many connections.
+_OPEN: Counter[tuple[int, int]] = Counter()
+
+
+def _file_key(path: Path) -> tuple[int, int] | None:
+    try:
+        stat = path.stat()
+    except OSError:
+        return None
+    return stat.st_dev, stat.st_ino
+
+
+def check_unopened(path: Path) -> None:
+    """`check_file`, unless this process has the file open as a store already.
+
+    Closing any descriptor of a file drops every POSIX lock the process holds on it,
+    SQLite's included: a header read beside a live connection would let another process,
+    closing its own connection, delete the WAL under this one's writes (and lose them).
+    A file this process has open was checked when it was first opened.
+    """
+    if _OPEN[_file_key(path) or (-1, -1)] == 0:
+        check_file(path)
+
+
+def opened(path: Path) -> Callable[[], None]:
+    """Count the store at `path` as open in this process until the returned function
+    (idempotent) is called."""
+    key = _file_key(path)
+    if key is None:
+        return lambda: None
+    _OPEN[key] += 1
+    done = False
+
+    def close() -> None:
+        nonlocal done
+        if not done:
+            done = True
+            _OPEN[key] -= 1
+            if _OPEN[key] <= 0:
+                del _OPEN[key]
+
+    return close
+
+
 def check_file(path: Path) -> None:
-    """Refuse a file that is not a whole SQLite database, before SQLite reads it."""
+    """Refuse a file that is not a whole SQLite database, before SQLite reads it (see
+    `check_unopened`: never beside a live connection of this process)."""
     try:
         size = path.stat().st_size
         with path.open("rb") as file:

@@ -23,6 +23,7 @@ import json
 import os
 import sqlite3
 import time
+import weakref
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from functools import partial
@@ -40,10 +41,11 @@ from proctor.store.health import (
     StoreBusy,
     StoreDamaged,
     StoreError,
-    check_file,
     check_pages,
+    check_unopened,
     damage,
     is_busy,
+    opened,
     schema_version,
 )
 
@@ -223,7 +225,7 @@ class Store:
             raise StoreError(f"{self.path}: no store yet (run `proctor run` first)")
         if not memory:
             if self.path.exists():
-                check_file(self.path)
+                check_unopened(self.path)
                 if not readonly and not _writable(self.path):
                     raise StoreError(
                         f"{self.path}: the store is read-only (file, folder or disk): "
@@ -250,6 +252,8 @@ class Store:
         except BaseException:
             self.db.close()
             raise
+        self._release = (lambda: None) if memory else opened(self.path)
+        weakref.finalize(self, self._release)  # a store dropped without close()
 
     def _connect(self, memory: bool) -> sqlite3.Connection:
         """A connection (read-only when asked: with `immutable` when SQLite cannot share
@@ -326,6 +330,7 @@ class Store:
 
     def close(self) -> None:
         self.db.close()
+        self._release()
 
     def __enter__(self) -> Store:
         return self
