@@ -689,32 +689,6 @@ class Store:
             yield after, (row[0], row[1])
             after = (row[0], row[1])
 
-    @staticmethod
-    def _stored(
-        run_id: str, row: tuple[Any, ...], events: list[TraceEvent], kept: list[Check]
-    ) -> StoredTrial:
-        source, task_id, trial, seed, status, latency, trace_id, usage, error = row[:9]
-        answer, outcome = row[9:11]
-        return StoredTrial(
-            source,
-            TrialResult(
-                run_id=run_id,
-                task_id=task_id,
-                trial=trial,
-                seed=seed,
-                status=status,
-                usage=Usage(**_loads(usage)),
-                latency_s=latency,
-                simulated_s=row[12] or 0.0,
-                trace_id=trace_id,
-                error=error,
-            ),
-            Trace(f"{task_id}#{trial}", trace_id, events),
-            answer or "",
-            Outcome.from_dict(_loads(outcome)) if outcome else None,
-            kept,
-        )
-
 
 def _fetch(db: sqlite3.Connection, query: str, args: tuple[Any, ...]) -> list[Any]:
     return db.execute(query, args).fetchall()
@@ -746,8 +720,30 @@ def decode_graded(
     ):
         check = Check(name, kind, bool(passed), score, severity, evidence)
         by_trial.setdefault(rowid, []).append(check)
-    for row in rows:
-        yield Store._stored(run_id, row, by_source.get(row[0], []), by_trial.get(row[11], []))
+    usages = _loads_all([row[7] for row in rows])
+    outcomes = _loads_all([row[10] or "null" for row in rows])
+    for row, usage, outcome in zip(rows, usages, outcomes, strict=True):
+        source, task_id, trial, seed, status, latency, trace_id, _, error, answer = row[:10]
+        result = TrialResult(
+            run_id=run_id,
+            task_id=task_id,
+            trial=trial,
+            seed=seed,
+            status=status,
+            usage=Usage(**usage),
+            latency_s=latency,
+            simulated_s=row[12] or 0.0,
+            trace_id=trace_id,
+            error=error,
+        )
+        yield StoredTrial(
+            source,
+            result,
+            Trace(f"{task_id}#{trial}", trace_id, by_source.get(source, [])),
+            answer or "",
+            Outcome.from_dict(outcome) if row[10] else None,
+            by_trial.get(row[11], []),
+        )
 
 
 @dataclass(frozen=True, slots=True)
