@@ -231,6 +231,45 @@ def test_a_simulated_user_who_refuses_the_expected_write_is_flagged_with_trial_a
     assert finding["pending_writes"] == ["orders.cancel"] and finding["step"] > 0
 
 
+@pytest.mark.parametrize(
+    ("reply", "where", "flagged"),
+    [
+        ("Sorry, my ticket is T-1002.", {"order_id": "A"}, True),  # not the prompt's ticket
+        ("Yes, ticket T-1001.", {"order_id": "A"}, False),  # the prompt's own
+        ("It is order 1002, ref 77.", {"order_id": "A"}, False),  # no identifier's shape
+        ("Sorry, ticket T-1002.", {"order_id": "A", "ticket": {"$in": ["T-1002"]}}, False),
+    ],
+)
+def test_a_user_naming_another_id_than_the_prompt_contradicts_the_task(
+    reply: str, where: dict[str, Any], flagged: bool
+) -> None:
+    """The task expects ticket T-1001's order cancelled; the user says another ticket,
+    unless the task itself expects the write to name it."""
+
+    async def asks_first(input: Any, toolbox: Toolbox) -> str:
+        await toolbox.ask_user("Which ticket is this about?")
+        await toolbox.call("orders.get", {"order_id": "A"})
+        await toolbox.call("orders.cancel", {"order_id": "A"})
+        return "Order A is cancelled."
+
+    spec = dict(SOUND) | {
+        "_task": {
+            "prompt": "Cancel order A, ticket T-1001.",
+            "user": {"replies": [{"when": "ticket", "say": reply}]},
+        }
+    }
+    spec["outcome"] = [spec["outcome"][0], {"effect": "orders.cancel", "where": where}]
+    findings = check_health(suite_of(ticket=spec), asks_first).to_dict()["users"]
+    if not flagged:
+        assert findings == []
+        return
+    [finding] = findings
+    assert finding["problem"] == (
+        "names T-1002 where the prompt names T-1001: it contradicts the task"
+    )
+    assert finding["reply"] == reply and finding["pending_writes"] == ["orders.cancel"]
+
+
 def test_junk_arguments_fit_the_schema_and_name_nothing() -> None:
     schema = {
         "type": "object",

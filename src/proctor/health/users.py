@@ -3,9 +3,11 @@
 A scripted user can fail a trial the agent did right: by refusing what the task asks for,
 or by running out of lines before the task's write is done. In the trials of the
 reference agent, each user reply given while an expected write has not happened yet is
-flagged when it is a refusal (it contradicts the task's instructions) or empty or a
-goodbye (it ends the conversation before that write), with the trial and the trace step
-(docs/architecture.md, Suite health). Expected writes are the task's effects that must
+flagged when it is a refusal (it contradicts the task's instructions), when it names an
+identifier in place of the prompt's (ORD-1002 where the prompt says ORD-1001, and nothing
+the task expects written names ORD-1002), or when it is empty or a goodbye (it ends the
+conversation before that write), with the trial and the trace step (docs/architecture.md,
+Suite health). Expected writes are the task's effects that must
 happen (`count` above 0) and its required calls to write tools.
 """
 
@@ -18,7 +20,8 @@ from typing import Any
 
 from proctor.core.trace import Trace
 from proctor.env.suite import SuiteTask
-from proctor.tasks.models import EffectAssertion
+from proctor.grade.language import factual_tokens
+from proctor.tasks.models import AnyOf, EffectAssertion, Task
 
 _REFUSAL = re.compile(
     r"^\s*(no\b|nope\b|don'?t\b|do not\b|never ?mind\b|stop\b|cancel that\b|i changed my mind"
@@ -66,13 +69,57 @@ class UserFinding:
         }
 
 
-def _problem(reply: str) -> str | None:
+def _identifiers(text: str) -> set[str]:
+    """Tokens with a digit and a letter: order numbers, account ids, tickets."""
+    return {t for t in factual_tokens(text) if any(ch.isalpha() for ch in t)}
+
+
+#: An identifier's shape: letters as `a`, digits as `9` (ORD-1001 and ord-2002 alike).
+_SHAPE = str.maketrans(
+    "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789", "a" * 52 + "9" * 10
+)
+
+
+def _written_values(value: Any) -> set[str]:
+    """Every string in a predicate as the task file wrote it (`$in` lists included)."""
+    if isinstance(value, str):
+        return {value}
+    if isinstance(value, dict):
+        return {s for v in value.values() for s in _written_values(v)}
+    if isinstance(value, list | tuple):
+        return {s for v in value for s in _written_values(v)}
+    return set()
+
+
+def expected_values(task: Task) -> set[str]:
+    """The strings the task expects in its writes' and required calls' arguments."""
+    predicates: list[Any] = [
+        a.where for a in task.expect.outcome if isinstance(a, EffectAssertion) and a.where
+    ]
+    trajectory = task.expect.trajectory
+    for item in trajectory.required_calls if trajectory else ():
+        predicates.extend(p.args for p in (item.patterns if isinstance(item, AnyOf) else [item]))
+    return {
+        s for args in predicates if args for p in args.values() for s in _written_values(p.source)
+    }
+
+
+def _problem(reply: str, prompt_ids: set[str], expected: set[str]) -> str | None:
     if not reply.strip():
         return "ends the conversation (no reply left) before the expected write"
     if _GOODBYE.match(reply):
         return "ends the conversation before the expected write"
     if _REFUSAL.match(reply):
         return "refuses what the task asks for"
+    shapes = {i.translate(_SHAPE) for i in prompt_ids}
+    others = sorted(
+        i
+        for i in _identifiers(reply) - prompt_ids - expected
+        if i.translate(_SHAPE) in shapes
+    )
+    if others:
+        named = ", ".join(sorted(prompt_ids))
+        return f"names {', '.join(others)} where the prompt names {named}: it contradicts the task"
     return None
 
 
@@ -82,6 +129,7 @@ def user_findings(member: SuiteTask, trial: int, trace: Trace) -> list[UserFindi
     if not spec.turns and not spec.replies:
         return []
     pending = expected_writes(member)
+    prompt_ids, expected = _identifiers(member.task.prompt), expected_values(member.task)
     question, out = "", []
     for event in trace.events:
         if event.kind == "state_change":
@@ -90,7 +138,7 @@ def user_findings(member: SuiteTask, trial: int, trace: Trace) -> list[UserFindi
             question = str(event.data.get("content", ""))
         elif event.kind == "message" and event.data.get("role") == "user" and question:
             reply = str(event.data.get("content", ""))
-            problem = _problem(reply) if pending else None
+            problem = _problem(reply, prompt_ids, expected) if pending else None
             if problem:
                 out.append(
                     UserFinding(
