@@ -468,6 +468,45 @@ def test_judge_checks_count_only_with_a_calibration_of_the_rubric_as_it_is(
     assert set(counted.tasks) == {t.id for t in suite.tasks if t.rubrics}
 
 
+def test_health_reports_the_standing_of_the_judge_a_run_will_use(tmp_path: Path) -> None:
+    """`--judge`: the named judge's own calibration counts, not another judge's."""
+    kyc = SUPPORT.parent / "kyc"
+    store = str(tmp_path / "p.db")
+    calibrated = cli(
+        "calibrate", str(kyc / "rubrics" / "document-request.yaml"), "--labels",
+        str(kyc / "labels.csv"), "--items", str(kyc / "messages.yaml"), "--judge",
+        f"{kyc / 'judges.py'}:careful", "--store", store,
+    )  # fmt: skip
+    assert calibrated.exit_code == 0, calibrated.output
+    out = tmp_path / "health.json"
+
+    def judges(*extra: str) -> list[tuple[str | None, str, str]]:
+        done = cli(
+            "health", str(kyc / "tasks" / "cases_strict.yaml"), "--task", "kyc-case-03-strict",
+            "--reference", f"{kyc / 'agents.py'}:mistake_proofed", "--store", store,
+            "--no-save", "--json", str(out), *extra,
+        )  # fmt: skip
+        assert done.exit_code in (0, 1) and "Traceback" not in done.output, done.output
+        return [
+            (j["judge"], j["status"], j["reason"]) for j in json.loads(out.read_text())["judges"]
+        ]
+
+    [(judge, status, _)] = judges()  # any judge: the calibrated one
+    assert (judge, status) == ("careful", "counts")
+    [(judge, status, _)] = judges("--judge", f"{kyc / 'judges.py'}:careful")
+    assert (judge, status) == ("careful", "counts")
+    [row] = judges("--judge", f"{kyc / 'judges.py'}:lenient")
+    assert row == (
+        "lenient",
+        "advisory only",
+        "uncalibrated: this judge was never calibrated on this rubric",
+    )
+    [(judge, status, why)] = judges(
+        "--judge", f"{kyc / 'judges.py'}:careful", "--min-kappa", "0.99"
+    )
+    assert (judge, status) == ("careful", "advisory only") and why.startswith("refused by")
+
+
 def test_a_user_who_runs_out_of_lines_before_the_write_ends_the_conversation() -> None:
     async def asks_twice(input: Any, toolbox: Toolbox) -> str:
         await toolbox.ask_user("Which order?")

@@ -21,6 +21,7 @@ from proctor.cli.common import (
     suite_or_exit,
     write_json,
 )
+from proctor.cli.judges import JudgeOptions, judge_options
 
 
 @main.command()
@@ -40,6 +41,7 @@ from proctor.cli.common import (
 @click.option("--store", "store_path", default=str(DEFAULT_PATH), show_default=True)
 @click.option("--no-save", is_flag=True, help="Do not keep the report in the store.")
 @click.option("--json", "json_path", type=click.Path(), help="Write the report here.")
+@judge_options
 def health(
     paths: tuple[str, ...],
     reference_ref: str,
@@ -57,14 +59,17 @@ def health(
     store_path: str,
     no_save: bool,
     json_path: str | None,
+    judges: JudgeOptions,
 ) -> None:
     """Suite health: controls, mutation score, noise floor, impossible and trivial tasks,
-    simulated users, judges; a verdict per task and for the suite."""
+    simulated users, judges (`--judge`: the standing of the judge a run will use); a
+    verdict per task and for the suite."""
     from rich.console import Console
 
     from proctor.core.documents import SpecError
     from proctor.decide.gate import load_rules
     from proctor.health.check import HealthOptions, check_health
+    from proctor.health.judges import NamedJudge
     from proctor.health.mutants import KINDS
     from proctor.health.records import save_health
     from proctor.report.health_tables import print_health
@@ -84,6 +89,10 @@ def health(
         fail("no task selected")
     store = None if no_save and not Path(store_path).exists() else open_store(store_path)
     runs = [run_data_or_exit(ref, store) for ref in run_refs]
+    judge = None
+    if judges.refs:
+        panel = judges.panel(None)  # its name and fingerprint only: nothing is judged
+        judge = NamedJudge(panel.name, panel.fingerprint)
     options = HealthOptions(
         seed=seed,
         trials=trials,
@@ -93,6 +102,8 @@ def health(
         runs=runs,
         rules=rules,
         store=store,
+        judge=judge,
+        policy=judges.policy(),
     )
     reference = agent_or_exit(reference_ref)
     noise = agent_or_exit(noise_ref) if noise_ref else None

@@ -21,13 +21,14 @@ from proctor.decide.gate import Rule
 from proctor.env.suite import Suite
 from proctor.health.controls import JunkAgent, NullAgent, control_findings
 from proctor.health.flaky import flaky_tasks
-from proctor.health.judges import judge_status
+from proctor.health.judges import NamedJudge, judge_status
 from proctor.health.mutants import KINDS
 from proctor.health.mutate import mutate_references, references_in
 from proctor.health.noise import FLIP_THRESHOLD, gate_callouts, noise_floor
 from proctor.health.population import population
 from proctor.health.users import users_report
 from proctor.health.verdicts import suite_verdict, task_verdicts
+from proctor.judge.records import CalibrationPolicy
 from proctor.run.runner import Runner, task_infos
 from proctor.run.trial import CRASH_CHECK
 from proctor.store.export import RunData
@@ -46,8 +47,11 @@ class HealthOptions:
     runs: Sequence[RunData] = ()
     #: Gate rules to hold against the noise floor.
     rules: Sequence[Rule] = ()
-    #: The store of calibration records (judges).
+    #: The store of calibration records (judges), the judge a run will use (None: any
+    #: calibrated one) and the calibration it needs.
     store: Store | None = None
+    judge: NamedJudge | None = None
+    policy: CalibrationPolicy | None = None
     concurrency: int = 4
     timeout_s: float | None = 60.0
 
@@ -172,6 +176,6 @@ def check_health(
         "noise": noise.to_dict(),
         "population": pop.to_dict(),
         "users": [u.to_dict() for u in users],
-        "judges": [j.to_dict() for j in judge_status(suite, o.store)],
+        "judges": [j.to_dict() for j in judge_status(suite, o.store, o.policy, o.judge)],
     }
     return HealthReport(suite.name, suite.digest, digests, ref_name, data)

@@ -1,9 +1,11 @@
 """Which judge checks of a suite count, and which are advisory only.
 
 A judge check counts only while its rubric's current version has a calibration record
-meeting the policy (docs/architecture.md, Judges: calibration decides). Health does not
-know which judge a later run will use, so it reports per rubric the newest calibration of
-the current version that meets the policy, with its judge, or why there is none.
+of that judge meeting the policy (docs/architecture.md, Judges: calibration decides).
+Given the judge a run will use (`proctor health --judge REF`), health reports that
+judge's standing on each rubric, as the run will see it; without one it reports per
+rubric the newest calibration of the current version that meets the policy, with its
+judge, or why there is none.
 """
 
 from __future__ import annotations
@@ -12,7 +14,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from proctor.env.suite import Suite
-from proctor.judge.records import CalibrationPolicy, records
+from proctor.judge.records import CalibrationPolicy, records, standing
 from proctor.store.sqlite import Store
 
 
@@ -37,10 +39,22 @@ class JudgeStatus:
         }
 
 
+@dataclass(frozen=True)
+class NamedJudge:
+    """The judge a run will use: its name and the fingerprint its calibrations carry."""
+
+    name: str
+    fingerprint: str
+
+
 def judge_status(
-    suite: Suite, store: Store | None, policy: CalibrationPolicy | None = None
+    suite: Suite,
+    store: Store | None,
+    policy: CalibrationPolicy | None = None,
+    judge: NamedJudge | None = None,
 ) -> list[JudgeStatus]:
-    """One row per rubric (id and version) the suite's tasks name."""
+    """One row per rubric (id and version) the suite's tasks name: for `judge`, or for
+    whichever judge was calibrated."""
     policy = policy or CalibrationPolicy()
     used: dict[tuple[str, str], list[str]] = {}
     for member in suite.tasks:
@@ -48,6 +62,11 @@ def judge_status(
             used.setdefault((rubric.id, rubric.version), []).append(member.id)
     out = []
     for (rubric_id, version), tasks in used.items():
+        if judge is not None:
+            held = standing(store, rubric_id, version, judge.fingerprint, policy)
+            why, ok = held.reason, held.calibrated
+            out.append(JudgeStatus(rubric_id, version, tuple(tasks), ok, why, judge.name))
+            continue
         found = records(store, rubric_id) if store is not None else []
         current = [r for r in found if r["rubric_version"] == version]
         meeting = [r for r in current if not policy.refusals(r["figures"])]
