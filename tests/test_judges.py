@@ -220,3 +220,19 @@ def test_compare_with_a_judge_pairs_the_runs_rubric_tasks(tmp_path: Path) -> Non
          f"{KYC}/judges.py:careful"],
     )  # fmt: skip
     assert refused.exit_code == 2 and "exported run files carry no traces" in refused.output
+
+
+def test_a_calibrated_judge_counts_only_the_checks_its_tasks_let_decide() -> None:
+    """A task whose judge entry is advisory keeps its checks advisory under a calibrated
+    judge: the report does not count them among the checks that decide."""
+    from proctor.report.judges import judge_statements
+
+    row = {"version": "v1", "calibrated": True, "reason": "calibrated #3", "record": {}}
+    manifest = {"judges": {"name": "careful", "rubrics": {"tone": row}, "warnings": []}}
+    counts = {"checks": 5, "passed": 4, "calibrated": 3, "calibrated_passed": 2}
+    summary = {"judges": {"by_rubric": {"judge:tone": counts}}}
+    [line, _spent] = judge_statements(manifest, summary)
+    assert (
+        "its checks count (2/3 passed; 2 more advisory by their task's judge entry, 2 passed)"
+        in line
+    )

@@ -113,9 +113,7 @@ def _problem(reply: str, prompt_ids: set[str], expected: set[str]) -> str | None
         return "refuses what the task asks for"
     shapes = {i.translate(_SHAPE) for i in prompt_ids}
     others = sorted(
-        i
-        for i in _identifiers(reply) - prompt_ids - expected
-        if i.translate(_SHAPE) in shapes
+        i for i in _identifiers(reply) - prompt_ids - expected if i.translate(_SHAPE) in shapes
     )
     if others:
         named = ", ".join(sorted(prompt_ids))

@@ -34,6 +34,18 @@ def judge_statements(manifest: dict[str, Any], summary: dict[str, Any]) -> list[
         share = f"{passed}/{checks} passed" if checks else "no check"
         if row["calibrated"]:
             record = row.get("record") or {}
+            # Checks of tasks whose judge entry is advisory never count, calibrated or not.
+            counted, counted_passed = (
+                counts.get("calibrated", 0),
+                counts.get("calibrated_passed", 0),
+            )
+            share = f"{counted_passed}/{counted} passed" if counted else "no check"
+            aside = checks - counted
+            if aside:
+                share += (
+                    f"; {aside} more advisory by their task's judge entry, "
+                    f"{passed - counted_passed} passed"
+                )
             out.append(
                 f"Judge {judges['name']} on rubric {rubric_id} (version {row['version']}): "
                 f"{row['reason']}, kappa {num(record.get('kappa'))}, false-pass "
