@@ -230,12 +230,11 @@ class NotPlain(Exception):
     """A JSON document `load_json` does not vouch for: the YAML road reads it instead."""
 
 
-#: What `json` and the YAML road could read differently, or only the YAML road names the
-#: line of: characters YAML refuses or takes for line breaks (U+0085, U+2028, U+2029, a
-#: byte-order mark inside the text), surrogate escapes and escaped NULs.
+#: What `json` and the YAML road read differently, or only the YAML road names the line
+#: of: characters YAML refuses, U+0085 (YAML folds it, a line break, into a space),
+#: surrogate escapes and escaped NULs.
 _NOT_PLAIN_TEXT = re.compile(
-    "[^\x09\x0a\x0d\x20-\x7e\xa0-\u2027\u202a-\ud7ff\ue000-\ufefe\uff00-\ufffd"
-    "\U00010000-\U0010ffff]"
+    "[^\x09\x0a\x0d\x20-\x7e\xa0-\ud7ff\ue000-\ufffd\U00010000-\U0010ffff]"
     r"|\\u[dD][89abAB]|\\u0000"
 )
 
