@@ -4,10 +4,9 @@ YAML is composed into nodes first (safe loader only) and JSON, when plainly with
 limits, is parsed by `json`; pydantic errors are mapped back from their field path to a
 line. The map from field path to line is made on first lookup (`LazyLines`), by
 composing the text again: only a problem needs a line, so a valid file never pays for
-one. Task files,
-gates files, scorecards, fault files and side files (prices, mappings, redaction
-configs) all load here, within the limits of core/bounded.py: no other module parses
-YAML (tests/test_hostile_files.py checks).
+one. Task files, gates files, scorecards, fault files and side files (prices, mappings,
+redaction configs) all load here, within the limits of core/bounded.py: no other module
+parses YAML (tests/test_hostile_files.py checks).
 """
 
 from __future__ import annotations
