@@ -3,7 +3,8 @@
 Each file is read by `load_task_file` in a fresh interpreter, which prints the time the
 load took, its peak RSS and the RSS before the load (proctor and pydantic imported), and
 the one line the load refused the file with. The largest legitimate file (ordinary YAML
-just under the value limit: one task with a big state) is measured beside them.
+just under the value limit: one task with a big state) is measured beside them, and the
+two largest cases again as `.json` files.
 
     python benchmarks/hostile_files.py
 """
@@ -75,11 +76,28 @@ CASES = {
     f"legitimate file just under {MAX_VALUES:,} values": big_state(),
 }
 
+#: The same bounds on the JSON road (`json` when plainly within them, core/bounded.py).
+ORDERS = {
+    f"A-{i}": {"status": "placed", "owner": f"user-{i % 97}", "total": i + 0.5}
+    for i in range((MAX_VALUES - 40) // 9)
+}
+JSON_CASES = {
+    f"{MAX_VALUES * 3:,} values in a flat JSON list": '{"id": "t1", "x": ['
+    + "1, " * (MAX_VALUES * 3)
+    + "1]}",
+    f"legitimate JSON file just under {MAX_VALUES:,} values": json.dumps(
+        {"id": "t1", "domain": "mini", "prompt": "hi", "initial_state": {"orders": ORDERS}}
+    ),
+}
+
 
 def main() -> None:
     with tempfile.TemporaryDirectory() as tmp:
-        for label, text in CASES.items():
-            path = Path(tmp) / "case.yaml"
+        for label, text, suffix in [
+            *((label, text, ".yaml") for label, text in CASES.items()),
+            *((label, text, ".json") for label, text in JSON_CASES.items()),
+        ]:
+            path = Path(tmp) / f"case{suffix}"
             path.write_text(text)
             done = subprocess.run(
                 [sys.executable, "-c", CHILD, str(path)], capture_output=True, text=True

@@ -5,9 +5,11 @@ sessions of 10 spans: an `invoke_agent` root, 4 `chat` spans, 5 `execute_tool` s
 then, in a fresh interpreter, reads every session with `iter_sessions` and keeps none
 (what `proctor grade` does before grading each). Prints the file's size, the time, the
 sessions read and the peak RSS beside the RSS before reading. Optionally grades the first
-`--grade` sessions through `proctor grade` for the whole path.
+`--grade` sessions through `proctor grade` for the whole path, and with `--workers` times
+grading them (`grade_sessions`, stored as `proctor grade` does) in this process and on
+each number of worker processes given; every pool must reach the in-process verdicts.
 
-    python benchmarks/import_scale.py [--sessions 100000] [--grade 2000]
+    python benchmarks/import_scale.py [--sessions 100000] [--grade 2000] [--workers 1,2]
 """
 
 from __future__ import annotations
@@ -19,6 +21,12 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+
+from proctor import Store, load_suite
+from proctor.env.suite import Suite
+from proctor.interop.grading import grade_sessions
+from proctor.interop.trace_files import iter_sessions
+from proctor.run.pool import InlinePool, Pool, ProcessPool
 
 PROCTOR = Path(sys.executable).parent / "proctor"
 ROOT = Path(__file__).resolve().parents[1]
@@ -82,11 +90,41 @@ def spans(n: int) -> list[dict[str, object]]:
     return rows
 
 
+def timed_grading(label: str, path: Path, suite: Suite, db: Path, pool: Pool) -> list[object]:
+    """Grade and store every session of `path` on `pool`; prints trials/s, returns the
+    verdicts (task, trial, status, each check's name and result)."""
+    started = time.perf_counter()
+    graded = grade_sessions(iter_sessions(path), suite, store=Store(db), run_id=label, pool=pool)
+    wall = time.perf_counter() - started
+    n = graded.summary["trials"]
+    print(f"grade_sessions, {label}: {n:,} sessions in {wall:.2f} s = {n / wall:,.0f} trials/s")
+    return [
+        (r.task_id, r.trial, r.status, [(c.name, c.passed) for c in r.checks])
+        for r in graded.results
+    ]
+
+
+def on_workers(path: Path, tmp: Path, workers: list[int]) -> None:
+    """Grading in this process, then on each number of worker processes."""
+    suite = load_suite(ROOT / "examples/support")
+    expected = timed_grading("in this process", path, suite, tmp / "inline.db", InlinePool())
+    for count in workers:
+        with ProcessPool(count) as pool:
+            label = f"{count} worker process{'es' if count > 1 else ''}"
+            got = timed_grading(label, path, suite, tmp / f"workers-{count}.db", pool)
+        assert got == expected, f"{label}: verdicts differ from the in-process ones"
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--sessions", type=int, default=100_000)
     parser.add_argument("--grade", type=int, default=0, help="Also grade this many sessions.")
+    parser.add_argument(
+        "--workers", default="", help="time grading the --grade sessions on these worker counts"
+    )
     args = parser.parse_args()
+    if args.workers and not args.grade:
+        parser.error("--workers times grading: give --grade N too")
     with tempfile.TemporaryDirectory() as tmp:
         path = Path(tmp) / "spans.jsonl"
         with path.open("w") as out:
@@ -127,6 +165,8 @@ def main() -> None:
                 f"proctor grade, {args.grade:,} sessions ({10 * args.grade:,} spans): "
                 f"{took_s:.1f} s, exit {graded.returncode}: {graded.stdout.strip()[:120]}"
             )
+            if args.workers:
+                on_workers(small, Path(tmp), [int(w) for w in args.workers.split(",")])
 
 
 if __name__ == "__main__":

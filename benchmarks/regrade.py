@@ -34,13 +34,17 @@ from proctor.run.trial import HARNESS_CHECKS, judge
 
 
 def suite_files(root: Path, tasks: int) -> Suite:
-    """The workload's suite as files: its domain module and a JSON file per task."""
+    """The workload's suite as files: its domain module and a JSON file per task; prints
+    how long loading them takes (what each worker process does first)."""
     (root / "tasks").mkdir(parents=True)
     shutil.copy(workload_module.__file__, root / "domain.py")
     for i in range(tasks):
         made = make_task(i).model_dump(mode="json", exclude_defaults=True)
         (root / "tasks" / f"cancel-{i}.json").write_text(json.dumps(made))
-    return load_suite(root)
+    started = time.perf_counter()
+    suite = load_suite(root)
+    print(f"suite of {tasks} JSON task files loaded in {time.perf_counter() - started:.2f} s")
+    return suite
 
 
 def timed(label: str, store: Store, source: str, suite: Suite, n: int, pool: Pool) -> None:

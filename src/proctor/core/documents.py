@@ -1,15 +1,18 @@
 """YAML and JSON documents whose every error points at file, line and field.
 
-YAML is composed into nodes first (safe loader only) so that each value keeps its line;
-pydantic errors are then mapped back from their field path to that line. Task files,
-gates files, scorecards, fault files and side files (prices, mappings, redaction
-configs) all load here, within the limits of core/bounded.py: no other module parses
-YAML (tests/test_hostile_files.py checks).
+YAML is composed into nodes first (safe loader only) and JSON, when plainly within the
+limits, is parsed by `json`; pydantic errors are mapped back from their field path to a
+line. The map from field path to line is made on first lookup (`LazyLines`), by
+composing the text again: only a problem needs a line, so a valid file never pays for
+one. Task files, gates files, scorecards, fault files and side files (prices, mappings,
+redaction configs) all load here, within the limits of core/bounded.py: no other module
+parses YAML (tests/test_hostile_files.py checks).
 """
 
 from __future__ import annotations
 
 import json
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -21,6 +24,8 @@ from proctor.core.bounded import (
     MAX_DEPTH,
     BoundedLoader,
     LimitExceeded,
+    NotPlain,
+    load_json,
     measure,
     reader_line,
     reader_message,
@@ -31,6 +36,8 @@ if TYPE_CHECKING:
 
 Loc = tuple[str | int, ...]
 Problem = tuple[Path, int, str, str]
+#: Field path → 1-based line in a document.
+Lines = Mapping[Loc, int]
 
 
 @dataclass
@@ -87,24 +94,60 @@ def _record_lines(node: yaml.Node, loc: Loc, lines: dict[Loc, int], walked: set[
             _record_lines(item, (*loc, i), lines, walked)
 
 
-def parse_document(path: Path, text: str) -> tuple[Any, dict[Loc, int]]:
+class LazyLines(Mapping[Loc, int]):
+    """The lines of a parsed document's fields, found when first looked up: composing
+    the text again costs what reading it did, and only a problem needs a line."""
+
+    def __init__(self, text: str) -> None:
+        self._text = text
+        self._lines: dict[Loc, int] | None = None
+
+    def _found(self) -> dict[Loc, int]:
+        if self._lines is None:
+            self._lines = _locate(self._text)
+        return self._lines
+
+    def __getitem__(self, loc: Loc) -> int:
+        return self._found()[loc]
+
+    def __iter__(self) -> Iterator[Loc]:
+        return iter(self._found())
+
+    def __len__(self) -> int:
+        return len(self._found())
+
+
+def _locate(text: str) -> dict[Loc, int]:
+    """The lines of a document that has been read once; {} (every field on line 1) for
+    JSON the YAML composer cannot follow, such as a key over 1,024 characters."""
+    loader = BoundedLoader(text)
+    lines: dict[Loc, int] = {}
+    try:
+        node = loader.get_single_node()
+        if node is not None:
+            _record_lines(node, (), lines, set())
+    except (yaml.YAMLError, LimitExceeded, SpecIssue):
+        return {}
+    finally:
+        loader.dispose()
+    return lines
+
+
+def parse_document(path: Path, text: str) -> tuple[Any, Lines]:
     """Parse YAML or JSON text into data plus a map from field path to line, within the
     limits of core/bounded.py."""
     if path.suffix == ".json":
         try:
-            json.loads(text)
-        except json.JSONDecodeError as exc:
-            raise SpecError.one(path, exc.lineno, "", f"invalid JSON: {exc.msg}") from None
-        except (RecursionError, ValueError):
-            pass  # too deep, or too long a number: the YAML pass names the limit and line
+            return load_json(text), LazyLines(text)
+        except (NotPlain, RecursionError, ValueError):  # ValueError: JSONDecodeError too
+            _check_json_syntax(path, text)
     loader = BoundedLoader(text)
     try:
         node = loader.get_single_node()
         if node is None:
             raise SpecError.one(path, 1, "", "the file is empty")
-        measure(node)
-        lines: dict[Loc, int] = {}
-        _record_lines(node, (), lines, set())  # before merge keys (`<<`) rewrite the nodes
+        if not measure(node):  # before merge keys (`<<`) rewrite the nodes
+            _record_lines(node, (), {}, set())  # names the first odd key
         data = loader.construct_document(node)
     except SpecIssue as issue:
         raise SpecError.one(path, issue.line or 1, format_loc(issue.loc), issue.message) from None
@@ -125,10 +168,21 @@ def parse_document(path: Path, text: str) -> tuple[Any, dict[Loc, int]]:
         raise SpecError.one(path, 1, "", f"invalid YAML: {exc}") from None
     finally:
         loader.dispose()
-    return data, lines
+    return data, LazyLines(text)
 
 
-def read_document(path: Path) -> tuple[Any, dict[Loc, int]]:
+def _check_json_syntax(path: Path, text: str) -> None:
+    """A JSON syntax error as `file:line: invalid JSON` (the YAML road would name it less
+    plainly); otherwise the YAML road reads the file and names any limit it is over."""
+    try:
+        json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise SpecError.one(path, exc.lineno, "", f"invalid JSON: {exc.msg}") from None
+    except (RecursionError, ValueError):
+        pass  # too deep, or too long a number: the YAML road names the limit and line
+
+
+def read_document(path: Path) -> tuple[Any, Lines]:
     """Read and parse a YAML or JSON file; every failure is a SpecError naming the file.
 
     At most MAX_BYTES are read, so a huge file, a device or an endless pipe costs no more.
@@ -152,7 +206,7 @@ def read_document(path: Path) -> tuple[Any, dict[Loc, int]]:
     return parse_document(path, text)
 
 
-def read_list_document(path: Path, key: str) -> tuple[Any, dict[Loc, int], Loc]:
+def read_list_document(path: Path, key: str) -> tuple[Any, Lines, Loc]:
     """A document holding a list, bare or as the one field `key` of a mapping: (that
     data, the lines, where it sits). Whether it is a list is the caller's to check."""
     data, lines = read_document(path)
@@ -181,7 +235,7 @@ def format_loc(loc: Loc) -> str:
     return out
 
 
-def line_of(lines: dict[Loc, int], loc: Loc) -> int:
+def line_of(lines: Lines, loc: Loc) -> int:
     """The line of the deepest prefix of `loc` that the file has (missing fields → parent)."""
     for end in range(len(loc), -1, -1):
         if loc[:end] in lines:
@@ -218,7 +272,7 @@ def issues_from_validation(
     path: Path,
     exc: ValidationError,
     data: Any,
-    lines: dict[Loc, int],
+    lines: Lines,
     prefix: Loc,
     tags: frozenset[str] = frozenset(),
 ) -> list[Problem]:

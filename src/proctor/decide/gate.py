@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import Any, get_args
 
 from proctor.core.documents import (
+    Lines,
     Loc,
     Problem,
     SpecError,
@@ -166,7 +167,7 @@ def make_rule(item: Any, source: str) -> Rule:
 
 
 def parse_rules(
-    items: list[Any], path: Path, lines: dict[Loc, int], prefix: Loc
+    items: list[Any], path: Path, lines: Lines, prefix: Loc
 ) -> tuple[list[Rule], list[Problem]]:
     """The rules of a list in a document (at `prefix`), and a file:line problem for each
     item that is not one."""
@@ -183,7 +184,7 @@ def parse_rules(
 ACCEPT_KEYS = ("accept_changed", "accept_removed")
 
 
-def _accepted(data: dict[str, Any], path: Path, lines: dict[Loc, int]) -> dict[str, frozenset[str]]:
+def _accepted(data: dict[str, Any], path: Path, lines: Lines) -> dict[str, frozenset[str]]:
     """The task ids a gates file accepts as changed or removed since the baseline."""
     out = {}
     for key in ACCEPT_KEYS:

@@ -31,6 +31,7 @@ from pydantic import (
 )
 
 from proctor.core.documents import (
+    Lines,
     Loc,
     Problem,
     SpecError,
@@ -138,7 +139,7 @@ def load_scorecard(path: str | Path) -> ScorecardConfig:
     return config
 
 
-def _gates(items: Any, path: Path, lines: dict[Loc, int], problems: list[Problem]) -> Any:
+def _gates(items: Any, path: Path, lines: Lines, problems: list[Problem]) -> Any:
     """The gates' rules; their problems go to `problems` (file:line each)."""
     loc: Loc = ("gates",)
     if not isinstance(items, list):

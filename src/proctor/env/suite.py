@@ -13,7 +13,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from proctor.core.documents import Problem, SpecError
+from proctor.core.documents import Loc, Problem, SpecError
 from proctor.env.domain import Domain
 from proctor.env.loading import DomainNotFound, resolve_domain
 from proctor.env.sources import SourceError, source_spec, source_tasks
@@ -251,12 +251,15 @@ def _rubrics(
     out: list[Rubric] = []
     for i, ref in enumerate(loaded.task.expect.judge):
         loc = ("expect", "judge", i, "rubric")
-        where = (loaded.path, loaded.line_at(loc), loaded.field_name(loc))
+
+        def problem(message: str, loc: Loc = loc) -> None:  # a line only when needed
+            problems.append((loaded.path, loaded.line_at(loc), loaded.field_name(loc), message))
+
         path = (loaded.path.parent / ref.rubric).resolve()
         if path not in cache:
             cache[path] = None
             if not path.is_file():
-                problems.append((*where, f"no rubric file {ref.rubric} (looked at {path})"))
+                problem(f"no rubric file {ref.rubric} (looked at {path})")
                 continue
             try:
                 cache[path] = load_rubric(path)
@@ -266,13 +269,11 @@ def _rubrics(
         if rubric is None:
             continue
         if rubric.subject_tool is not None and rubric.subject_tool not in domain.tools:
-            problems.append(
-                (*where, f"rubric {rubric.id} judges unknown tool {rubric.subject_tool!r}")
-            )
+            problem(f"rubric {rubric.id} judges unknown tool {rubric.subject_tool!r}")
         elif any(r.id == rubric.id for r in out):
-            problems.append((*where, f"rubric {rubric.id} is named twice"))
+            problem(f"rubric {rubric.id} is named twice")
         elif ("reference" in rubric.shows) != (ref.reference is not None):
-            problems.append((*where, _reference_problem(rubric, ref.reference is not None)))
+            problem(_reference_problem(rubric, ref.reference is not None))
         else:
             out.append(rubric)
     return tuple(out)

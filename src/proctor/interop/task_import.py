@@ -23,7 +23,15 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from proctor.core.documents import Loc, Problem, SpecError, dump_document, format_loc, line_of
+from proctor.core.documents import (
+    Lines,
+    Loc,
+    Problem,
+    SpecError,
+    dump_document,
+    format_loc,
+    line_of,
+)
 from proctor.interop.rubric_import import RubricFolder
 from proctor.tasks.loader import load_task_file
 from proctor.tasks.models import Task
@@ -36,7 +44,7 @@ class Found(list[tuple[Loc, str]]):
         self.append((loc, message))
 
 
-def located(path: Path, lines: dict[Loc, int], prefix: Loc, found: Found) -> list[Problem]:
+def located(path: Path, lines: Lines, prefix: Loc, found: Found) -> list[Problem]:
     """The entry's problems with the file, the line and the field (from the file's root)."""
     return [
         (path, line_of(lines, (*prefix, *loc)), format_loc((*prefix, *loc)), message)

@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError
 
 from proctor.core.bounded import MAX_BYTES
-from proctor.core.documents import SpecError, issues_from_validation, read_document
+from proctor.core.documents import Lines, Loc, SpecError, issues_from_validation, read_document
 from proctor.judge.base import JudgeView
 from proctor.judge.views import judge_entries, trial_view
 from proctor.tasks.rubrics import Rubric
@@ -66,14 +66,15 @@ def read_items(path: str | Path) -> dict[str, Item]:
         except (OSError, UnicodeDecodeError) as exc:
             raise SpecError.one(path, 1, "", f"cannot read file: {exc}") from None
         data: Any = []
-        where: dict[tuple[str | int, ...], int] = {}
+        numbers: dict[Loc, int] = {}
         for number, line in enumerate(lines, 1):
             if line.strip():
                 try:
                     data.append(json.loads(line))
                 except json.JSONDecodeError as exc:
                     raise SpecError.one(path, number, "", f"invalid JSON: {exc.msg}") from None
-                where[(len(data) - 1,)] = number
+                numbers[(len(data) - 1,)] = number
+        where: Lines = numbers
     else:
         data, where = read_document(path)
     if isinstance(data, dict) and set(data) == {"items"}:

@@ -15,7 +15,6 @@ a pipe; the parent alone writes the store.
 from __future__ import annotations
 
 import asyncio
-import multiprocessing
 import os
 import threading
 import time
@@ -25,6 +24,7 @@ from multiprocessing.process import BaseProcess
 from typing import Any
 
 from proctor.run.executor import Executor, Lane, RunContext
+from proctor.run.pool import worker_context
 from proctor.run.source import ExecutorError, TrialItem, TrialSource, load, run_item
 from proctor.run.trial import TrialRecord, TrialSpec, crash_check, lost_trial
 
@@ -41,12 +41,8 @@ class ProcessExecutor(Executor):
         self.grace_s = grace_s
 
     async def open(self, ctx: RunContext) -> int:
-        methods = multiprocessing.get_all_start_methods()
-        # forkserver: replacing a killed worker is a fork of a warm server, not a new
-        # interpreter; and no fork of this (threaded) process.
-        self.mp = multiprocessing.get_context("forkserver" if "forkserver" in methods else "spawn")
-        if self.mp.get_start_method() == "forkserver":
-            self.mp.set_forkserver_preload(["proctor.run.source"])
+        # replacing a killed worker is a fork of a warm server, not a new interpreter
+        self.mp = worker_context(["proctor.run.source"])
         self.ctx = ctx
         self.threads = ThreadPoolExecutor(ctx.concurrency, thread_name_prefix="proctor-lane")
         self.closing = threading.Event()

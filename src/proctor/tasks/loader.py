@@ -14,6 +14,7 @@ from typing import Any
 from pydantic import TypeAdapter, ValidationError
 
 from proctor.core.documents import (
+    Lines,
     Loc,
     Problem,
     SpecError,
@@ -35,7 +36,7 @@ class LoadedTask:
     task: Task
     path: Path
     prefix: Loc
-    lines: dict[Loc, int] = field(repr=False, compare=False)
+    lines: Lines = field(repr=False, compare=False)
 
     @property
     def line(self) -> int:

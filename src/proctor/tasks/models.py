@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import hashlib
 import json
-from functools import cached_property
+from functools import cache, cached_property
 from typing import Annotated, Any, ClassVar, Literal
 
 from pydantic import (
@@ -60,11 +60,18 @@ class _Spec(BaseModel):
     @model_serializer(mode="wrap")
     def _omit_later_defaults(self, handler: SerializerFunctionWrapHandler) -> Any:
         data = handler(self)
-        for name in self.ADDED_LATER:
-            field = type(self).model_fields[name]
-            if getattr(self, name) == field.get_default(call_default_factory=True):
+        for name, default in _later_defaults(type(self)).items():
+            if getattr(self, name) == default:
                 data.pop(name, None)
         return data
+
+
+@cache
+def _later_defaults(model: type[_Spec]) -> dict[str, Any]:
+    """The defaults of a model's ADDED_LATER fields, made once: pydantic inspects a
+    default factory's signature on each `get_default`, which took half of `validate`."""
+    fields = model.model_fields
+    return {name: fields[name].get_default(call_default_factory=True) for name in model.ADDED_LATER}
 
 
 class Identity(_Spec):
