@@ -13,7 +13,7 @@ from functools import cache
 
 import numpy as np
 import pytest
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from proctor.decide.distributions import beta_quantile, normal_quantile, t_quantile
@@ -148,6 +148,7 @@ task_counts = st.integers(1, 8).flatmap(lambda n: st.tuples(st.just(n), st.integ
 
 @settings(max_examples=300, deadline=None)
 @given(st.lists(task_counts, min_size=1, max_size=30), st.sampled_from([0.8, 0.9, 0.95, 0.99]))
+@example(counts=[(3, 0), (3, 0), (3, 1), (3, 1), (3, 1)], confidence=0.8)  # 25 / (5/3) > 15
 def test_interval_contains_the_estimate_and_stays_in_range(
     counts: list[tuple[int, int]], confidence: float
 ) -> None:

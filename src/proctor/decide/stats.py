@@ -213,7 +213,8 @@ def bounded_mean_interval(
         return RateInterval(p, low, high, math.sqrt(p * (1.0 - p) / n), tasks, n, method)
     spread = math.fsum((v - p) ** 2 for v in values) / (tasks - 1) / tasks
     var = max(spread, 1.0 / (4.0 * tasks * (tasks + 1)))
-    n_max = tasks * tasks / math.fsum(1.0 / u for u in units)
+    # T times the harmonic mean of the trial counts: never above their sum (rounding aside)
+    n_max = min(tasks * tasks / math.fsum(1.0 / u for u in units), float(sum(units)))
     n_eff = min(max(p * (1.0 - p) / var, float(tasks)), n_max)
     t = t_quantile(0.5 + confidence / 2.0, tasks - 1)
     low, high = clopper_pearson(p, n_eff * (z / t) ** 2, confidence)
