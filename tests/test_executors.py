@@ -140,6 +140,52 @@ def test_a_failed_ray_connection_says_why_in_one_line(message: str, why: str) ->
     assert "\n" not in text and "Traceback" not in text
 
 
+class Flaky:
+    """A Ray whose client server fails to start the session's server `failures` times."""
+
+    def __init__(self, failures: int, then: str = "") -> None:
+        self.failures, self.then, self.calls, self.shutdowns = failures, then, 0, 0
+
+    def init(self, **options: Any) -> None:
+        self.calls += 1
+        if self.calls <= self.failures:
+            raise ConnectionError(
+                "Initialization failure from server:\nTraceback (most recent call last):\n"
+                "psutil.ZombieProcess: PID still exists but it's a zombie (pid=25438)\n"
+            )
+        if self.then:
+            raise ConnectionError(self.then)
+
+    def shutdown(self) -> None:
+        self.shutdowns += 1
+
+
+def test_a_session_server_that_dies_at_start_is_tried_again(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """ray-project/ray#63202: the head's client server loses the session's server now and
+    then; a `ray://` connection tries again, other failures and addresses do not."""
+    from proctor.run import ray_executor
+    from proctor.run.ray_executor import CONNECT_TRIES, connect
+
+    monkeypatch.setattr(ray_executor.time, "sleep", lambda s: None)
+    ray = Flaky(CONNECT_TRIES - 1)
+    connect(ray, "ray://head:10001", None, {})
+    assert ray.calls == CONNECT_TRIES and ray.shutdowns == CONNECT_TRIES - 1
+    ray = Flaky(CONNECT_TRIES)
+    with pytest.raises(ExecutorError) as lost:
+        connect(ray, "ray://head:10001", None, {})
+    assert str(lost.value).endswith(f"zombie (pid=25438) ({CONNECT_TRIES} tries)")
+    ray = Flaky(1, then="Version mismatch: the cluster runs Python 3.12")
+    with pytest.raises(ExecutorError) as refused:
+        connect(ray, "ray://head:10001", None, {})
+    assert ray.calls == 2 and str(refused.value).endswith("Python 3.12 (2 tries)")
+    ray = Flaky(1)  # a GCS address: no client server, nothing to try again
+    with pytest.raises(ExecutorError):
+        connect(ray, "head:6379", None, {})
+    assert ray.calls == 1
+
+
 # -- hung agents under process isolation ---------------------------------------------------
 
 

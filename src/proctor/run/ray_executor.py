@@ -25,6 +25,7 @@ opens and nowhere else: the core never imports it.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import importlib.util
 import os
 import time
@@ -42,6 +43,10 @@ GRACE_S = 5.0
 RETRIES = 1
 #: The resource Ray gives the head node: where the start board lives.
 HEAD_RESOURCE = "node:__internal_head__"
+#: Tries of a `ray://` connection whose session server failed to start on the head. Ray's
+#: client server forks that server while gRPC threads run, and the child now and then
+#: dies at once (ray-project/ray#63202): a later try gets a new one.
+CONNECT_TRIES = 3
 
 
 class RayExecutor(Executor):
@@ -119,14 +124,25 @@ def connect(ray: Any, address: str | None, working_dir: Path | None, init: dict[
     if working_dir is not None:
         runtime_env = dict(options.get("runtime_env") or {})
         options["runtime_env"] = {**runtime_env, "working_dir": str(working_dir)}
-    try:
-        ray.init(address=address, **options)
-    except Exception as exc:
-        lines = [line for line in str(exc).strip().splitlines() if line.strip()]
-        why = lines[0] if lines else type(exc).__name__
-        if why.endswith(":") and len(lines) > 1:  # a server's traceback: its last line
-            why = f"{why} {lines[-1].strip()}"
-        raise ExecutorError(f"ray: cannot connect to {address or 'a local Ray'}: {why}") from None
+    client = str(address or "").startswith("ray://")
+    for attempt in range(1, CONNECT_TRIES + 1):
+        try:
+            ray.init(address=address, **options)
+            return
+        except Exception as exc:
+            lines = [line for line in str(exc).strip().splitlines() if line.strip()]
+            why = lines[0] if lines else type(exc).__name__
+            transient = client and why.startswith("Initialization failure from server")
+            if transient and attempt < CONNECT_TRIES:
+                with contextlib.suppress(Exception):
+                    ray.shutdown()  # the failed client session, before the next try
+                time.sleep(attempt)
+                continue
+            if why.endswith(":") and len(lines) > 1:  # a server's traceback: its last line
+                why = f"{why} {lines[-1].strip()}"
+            tries = f" ({attempt} tries)" if attempt > 1 else ""
+            where = address or "a local Ray"
+            raise ExecutorError(f"ray: cannot connect to {where}: {why}{tries}") from None
 
 
 class StartBoard:
