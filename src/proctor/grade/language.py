@@ -36,6 +36,12 @@ def factual_tokens(text: str) -> set[str]:
     return set(filter(_DIGIT.search, TOKEN.findall(text)))
 
 
+def identifiers(text: str) -> set[str]:
+    """Factual tokens with a letter: order numbers, account ids, tickets (a number or a
+    time is no identifier)."""
+    return {t for t in factual_tokens(text) if any(ch.isalpha() for ch in t)}
+
+
 def _words(*phrases: str) -> re.Pattern[str]:
     """Any of `phrases` (regular expressions) as whole words, ignoring case."""
     return re.compile(r"\b(" + "|".join(phrases) + r")\b", re.IGNORECASE)

@@ -22,7 +22,7 @@ from proctor.env.domain import Domain
 from proctor.grade.claims import read_claims, tool_claims
 from proctor.grade.context import GradeContext, ToolCall
 from proctor.grade.grounding import ungrounded
-from proctor.grade.language import TROUBLE, factual_tokens
+from proctor.grade.language import TROUBLE, identifiers
 from proctor.grade.recovery import recovery_checks
 from proctor.grade.registry import grader
 from proctor.tasks.models import EffectAssertion, Task
@@ -99,7 +99,7 @@ def claim_tools(task: Task, domain: Domain | None) -> list[tuple[str, list[str]]
 def _prompt_identifiers(task: Task) -> frozenset[str]:
     """The prompt's identifiers: its factual tokens with a letter (a number or time the
     user gave is no entity)."""
-    return frozenset(t for t in factual_tokens(task.prompt) if any(ch.isalpha() for ch in t))
+    return frozenset(identifiers(task.prompt))
 
 
 def _known_entities(ctx: GradeContext, tools: list[str]) -> tuple[set[str], frozenset[str]]:

@@ -64,8 +64,8 @@ def judge_status(
     for (rubric_id, version), tasks in used.items():
         if judge is not None:
             held = standing(store, rubric_id, version, judge.fingerprint, policy)
-            why, ok = held.reason, held.calibrated
-            out.append(JudgeStatus(rubric_id, version, tuple(tasks), ok, why, judge.name))
+            row = (held.calibrated, held.reason, judge.name)
+            out.append(JudgeStatus(rubric_id, version, tuple(tasks), *row))
             continue
         found = records(store, rubric_id) if store is not None else []
         current = [r for r in found if r["rubric_version"] == version]

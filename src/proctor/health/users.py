@@ -20,7 +20,7 @@ from typing import Any
 
 from proctor.core.trace import Trace
 from proctor.env.suite import SuiteTask
-from proctor.grade.language import factual_tokens
+from proctor.grade.language import identifiers
 from proctor.tasks.models import AnyOf, EffectAssertion, Task
 
 _REFUSAL = re.compile(
@@ -69,11 +69,6 @@ class UserFinding:
         }
 
 
-def _identifiers(text: str) -> set[str]:
-    """Tokens with a digit and a letter: order numbers, account ids, tickets."""
-    return {t for t in factual_tokens(text) if any(ch.isalpha() for ch in t)}
-
-
 #: An identifier's shape: letters as `a`, digits as `9` (ORD-1001 and ord-2002 alike).
 _SHAPE = str.maketrans(
     "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789", "a" * 52 + "9" * 10
@@ -113,7 +108,7 @@ def _problem(reply: str, prompt_ids: set[str], expected: set[str]) -> str | None
         return "refuses what the task asks for"
     shapes = {i.translate(_SHAPE) for i in prompt_ids}
     others = sorted(
-        i for i in _identifiers(reply) - prompt_ids - expected if i.translate(_SHAPE) in shapes
+        i for i in identifiers(reply) - prompt_ids - expected if i.translate(_SHAPE) in shapes
     )
     if others:
         named = ", ".join(sorted(prompt_ids))
@@ -127,7 +122,7 @@ def user_findings(member: SuiteTask, trial: int, trace: Trace) -> list[UserFindi
     if not spec.turns and not spec.replies:
         return []
     pending = expected_writes(member)
-    prompt_ids, expected = _identifiers(member.task.prompt), expected_values(member.task)
+    prompt_ids, expected = identifiers(member.task.prompt), expected_values(member.task)
     question, out = "", []
     for event in trace.events:
         if event.kind == "state_change":
