@@ -1,8 +1,12 @@
 """What every page of the desk shares: the guard in front of it, sessions, forms, markup.
 
 The guard answers before any page runs: a request for another host name is refused (a
-page elsewhere cannot reach the desk by DNS rebinding), a POST must say its length and
-stay under `MAX_BODY` (a 1 MB evidence note is refused unread), and every response gets
+page elsewhere cannot reach the desk by DNS rebinding), and every request body, of any
+method and before sign-in too, is bounded by `MAX_BODY`: a declared Content-Length over
+it is refused unread (413); a chunked body (whatever Content-Length it claims beside) is
+counted as it arrives and cut at the limit (413); an answer given before the body has
+all arrived closes the connection, so what the desk did not read is never read. Every
+response gets
 the Content-Security-Policy (scripts and styles only from the desk's own two files, no
 inline code, no frames, forms only to the desk), `X-Content-Type-Options: nosniff`,
 `Referrer-Policy: no-referrer` and `Cache-Control: no-store`.
@@ -51,6 +55,10 @@ _TEMPLATES = files("proctor.review") / "templates"
 STATIC = {"desk.css": "text/css; charset=utf-8", "desk.js": "text/javascript; charset=utf-8"}
 
 
+class BodyTooLarge(Exception):
+    """Raised inside the app when a request's body passes `MAX_BODY`: the guard answers."""
+
+
 class Guard:
     """ASGI middleware: allowed hosts, bounded bodies, security headers on every answer."""
 
@@ -59,33 +67,68 @@ class Guard:
         self.app = app
         self.hosts = {h.lower() for h in hosts}
 
+    def _refusal(self, method: str, headers: dict[str, str]) -> tuple[int, str] | None:
+        raw = headers.get("host", "").lower()
+        host = raw[1 : raw.find("]")] if raw.startswith("[") else raw.rsplit(":", 1)[0]
+        if host not in self.hosts and "*" not in self.hosts:
+            return 400, "unknown host"
+        length = headers.get("content-length")
+        chunked = "transfer-encoding" in headers
+        if length is not None and not chunked:
+            if not (length.isascii() and length.isdigit()):
+                return 400, "a bad Content-Length"
+            if int(length) > MAX_BODY:
+                return 413, f"request larger than {MAX_BODY // 1024} KiB"
+        elif method == "POST" and not chunked:
+            return 411, "a POST must give its length"
+        return None
+
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
             await self.app(scope, receive, send)
             return
+        headers = {k.decode("latin-1").lower(): v.decode("latin-1") for k, v in scope["headers"]}
+        # a body is whatever the server's parser frames (chunks when Transfer-Encoding is
+        # given, whatever Content-Length says): counted as it arrives, never trusted
+        body_done = "transfer-encoding" not in headers and headers.get("content-length") in (
+            None,
+            "0",
+        )
+        received, over, started = 0, False, False
+
+        async def counted() -> Message:
+            nonlocal received, over, body_done
+            message = await receive()
+            if message["type"] == "http.request":
+                received += len(message.get("body", b""))
+                body_done = not message.get("more_body", False)
+                if received > MAX_BODY:
+                    over = True
+                    raise BodyTooLarge
+            return message
 
         async def secured(message: Message) -> None:
+            nonlocal started
+            if over:
+                return  # the app's own answer to a cut body: the guard gives the 413
             if message["type"] == "http.response.start":
-                message["headers"] = [*message.get("headers", []), *HEADERS]
+                started = True
+                extra = [] if body_done else [(b"connection", b"close")]  # the rest unread
+                message["headers"] = [*message.get("headers", []), *HEADERS, *extra]
             await send(message)
 
-        headers = {k.decode("latin-1").lower(): v.decode("latin-1") for k, v in scope["headers"]}
-        raw = headers.get("host", "").lower()
-        host = raw[1 : raw.find("]")] if raw.startswith("[") else raw.rsplit(":", 1)[0]
-        refusal = None
-        if host not in self.hosts and "*" not in self.hosts:
-            refusal = (400, "unknown host")
-        elif scope["method"] == "POST":
-            length = headers.get("content-length", "")
-            if not length.isdigit():
-                refusal = (411, "a POST must give its length")
-            elif int(length) > MAX_BODY:
+        refusal = self._refusal(scope["method"], headers)
+        if refusal is None:
+            try:
+                await self.app(scope, counted, secured)
+                return
+            except BodyTooLarge:
+                if started:
+                    return
                 refusal = (413, f"request larger than {MAX_BODY // 1024} KiB")
-        if refusal is not None:
-            status, text = refusal
-            await Response(text, status, media_type="text/plain")(scope, receive, secured)
-            return
-        await self.app(scope, receive, secured)
+        over = False
+        status, text = refusal
+        await Response(text, status, media_type="text/plain")(scope, receive, secured)
 
 
 def _pretty(value: Any) -> str:

@@ -1,0 +1,109 @@
+"""The desk's limits against hostile requests: bodies counted as they arrive (chunked or
+not, before sign-in), numbers in addresses, the settings file, the store's desk schema.
+
+Body tests speak raw HTTP/1.1 over a socket to the desk served by uvicorn on 127.0.0.1,
+since a client library would frame the body itself.
+"""
+
+from __future__ import annotations
+
+import socket
+from collections.abc import Iterable
+
+import pytest
+
+from desk_support import live_desk
+from proctor import Store
+from proctor.review.web import MAX_BODY
+
+FORM = "application/x-www-form-urlencoded"
+CHUNKED = f"Host: 127.0.0.1\nContent-Type: {FORM}\nTransfer-Encoding: chunked\n"
+
+
+def exchange(url: str, head: str, body: Iterable[bytes]) -> tuple[int, bool]:
+    """Send a request's head and body pieces, then read the answer: (status, whether the
+    desk closes the connection after it: says so and does)."""
+    port = int(url.rsplit(":", 1)[1])
+    with socket.create_connection(("127.0.0.1", port), timeout=20) as s:
+        s.sendall(head.replace("\n", "\r\n").encode() + b"\r\n")
+        try:
+            for piece in body:
+                s.sendall(piece)
+        except OSError:
+            pass  # the desk closed the connection: the rest is not read
+        answer, closed, says = b"", False, False
+        try:
+            while not closed:
+                data = s.recv(65536)
+                answer += data
+                closed = not data
+                head, _, rest = answer.partition(b"\r\n\r\n")
+                lines = head.lower().split(b"\r\n")[1:]
+                fields = dict(line.split(b": ", 1) for line in lines if b": " in line)
+                says = fields.get(b"connection") == b"close"
+                if _ and not says and len(rest) >= int(fields.get(b"content-length", b"0")):
+                    break  # the whole answer, on a connection kept open
+        except TimeoutError:
+            pass  # still open: the desk waits for more
+        except ConnectionResetError:
+            closed = True
+    assert answer.startswith(b"HTTP/1.1 "), answer[:80]
+    assert closed or not says
+    return int(answer.split(b" ", 2)[1]), says
+
+
+def chunks(total: int, size: int = 8192) -> list[bytes]:
+    """`total` bytes of form body as chunks, with no last chunk: the body goes on."""
+    return [b"%x\r\n%s\r\n" % (size, b"a" * size) for _ in range(total // size)]
+
+
+@pytest.fixture(scope="module")
+def served(tmp_path_factory: pytest.TempPathFactory) -> Iterable[str]:
+    path = tmp_path_factory.mktemp("limits") / "p.db"
+    Store(path).close()
+    with live_desk(path) as url:
+        yield url
+
+
+@pytest.mark.parametrize(
+    "head",
+    [
+        f"POST /signin HTTP/1.1\n{CHUNKED}",
+        # a false, small Content-Length beside the chunks: the chunks are what is read
+        f"POST /signin HTTP/1.1\nContent-Length: 10\n{CHUNKED}",
+        f"POST /signout HTTP/1.1\n{CHUNKED}",
+    ],
+)
+def test_a_chunked_body_is_cut_at_the_limit_before_sign_in(served: str, head: str) -> None:
+    status, closed = exchange(served, head, chunks(MAX_BODY + 16 * 1024))
+    assert (status, closed) == (413, True)  # answered without waiting for the rest
+
+
+def test_bodies_within_the_limit_still_reach_the_desk(served: str) -> None:
+    head = f"POST /signin HTTP/1.1\n{CHUNKED}"
+    status, closed = exchange(served, head, [b"7\r\ntoken=x\r\n0\r\n\r\n"])
+    assert (status, closed) == (403, False)  # an unknown token: the form was read, kept alive
+    length = f"POST /signin HTTP/1.1\nHost: 127.0.0.1\nContent-Type: {FORM}\nContent-Length: 7\n"
+    assert exchange(served, length, [b"token=x"]) == (403, False)
+
+
+@pytest.mark.parametrize("method", ["POST", "GET"])
+def test_a_declared_length_over_the_limit_is_refused_unread(served: str, method: str) -> None:
+    head = f"{method} /signin HTTP/1.1\nHost: 127.0.0.1\nContent-Length: {48 * 2**20}\n"
+    status, closed = exchange(served, head, [b"a" * 1024])
+    assert (status, closed) == (413, True)
+
+
+def test_a_body_nobody_reads_closes_the_connection(served: str) -> None:
+    """A GET (or a POST to no page) with a body: answered, then the connection closes so
+    the rest of the body is not read."""
+    head = "GET /signin HTTP/1.1\nHost: 127.0.0.1\nTransfer-Encoding: chunked\n"
+    status, closed = exchange(served, head, chunks(16 * 1024))
+    assert (status, closed) == (200, True)
+    head = "POST /nowhere HTTP/1.1\nHost: 127.0.0.1\nTransfer-Encoding: chunked\n"
+    assert exchange(served, head, chunks(16 * 1024)) == (404, True)
+
+
+def test_a_post_without_a_length_is_411(served: str) -> None:
+    head = f"POST /signin HTTP/1.1\nHost: 127.0.0.1\nContent-Type: {FORM}\n"
+    assert exchange(served, head, [])[0] == 411
