@@ -115,6 +115,9 @@ def test_label_with_the_keyboard_and_see_agreement_move(
     assert "fail" in labelled and "wrong_outcome" in labelled
     assert "Automated verdict" in browser.page_source  # shown once labelled
     browser.get(f"{desk_site['url']}/runs/{run_id}/agreement")
+    assert "only an adjudicator" in body_text(browser)  # other people's labels: not hers
+    sign_in_as(browser, desk_site, "judge")
+    browser.get(f"{desk_site['url']}/runs/{run_id}/agreement")
     assert "No trial has two reviewers' labels yet" in browser.find_element(By.ID, "pairs").text
 
     sign_in_as(browser, desk_site, "bob")
@@ -124,6 +127,7 @@ def test_label_with_the_keyboard_and_see_agreement_move(
     assert browser.current_url == item_url  # the item that wants a second reviewer
     keys(browser, "p", "1", "s")
     wait_for(browser, lambda d: d.find_elements(By.ID, "labelled"))
+    sign_in_as(browser, desk_site, "judge")
     browser.get(f"{desk_site['url']}/runs/{run_id}/agreement")
     row = browser.find_element(By.CSS_SELECTOR, "#pairs tbody tr").text
     assert row.startswith("alice · bob 1 0.0%")  # one shared trial, and they disagree
@@ -181,11 +185,13 @@ def test_xss_payloads_in_a_trace_execute_nothing(browser: Any, desk_site: dict[s
     save(browser)
     wait_for(browser, lambda d: d.find_elements(By.ID, "labelled"))
     r = hostile.results[0]
-    for url in (
-        item_url,
-        f"{desk_site['url']}/runs/{hostile.run_id}/trials/{r.task_id}/{r.trial}",
-        f"{desk_site['url']}/runs/{hostile.run_id}/agreement",
+    for who, url in (
+        ("alice", item_url),
+        ("alice", f"{desk_site['url']}/runs/{hostile.run_id}/trials/{r.task_id}/{r.trial}"),
+        ("judge", f"{desk_site['url']}/runs/{hostile.run_id}/agreement"),  # adjudicators' page
     ):
+        if who == "judge":
+            sign_in_as(browser, desk_site, who)
         browser.get(url)
         shown = browser.execute_script(
             "return document.body.innerText + Array.from(document.querySelectorAll('textarea'),"

@@ -164,11 +164,13 @@ def test_hostile_trace_text_is_escaped_on_every_page(
     _, other, _ = take(bob, run.run_id)
     bob.post(f"/assignments/{other}/label", {**PASS})
     r = run.results[0]
+    judge = signed(desk_db, desk_store, "judge", adjudicator=True)  # sees both labels
     pages = [
         alice.client.get(f"/items/{item_id}").text,
         alice.client.get(f"/runs/{run.run_id}/trials/{r.task_id}/{r.trial}").text,
-        alice.client.get(f"/runs/{run.run_id}/agreement").text,
-        alice.client.get(f"/runs/{run.run_id}/adjudicate").text,
+        judge.client.get(f"/runs/{run.run_id}/agreement").text,
+        judge.client.get(f"/runs/{run.run_id}/adjudicate").text,
+        judge.client.get(f"/runs/{run.run_id}/adjudicate/{r.task_id}/{r.trial}").text,
     ]
     for html in pages:
         tags = elements(html)
@@ -260,26 +262,38 @@ def test_parallel_reviewers_posting_labels_lose_none(
 # -- adjudication and flags ----------------------------------------------------------------
 
 
-def test_disagreements_go_to_an_adjudicator_whose_label_is_final(
+def test_disagreements_go_to_an_adjudicator_not_party_to_them(
     desk_db: Path, desk_store: Store, desk_prepared: dict[str, Any]
 ) -> None:
     run_id = desk_prepared["run"].run_id
     double = first_double(desk_store, run_id)
-    for name, verdict in (("alice", PASS), ("bob", FAIL)):
-        s = signed(desk_db, desk_store, name)
+    labelled = {}
+    # bob is an adjudicator too, but party to this disagreement
+    for name, verdict, adjudicator in (("alice", PASS, False), ("bob", FAIL, True)):
+        s = signed(desk_db, desk_store, name, adjudicator=adjudicator)
         s.post(f"/assignments/{claim(s, double.id)}/label", verdict)
-    listing = s.client.get(f"/runs/{run_id}/adjudicate").text
-    target = f"/runs/{run_id}/adjudicate/{double.task_id}/{double.trial}"
-    assert target in listing
-    assert s.post(target, FAIL).status_code == 403  # bob is no adjudicator
+        labelled[name] = s
+    alice, bob = labelled["alice"], labelled["bob"]
+    listing_url = f"/runs/{run_id}/adjudicate"
+    target = f"{listing_url}/{double.task_id}/{double.trial}"
+    assert alice.client.get(listing_url).status_code == 403  # no adjudicator
+    assert alice.client.get(target).status_code == 403
+    assert alice.post(target, FAIL).status_code == 403
+    own = bob.client.get(listing_url)
+    assert own.status_code == 200 and target not in own.text and 'id="party"' in own.text
+    assert bob.client.get(target).status_code == 404  # never her own disagreement
+    assert bob.post(target, {**FAIL, "note": "mine wins"}).status_code == 404
+    assert stored.adjudications(desk_store.db, run_id) == {}
     judge = signed(desk_db, desk_store, "judge", adjudicator=True)
+    assert target in judge.client.get(listing_url).text
     missing = judge.post(target, {"verdict_0": "pass", "reason": "correct"})
     assert missing.status_code == 400 and "evidence is required for an adjudication" in missing.text
     assert judge.post(target, {**PASS, "note": "step 5 shows the right dose"}).status_code == 200
     final = stored.adjudications(desk_store.db, run_id)[(double.task_id, double.trial)]
     assert final.value == "pass" and final.reviewer == "judge"
-    listing = judge.client.get(f"/runs/{run_id}/adjudicate").text
+    listing = judge.client.get(listing_url).text
     assert target not in listing and "step 5 shows the right dose" in listing
+    assert "step 5 shows the right dose" not in bob.client.get(listing_url).text
 
 
 def test_an_ambiguous_task_is_listed_for_its_owners_and_kept_out(
@@ -292,7 +306,9 @@ def test_an_ambiguous_task_is_listed_for_its_owners_and_kept_out(
     assert alice.post(f"/assignments/{assignment}/label", flag).status_code == 200
     item = desk.item(desk_store.db, item_id)
     assert item is not None
-    page = alice.client.get(f"/runs/{run_id}/agreement").text
+    assert alice.client.get(f"/runs/{run_id}/agreement").status_code == 403
+    lead = signed(desk_db, desk_store, "lead", adjudicator=True)
+    page = lead.client.get(f"/runs/{run_id}/agreement").text
     assert "the prompt names two patients" in page and item.task_id in page
     from proctor.review.labels import run_truth
 
@@ -305,7 +321,7 @@ def test_pages_of_a_run_page_by_key(
     desk_db: Path, desk_store: Store, desk_prepared: dict[str, Any]
 ) -> None:
     run = desk_prepared["run"]
-    alice = signed(desk_db, desk_store, "alice")
+    alice = signed(desk_db, desk_store, "alice", settings=DeskSettings(show_automated=True))
     first = alice.client.get(f"/runs/{run.run_id}/trials?status=failed").text
     failed = sorted((r.task_id, r.trial) for r in run.results if r.status == "failed")
     assert f"failed ({len(failed)})" in first

@@ -4,7 +4,9 @@ The agreement page recomputes from the stored labels on every load, so it moves 
 as a second reviewer labels. Trials whose reviewers disagree wait in the adjudication
 view; an adjudicator's label (with a required note) is final for that trial. Tasks a
 reviewer flagged as ambiguous or broken are listed with their owners (a task's
-`metadata.owner`) and kept out of ground truth.
+`metadata.owner`) and kept out of ground truth. Both pages are made of other reviewers'
+labels, so only adjudicators see them, and an adjudicator never sees or settles a
+disagreement she is party to (`access.py`).
 """
 
 from __future__ import annotations
@@ -15,8 +17,10 @@ from starlette.exceptions import HTTPException
 from starlette.requests import Request
 from starlette.responses import Response
 
+from proctor.review import access
 from proctor.review.agreement import Level, human_vs_automated, reviewer_agreement
 from proctor.review.labels import (
+    GroundTruth,
     LabelError,
     label_rows,
     parse_submission,
@@ -27,6 +31,7 @@ from proctor.review.trialview import task_view, trial_view
 from proctor.review.web import Desk, number, see_other
 from proctor.store import desk
 from proctor.store import labels as stored
+from proctor.store.desk import Reviewer
 from proctor.store.sqlite import RunNotFound
 
 
@@ -51,6 +56,7 @@ def home(d: Desk, request: Request) -> Response:
 
 def agreement_page(d: Desk, request: Request) -> Response:
     me = d.reviewer(request)
+    access.adjudicator(me)
     run_id = d.run_id(request)
     store = d.store()
     row = store.run(run_id)
@@ -78,20 +84,38 @@ def agreement_page(d: Desk, request: Request) -> Response:
 
 def adjudication_list(d: Desk, request: Request) -> Response:
     me = d.reviewer(request)
+    access.adjudicator(me)
     run_id = d.run_id(request)
-    truth = run_truth(d.store().db, run_id)
+    db = d.store().db
+    truth = run_truth(db, run_id)
+    party = desk.involved_trials(db, me.id, run_id)
     return d.render(
         request,
         "adjudicate.html.j2",
         me,
         run_id=run_id,
-        disagreements=truth.disagreements,
-        adjudicated={key: truth.final[key] for key in sorted(truth.adjudicated)},
+        disagreements={k: v for k, v in truth.disagreements.items() if k not in party},
+        party=sum(k in party for k in truth.disagreements),
+        adjudicated={key: truth.final[key] for key in sorted(truth.adjudicated - party)},
     )
 
 
 def _trial_key(request: Request) -> tuple[str, int]:
     return request.path_params["task"], number(request.path_params["trial"], 0)
+
+
+def _contested(d: Desk, request: Request) -> tuple[Reviewer, str, tuple[str, int], GroundTruth]:
+    """The adjudicator, run, trial and ground truth of an adjudication address; 403 for a
+    plain reviewer, 404 for a trial that is no disagreement she may settle (one she is
+    party to answers the same, so the address says nothing about other labels)."""
+    me = d.reviewer(request)
+    access.adjudicator(me)
+    run_id = d.run_id(request)
+    key = _trial_key(request)
+    truth = run_truth(d.store().db, run_id)
+    if not access.may_adjudicate(truth, key, d.standing(me, run_id, *key)):
+        raise HTTPException(404, "no disagreement here that you may adjudicate")
+    return me, run_id, key, truth
 
 
 def _adjudication_page(
@@ -101,15 +125,12 @@ def _adjudication_page(
     error: str = "",
     form: dict[str, str] | None = None,
 ) -> Response:
-    me = d.reviewer(request)
-    run_id = d.run_id(request)
-    task_id, trial = _trial_key(request)
+    me, run_id, (task_id, trial), truth = _contested(d, request)
     store = d.store()
     try:
         view = trial_view(store, run_id, task_id, trial, blind=False)
     except RunNotFound:
         raise HTTPException(404, "no such trial") from None
-    truth = run_truth(store.db, run_id)
     manifest = desk.run_manifest(store.db, run_id)
     return d.render(
         request,
@@ -118,6 +139,7 @@ def _adjudication_page(
         status,
         run_id=run_id,
         view=view,
+        reveal=access.sees_verdict(d.settings, d.standing(me, run_id, task_id, trial)),
         task=task_view(d.tasks.task(manifest, task_id), task_id, view.trace),
         labels=truth.by_trial.get((task_id, trial), []),
         final=truth.final.get((task_id, trial)),
@@ -132,13 +154,8 @@ def adjudication_page(d: Desk, request: Request) -> Response:
 
 
 def post_adjudication(d: Desk, request: Request, form: dict[str, str]) -> Response:
-    me = d.poster(request, form)
-    if not me.adjudicator:
-        raise HTTPException(403, "forbidden: only an adjudicator's label is final")
-    run_id = d.run_id(request)
-    task_id, trial = _trial_key(request)
-    if (task_id, trial) not in run_truth(d.store().db, run_id).by_trial:
-        raise HTTPException(404, "nobody has labelled this trial: there is nothing to adjudicate")
+    d.poster(request, form)
+    me, run_id, (task_id, trial), _ = _contested(d, request)
     try:
         submission = parse_submission(d.settings, form, 1, final=True)
     except LabelError as exc:

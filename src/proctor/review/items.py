@@ -22,6 +22,7 @@ from starlette.exceptions import HTTPException
 from starlette.requests import Request
 from starlette.responses import Response
 
+from proctor.review import access
 from proctor.review.labels import LabelError, label_rows, parse_submission
 from proctor.review.trialview import TrialView, task_view, trial_view
 from proctor.review.web import Desk, number, see_other
@@ -186,32 +187,53 @@ def release(d: Desk, request: Request, form: dict[str, str]) -> Response:
 
 
 def trials_page(d: Desk, request: Request) -> Response:
-    """Every trial of a run, a page at a time, with counts by status (for big runs)."""
+    """Every trial of a run, a page at a time (for big runs). Counts by status and the
+    status filter only with `show_automated`: they would name the verdicts of trials
+    still to label; a row shows its verdict as `access.sees_verdict` allows."""
     me = d.reviewer(request)
     run_id = d.run_id(request)
     status = request.query_params.get("status") or None
+    if status and not d.settings.show_automated:
+        raise HTTPException(
+            400, "trials are filtered by automated verdict only with show_automated"
+        )
     task, _, trial = (request.query_params.get("after") or "").rpartition(":")
     after = (task, number(trial, -1)) if task else ("", -1)
     db = d.store().db
     rows = desk.trials_page(db, run_id, after, PAGE, status)
+    shown = []
+    for task_id, n, st, score in rows:
+        standing = d.standing(me, run_id, task_id, n)
+        reveal = access.sees_verdict(d.settings, standing)
+        opens = access.may_open(standing)
+        shown.append(
+            {"task_id": task_id, "trial": n, "status": st, "score": score}
+            | {"reveal": reveal, "opens": opens}
+        )
+    counts = d.status_counts(run_id)
     more = len(rows) == PAGE
     return d.render(
         request,
         "trials.html.j2",
         me,
         run_id=run_id,
-        rows=rows,
-        counts=d.status_counts(run_id),
+        rows=shown,
+        total=sum(counts.values()),
+        counts=counts if d.settings.show_automated else {},
         status=status or "",
         next_after=f"{rows[-1][0]}:{rows[-1][1]}" if more else None,
     )
 
 
 def trial_page(d: Desk, request: Request) -> Response:
-    """One trial, unblinded, with its automated verdict: what a report links to."""
+    """One trial, unblinded, with its automated verdict as `access` allows: what a report
+    links to. A trial of a blinded pair the reviewer has not labelled does not open."""
     me = d.reviewer(request)
     run_id = d.run_id(request)
     task_id, trial = request.path_params["task"], number(request.path_params["trial"], 0)
+    standing = d.standing(me, run_id, task_id, trial)
+    if not access.may_open(standing):
+        raise HTTPException(403, "forbidden: a trial of a blinded pair opens once you label it")
     store = d.store()
     try:
         view = trial_view(store, run_id, task_id, trial, blind=False)
@@ -219,4 +241,7 @@ def trial_page(d: Desk, request: Request) -> Response:
         raise HTTPException(404, "no such trial") from None
     manifest = desk.run_manifest(store.db, run_id)
     task = task_view(d.tasks.task(manifest, task_id), task_id, view.trace)
-    return d.render(request, "trial.html.j2", me, run_id=run_id, task=task, view=view)
+    reveal = access.sees_verdict(d.settings, standing)
+    return d.render(
+        request, "trial.html.j2", me, run_id=run_id, task=task, view=view, reveal=reveal
+    )

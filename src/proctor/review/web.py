@@ -188,6 +188,10 @@ class Desk:
             self._counts[run_id] = counts
         return counts
 
+    def standing(self, me: Reviewer, run_id: str, task_id: str, trial: int) -> desk.Standing:
+        """Where a trial stands for `me` (what `proctor.review.access` decides on)."""
+        return desk.standing(self.store().db, me.id, run_id, task_id, trial)
+
     def session_reviewer(self, request: Request) -> Reviewer | None:
         token = request.cookies.get(auth.COOKIE)
         if not token:

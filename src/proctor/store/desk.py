@@ -60,6 +60,7 @@ CREATE TABLE IF NOT EXISTS review_items (
 );
 CREATE INDEX IF NOT EXISTS review_items_by_position ON review_items(run_id, position);
 CREATE INDEX IF NOT EXISTS review_items_progress ON review_items(run_id, needed, labelled);
+CREATE INDEX IF NOT EXISTS review_items_partner ON review_items(other_run_id, task_id, other_trial);
 CREATE TABLE IF NOT EXISTS assignments (
     id INTEGER PRIMARY KEY,
     item_id INTEGER NOT NULL REFERENCES review_items(id),
@@ -443,6 +444,55 @@ def release(db: sqlite3.Connection, assignment_id: int) -> bool:
         (assignment_id, assignment_id),
     )
     return cursor.rowcount == 1
+
+
+# -- where a trial stands for one reviewer -----------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class Standing:
+    """A trial as one reviewer stands to it (what `proctor.review.access` decides on)."""
+
+    queued: bool  # an item shows it: someone may still label it
+    paired: bool  # a blinded pair shows it
+    involved: bool  # the reviewer holds an assignment on an item that shows it
+    labelled: bool  # the reviewer labelled it, or adjudicated it
+
+
+_SHOWS = (
+    "((i.run_id = :run AND i.task_id = :task AND i.trial = :trial) OR"
+    " (i.other_run_id = :run AND i.task_id = :task AND i.other_trial = :trial))"
+)
+
+
+def standing(
+    db: sqlite3.Connection, reviewer_id: int, run_id: str, task_id: str, trial: int
+) -> Standing:
+    """Where trial `task_id#trial` of `run_id` stands for `reviewer_id` (from indexes)."""
+    args = {"run": run_id, "task": task_id, "trial": trial, "me": reviewer_id}
+    row = db.execute(
+        f"SELECT EXISTS (SELECT 1 FROM review_items i WHERE {_SHOWS}),"
+        f" EXISTS (SELECT 1 FROM review_items i WHERE {_SHOWS} AND i.other_run_id != ''),"
+        " EXISTS (SELECT 1 FROM review_items i JOIN assignments a ON a.item_id = i.id"
+        f"  WHERE a.reviewer_id = :me AND {_SHOWS}),"
+        " EXISTS (SELECT 1 FROM labels WHERE run_id = :run AND task_id = :task"
+        "  AND trial = :trial AND reviewer_id = :me)"
+        " OR EXISTS (SELECT 1 FROM adjudications WHERE run_id = :run AND task_id = :task"
+        "  AND trial = :trial AND reviewer_id = :me)",
+        args,
+    ).fetchone()
+    return Standing(*(bool(x) for x in row))
+
+
+def involved_trials(db: sqlite3.Connection, reviewer_id: int, run_id: str) -> set[tuple[str, int]]:
+    """The trials of `run_id` that items the reviewer holds an assignment on show."""
+    held = "FROM review_items i JOIN assignments a ON a.item_id = i.id WHERE a.reviewer_id = :me"
+    rows = db.execute(
+        f"SELECT i.task_id, i.trial {held} AND i.run_id = :run"
+        f" UNION SELECT i.task_id, i.other_trial {held} AND i.other_run_id = :run",
+        {"run": run_id, "me": reviewer_id},
+    ).fetchall()
+    return {(task, trial) for task, trial in rows}
 
 
 # -- trials, read a page at a time --------------------------------------------------------
