@@ -9,10 +9,12 @@ from __future__ import annotations
 
 import socket
 from collections.abc import Iterable
+from pathlib import Path
+from typing import Any
 
 import pytest
 
-from desk_support import live_desk
+from desk_support import FAIL, live_desk, signed
 from proctor import Store
 from proctor.review.web import MAX_BODY
 
@@ -107,3 +109,39 @@ def test_a_body_nobody_reads_closes_the_connection(served: str) -> None:
 def test_a_post_without_a_length_is_411(served: str) -> None:
     head = f"POST /signin HTTP/1.1\nHost: 127.0.0.1\nContent-Type: {FORM}\n"
     assert exchange(served, head, [])[0] == 411
+
+
+def test_a_content_length_of_thousands_of_digits_is_refused(served: str) -> None:
+    head = f"POST /signin HTTP/1.1\nHost: 127.0.0.1\nContent-Length: {'9' * 5000}\n"
+    assert exchange(served, head, [b"token=x"])[0] in (400, 413)
+
+
+# -- numbers in addresses ------------------------------------------------------------------
+
+HUGE = str(2**63)  # one past SQLite's largest integer
+
+
+def test_numbers_past_sqlites_range_are_400_or_404(
+    desk_db: Path, desk_store: Store, desk_prepared: dict[str, Any]
+) -> None:
+    run_id = desk_prepared["run"].run_id
+    alice = signed(desk_db, desk_store, "alice", adjudicator=True)
+    task = desk_prepared["run"].results[0].task_id
+    for number in (HUGE, f"-{HUGE}1", "9" * 40, "1_0", "١٢"):
+        for path in (
+            f"/items/{number}",
+            f"/runs/{run_id}/trials/{task}/{number}",
+            f"/runs/{run_id}/adjudicate/{task}/{number}",
+            f"/runs/{run_id}/queue?after={number}",
+            f"/runs/{run_id}/trials?after={task}:{number}",
+        ):
+            assert alice.client.get(path).status_code in (400, 404), path
+        for path in (
+            f"/items/{number}/claim",
+            f"/items/{number}/next",
+            f"/assignments/{number}/label",
+            f"/assignments/{number}/release",
+            f"/runs/{run_id}/adjudicate/{task}/{number}",
+        ):
+            assert alice.post(path, FAIL).status_code in (400, 403, 404), path
+    assert alice.client.get(f"/items/{2**63 - 1}").status_code == 404  # in range: no such item
