@@ -8,7 +8,7 @@ import re
 from pathlib import Path
 from typing import Any
 
-from desk_support import FAIL, desk_client, label_count, reviewer, signed, take
+from desk_support import FAIL, ORIGIN, desk_client, label_count, reviewer, signed, take
 from proctor import Store
 
 SECURITY_HEADERS = {
@@ -17,7 +17,7 @@ SECURITY_HEADERS = {
         "form-action 'self'; frame-ancestors 'none'; base-uri 'none'"
     ),
     "x-content-type-options": "nosniff",
-    "referrer-policy": "no-referrer",
+    "referrer-policy": "same-origin",
 }
 
 
@@ -62,6 +62,14 @@ def test_bad_sign_ins_are_refused(desk_db: Path, desk_store: Store) -> None:
     assert client.post("/signin", data={"token": "not-a-token"}).status_code == 403
     cross = client.post("/signin", data={"token": token}, headers={"sec-fetch-site": "cross-site"})
     assert cross.status_code == 403 and "set-cookie" not in cross.headers
+    # an older browser sends no Sec-Fetch-Site: its Origin says where the form came from
+    for origin in ("http://evil.example", "null", "http://127.0.0.1:9999", "file://"):
+        other = client.post("/signin", data={"token": token}, headers={"origin": origin})
+        assert other.status_code == 403 and "set-cookie" not in other.headers, origin
+    own = client.post(
+        "/signin", data={"token": token}, headers={"origin": ORIGIN}, follow_redirects=False
+    )
+    assert own.status_code == 303 and "set-cookie" in own.headers
     # DNS rebinding: a name that is not the desk's
     assert client.get("/signin", headers={"host": "evil.example"}).status_code == 400
 
@@ -134,3 +142,30 @@ def test_an_expired_session_signs_the_reviewer_out(desk_db: Path, desk_store: St
     signed(desk_db, desk_store, "bob")  # a new session forgets the expired ones
     (left,) = desk_store.db.execute("SELECT COUNT(*) FROM review_sessions").fetchone()
     assert left == 1
+
+
+def test_links_expire_and_removed_reviewers_are_out(
+    desk_db: Path, desk_store: Store, desk_prepared: dict[str, Any]
+) -> None:
+    from desk_support import sign_in
+    from proctor.store import desk
+
+    run_id = desk_prepared["run"].run_id
+    link = reviewer(desk_store, "alice")
+    token = link.split("token=")[1]
+    desk_store.db.execute("UPDATE reviewers SET link_expires_at = 1 WHERE name = 'alice'")
+    client = desk_client(desk_db)
+    page = client.get(f"/signin?token={token}")
+    assert page.status_code == 403 and "expired" in page.text
+    assert client.post("/signin", data={"token": token}).status_code == 403
+    bob = sign_in(desk_client(desk_db), reviewer(desk_store, "bob"))
+    _, assignment, _ = take(bob, run_id)
+    bob.post(f"/assignments/{assignment}/label", FAIL)
+    _, open_one, _ = take(bob, run_id)  # taken, not labelled
+    assert desk.remove_reviewer(desk_store.db, "bob")
+    assert bob.client.get("/", follow_redirects=False).status_code == 303  # session over
+    assert desk.assignment(desk_store.db, open_one) is None  # back in the queue
+    assert label_count(desk_db) == 1  # the label stays
+    assert not desk.remove_reviewer(desk_store.db, "bob")
+    again = sign_in(desk_client(desk_db), reviewer(desk_store, "bob"))  # re-added: a new link
+    assert again.client.get("/").status_code == 200

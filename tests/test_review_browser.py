@@ -116,6 +116,7 @@ def test_label_with_the_keyboard_and_see_agreement_move(
     assert "Automated verdict" in browser.page_source  # shown once labelled
     browser.get(f"{desk_site['url']}/runs/{run_id}/agreement")
     assert "only an adjudicator" in body_text(browser)  # other people's labels: not hers
+    browser.get_log("browser")  # that 403 is the one error expected
     sign_in_as(browser, desk_site, "judge")
     browser.get(f"{desk_site['url']}/runs/{run_id}/agreement")
     assert "No trial has two reviewers' labels yet" in browser.find_element(By.ID, "pairs").text

@@ -6,6 +6,7 @@ from __future__ import annotations
 import csv
 import json
 import re
+import sqlite3
 from pathlib import Path
 from typing import Any
 
@@ -153,6 +154,30 @@ def test_add_reviewer_prints_a_link_and_refuses_bad_names(labelled: dict[str, An
     assert "given a new link" in again.stdout
     bad = proctor("review", "add-reviewer", "<b>x</b>", "--store", store)
     assert bad.returncode == 2 and "reviewer name" in bad.stderr
+
+
+def test_reviewers_are_listed_removed_and_their_links_expire(
+    labelled: dict[str, Any], tmp_path: Path
+) -> None:
+    store = str(tmp_path / "p.db")
+    with sqlite3.connect(labelled["path"]) as source, sqlite3.connect(store) as copy:
+        source.backup(copy)
+    out = proctor("review", "add-reviewer", "erin", "--store", store, "--link-hours", "2")
+    assert out.returncode == 0 and "works 2 h" in out.stdout
+    for hours in ("0", "-1", "nan", "100000"):
+        bad = proctor("review", "add-reviewer", "erin", "--store", store, "--link-hours", hours)
+        assert bad.returncode == 2 and "--link-hours" in bad.stderr
+    listed = proctor("review", "list-reviewers", "--store", store).stdout
+    erin = next(line for line in listed.splitlines() if line.startswith("erin "))
+    assert "reviewer" in erin and "works until" in erin
+    alice = next(line for line in listed.splitlines() if line.startswith("alice "))
+    assert alice.split()[-2:] == [str(labelled["items"]), "1"]  # items labelled, a session
+    gone = proctor("review", "remove-reviewer", "erin", "--store", store)
+    assert gone.returncode == 0 and "removed" in gone.stdout
+    listed = proctor("review", "list-reviewers", "--store", store).stdout
+    assert "removed" in next(line for line in listed.splitlines() if line.startswith("erin "))
+    again = proctor("review", "remove-reviewer", "erin", "--store", store)
+    assert again.returncode == 2 and "no reviewer 'erin'" in again.stderr
 
 
 def test_big_runs_embed_failed_and_queued_traces_and_link_the_rest(

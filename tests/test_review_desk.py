@@ -152,6 +152,34 @@ def test_a_blinded_pair_names_no_run_agent_or_model(tmp_path: Path) -> None:
         assert swaps == {True, False}  # the order is randomised, not fixed
 
 
+def test_a_pairs_order_comes_from_the_desks_secret_seed(tmp_path: Path) -> None:
+    """Without --seed, a reviewer who knows the code and the default seed cannot compute
+    which side of a pair is the baseline: the order comes from a secret per desk."""
+    from proctor.review.assignment import enqueue, queue_items
+    from proctor.review.queue import ReviewConfig, review_queue
+
+    with Store(tmp_path / "p.db") as store:
+        base = run_clinical(store, "perfect", trials=2)
+        cand = run_clinical(store, "sloppy", trials=2)
+        routed = review_queue(cand, base, ReviewConfig(sample_rate=1.0))
+        enqueue(store, cand, routed, double_share=0.0, seed=None, baseline=base)
+        secret = desk.pair_seed(store.db)
+        assert secret.bit_length() > 64
+        stored = {
+            (i.task_id, i.trial): i.swap
+            for i, *_ in desk.items_page(store.db, cand.run_id, 0, -1, 999)
+        }
+
+        def order(**seeds: Any) -> dict[tuple[str, int], bool]:
+            made = queue_items(cand, routed, double_share=0.0, baseline=base, **seeds)
+            return {(n.task_id, n.trial): n.swap for n in made}
+
+        assert len(stored) >= 8 and stored == order(seed=0, pair_seed=secret)
+        assert order(seed=7) == order(seed=7)  # --seed: reproducible, and says so
+    with Store(tmp_path / "q.db") as other:
+        assert desk.pair_seed(other.db) != secret  # one per desk
+
+
 def test_hostile_trace_text_is_escaped_on_every_page(
     desk_db: Path, desk_store: Store, desk_prepared: dict[str, Any]
 ) -> None:

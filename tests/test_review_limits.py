@@ -145,3 +145,82 @@ def test_numbers_past_sqlites_range_are_400_or_404(
         ):
             assert alice.post(path, FAIL).status_code in (400, 403, 404), path
     assert alice.client.get(f"/items/{2**63 - 1}").status_code == 404  # in range: no such item
+
+
+# -- the store's desk schema ----------------------------------------------------------------
+
+
+def test_a_newer_desk_schema_is_refused_never_rewritten(tmp_path: Path) -> None:
+    from click.testing import CliRunner
+
+    from proctor.cli import main
+    from proctor.review.app import create_app
+    from proctor.review.labels import run_truth
+    from proctor.store import StoreError, desk
+
+    path = tmp_path / "p.db"
+    with Store(path) as store:
+        desk.migrate(store.db)
+        store.db.execute("UPDATE meta SET value = '99' WHERE key = 'desk_schema_version'")
+        for opening in (
+            lambda: desk.migrate(store.db),
+            lambda: run_truth(store.db, "any-run"),
+            lambda: create_app(path),
+        ):
+            with pytest.raises(StoreError, match="desk schema 99; this proctor reads up to"):
+                opening()
+    for command in (["list-reviewers"], ["add-reviewer", "x"], ["remove-reviewer", "x"]):
+        result = CliRunner().invoke(main, ["review", *command, "--store", str(path)])
+        assert result.exit_code == 2 and "newer proctor" in result.output, result.output
+    with Store(path) as store:
+        kept = store.db.execute("SELECT value FROM meta WHERE key = 'desk_schema_version'")
+        assert kept.fetchone()[0] == "99"
+        assert "link_expires_at" not in store.db.execute("SELECT * FROM reviewers").description
+
+
+def test_a_version_1_desk_gains_the_new_columns_and_keeps_its_reviewers(tmp_path: Path) -> None:
+    from proctor.review.auth import token_hash
+    from proctor.store import desk
+
+    old = desk._SCHEMA.replace(",\n    removed_at REAL,\n    link_expires_at REAL\n", "\n")
+    assert old != desk._SCHEMA
+    with Store(tmp_path / "p.db") as store:
+        store.db.executescript(old)
+        store.db.execute("INSERT INTO meta VALUES ('desk_schema_version', '1')")
+        store.db.execute(
+            "INSERT INTO reviewers(name, token_hash, adjudicator, created_at)"
+            " VALUES ('ann', ?, 0, 0)",
+            (token_hash("t"),),
+        )
+        desk.migrate(store.db)
+        assert desk.desk_version(store.db) == desk.DESK_SCHEMA_VERSION
+        found = desk.reviewer_by_token(store.db, token_hash("t"))
+        assert found is not None and found.name == "ann"  # the old link works, for a while
+
+
+# -- desk.yaml ------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("text", "line", "message"),
+    [
+        ("scale: {kind: score, min: 0, max: 100000000, pass_at: 50}\n", 1, "100,000,001 points"),
+        (
+            "scale:\n  kind: score\n  min: -99999999999999999999\n  max: 5\n  pass_at: 4\n",
+            1,
+            "points",
+        ),
+        ("guidance: " + "x" * 20_000 + "\n", 1, "guidance"),
+        ("reasons:\n" + "".join(f"  - {{code: c{i}, text: t}}\n" for i in range(60)), 1, "reasons"),
+    ],
+)
+def test_the_settings_file_is_bounded(tmp_path: Path, text: str, line: int, message: str) -> None:
+    from proctor.core.documents import SpecError
+    from proctor.review.settings import load_settings
+
+    path = tmp_path / "desk.yaml"
+    path.write_text(text)
+    with pytest.raises(SpecError) as caught:
+        load_settings(path)
+    first = caught.value.lines()[0]
+    assert first.startswith(f"{path}:{line}: ") and message in first, first

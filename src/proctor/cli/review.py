@@ -1,4 +1,5 @@
-"""`proctor review serve | add-reviewer | export`: the review desk (proctor.review.app)."""
+"""`proctor review serve | add-reviewer | remove-reviewer | list-reviewers | export`: the
+review desk (proctor.review.app)."""
 
 from __future__ import annotations
 
@@ -53,7 +54,13 @@ def review() -> None:
 @click.option("--pairs", is_flag=True, help="With --baseline: blinded pairs of trials.")
 @click.option("--sample-rate", default=0.05, show_default=True, type=click.FloatRange(0, 1))
 @click.option("--drift", default=0.1, show_default=True, type=click.FloatRange(0, 1, min_open=True))
-@click.option("--seed", default=0, show_default=True, type=int, help="Sampling seed.")
+@click.option(
+    "--seed",
+    default=None,
+    type=int,
+    help="Seed of the sample, the doubles and the pairs' order (default: sample 0, the "
+    "pairs' order from the desk's secret seed).",
+)
 @click.option("--double-share", type=click.FloatRange(0, 1), help="Share labelled twice (0.2).")
 @click.option("--config", "config_path", type=click.Path(), help="Rubric and settings (YAML).")
 @click.option("--tasks", "task_paths", multiple=True, type=click.Path(), help="Task files.")
@@ -67,7 +74,7 @@ def serve(
     pairs: bool,
     sample_rate: float,
     drift: float,
-    seed: int,
+    seed: int | None,
     double_share: float | None,
     config_path: str | None,
     task_paths: tuple[str, ...],
@@ -104,7 +111,7 @@ def serve(
         settings = settings.model_copy(update={"double_share": double_share})
     store = _existing_store(store_path)
     base = run_data_or_exit(baseline, store) if baseline else None
-    config = ReviewConfig(sample_rate=sample_rate, seed=seed, drift=drift)
+    config = ReviewConfig(sample_rate=sample_rate, seed=seed or 0, drift=drift)
     for ref in runs:
         run = run_data_or_exit(ref, store)
         try:
@@ -138,20 +145,77 @@ def serve(
 @click.argument("name")
 @click.option("--adjudicator", is_flag=True, help="May give final labels on disagreements.")
 @click.option("--url", default=DEFAULT_URL, show_default=True, help="Where the desk is served.")
+@click.option(
+    "--link-hours",
+    default=72,
+    show_default=True,
+    type=click.IntRange(1, 24 * 366),
+    help="How long the sign-in link works.",
+)
 @click.option("--store", "store_path", default=str(DEFAULT_PATH), show_default=True)
-def add_reviewer(name: str, adjudicator: bool, url: str, store_path: str) -> None:
+def add_reviewer(name: str, adjudicator: bool, url: str, link_hours: int, store_path: str) -> None:
     """Add a reviewer (or give them a new link) and print their personal sign-in link."""
     from proctor.review.auth import add_reviewer as register
 
     store = _existing_store(store_path)
     try:
-        link, new = register(store, name, url, adjudicator=adjudicator)
+        link, new = register(store, name, url, adjudicator=adjudicator, link_hours=link_hours)
     except ValueError as exc:
         fail(str(exc))
     role = "adjudicator" if adjudicator else "reviewer"
     did = "added" if new else "given a new link (the old one and their sessions end)"
-    click.echo(f"{role} {name} {did}; their personal sign-in link (shown once):")
+    click.echo(
+        f"{role} {name} {did}; their personal sign-in link (shown once, works {link_hours} h):"
+    )
     click.echo(link)
+
+
+@review.command("remove-reviewer")
+@click.argument("name")
+@click.option("--store", "store_path", default=str(DEFAULT_PATH), show_default=True)
+def remove_reviewer(name: str, store_path: str) -> None:
+    """Take a reviewer off the desk: link and sessions end, unlabelled items go back."""
+    from proctor.store import desk
+
+    store = _existing_store(store_path)
+    desk.migrate(store.db)
+    if not desk.remove_reviewer(store.db, name):
+        fail(f"no reviewer {name[:60]!r} on the desk (`proctor review list-reviewers`)")
+    click.echo(
+        f"reviewer {name} removed: their link and sessions no longer work, their unlabelled "
+        "items are back in the queue, their labels stay"
+    )
+
+
+@review.command("list-reviewers")
+@click.option("--store", "store_path", default=str(DEFAULT_PATH), show_default=True)
+def list_reviewers(store_path: str) -> None:
+    """The desk's reviewers: role, whether their link still works, labels, sessions."""
+    import time
+
+    from proctor.store import desk
+
+    store = _existing_store(store_path)
+    desk.migrate(store.db)
+    rows = desk.reviewers(store.db)
+    if not rows:
+        click.echo("no reviewers yet: `proctor review add-reviewer NAME` adds one")
+        return
+    now = time.time()
+
+    def when(at: float) -> str:
+        return time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime(at))
+
+    click.echo(f"{'name':<40} {'role':<11} {'link':<32} {'items labelled':>14} {'sessions':>8}")
+    for r in rows:
+        if r.removed_at is not None:
+            link = f"removed {when(r.removed_at)}"
+        elif r.link_expires_at is None or r.link_expires_at <= now:
+            link = "expired (add-reviewer again)"
+        else:
+            link = f"works until {when(r.link_expires_at)}"
+        role = "adjudicator" if r.adjudicator else "reviewer"
+        click.echo(f"{r.name:<40} {role:<11} {link:<32} {r.labels:>14} {r.sessions:>8}")
 
 
 @review.command("export")

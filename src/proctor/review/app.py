@@ -15,6 +15,7 @@ from collections.abc import Callable, Sequence
 from functools import partial
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
 
 from starlette.applications import Starlette
 from starlette.exceptions import HTTPException
@@ -51,14 +52,28 @@ def signin_page(d: Desk, request: Request) -> Response:
     return d.render(request, "signin.html.j2", None, status, token=token, known=known)
 
 
+def same_site(request: Request) -> bool:
+    """Whether a POST comes from the desk's own page: by `Sec-Fetch-Site` when the browser
+    sends it, and by `Origin` (whose host must be the one asked for) whenever it is sent,
+    so an older browser's cross-site form is refused too (login CSRF)."""
+    if request.headers.get("sec-fetch-site", "same-origin") not in ("same-origin", "none"):
+        return False
+    origin = request.headers.get("origin")
+    if origin is None:
+        return True
+    parts = urlsplit(origin)
+    host = request.headers.get("host", "").lower()
+    return parts.scheme in ("http", "https") and parts.netloc.lower() == host
+
+
 def signin(d: Desk, request: Request, form: dict[str, str]) -> Response:
     """Trade a reviewer token for a session cookie (HttpOnly, SameSite=Strict)."""
-    if request.headers.get("sec-fetch-site", "same-origin") not in ("same-origin", "none"):
+    if not same_site(request):
         raise HTTPException(403, "forbidden: sign in from the desk's own page")
     token = form.get("token", "")
     reviewer = desk.reviewer_by_token(d.store().db, auth.token_hash(token)) if token else None
     if reviewer is None:
-        raise HTTPException(403, "forbidden: unknown or replaced sign-in link")
+        raise HTTPException(403, "forbidden: unknown, expired or replaced sign-in link")
     session = auth.new_token()
     desk.open_session(d.store().db, auth.token_hash(session), reviewer.id, auth.SESSION_TTL_S)
     response = see_other("/")

@@ -9,7 +9,9 @@ that wants one, and never the same person twice.
 
 In blinded pairwise mode an item is a candidate trial with a baseline trial of the same
 task (the same trial number when the baseline has it, else a seeded pick), shown in a
-seeded random order without saying which is which.
+random order without saying which is which. That order must not be computable by a
+reviewer: it comes from a secret random seed kept in the store, one per desk
+(`proctor.store.desk.pair_seed`), unless `--seed` asks for a reproducible one.
 """
 
 from __future__ import annotations
@@ -40,10 +42,12 @@ def queue_items(
     double_share: float,
     seed: int,
     baseline: RunData | None = None,
+    pair_seed: int | None = None,
 ) -> list[NewItem]:
     """The desk items of `run`'s review queue (`proctor.review.queue.review_queue`); with
-    `baseline`, blinded pairs: a routed trial whose task the baseline lacks, or had with
-    other content, or without a valid trial, is left out."""
+    `baseline`, blinded pairs (in an order from `pair_seed`, else from `seed`): a routed
+    trial whose task the baseline lacks, or had with other content, or without a valid
+    trial, is left out."""
     items = queue["items"]
     partners: dict[str, list[int]] = defaultdict(list)
     if baseline is not None:
@@ -54,7 +58,7 @@ def queue_items(
                 partners[r.task_id].append(r.trial)
         items = [i for i in items if partners.get(i["task_id"])]
     doubles = double_labelled(len(items), double_share, seed)
-    rng = random.Random(f"pairs:{seed}")
+    rng = random.Random(f"pairs:{seed if pair_seed is None else pair_seed}")
     out = []
     for n, item in enumerate(items):
         needed = 2 if n in doubles else 1
@@ -83,11 +87,19 @@ def enqueue(
     queue: dict[str, Any],
     *,
     double_share: float,
-    seed: int,
+    seed: int | None,
     baseline: RunData | None = None,
 ) -> tuple[int, list[NewItem]]:
     """Queue a run's routed trials at the desk: (items added, items routed). Items queued
-    before are kept with their labels; only new ones are added, after them."""
+    before are kept with their labels; only new ones are added, after them. `seed` None:
+    pairs are ordered by the desk's secret seed (and the doubles picked by seed 0)."""
     desk.migrate(store.db)
-    items = queue_items(run, queue, double_share=double_share, seed=seed, baseline=baseline)
+    items = queue_items(
+        run,
+        queue,
+        double_share=double_share,
+        seed=seed or 0,
+        baseline=baseline,
+        pair_seed=desk.pair_seed(store.db) if seed is None else seed,
+    )
     return desk.add_items(store.db, run.run_id, items), items

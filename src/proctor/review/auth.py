@@ -7,7 +7,9 @@ second random token in an HttpOnly, SameSite=Strict cookie, also stored only as 
 
 Every form carries a CSRF token derived from the session token (an HMAC of it), checked
 on every POST: a page on another site can neither read the cookie nor compute the token.
-A re-added reviewer gets a new token and loses their open sessions.
+A re-added reviewer gets a new token and loses their open sessions. A link works for a
+limited time (`add-reviewer --link-hours`, 72 by default) and a session for 12 hours;
+`remove-reviewer` ends both at once and gives the reviewer's unlabelled items back.
 """
 
 from __future__ import annotations
@@ -53,9 +55,19 @@ def check_name(name: str) -> str:
     return name
 
 
-def add_reviewer(store: Store, name: str, base_url: str, *, adjudicator: bool) -> tuple[str, bool]:
-    """Register `name` (or give them a new token); returns (their sign-in link, new?)."""
+def add_reviewer(
+    store: Store,
+    name: str,
+    base_url: str,
+    *,
+    adjudicator: bool,
+    link_hours: int = desk.DEFAULT_LINK_HOURS,
+) -> tuple[str, bool]:
+    """Register `name` (or give them a new token); returns (their sign-in link, new?).
+    The link works for `link_hours`."""
     desk.migrate(store.db)
     token = new_token()
-    added = desk.add_reviewer(store.db, check_name(name), token_hash(token), adjudicator)
+    added = desk.add_reviewer(
+        store.db, check_name(name), token_hash(token), adjudicator, link_hours * 3600
+    )
     return f"{base_url.rstrip('/')}/signin?token={quote(token)}", added

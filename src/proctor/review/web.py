@@ -9,7 +9,9 @@ all arrived closes the connection, so what the desk did not read is never read. 
 response gets
 the Content-Security-Policy (scripts and styles only from the desk's own two files, no
 inline code, no frames, forms only to the desk), `X-Content-Type-Options: nosniff`,
-`Referrer-Policy: no-referrer` and `Cache-Control: no-store`.
+`Referrer-Policy: same-origin` (no address leaves the desk; its own forms keep their
+`Origin`, which `no-referrer` would make `null`, so sign-in can check it) and
+`Cache-Control: no-store`.
 
 Pages are Jinja templates with autoescaping: trace text is always text. No template marks
 trace data safe, and the JSON shown in `<pre>` blocks is escaped like any other string.
@@ -47,7 +49,7 @@ CSP = (
 HEADERS = [
     (b"content-security-policy", CSP.encode()),
     (b"x-content-type-options", b"nosniff"),
-    (b"referrer-policy", b"no-referrer"),
+    (b"referrer-policy", b"same-origin"),
     (b"x-frame-options", b"DENY"),
     (b"cache-control", b"no-store"),
     (b"cross-origin-opener-policy", b"same-origin"),

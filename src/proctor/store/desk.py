@@ -4,7 +4,9 @@ Reviewers (only a hash of each sign-in token), their sessions, review items (a t
 a blinded pair of a candidate and a baseline trial of one task), assignments of items to
 reviewers, labels and adjudications. The tables have their own migration
 (`meta.desk_schema_version`): a store written before the desk gains them the first time
-the desk opens it, and the run tables of `sqlite.py` are left alone.
+the desk opens it, and the run tables of `sqlite.py` are left alone. A store whose desk
+tables carry a newer version than this proctor knows is refused (StoreError), read or
+written, like a newer store: never rewritten down.
 
 Labels and adjudications are read and written by `labels.py`. Each web request uses its
 own thread's connection (`Connections`): WAL lets readers run beside the one writer, and a
@@ -17,6 +19,7 @@ counts are SQL aggregates, so a run of 100,000 trials is never loaded to show a 
 from __future__ import annotations
 
 import json
+import secrets
 import sqlite3
 import threading
 import time
@@ -25,9 +28,11 @@ from pathlib import Path
 from typing import Any
 
 from proctor.core.results import Check
+from proctor.store.health import StoreDamaged, StoreError
 from proctor.store.sqlite import Store
 
-DESK_SCHEMA_VERSION = 1
+#: 2: `reviewers.removed_at` and `reviewers.link_expires_at`.
+DESK_SCHEMA_VERSION = 2
 BUSY_TIMEOUT_MS = 30_000
 
 _SCHEMA = """
@@ -36,7 +41,9 @@ CREATE TABLE IF NOT EXISTS reviewers (
     name TEXT NOT NULL UNIQUE,
     token_hash TEXT NOT NULL UNIQUE,
     adjudicator INTEGER NOT NULL,
-    created_at REAL NOT NULL
+    created_at REAL NOT NULL,
+    removed_at REAL,
+    link_expires_at REAL
 );
 CREATE TABLE IF NOT EXISTS review_sessions (
     token_hash TEXT PRIMARY KEY,
@@ -102,22 +109,91 @@ CREATE INDEX IF NOT EXISTS adjudications_by_trial ON adjudications(run_id, task_
 """
 
 
+#: How long a sign-in link works when nobody says (`add-reviewer --link-hours`).
+DEFAULT_LINK_HOURS = 72
+
+
+def _path(db: sqlite3.Connection) -> str:
+    return str(db.execute("PRAGMA database_list").fetchone()[2] or ":memory:")
+
+
+def desk_version(db: sqlite3.Connection) -> int:
+    """The version of the store's desk tables (0: none yet); StoreError for one newer than
+    this proctor reads, StoreDamaged for one that is no number."""
+    row = db.execute("SELECT value FROM meta WHERE key = 'desk_schema_version'").fetchone()
+    if row is None:
+        return 0
+    text = row[0]
+    if not isinstance(text, str) or not (text.isascii() and text.isdigit()):
+        raise StoreDamaged(f"{_path(db)}: damaged: its desk schema version is {text!r}")
+    version = int(text)
+    if version > DESK_SCHEMA_VERSION:
+        raise StoreError(
+            f"{_path(db)}: its review desk was written by a newer proctor (desk schema "
+            f"{version}; this proctor reads up to {DESK_SCHEMA_VERSION}): upgrade proctor"
+        )
+    return version
+
+
 def present(db: sqlite3.Connection) -> bool:
-    """Whether the desk's tables exist: a store the desk never opened has none, and a
-    store opened read-only (`report`, `show`, `compare`) cannot be given them."""
+    """Whether the desk's tables exist (a store the desk never opened has none, and a
+    store opened read-only (`report`, `show`, `compare`) cannot be given them); refuses
+    newer ones as `desk_version` does."""
     row = db.execute(
         "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'adjudications'"
     ).fetchone()
-    return row is not None
+    if row is None:
+        return False
+    desk_version(db)  # refuses a newer one
+    return True
 
 
 def migrate(db: sqlite3.Connection) -> None:
-    """Create the desk's tables in a store (idempotent) and record their version."""
-    db.executescript(_SCHEMA)
-    db.execute(
-        "INSERT OR REPLACE INTO meta(key, value) VALUES ('desk_schema_version', ?)",
-        (str(DESK_SCHEMA_VERSION),),
-    )
+    """Create the desk's tables in a store, or bring older ones up to this version (in
+    one transaction), and record it; a newer version is refused before anything is
+    written."""
+    version = desk_version(db)
+    if version == DESK_SCHEMA_VERSION:
+        return
+    db.execute("BEGIN IMMEDIATE")
+    try:
+        for statement in _SCHEMA.split(";"):  # executescript would commit first
+            if statement.strip():
+                db.execute(statement)
+        columns = {row[1] for row in db.execute("PRAGMA table_info(reviewers)")}
+        if "removed_at" not in columns:  # a version 1 desk
+            db.execute("ALTER TABLE reviewers ADD COLUMN removed_at REAL")
+            db.execute("ALTER TABLE reviewers ADD COLUMN link_expires_at REAL")
+            # links made before links expired: they get the default time from now
+            db.execute(
+                "UPDATE reviewers SET link_expires_at = ?",
+                (time.time() + DEFAULT_LINK_HOURS * 3600,),
+            )
+        db.execute(
+            "INSERT OR REPLACE INTO meta(key, value) VALUES ('desk_schema_version', ?)",
+            (str(DESK_SCHEMA_VERSION),),
+        )
+        db.execute("COMMIT")
+    except BaseException:
+        db.execute("ROLLBACK")
+        raise
+
+
+def pair_seed(db: sqlite3.Connection) -> int:
+    """The desk's secret seed for the order of blinded pairs: 128 random bits, made the
+    first time it is asked for and kept in the store's meta (only the store's owner can
+    read it; a reviewer who knows the code and `--seed`'s default cannot)."""
+    db.execute("BEGIN IMMEDIATE")
+    try:
+        row = db.execute("SELECT value FROM meta WHERE key = 'desk_pair_seed'").fetchone()
+        if row is None:
+            row = (str(secrets.randbits(128)),)
+            db.execute("INSERT INTO meta(key, value) VALUES ('desk_pair_seed', ?)", row)
+        db.execute("COMMIT")
+    except BaseException:
+        db.execute("ROLLBACK")
+        raise
+    return int(row[0])
 
 
 class Connections:
@@ -192,28 +268,92 @@ class Assignment:
 # -- reviewers and sessions ---------------------------------------------------------------
 
 
-def add_reviewer(db: sqlite3.Connection, name: str, token_hash: str, adjudicator: bool) -> bool:
-    """Add a reviewer, or give an existing one a new token (their sessions end); True if new."""
+def add_reviewer(
+    db: sqlite3.Connection, name: str, token_hash: str, adjudicator: bool, link_ttl_s: float
+) -> bool:
+    """Add a reviewer, or give an existing (or removed) one a new token whose link works
+    for `link_ttl_s` (their sessions end); True if new."""
+    expires = time.time() + link_ttl_s
     row = db.execute("SELECT id FROM reviewers WHERE name = ?", (name,)).fetchone()
     if row is None:
         db.execute(
-            "INSERT INTO reviewers(name, token_hash, adjudicator, created_at) VALUES (?,?,?,?)",
-            (name, token_hash, int(adjudicator), time.time()),
+            "INSERT INTO reviewers(name, token_hash, adjudicator, created_at, link_expires_at)"
+            " VALUES (?,?,?,?,?)",
+            (name, token_hash, int(adjudicator), time.time(), expires),
         )
         return True
     db.execute("BEGIN IMMEDIATE")
     db.execute(
-        "UPDATE reviewers SET token_hash = ?, adjudicator = ? WHERE id = ?",
-        (token_hash, int(adjudicator), row[0]),
+        "UPDATE reviewers SET token_hash = ?, adjudicator = ?, link_expires_at = ?,"
+        " removed_at = NULL WHERE id = ?",
+        (token_hash, int(adjudicator), expires, row[0]),
     )
     db.execute("DELETE FROM review_sessions WHERE reviewer_id = ?", (row[0],))
     db.execute("COMMIT")
     return False
 
 
+def remove_reviewer(db: sqlite3.Connection, name: str) -> bool:
+    """Take a reviewer off the desk: their link and sessions stop working and their
+    unlabelled assignments go back to the queue; their labels stay (they are data).
+    False when there is no such reviewer, or they were removed already."""
+    db.execute("BEGIN IMMEDIATE")
+    try:
+        row = db.execute(
+            "SELECT id FROM reviewers WHERE name = ? AND removed_at IS NULL", (name,)
+        ).fetchone()
+        if row is not None:
+            # no token hashes to this: SHA-256 hashes are 64 hex digits
+            db.execute(
+                "UPDATE reviewers SET removed_at = ?, token_hash = 'removed:' || id,"
+                " link_expires_at = NULL WHERE id = ?",
+                (time.time(), row[0]),
+            )
+            db.execute("DELETE FROM review_sessions WHERE reviewer_id = ?", (row[0],))
+            db.execute(
+                "DELETE FROM assignments WHERE reviewer_id = ?"
+                " AND NOT EXISTS (SELECT 1 FROM labels l WHERE l.assignment_id = assignments.id)",
+                (row[0],),
+            )
+        db.execute("COMMIT")
+    except BaseException:
+        db.execute("ROLLBACK")
+        raise
+    return row is not None
+
+
+@dataclass(frozen=True, slots=True)
+class ReviewerRow:
+    """A reviewer as `proctor review list-reviewers` shows them."""
+
+    name: str
+    adjudicator: bool
+    created_at: float
+    removed_at: float | None
+    link_expires_at: float | None
+    labels: int
+    sessions: int
+
+
+def reviewers(db: sqlite3.Connection) -> list[ReviewerRow]:
+    """Every reviewer, removed ones too, by name, with their labels and open sessions."""
+    rows = db.execute(
+        "SELECT r.name, r.adjudicator, r.created_at, r.removed_at, r.link_expires_at,"
+        " (SELECT COUNT(DISTINCT l.assignment_id) FROM labels l WHERE l.reviewer_id = r.id),"
+        " (SELECT COUNT(*) FROM review_sessions s WHERE s.reviewer_id = r.id"
+        "  AND s.expires_at > ?)"
+        " FROM reviewers r ORDER BY r.name",
+        (time.time(),),
+    ).fetchall()
+    return [ReviewerRow(n, bool(a), c, rm, x, labels, s) for n, a, c, rm, x, labels, s in rows]
+
+
 def reviewer_by_token(db: sqlite3.Connection, token_hash: str) -> Reviewer | None:
+    """The reviewer whose link this is, while it works (not expired, not removed)."""
     row = db.execute(
-        "SELECT id, name, adjudicator FROM reviewers WHERE token_hash = ?", (token_hash,)
+        "SELECT id, name, adjudicator FROM reviewers WHERE token_hash = ?"
+        " AND removed_at IS NULL AND link_expires_at > ?",
+        (token_hash, time.time()),
     ).fetchone()
     return Reviewer(row[0], row[1], bool(row[2])) if row else None
 
@@ -231,7 +371,8 @@ def open_session(db: sqlite3.Connection, token_hash: str, reviewer_id: int, ttl_
 def session_reviewer(db: sqlite3.Connection, token_hash: str) -> Reviewer | None:
     row = db.execute(
         "SELECT r.id, r.name, r.adjudicator FROM review_sessions s"
-        " JOIN reviewers r ON r.id = s.reviewer_id WHERE s.token_hash = ? AND s.expires_at > ?",
+        " JOIN reviewers r ON r.id = s.reviewer_id WHERE s.token_hash = ? AND s.expires_at > ?"
+        " AND r.removed_at IS NULL",
         (token_hash, time.time()),
     ).fetchone()
     return Reviewer(row[0], row[1], bool(row[2])) if row else None
