@@ -310,10 +310,13 @@ def test_disagreements_go_to_an_adjudicator_not_party_to_them(
     own = bob.client.get(listing_url)
     assert own.status_code == 200 and target not in own.text and 'id="party"' in own.text
     assert bob.client.get(target).status_code == 404  # never her own disagreement
+    figures = bob.client.get(f"/runs/{run_id}/agreement").text  # nor in its figures
+    assert "alice" not in figures and "Adjudication (0 waiting)" in figures
     assert bob.post(target, {**FAIL, "note": "mine wins"}).status_code == 404
     assert stored.adjudications(desk_store.db, run_id) == {}
     judge = signed(desk_db, desk_store, "judge", adjudicator=True)
     assert target in judge.client.get(listing_url).text
+    assert "alice · bob" in judge.client.get(f"/runs/{run_id}/agreement").text
     missing = judge.post(target, {"verdict_0": "pass", "reason": "correct"})
     assert missing.status_code == 400 and "evidence is required for an adjudication" in missing.text
     assert judge.post(target, {**PASS, "note": "step 5 shows the right dose"}).status_code == 200

@@ -60,7 +60,8 @@ def agreement_page(d: Desk, request: Request) -> Response:
     run_id = d.run_id(request)
     store = d.store()
     row = store.run(run_id)
-    truth = run_truth(store.db, run_id)
+    # figures from labels on items she holds would tell her what the others said there
+    truth = run_truth(store.db, run_id, desk.involved_trials(store.db, me.id, run_id))
     level: Level = "nominal" if d.settings.scale.kind == "binary" else "ordinal"
     current = [label for labels in truth.by_trial.values() for label in labels]
     statuses = stored.labelled_statuses(store.db, run_id)

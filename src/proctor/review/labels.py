@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import sqlite3
 from collections import defaultdict
-from collections.abc import Iterable, Mapping
+from collections.abc import Collection, Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -152,12 +152,17 @@ def ground_truth(
     return GroundTruth(final, dict(flagged), disagreements, dict(by_trial), frozenset(adjudicated))
 
 
-def run_truth(db: sqlite3.Connection, run_id: str) -> GroundTruth:
+def run_truth(
+    db: sqlite3.Connection, run_id: str, leave_out: Collection[tuple[str, int]] = ()
+) -> GroundTruth:
     """The ground truth of a run's labels as they stand in the store (none in a store the
-    desk never opened)."""
+    desk never opened); `leave_out`: trials whose labels are not to be used (those an
+    adjudicator is party to, on her pages)."""
     if not desk.present(db):
         return ground_truth([], {})
-    return ground_truth(stored.current_labels(db, run_id), stored.adjudications(db, run_id))
+    labels = [x for x in stored.current_labels(db, run_id) if x.key not in leave_out]
+    adjudicated = stored.adjudications(db, run_id)
+    return ground_truth(labels, {k: v for k, v in adjudicated.items() if k not in leave_out})
 
 
 def task_slices(summary: dict[str, Any] | None) -> dict[str, list[str]]:
