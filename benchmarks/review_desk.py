@@ -34,6 +34,7 @@ from proctor.decide.summary import Tally, summarize
 from proctor.review.assignment import enqueue
 from proctor.review.auth import add_reviewer
 from proctor.review.queue import review_queue
+from proctor.review.settings import DeskSettings
 from proctor.store import desk
 from proctor.store import labels as stored
 from proctor.store.export import store_run
@@ -113,8 +114,13 @@ def main() -> None:
         print(f"queue built (reads every trial, once): {queued:.1f} s, {len(items):,} items;")
         print(f"  peak RSS so far {rss:,.0f} MiB")
 
-        link, _ = add_reviewer(store, "bench", "", adjudicator=False)
-        client = TestClient(create_app(path), base_url="http://127.0.0.1:8765")
+        add_reviewer(store, "bench", "", adjudicator=False)  # labels every item, below
+        # the pages are read by an adjudicator holding no item (the agreement page is hers,
+        # and leaves out items she holds), on a desk showing automated verdicts (the status
+        # filter and counts)
+        link, _ = add_reviewer(store, "lead", "", adjudicator=True)
+        app = create_app(path, DeskSettings(show_automated=True))
+        client = TestClient(app, base_url="http://127.0.0.1:8765")
         token = link.split("token=", 1)[1]
         client.post("/signin", data={"token": token}, follow_redirects=False)
         csrf = re.search(r'name="csrf" value="(\w+)"', client.get("/").text)
