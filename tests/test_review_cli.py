@@ -162,22 +162,27 @@ def test_reviewers_are_listed_removed_and_their_links_expire(
     store = str(tmp_path / "p.db")
     with sqlite3.connect(labelled["path"]) as source, sqlite3.connect(store) as copy:
         source.backup(copy)
-    out = proctor("review", "add-reviewer", "erin", "--store", store, "--link-hours", "2")
-    assert out.returncode == 0 and "works 2 h" in out.stdout
+    from proctor.cli import main
+
+    def review(*args: str) -> Any:
+        return CliRunner().invoke(main, ["review", *args, "--store", store])
+
+    out = review("add-reviewer", "erin", "--link-hours", "2")
+    assert out.exit_code == 0 and "works 2 h" in out.output
     for hours in ("0", "-1", "nan", "100000"):
-        bad = proctor("review", "add-reviewer", "erin", "--store", store, "--link-hours", hours)
-        assert bad.returncode == 2 and "--link-hours" in bad.stderr
-    listed = proctor("review", "list-reviewers", "--store", store).stdout
+        bad = review("add-reviewer", "erin", "--link-hours", hours)
+        assert bad.exit_code == 2 and "--link-hours" in bad.output
+    listed = review("list-reviewers").output
     erin = next(line for line in listed.splitlines() if line.startswith("erin "))
     assert "reviewer" in erin and "works until" in erin
     alice = next(line for line in listed.splitlines() if line.startswith("alice "))
     assert alice.split()[-2:] == [str(labelled["items"]), "1"]  # items labelled, a session
-    gone = proctor("review", "remove-reviewer", "erin", "--store", store)
-    assert gone.returncode == 0 and "removed" in gone.stdout
-    listed = proctor("review", "list-reviewers", "--store", store).stdout
+    gone = review("remove-reviewer", "erin")
+    assert gone.exit_code == 0 and "removed" in gone.output
+    listed = review("list-reviewers").output
     assert "removed" in next(line for line in listed.splitlines() if line.startswith("erin "))
-    again = proctor("review", "remove-reviewer", "erin", "--store", store)
-    assert again.returncode == 2 and "no reviewer 'erin'" in again.stderr
+    again = review("remove-reviewer", "erin")
+    assert again.exit_code == 2 and "no reviewer 'erin'" in again.output
 
 
 def test_big_runs_embed_failed_and_queued_traces_and_link_the_rest(
