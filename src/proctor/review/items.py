@@ -4,7 +4,7 @@ An item page shows the task, each trial's steps and answer, and the label form. 
 automated graders and judges decided (status, checks, routing reasons) stays hidden until
 this reviewer has labelled the item, unless the rubric's settings say to show it: a
 verdict on the screen anchors the label. A blinded pair shows its trials as A and B, in
-the item's seeded order, with no run id, agent or model name anywhere on the page (its
+the item's secret random order, with no run id, agent or model name anywhere on the page (its
 forms post to item and assignment ids).
 
 Labels are posted to the reviewer's own assignment: a session posting to another
