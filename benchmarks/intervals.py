@@ -18,7 +18,8 @@ with a 10-point drop, and calls proctor's own `paired.rate_difference` on each:
 
     python benchmarks/intervals.py [--runs 1000] [--json benchmarks/intervals.json]
 
-The JSON is what `make readme-figures` writes into docs/architecture.md; a smaller run is
+`make readme-figures` runs it with `--json benchmarks/intervals.json` and writes the tables
+into docs/architecture.md (examples/figures.py); a smaller run is
 tests/test_interval_benchmark.py. Data are drawn with numpy (seeded); intervals are
 proctor's, one call per simulated run.
 """
@@ -170,8 +171,8 @@ def _table(header: list[str], rows: list[list[str]]) -> str:
     return "\n".join([*lines, *("| " + " | ".join(r) + " |" for r in rows)])
 
 
-def tables(result: dict[str, Any]) -> str:
-    """The benchmark's tables as Markdown (what docs/architecture.md shows)."""
+def paired_tables(result: dict[str, Any]) -> str:
+    """Coverage and power of the paired difference, and non-inferiority, as Markdown."""
     cells = result["cells"]
     columns = sorted({(c["tasks"], c["trials"]) for c in cells})
     rows = sorted({(c["icc"], c["rate"]) for c in cells})
@@ -185,9 +186,6 @@ def tables(result: dict[str, Any]) -> str:
         ]
         return _table(header, body)
 
-    coverage = grid(lambda c: _pct(c["proctor_coverage"]))
-    power = grid(lambda c: f"{_pct(c['proctor_power'])} / {_pct(c['t_power'])}")
-    t_cov = grid(lambda c: _pct(c["t_coverage"]))
     ni = result["non_inferiority"]
     ni_cols = sorted({r["tasks"] for r in ni})
     ni_at = {(r["icc"], r["rate"], r["tasks"]): r["passed"] for r in ni}
@@ -195,32 +193,31 @@ def tables(result: dict[str, Any]) -> str:
         ["ICC, rate", *(f"{t} tasks" for t in ni_cols)],
         [[f"{icc}, {rate}", *(_pct(ni_at[icc, rate, t]) for t in ni_cols)] for icc, rate in rows],
     )
-    one = result["one_trial"]
-    one_cols = sorted({r["tasks"] for r in one})
-    one_at = {(r["rate"], r["tasks"]): r["coverage"] for r in one}
-    one_table = _table(
-        ["rate", *(f"{t} tasks" for t in one_cols)],
-        [
-            [str(rate), *(_pct(one_at[rate, t]) for t in one_cols)]
-            for rate in sorted({r["rate"] for r in one})
-        ],
-    )
-    runs = f"{result['runs']:,} runs per cell, seed {result['seed']}"
     return "\n\n".join(
         [
-            f"Coverage of the paired rate difference, % (worse of no drop and a "
-            f"{_pct(result['drop'])}-point drop; columns tasks × trials; {runs}):",
-            coverage,
-            "Power against the drop, % (proctor / paired t):",
-            power,
-            "Coverage of the paired t, % (where it holds 93%, proctor's power is held to it):",
-            t_cov,
+            f"Coverage, % (the worse of no drop and a {_pct(result['drop'])}-point drop; "
+            f"columns: tasks × trials; {result['runs']:,} runs per cell, seed {result['seed']}):",
+            grid(lambda c: _pct(c["proctor_coverage"])),
+            "Power against the drop, % (proctor / the paired t):",
+            grid(lambda c: f"{_pct(c['proctor_power'])} / {_pct(c['t_power'])}"),
+            "Coverage of the paired t, % (where it is 93% or more, it is the power to match):",
+            grid(lambda c: _pct(c["t_coverage"])),
             f"Non-inferiority with one trial per task: candidates exactly the margin "
             f"({_pct(result['margin'])} points) worse that pass, % (nominal 2.5):",
             ni_table,
-            "Exact coverage of the one-trial success interval, % (summed over the binomial):",
-            one_table,
         ]
+    )
+
+
+def one_trial_table(result: dict[str, Any]) -> str:
+    """Exact coverage of the one-trial success interval, as Markdown."""
+    one = result["one_trial"]
+    cols = sorted({r["tasks"] for r in one})
+    at = {(r["rate"], r["tasks"]): r["coverage"] for r in one}
+    rates = sorted({r["rate"] for r in one})
+    return _table(
+        ["one trial per task: rate", *(f"{t} tasks" for t in cols)],
+        [[str(rate), *(f"{_pct(at[rate, t])}%" for t in cols)] for rate in rates],
     )
 
 
@@ -232,7 +229,7 @@ def main(argv: list[str]) -> int:
     args = parser.parse_args(argv)
     start = time.perf_counter()
     result = simulate(args.runs, seed=args.seed)
-    print(tables(result))
+    print(paired_tables(result), one_trial_table(result), sep="\n\n")
     print(f"\n{time.perf_counter() - start:.0f} s", file=sys.stderr)
     if args.json:
         args.json.write_text(json.dumps(result, indent=1) + "\n", encoding="utf-8")

@@ -308,3 +308,19 @@ def test_rate_difference_coverage_by_simulation() -> None:
         assert diff is not None and diff.low is not None and diff.high is not None
         hits += diff.low <= truth <= diff.high
     assert hits / reps >= 0.93
+
+
+@pytest.mark.parametrize(
+    ("trials", "margin", "tasks"), [(1, 0.05, 58), (5, 0.05, 13), (1, 0.02, 141), (5, 0.02, 30)]
+)
+def test_all_pass_runs_are_non_inferior_from_the_readme_task_counts(
+    trials: int, margin: float, tasks: int
+) -> None:
+    # README, Non-inferiority: about 2.8/(m·margin) + 2 tasks, m trials per task.
+    def lower(t: int) -> float:
+        diff = rate_difference([1.0] * t, [1.0] * t, [trials] * t, [trials] * t)
+        assert diff is not None and diff.low is not None
+        return diff.low
+
+    assert lower(tasks) > -margin >= lower(tasks - 1)
+    assert tasks == pytest.approx(2.8 / (trials * margin) + 2, abs=2)
