@@ -10,7 +10,8 @@ with a 10-point drop, and calls proctor's own `paired.rate_difference` on each:
 
 - coverage: the share of intervals containing the true difference, the smaller of the two;
 - power: the share of intervals wholly below 0 under the drop, beside the paired t's
-  (the textbook interval on per-task differences, T − 1 degrees of freedom) and its coverage;
+  (the textbook interval on per-task differences, T − 1 degrees of freedom), with its
+  coverage, and McNemar's exact test's on per-task majority verdicts;
 - non-inferiority with one trial per task: how often a candidate exactly `margin` worse
   passes (one-sided, nominal 2.5%);
 - the exact coverage of the one-trial headline interval (`stats.task_rate`), summed over
@@ -101,7 +102,22 @@ def cell(
             out[key] = min(out.get(key, 1.0), covered)
             if drop:
                 out[f"{name}_power"] = float(np.mean(high < 0.0))
+        if drop:
+            out["mcnemar_power"] = mcnemar_power(base, cand)
     return out
+
+
+def mcnemar_power(base: np.ndarray, cand: np.ndarray) -> float:
+    """Share of pairs of runs where McNemar's exact test on per-task majority verdicts (what
+    compare's slices use) finds the candidate worse at 5%: the exact test for reference."""
+    b_pass, c_pass = base > 0.5, cand > 0.5
+    regressed = (b_pass & ~c_pass).sum(axis=1).tolist()
+    improved = (~b_pass & c_pass).sum(axis=1).tolist()
+    found = [
+        r > i and paired.mcnemar_exact(r, i) < 0.05
+        for r, i in zip(regressed, improved, strict=True)
+    ]
+    return float(np.mean(found))
 
 
 def non_inferiority(
@@ -198,8 +214,14 @@ def paired_tables(result: dict[str, Any]) -> str:
             f"Coverage, % (the worse of no drop and a {_pct(result['drop'])}-point drop; "
             f"columns: tasks × trials; {result['runs']:,} runs per cell, seed {result['seed']}):",
             grid(lambda c: _pct(c["proctor_coverage"])),
-            "Power against the drop, % (proctor / the paired t):",
-            grid(lambda c: f"{_pct(c['proctor_power'])} / {_pct(c['t_power'])}"),
+            "Power against the drop, % (proctor / the paired t / McNemar's exact test on "
+            "per-task majority verdicts):",
+            grid(
+                lambda c: (
+                    f"{_pct(c['proctor_power'])} / {_pct(c['t_power'])} / "
+                    f"{_pct(c['mcnemar_power'])}"
+                )
+            ),
             "Coverage of the paired t, % (where it is 93% or more, it is the power to match):",
             grid(lambda c: _pct(c["t_coverage"])),
             f"Non-inferiority with one trial per task: candidates exactly the margin "

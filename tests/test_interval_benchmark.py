@@ -46,6 +46,13 @@ def test_power_follows_the_paired_t_with_enough_tasks(result: dict[str, Any]) ->
     assert issue["proctor_power"] >= 0.8
 
 
+def test_one_trial_power_is_at_least_the_exact_tests(result: dict[str, Any]) -> None:
+    # where proctor trails the paired t, it finds what McNemar's exact test finds
+    for c in result["cells"]:
+        if c["trials"] == 1:
+            assert c["proctor_power"] >= c["mcnemar_power"] - 0.01, c
+
+
 def test_non_inferiority_at_the_margin_keeps_its_level(result: dict[str, Any]) -> None:
     assert max(r["passed"] for r in result["non_inferiority"]) <= 0.05
 

@@ -18,7 +18,7 @@ from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from proctor.decide.distributions import beta_quantile, normal_quantile, t_quantile
-from proctor.decide.paired import MIN_TASKS, rate_difference
+from proctor.decide.paired import MIN_TASKS, mcnemar_exact, rate_difference
 from proctor.decide.stats import (
     complete_k,
     pass_hat_k_tasks,
@@ -224,6 +224,16 @@ def test_many_tasks_that_moved_get_the_paired_t() -> None:
     width = ci.high - ci.low
     assert diff.low == pytest.approx(ci.low, abs=0.02 * width)
     assert diff.high == pytest.approx(ci.high, abs=0.02 * width)
+
+
+def test_four_of_thirty_regressed_is_not_significant_as_mcnemar_says() -> None:
+    # The paired t's interval ends below 0 here; McNemar's exact p is 2/16 = 0.125.
+    base, cand = [1.0] * 30, [0.0] * 4 + [1.0] * 26
+    diffs = np.subtract(cand, base)
+    t_high = diffs.mean() + t_quantile(0.975, 29) * diffs.std(ddof=1) / 30**0.5
+    assert t_high < 0 and mcnemar_exact(4, 0) == 0.125
+    diff = rate_difference(base, cand, [1] * 30, [1] * 30)
+    assert diff is not None and diff.high is not None and diff.high > 0
 
 
 def test_no_task_moved_is_not_a_zero_width_no_change() -> None:
