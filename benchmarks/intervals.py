@@ -12,6 +12,8 @@ with a 10-point drop, and calls proctor's own `paired.rate_difference` on each:
 - power: the share of intervals wholly below 0 under the drop, beside the paired t's
   (the textbook interval on per-task differences, T − 1 degrees of freedom), with its
   coverage, and McNemar's exact test's on per-task majority verdicts;
+- the summary's minimal detectable effect for the cell's rate, ICC, tasks and trials, and
+  how often compare finds a drop of that size (80% is promised);
 - non-inferiority with one trial per task: how often a candidate exactly `margin` worse
   passes (one-sided, nominal 2.5%);
 - the exact coverage of the one-trial headline interval (`stats.task_rate`), summed over
@@ -104,6 +106,11 @@ def cell(
                 out[f"{name}_power"] = float(np.mean(high < 0.0))
         if drop:
             out["mcnemar_power"] = mcnemar_power(base, cand)
+    mde = stats.minimal_detectable_effect(rate, tasks, trials, icc=icc)
+    out["mde"] = mde
+    if mde is not None:
+        base, cand = draw(rng, rate, icc, tasks, trials, mde, runs)
+        out["mde_power"] = float(np.mean(proctor_intervals(base, cand, trials)[:, 1] < 0.0))
     return out
 
 
@@ -224,6 +231,11 @@ def paired_tables(result: dict[str, Any]) -> str:
             ),
             "Coverage of the paired t, % (where it is 93% or more, it is the power to match):",
             grid(lambda c: _pct(c["t_coverage"])),
+            "The summary's minimal detectable effect, points, and how often compare finds a "
+            "drop of that size, % (80% promised; — : too few tasks to detect any drop):",
+            grid(
+                lambda c: "—" if c["mde"] is None else f"{_pct(c['mde'])} ({_pct(c['mde_power'])})"
+            ),
             f"Non-inferiority with one trial per task: candidates exactly the margin "
             f"({_pct(result['margin'])} points) worse that pass, % (nominal 2.5):",
             ni_table,

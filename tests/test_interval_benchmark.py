@@ -53,6 +53,14 @@ def test_one_trial_power_is_at_least_the_exact_tests(result: dict[str, Any]) -> 
             assert c["proctor_power"] >= c["mcnemar_power"] - 0.01, c
 
 
+def test_the_minimal_detectable_effect_is_found_as_promised(result: dict[str, Any]) -> None:
+    # 80%, less two simulation standard errors of 300 runs; a figure wherever compare can
+    # find something at 30 tasks
+    found = [c["mde_power"] for c in result["cells"] if c["mde"] is not None]
+    assert len(found) >= 12 and min(found) >= 0.75
+    assert all(c["mde"] is not None for c in result["cells"] if c["tasks"] == 30)
+
+
 def test_non_inferiority_at_the_margin_keeps_its_level(result: dict[str, Any]) -> None:
     assert max(r["passed"] for r in result["non_inferiority"]) <= 0.05
 

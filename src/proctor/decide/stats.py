@@ -353,7 +353,9 @@ def minimal_detectable_effect(
 
     The compare's interval (`paired.rate_difference`) on two runs of this size that share
     task difficulty with intraclass correlation `icc` (`_paired_detects`), at the quantile
-    sum t_{1−α/2} + t_power with T − 1 degrees of freedom; found by bisection to 1e-6.
+    sum t_{1−α/2} + t_power·√(1 + t²_{1−α/2}/(2(T − 1))) with T − 1 degrees of freedom
+    (the second term widened as the interval's s varies: Var(s) ≈ s²/(2(T − 1))); found
+    by bisection to 1e-6.
     None when no drop from `rate` is detectable: below MIN_TASKS tasks, where compare
     concludes nothing, or when even a drop to 0 would be missed.
     tests/test_stats_paired.py checks the promise by simulating the compare itself.
@@ -365,7 +367,9 @@ def minimal_detectable_effect(
         return None
     if not 0.0 < alpha < 1.0 or not 0.0 < power < 1.0:
         raise ValueError(f"alpha and power must be strictly between 0 and 1 ({alpha}, {power})")
-    z = t_quantile(1.0 - alpha / 2.0, tasks - 1) + t_quantile(power, tasks - 1)
+    t = t_quantile(1.0 - alpha / 2.0, tasks - 1)
+    # the interval's end t·s/√T varies with s, estimated on T − 1 degrees of freedom
+    z = t + t_quantile(power, tasks - 1) * math.sqrt(1.0 + t * t / (2.0 * (tasks - 1)))
     if not _paired_detects(rate, rate, tasks, trials, icc, z):
         return None
     low, high = 0.0, rate
