@@ -226,6 +226,19 @@ def test_many_tasks_that_moved_get_the_paired_t() -> None:
     assert diff.high == pytest.approx(ci.high, abs=0.02 * width)
 
 
+def test_one_task_with_fewer_trials_does_not_set_the_step_of_all() -> None:
+    rng = np.random.default_rng(8)
+    base = list(rng.binomial(5, 0.7, 30) / 5)
+    cand = list(rng.binomial(5, 0.6, 30) / 5)
+    even = rate_difference(base, cand, [5] * 30, [5] * 30)
+    one_short = rate_difference(base, cand, [1] + [5] * 29, [5] * 30)
+    assert even is not None and one_short is not None
+    assert even.low is not None and even.high is not None
+    assert one_short.low is not None and one_short.high is not None
+    width = even.high - even.low
+    assert width < one_short.high - one_short.low < 1.05 * width
+
+
 def test_four_of_thirty_regressed_is_not_significant_as_mcnemar_says() -> None:
     # The paired t's interval ends below 0 here; McNemar's exact p is 2/16 = 0.125.
     base, cand = [1.0] * 30, [0.0] * 4 + [1.0] * 26

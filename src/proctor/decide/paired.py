@@ -78,8 +78,9 @@ def rate_difference(
     """Difference of two rates over the same tasks: a paired t on per-task differences,
     adjusted for tasks that rarely move.
 
-    With d_i = cand_i − base_i, d̄ their mean, and a = max(1/m, |d̄|) (m the fewest units,
-    trials, behind any task's value: 1/m is the smallest step a task's value can take):
+    With d_i = cand_i − base_i, d̄ their mean, and a² = max(mean of 1/m_i², d̄²) (m_i the
+    fewer units, trials, behind task i's two values: 1/m_i is the smallest step its
+    difference can take; one task with fewer trials does not set the step of all):
 
         s² = (Σ(d_i − d̄)² + 2a²) / (T − 1)        one more task up by a, one down by a
         centre = d̄ + Σ(d_i − d̄)³ / (6 s² T²)      Johnson's (1978) skewness correction
@@ -90,10 +91,10 @@ def rate_difference(
     whose power it keeps. Without it, runs where no task moved get [0, 0] (a 10-point drop
     over 10 tasks is then covered 70% of the time), and ten tasks that all fell from 5/5
     to 0/5 get [−1, −1]; without the skewness term, drops carried by a few tasks are
-    missed. docs/architecture.md (Metrics) gives coverage and
-    power over a grid. The interval contains d̄ and stays in [−1, 1]. Below MIN_TASKS
-    tasks it is [−1, 1]: no exact test (McNemar, sign-flip) can reject any difference
-    there. SE is the plain paired sd(d)/√T.
+    missed. docs/architecture.md (Metrics) gives coverage and power over a grid. The
+    interval contains d̄ and stays in [−1, 1]. Below MIN_TASKS tasks it is [−1, 1]: no
+    exact test (McNemar, sign-flip) can reject any difference there. SE is the plain
+    paired sd(d)/√T.
     """
     n = len(base)
     if n == 0:
@@ -107,8 +108,9 @@ def rate_difference(
     se = _sd_of_mean(diffs, d_mean) if n > 1 else None
     if n < MIN_TASKS:
         return PairedDifference(d_mean, se, -1.0, 1.0, n)
-    step = max(1.0 / min(*base_units, *cand_units), abs(d_mean))
-    var = (math.fsum((d - d_mean) ** 2 for d in diffs) + 2.0 * step * step) / (n - 1)
+    steps = math.fsum(1.0 / min(b, c) ** 2 for b, c in zip(base_units, cand_units, strict=True))
+    pseudo = 2.0 * max(steps / n, d_mean * d_mean)
+    var = (math.fsum((d - d_mean) ** 2 for d in diffs) + pseudo) / (n - 1)
     centre = d_mean + math.fsum((d - d_mean) ** 3 for d in diffs) / (6.0 * var * n * n)
     half = t_quantile(0.5 + confidence / 2.0, n - 1) * math.sqrt(var / n)
     low = max(-1.0, min(centre - half, d_mean))
