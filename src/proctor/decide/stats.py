@@ -198,10 +198,10 @@ def bounded_mean_interval(
     the effective sample size n_eff = p(1 − p)/Var is kept between T (a task's trials all
     alike) and T²/Σ(1/n_i) (trials independent); it is scaled by (z/t_{T−1})² because the
     variance came from T tasks; and the Clopper-Pearson interval on it is the answer. One
-    trial per task takes the same path (n_eff = T): Wilson's interval there covers 89.8%
-    at 11 tasks, rate 0.95, and an all-pass run gets the same interval whatever its trials
-    per task. A single task gets the Wilson interval of its own trials (`task`: it says
-    nothing about other tasks); two tasks, [0, 1] (`too_few`).
+    trial per task takes the same path (n_eff = T): Wilson's interval, used there before,
+    covered 89.8% at 11 tasks, rate 0.95; and an all-pass run gets the same interval
+    whatever its trials per task. A single task gets the Wilson interval of its own
+    trials (`task`: it says nothing about other tasks); two tasks, [0, 1] (`too_few`).
     """
     z = _z(confidence)
     tasks = len(values)
@@ -363,10 +363,10 @@ def minimal_detectable_effect(
     if tasks < 1 or not 0.0 <= rate <= 1.0:
         raise ValueError(f"need tasks >= 1 and a rate in [0, 1] ({tasks}, {rate})")
     design_effect(trials, icc)  # validates trials and icc
-    if tasks < MIN_TASKS or rate == 0.0:
-        return None
     if not 0.0 < alpha < 1.0 or not 0.0 < power < 1.0:
         raise ValueError(f"alpha and power must be strictly between 0 and 1 ({alpha}, {power})")
+    if tasks < MIN_TASKS or rate == 0.0:
+        return None
     t = t_quantile(1.0 - alpha / 2.0, tasks - 1)
     # the interval's end t·s/√T varies with s, estimated on T − 1 degrees of freedom
     z = t + t_quantile(power, tasks - 1) * math.sqrt(1.0 + t * t / (2.0 * (tasks - 1)))
