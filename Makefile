@@ -43,6 +43,7 @@ demo: $(CORE)
 	@echo "  $(BIN)/proctor gate latest $(DEMO_GATE)"
 
 readme-figures: $(DEV)
+	$(BIN)/python benchmarks/intervals.py --json benchmarks/intervals.json > /dev/null
 	$(BIN)/python examples/figures.py
 
 test: $(DEV)

@@ -8,6 +8,10 @@ store. The demo block replays the `demo:` recipe of the Makefile, command for co
     python examples/figures.py           # rewrite the blocks (make readme-figures)
     python examples/figures.py --check   # exit 1, naming the blocks, if a README differs
 
+The coverage and power tables of docs/architecture.md come from the result
+benchmarks/intervals.py last wrote (benchmarks/intervals.json; `make readme-figures` runs it
+first), since the simulation takes a minute.
+
 tests/test_readme_figures.py runs the check, so a change that moves a figure fails until
 the READMEs are regenerated.
 """
@@ -17,6 +21,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import runpy
 import shlex
 import sys
 import tempfile
@@ -317,6 +322,20 @@ def kyc(lab: Lab) -> str:
     return report + "\n" + table(header, breakdown)
 
 
+INTERVALS = runpy.run_path(str(ROOT / "benchmarks" / "intervals.py"))
+#: What `make readme-figures` has benchmarks/intervals.py write first (about a minute).
+INTERVALS_JSON = ROOT / "benchmarks" / "intervals.json"
+
+
+def intervals(tables: str) -> Callable[[Lab], str]:
+    """A block of benchmarks/intervals.py's tables, from the result it last wrote."""
+
+    def write(_: Lab) -> str:
+        return INTERVALS[tables](json.loads(INTERVALS_JSON.read_text(encoding="utf-8"))) + "\n"
+
+    return write
+
+
 #: Each block: the README it lives in, and what writes it.
 BLOCKS: dict[str, tuple[Path, Callable[[Lab], str]]] = {
     "demo": (ROOT / "README.md", demo),
@@ -327,6 +346,8 @@ BLOCKS: dict[str, tuple[Path, Callable[[Lab], str]]] = {
     "incident": (EXAMPLES / "incident" / "README.md", incident),
     "kyc": (EXAMPLES / "kyc" / "README.md", kyc),
     "adversarial": (EXAMPLES / "adversarial" / "README.md", adversarial),
+    "one-trial-coverage": (ROOT / "docs" / "architecture.md", intervals("one_trial_table")),
+    "paired-intervals": (ROOT / "docs" / "architecture.md", intervals("paired_tables")),
 }
 
 

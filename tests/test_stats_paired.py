@@ -8,13 +8,17 @@ import math
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from proctor.decide.distributions import t_quantile
 from proctor.decide.paired import (
+    MIN_TASKS,
     bootstrap_mean_interval,
     holm,
     mcnemar_exact,
     paired_difference,
+    rate_difference,
 )
 from proctor.decide.stats import (
     design_effect,
@@ -207,29 +211,66 @@ def test_tasks_needed_achieves_the_power_in_simulation(icc: float, effect: float
     assert _simulated_power(tasks // 2, 0.8, effect, 5, icc, seed=6) < 0.6
 
 
-@pytest.mark.parametrize(("rate", "tasks", "m", "icc"), [(0.8, 200, 5, 0.3), (0.5, 50, 1, 0.0)])
-def test_minimal_detectable_effect_inverts_tasks_needed(
+def _compare_power(rate: float, drop: float, tasks: int, m: int, icc: float, seed: int) -> float:
+    """Share of simulated baseline/candidate pairs (same tasks, shared difficulty, every
+    task losing the share drop/rate) in which compare's success interval is below 0."""
+    rng = np.random.default_rng(seed)
+    sims, s = 1500, 1 / icc - 1
+    probs = rng.beta(rate * s, (1 - rate) * s, (sims, tasks))
+    base = rng.binomial(m, probs) / m
+    cand = rng.binomial(m, probs * (1 - drop / rate)) / m
+    found = 0
+    for b, c in zip(base.tolist(), cand.tolist(), strict=True):
+        diff = rate_difference(b, c, [m] * tasks, [m] * tasks)
+        assert diff is not None and diff.high is not None
+        found += diff.high < 0
+    return found / sims
+
+
+@pytest.mark.parametrize(
+    ("rate", "tasks", "m", "icc"), [(0.8, 30, 5, 0.3), (0.6, 100, 1, 0.1), (0.9, 12, 5, 0.8)]
+)
+def test_the_minimal_detectable_effect_is_what_compare_detects(
     rate: float, tasks: int, m: int, icc: float
 ) -> None:
-    delta = minimal_detectable_effect(rate, tasks, m, icc=icc)
-    assert delta is not None and 0 < delta <= rate
-    z = scipy_stats.norm.ppf(0.975) + scipy_stats.norm.ppf(0.8)
-    p2 = rate - delta
-    needed = z**2 * (rate * (1 - rate) + p2 * (1 - p2)) * (1 + (m - 1) * icc) / (m * delta**2)
-    assert needed == pytest.approx(tasks, rel=1e-9)
-    assert tasks_needed(rate, -delta * 1.01, m, icc=icc) <= tasks
+    mde = minimal_detectable_effect(rate, tasks, m, icc=icc)
+    assert mde is not None and 0 < mde <= rate
+    # 80% power, less three simulation standard errors (1,500 runs: 1.0 point each)
+    assert _compare_power(rate, mde, tasks, m, icc, seed=1) >= 0.77
+    # and not a drop far larger than needed: three quarters of it is found less often
+    assert _compare_power(rate, 0.75 * mde, tasks, m, icc, seed=2) < 0.75
 
 
 def test_minimal_detectable_effect_edges() -> None:
-    # All passing: only the candidate's rate varies; closed form A / (1 + A).
-    z = scipy_stats.norm.ppf(0.975) + scipy_stats.norm.ppf(0.8)
-    a = z**2 * 3 / (3 * 20)
-    assert minimal_detectable_effect(1.0, 20, 3, icc=1.0) == pytest.approx(a / (1 + a))
     assert minimal_detectable_effect(0.0, 20, 3) is None  # nothing can drop
-    assert minimal_detectable_effect(0.1, 3, 1) is None  # too few tasks for any drop
-    more = minimal_detectable_effect(0.8, 400, 5, icc=0.3)
-    fewer = minimal_detectable_effect(0.8, 100, 5, icc=0.3)
-    assert more is not None and fewer is not None and more < fewer
+    # compare concludes nothing below MIN_TASKS tasks: too few tasks to detect any drop
+    assert minimal_detectable_effect(0.9, MIN_TASKS - 1, 5, icc=0.1) is None
+    assert minimal_detectable_effect(0.9, 10, 5, icc=0.1) is not None
+    assert minimal_detectable_effect(0.3, 6, 1, icc=0.5) is None  # not even a drop to 0
+    with pytest.raises(ValueError):
+        minimal_detectable_effect(0.5, 20, 0)
+    with pytest.raises(ValueError):
+        minimal_detectable_effect(0.5, 20, 3, icc=1.5)
+
+
+@settings(max_examples=150, deadline=None)
+@given(
+    st.floats(0.05, 1.0),
+    st.integers(MIN_TASKS, 400),
+    st.integers(1, 10),
+    st.floats(0.0, 1.0),
+)
+def test_minimal_detectable_effect_shrinks_with_more_tasks_and_trials(
+    rate: float, tasks: int, m: int, icc: float
+) -> None:
+    mde = minimal_detectable_effect(rate, tasks, m, icc=icc)
+    more_tasks = minimal_detectable_effect(rate, 2 * tasks, m, icc=icc)
+    more_trials = minimal_detectable_effect(rate, tasks, m + 1, icc=icc)
+    if mde is None:
+        return
+    assert 0.0 < mde <= rate
+    assert more_tasks is not None and more_tasks <= mde + 1e-6
+    assert more_trials is not None and more_trials <= mde + 1e-6
 
 
 # --- ICC -------------------------------------------------------------------------------

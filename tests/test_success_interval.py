@@ -2,7 +2,8 @@
 
 Trials of one task are not independent, so the interval of the success rate is Korn and
 Graubard's interval on an effective sample size (proctor.decide.stats.task_rate); the
-difference of two rates is Newcombe's square-and-add interval (proctor.decide.paired).
+difference of two rates is an adjusted paired t on per-task differences
+(proctor.decide.paired.rate_difference).
 Checked against scipy and statsmodels, by coverage in simulation, and by properties.
 """
 
@@ -17,7 +18,7 @@ from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from proctor.decide.distributions import beta_quantile, normal_quantile, t_quantile
-from proctor.decide.paired import MIN_TASKS, rate_difference
+from proctor.decide.paired import MIN_TASKS, mcnemar_exact, rate_difference
 from proctor.decide.stats import (
     complete_k,
     pass_hat_k_tasks,
@@ -59,10 +60,35 @@ def test_independent_trials_keep_a_narrow_interval() -> None:
     assert rate.high - rate.low < clustered.high - clustered.low
 
 
-def test_one_trial_per_task_is_wilson() -> None:
-    rate = task_rate([(1, 1)] * 14 + [(1, 0)] * 6)
-    assert rate.method == "wilson"
-    assert (rate.low, rate.high) == pytest.approx(wilson_interval(14, 20))
+def _exact_one_trial_coverage(rate: float, tasks: int) -> float:
+    """P(interval ∋ rate) with one trial per task, summed over the binomial."""
+    pmf = scipy_stats.binom.pmf(range(tasks + 1), tasks, rate)
+    hits = [task_rate([(1, 1)] * x + [(1, 0)] * (tasks - x)) for x in range(tasks + 1)]
+    return float(sum(p for p, r in zip(pmf, hits, strict=True) if r.low <= rate <= r.high))
+
+
+@pytest.mark.parametrize("rate", [0.3, 0.6, 0.9, 0.95])
+@pytest.mark.parametrize("tasks", [10, 11, 30, 100])
+def test_one_trial_per_task_holds_its_level_exactly(rate: float, tasks: int) -> None:
+    # Wilson's interval, used here before, covered 89.8% at 11 tasks, rate 0.95.
+    assert _exact_one_trial_coverage(rate, tasks) >= 0.93
+    x = round(rate * tasks)
+    assert task_rate([(1, 1)] * x + [(1, 0)] * (tasks - x)).method == "clustered"
+
+
+@settings(max_examples=100, deadline=None)
+@given(st.integers(3, 200), st.integers(2, 50), st.booleans())
+def test_more_trials_never_widen_an_all_pass_interval(tasks: int, m: int, passed: bool) -> None:
+    one = task_rate([(1, int(passed))] * tasks)
+    more = task_rate([(m, m * int(passed))] * tasks)
+    assert more.high - more.low <= one.high - one.low + 1e-12
+    assert (one.high == 1.0 and one.low < 1.0) if passed else (one.low == 0.0 < one.high)
+
+
+def test_two_tasks_are_too_few() -> None:
+    rate = task_rate([(5, 5), (5, 4)])
+    assert rate.method == "too_few" and (rate.low, rate.high) == (0.0, 1.0)
+    assert rate.value == pytest.approx(0.9)
 
 
 def test_a_single_task_is_the_wilson_interval_of_its_trials() -> None:
@@ -155,7 +181,8 @@ def test_interval_contains_the_estimate_and_stays_in_range(
     rate = task_rate(counts, confidence)
     assert rate.value is not None
     assert 0.0 <= rate.low <= rate.value <= rate.high <= 1.0
-    assert len(counts) <= (rate.effective_n or 0) + 1e-9 <= sum(n for n, _ in counts) + 1e-9
+    if rate.method != "too_few":
+        assert len(counts) <= (rate.effective_n or 0) + 1e-9 <= sum(n for n, _ in counts) + 1e-9
 
 
 @settings(max_examples=300, deadline=None)
@@ -187,16 +214,47 @@ def test_quantiles_reject_bad_input() -> None:
 # --- the paired difference of two rates ----------------------------------------------------
 
 
-def test_newcombe_without_correlation_is_statsmodels_independent_newcombe() -> None:
-    proportion = pytest.importorskip("statsmodels.stats.proportion")
-    base = [1, 1, 1, 0, 0, 1, 0, 1, 1, 0, 1, 1]
-    cand = [0, 1, 1, 1, 0, 0, 1, 1, 0, 1, 1, 1]  # uncorrelated with base: φ = 0
-    diff = rate_difference(base, cand, [1] * 12, [1] * 12)
-    low, high = proportion.confint_proportions_2indep(
-        sum(cand), 12, sum(base), 12, method="newcomb", compare="diff"
-    )
-    assert diff is not None
-    assert (diff.low, diff.high) == (pytest.approx(low, abs=1e-12), pytest.approx(high, abs=1e-12))
+def test_many_tasks_that_moved_get_the_paired_t() -> None:
+    rng = np.random.default_rng(4)
+    base = rng.binomial(5, rng.beta(2, 2, 400)) / 5
+    cand = np.clip(base - rng.binomial(5, 0.1, 400) / 5, 0, 1)
+    diff = rate_difference(list(base), list(cand), [5] * 400, [5] * 400)
+    ci = scipy_stats.ttest_rel(cand, base).confidence_interval()
+    assert diff is not None and diff.low is not None and diff.high is not None
+    width = ci.high - ci.low
+    assert diff.low == pytest.approx(ci.low, abs=0.02 * width)
+    assert diff.high == pytest.approx(ci.high, abs=0.02 * width)
+
+
+def test_one_task_with_fewer_trials_does_not_set_the_step_of_all() -> None:
+    rng = np.random.default_rng(8)
+    base = list(rng.binomial(5, 0.7, 30) / 5)
+    cand = list(rng.binomial(5, 0.6, 30) / 5)
+    even = rate_difference(base, cand, [5] * 30, [5] * 30)
+    one_short = rate_difference(base, cand, [1] + [5] * 29, [5] * 30)
+    assert even is not None and one_short is not None
+    assert even.low is not None and even.high is not None
+    assert one_short.low is not None and one_short.high is not None
+    width = even.high - even.low
+    assert width < one_short.high - one_short.low < 1.05 * width
+
+
+def test_four_of_thirty_regressed_is_not_significant_as_mcnemar_says() -> None:
+    # The paired t's interval ends below 0 here; McNemar's exact p is 2/16 = 0.125.
+    base, cand = [1.0] * 30, [0.0] * 4 + [1.0] * 26
+    diffs = np.subtract(cand, base)
+    t_high = diffs.mean() + t_quantile(0.975, 29) * diffs.std(ddof=1) / 30**0.5
+    assert t_high < 0 and mcnemar_exact(4, 0) == 0.125
+    diff = rate_difference(base, cand, [1] * 30, [1] * 30)
+    assert diff is not None and diff.high is not None and diff.high > 0
+
+
+def test_no_task_moved_is_not_a_zero_width_no_change() -> None:
+    # A paired t gives [0, 0]; one trial per task: Bonett and Price's pseudo-counts.
+    diff = rate_difference([1.0] * 20, [1.0] * 20, [1] * 20, [1] * 20)
+    assert diff is not None and diff.low is not None and diff.high is not None
+    half = t_quantile(0.975, 19) * (2 / 19 / 20) ** 0.5
+    assert (diff.low, diff.high) == (pytest.approx(-half), pytest.approx(half))
 
 
 def test_two_tasks_that_both_regress_are_too_few_to_conclude() -> None:
@@ -240,6 +298,25 @@ def test_rate_difference_contains_the_difference_and_stays_in_range(
     assert diff.conclusive == (len(base) >= MIN_TASKS)
 
 
+@settings(max_examples=200, deadline=None)
+@given(
+    st.integers(MIN_TASKS, 30).flatmap(
+        lambda t: st.lists(st.tuples(st.integers(0, 3), st.integers(0, 3)), min_size=t, max_size=t)
+    )
+)
+def test_swapping_the_runs_mirrors_the_interval(pairs: list[tuple[int, int]]) -> None:
+    base, cand = [b / 3 for b, _ in pairs], [c / 3 for _, c in pairs]
+    units = [3] * len(pairs)
+    one, other = (
+        rate_difference(base, cand, units, units),
+        rate_difference(cand, base, units, units),
+    )
+    assert one is not None and other is not None
+    assert one.low is not None and one.high is not None
+    assert other.low is not None and other.high is not None
+    assert (one.low, one.high) == (pytest.approx(-other.high), pytest.approx(-other.low))
+
+
 def test_rate_difference_coverage_by_simulation() -> None:
     """Two runs of the same 20 tasks (shared difficulty, ICC 0.5), a true drop of 0.1."""
     rng = np.random.default_rng(3)
@@ -254,3 +331,19 @@ def test_rate_difference_coverage_by_simulation() -> None:
         assert diff is not None and diff.low is not None and diff.high is not None
         hits += diff.low <= truth <= diff.high
     assert hits / reps >= 0.93
+
+
+@pytest.mark.parametrize(
+    ("trials", "margin", "tasks"), [(1, 0.05, 58), (5, 0.05, 13), (1, 0.02, 141), (5, 0.02, 30)]
+)
+def test_all_pass_runs_are_non_inferior_from_the_readme_task_counts(
+    trials: int, margin: float, tasks: int
+) -> None:
+    # README, Non-inferiority: about 2.8/(m·margin) + 2 tasks, m trials per task.
+    def lower(t: int) -> float:
+        diff = rate_difference([1.0] * t, [1.0] * t, [trials] * t, [trials] * t)
+        assert diff is not None and diff.low is not None
+        return diff.low
+
+    assert lower(tasks) > -margin >= lower(tasks - 1)
+    assert tasks == pytest.approx(2.8 / (trials * margin) + 2, abs=2)

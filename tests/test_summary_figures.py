@@ -104,3 +104,25 @@ def test_identical_two_task_runs_are_too_few_to_conclude() -> None:
     text = console.export_text()
     assert "too few tasks to conclude (fewer than 6): nothing here is significant" in text
     assert "non-inferiority of task success at margin 2.0 pts: FAIL" in text
+
+
+def test_the_interval_says_what_it_is_about_and_the_mde_when_there_is_none() -> None:
+    # Issue 27, items 3 and 4: one task's interval is about that task; two tasks are too
+    # few for an interval; below the tasks compare needs, no drop is detectable.
+    one = Gate(make_run("r", {"a": "ppfpp"})).summary(None)
+    two = Gate(make_run("r", {"a": "ppfpp", "b": "ppppp"})).summary(None)
+    many = Gate(make_run("r", {t: "pppfp" if t < "f" else "ffpff" for t in "abcdefghijkl"}))
+    assert one is not None and two is not None
+    text = printed(one)
+    assert "for this one task's trials, not for a suite" in text
+    assert "clustered by task" not in text
+    assert "too few tasks to detect any drop" in text
+    assert one["success_interval"]["method"] == "task"
+    text = printed(two)
+    assert "95% CI: too few tasks (2) for one" in text and two["success_ci"] == [0.0, 1.0]
+    assert "too few tasks to detect any drop" in text
+    summary = many.summary(None)
+    assert summary is not None and summary["mde"] is not None
+    text = printed(summary)
+    assert "clustered by task" in text and "too few tasks" not in text
+    assert f"{100 * summary['mde']:.1f}% in success (80% power" in text

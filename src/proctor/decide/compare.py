@@ -3,9 +3,10 @@
 Both runs are reduced to one value per task (its valid trials averaged), and every figure
 is a mean over the tasks both runs share, so every task weighs the same, as in the run's
 own success rate. Rates (success, pass^k, tool precision, recall, argument accuracy) get
-Newcombe's interval for a paired difference, other figures the paired t interval
-(`proctor.decide.paired`), with a seeded paired bootstrap over tasks beside both; below
-MIN_TASKS tasks nothing is significant or non-inferior: too few tasks to conclude.
+the adjusted paired t on per-task differences (`paired.rate_difference`), other figures the
+paired t interval (`proctor.decide.paired`), with a seeded paired bootstrap over tasks
+beside both; below MIN_TASKS tasks nothing is significant or non-inferior: too few tasks
+to conclude.
 Per-task verdicts use a majority rule: a task passes a run when more than half of its valid
 trials pass (with one trial, the trial's verdict). They give the four groups (both pass,
 both fail, improved, regressed) and McNemar's exact test; a slice is `regressed` only when

@@ -2,9 +2,9 @@
 
 Both runs are reduced to one value per task, so every interval here is clustered by task
 by construction. Differences of rates (success, pass^k, tool precision: values in
-[0, 1]) use Newcombe's square-and-add interval (1998) built on each run's own clustered
-interval, which keeps a width when every task moved the same way; other figures (cost,
-latency, tokens) the paired t interval. With fewer than MIN_TASKS tasks no two-sided test
+[0, 1]) use an adjusted paired t on per-task differences (`rate_difference`), which keeps
+its level when few tasks moved and a width when none did; other figures (cost,
+latency, tokens) the plain paired t interval. With fewer than MIN_TASKS tasks no two-sided test
 can reach 5% (McNemar's smallest p is 2/2^T), so such comparisons are reported as "too
 few tasks to conclude" (docs/architecture.md, Metrics).
 """
@@ -17,7 +17,7 @@ from collections.abc import Sequence
 from typing import NamedTuple
 
 from proctor.decide.distributions import t_quantile
-from proctor.decide.stats import bounded_mean_interval, percentile
+from proctor.decide.stats import MIN_TASKS, percentile
 
 __all__ = [
     "MIN_TASKS",
@@ -28,9 +28,6 @@ __all__ = [
     "paired_difference",
     "rate_difference",
 ]
-
-#: Fewer paired tasks than this cannot show anything at 5%: 2/2^5 = 0.0625.
-MIN_TASKS = 6
 
 
 class PairedDifference(NamedTuple):
@@ -71,24 +68,6 @@ def paired_difference(diffs: Sequence[float], confidence: float = 0.95) -> Paire
     return PairedDifference(m, se, m - half, m + half, n)
 
 
-def _correlation(xs: Sequence[float], ys: Sequence[float]) -> float:
-    """The correlation of the two runs' per-task values, continuity-corrected and >= 0.
-
-    For one trial per task this is Newcombe's φ with the correction of his method 11,
-    max(AD − BC − N/2, 0) / √(row and column totals): in moments, (cov − 1/(2N)) / (sx·sy).
-    Uncorrected, identical runs get φ = 1 and, at a rate of one half, an interval of no
-    width; corrected, a handful of agreeing tasks cannot claim that precision.
-    """
-    n = len(xs)
-    mx, my = math.fsum(xs) / n, math.fsum(ys) / n
-    sx = math.sqrt(math.fsum((x - mx) ** 2 for x in xs) / n)
-    sy = math.sqrt(math.fsum((y - my) ** 2 for y in ys) / n)
-    if sx == 0.0 or sy == 0.0:
-        return 0.0
-    cov = math.fsum((x - mx) * (y - my) for x, y in zip(xs, ys, strict=True)) / n
-    return min(1.0, max(0.0, (cov - 1.0 / (2.0 * n)) / (sx * sy)))
-
-
 def rate_difference(
     base: Sequence[float],
     cand: Sequence[float],
@@ -96,38 +75,47 @@ def rate_difference(
     cand_units: Sequence[int],
     confidence: float = 0.95,
 ) -> PairedDifference | None:
-    """Difference of two rates over the same tasks: Newcombe's square-and-add interval.
+    """Difference of two rates over the same tasks: a paired t on per-task differences,
+    adjusted for tasks that rarely move.
 
-    Each run's mean over tasks gets its clustered interval (l, u) from
-    `bounded_mean_interval`; with d = p_c − p_b and φ their correlation (`_correlation`):
+    With d_i = cand_i − base_i, d̄ their mean, and a² = max(mean of 1/m_i², d̄²) (m_i the
+    fewer units, trials, behind task i's two values: 1/m_i is the smallest step its
+    difference can take; one task with fewer trials does not set the step of all):
 
-        low  = d − √((p_c − l_c)² − 2φ(p_c − l_c)(u_b − p_b) + (u_b − p_b)²)
-        high = d + √((u_c − p_c)² − 2φ(u_c − p_c)(p_b − l_b) + (p_b − l_b)²)
+        s² = (Σ(d_i − d̄)² + 2a²) / (T − 1)        one more task up by a, one down by a
+        centre = d̄ + Σ(d_i − d̄)³ / (6 s² T²)      Johnson's (1978) skewness correction
+        interval = centre ± t_{T−1} · s / √T
 
-    (Newcombe 1998, method 10; with φ = 0 it is his interval for independent samples,
-    which statsmodels implements). It contains d and stays in [−1, 1]. Below MIN_TASKS
-    tasks it is [−1, 1]: no exact test (McNemar, sign-flip) can reject any difference
-    there, so the exact interval, the differences none rejects, is every possible one.
-    SE is the paired sd(d)/√T.
+    With one trial per task the 2a² is Bonett and Price's (2012) pseudo-counts for paired
+    proportions; with many tasks that moved it vanishes and the interval is the paired t,
+    whose power it keeps. Without it, runs where no task moved get [0, 0] (a 10-point drop
+    over 10 tasks is then covered 70% of the time), and ten tasks that all fell from 5/5
+    to 0/5 get [−1, −1]; without the skewness term, drops carried by a few tasks are
+    missed. docs/architecture.md (Metrics) gives coverage and power over a grid. The
+    interval contains d̄ and stays in [−1, 1]. Below MIN_TASKS tasks it is [−1, 1]: no
+    exact test (McNemar, sign-flip) can reject any difference there. SE is the plain
+    paired sd(d)/√T.
     """
     n = len(base)
     if n == 0:
         return None
+    if not 0.0 < confidence < 1.0:
+        raise ValueError(f"confidence must be strictly between 0 and 1 ({confidence})")
+    if any(u < 1 for u in (*base_units, *cand_units)):
+        raise ValueError("every task needs at least one unit on both sides")
     diffs = [y - x for x, y in zip(base, cand, strict=True)]
     d_mean = math.fsum(diffs) / n
     se = _sd_of_mean(diffs, d_mean) if n > 1 else None
     if n < MIN_TASKS:
         return PairedDifference(d_mean, se, -1.0, 1.0, n)
-    b = bounded_mean_interval(base, base_units, confidence)
-    c = bounded_mean_interval(cand, cand_units, confidence)
-    assert b.value is not None and c.value is not None
-    d = c.value - b.value
-    phi = _correlation(base, cand)
-    down_c, up_b = c.value - c.low, b.high - b.value
-    up_c, down_b = c.high - c.value, b.value - b.low
-    low = d - math.sqrt(max(down_c**2 - 2 * phi * down_c * up_b + up_b**2, 0.0))
-    high = d + math.sqrt(max(up_c**2 - 2 * phi * up_c * down_b + down_b**2, 0.0))
-    return PairedDifference(d, se, max(-1.0, low), min(1.0, high), n)
+    steps = math.fsum(1.0 / min(b, c) ** 2 for b, c in zip(base_units, cand_units, strict=True))
+    pseudo = 2.0 * max(steps / n, d_mean * d_mean)
+    var = (math.fsum((d - d_mean) ** 2 for d in diffs) + pseudo) / (n - 1)
+    centre = d_mean + math.fsum((d - d_mean) ** 3 for d in diffs) / (6.0 * var * n * n)
+    half = t_quantile(0.5 + confidence / 2.0, n - 1) * math.sqrt(var / n)
+    low = max(-1.0, min(centre - half, d_mean))
+    high = min(1.0, max(centre + half, d_mean))
+    return PairedDifference(d_mean, se, low, high, n)
 
 
 def bootstrap_mean_interval(

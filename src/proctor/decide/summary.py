@@ -280,10 +280,12 @@ def _quality(results: Sequence[TrialResult]) -> dict[str, float | None]:
 def _power(results: Sequence[TrialResult], trials_per_task: int) -> dict[str, float | None]:
     """The minimal detectable effect of a run this size (80% power, two-sided 5%).
 
-    The drop in success rate a second run of the same size would detect, given this run's
-    rate and its intraclass correlation (ICC) of verdicts within tasks. Without an ICC
-    estimate (all verdicts equal) it assumes 1, the conservative end: repeated trials add
-    no information.
+    The drop in success rate that `proctor compare` finds, with 80% probability, between
+    a baseline of this size and a candidate on the same tasks, given this run's rate and
+    its intraclass correlation (ICC) of verdicts within tasks (`stats.
+    minimal_detectable_effect`). Without an ICC estimate (one trial per task, or all
+    verdicts equal) it assumes 0: the two runs then share no task difficulty and pairing
+    gains nothing. None: too few tasks to detect any drop.
     """
     counts = list(task_counts(results).values())
     rate = stats.task_rate(counts).value
@@ -291,7 +293,7 @@ def _power(results: Sequence[TrialResult], trials_per_task: int) -> dict[str, fl
         return {"icc": None, "mde": None}
     icc = stats.icc_anova(counts)
     mde = stats.minimal_detectable_effect(
-        rate, len(counts), max(trials_per_task, 1), icc=1.0 if icc is None else icc
+        rate, len(counts), max(trials_per_task, 1), icc=0.0 if icc is None else icc
     )
     return {"icc": icc, "mde": mde}
 

@@ -149,7 +149,7 @@ def noise_floor(
     icc = stats.icc_anova(measured)
     mde = (
         stats.minimal_detectable_effect(
-            rate, len(measured), trials, icc=1.0 if icc is None else icc
+            rate, len(measured), trials, icc=0.0 if icc is None else icc
         )
         if rate is not None
         else None

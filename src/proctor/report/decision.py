@@ -19,7 +19,7 @@ from proctor.report.terminal import plain, rules_table
 
 def metrics_table(report: dict[str, Any]) -> Table:
     title = (
-        f"paired over {report['tasks']} tasks (95% CI: rates Newcombe's paired interval, "
+        f"paired over {report['tasks']} tasks (95% CI: rates an adjusted paired t, "
         "others the paired t)"
     )
     table = Table(title=title, title_justify="left")

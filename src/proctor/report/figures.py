@@ -14,6 +14,7 @@ from typing import Any
 
 from proctor.decide.paired import bootstrap_mean_interval
 from proctor.decide.summary import headline_k
+from proctor.report.fmt import success_interval
 
 SEVERITIES = ("critical", "high", "medium", "low")
 BOOTSTRAP_SEED = 0
@@ -28,6 +29,8 @@ class Headline:
     tasks: int
     success: float | None
     success_ci: tuple[float | None, float | None]
+    #: The interval in words, with what it is about (`fmt.success_interval`).
+    success_ci_text: str
     pooled: float | None
     passed: int
     valid: int
@@ -91,6 +94,7 @@ def headline(summary: dict[str, Any]) -> Headline:
         tasks=sum(1 for row in summary["per_task"] if row["n"]),
         success=summary["success_rate"],
         success_ci=(low, high),
+        success_ci_text=success_interval(summary),
         pooled=summary.get("pooled_success_rate"),
         passed=summary["passed_trials"],
         valid=summary["valid_trials"],

@@ -45,6 +45,27 @@ def interval(pair: tuple[float | None, float | None] | list[float | None] | None
     return f"{pct(pair[0])}–{pct(pair[1])}"
 
 
+def success_interval(summary: dict[str, Any]) -> str:
+    """The headline's 95% interval with what it is about (docs/architecture.md, Metrics):
+    a single task's interval is of that task's trials, two tasks are too few for one."""
+    method = (summary.get("success_interval") or {}).get("method")
+    if method == "too_few":
+        return "95% CI: too few tasks (2) for one"
+    text = f"95% CI {interval(summary.get('success_ci'))}"
+    if method == "task":
+        return f"{text} for this one task's trials, not for a suite"
+    return f"{text}, clustered by task"
+
+
+def detectable_drop(summary: dict[str, Any]) -> str:
+    """The minimal detectable effect (a drop compare finds with 80% power), or why none."""
+    if summary.get("mde") is not None:
+        return f"{pct(summary['mde'])} in success (80% power; ICC {num(summary.get('icc'))})"
+    if summary.get("success_rate") is None:
+        return "—"
+    return "too few tasks to detect any drop"
+
+
 def num(x: float | None, fmt: str = "{:.2f}") -> str:
     return "—" if x is None else fmt.format(x)
 

@@ -109,8 +109,8 @@ def _cards(h: Headline) -> list[dict[str, str]]:
         {
             "label": "task success (pass@1)",
             "value": pct(h.success),
-            "note": f"mean over {h.tasks} tasks; 95% CI {interval(h.success_ci)} (clustered "
-            f"by task); pooled {h.passed}/{h.valid} trials; {pct(h.partial)} partial",
+            "note": f"mean over {h.tasks} tasks; {h.success_ci_text}; "
+            f"pooled {h.passed}/{h.valid} trials; {pct(h.partial)} partial",
         },
     ]
     if h.k > 1:

@@ -15,7 +15,15 @@ from pathlib import Path
 from typing import Any
 
 from proctor.report.figures import Headline, consistency, headline, quality_note
-from proctor.report.fmt import NOT_MEASURED, count, interval, money, pct, secs, value
+from proctor.report.fmt import (
+    NOT_MEASURED,
+    count,
+    detectable_drop,
+    money,
+    pct,
+    secs,
+    value,
+)
 from proctor.report.human import human_sentence
 from proctor.report.inputs import ReportInputs, gate_line, where_text
 from proctor.report.judges import judge_statements
@@ -94,8 +102,8 @@ def _reliability(inputs: ReportInputs, h: Headline) -> list[str]:
         "## Success and reliability",
         "",
         f"- Task success: **{pct(h.success)}**, the mean over {_n(h.tasks, 'task')} of each "
-        f"task's pass rate (pass@1: a single attempt succeeds this often; 95% CI "
-        f"{interval(h.success_ci)}, clustered by task). Pooled over trials: {h.passed} of "
+        f"task's pass rate (pass@1: a single attempt succeeds this often; "
+        f"{h.success_ci_text}). Pooled over trials: {h.passed} of "
         f"{h.valid} valid trials passed ({pct(h.pooled)}); {pct(h.partial)} were partial.",
     ]
     if h.k > 1:
@@ -259,9 +267,12 @@ def _limits(inputs: ReportInputs, h: Headline) -> list[str]:
     ]
     if s.get("mde") is not None:
         lines.append(
-            f"- Size: {s['tasks']} tasks × {h.k} attempts. A run this size detects only drops "
-            f"in success larger than {100 * s['mde']:.1f} points (80% power)."
+            f"- Size: {s['tasks']} tasks × {h.k} attempts. Compared with another run of this "
+            f"size, only drops in success of {100 * s['mde']:.1f} points or more are found "
+            "(80% power)."
         )
+    elif s.get("success_rate") is not None:
+        lines.append(f"- Size: {s['tasks']} tasks × {h.k} attempts: {detectable_drop(s)}.")
     if low is not None and high is not None:
         lines.append(f"- The 95% interval of task success is {100 * (high - low):.1f} points wide.")
     if m.get("judges"):

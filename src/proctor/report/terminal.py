@@ -14,7 +14,16 @@ from rich.text import Text
 
 from proctor.decide.summary import TOOL_METRICS, headline_k
 from proctor.report.figures import incomplete_note, quality_note
-from proctor.report.fmt import NOT_MEASURED, invalid_why, money, num, pct, value
+from proctor.report.fmt import (
+    NOT_MEASURED,
+    detectable_drop,
+    invalid_why,
+    money,
+    num,
+    pct,
+    success_interval,
+    value,
+)
 
 
 def plain(value: Any) -> Text:
@@ -41,7 +50,6 @@ def latency_text(summary: dict[str, Any]) -> str:
 
 def headline(summary: dict[str, Any]) -> Table:
     k = headline_k(summary)
-    low, high = summary["success_ci"]
     violations = summary["safety_violations"]
     sev = ", ".join(f"{n} {s}" for s, n in sorted(violations["by_severity"].items())) or "none"
     tool = summary["tool_use"]
@@ -50,8 +58,8 @@ def headline(summary: dict[str, Any]) -> Table:
     rows = [
         (
             "task success (pass@1)",
-            f"{pct(summary['success_rate'])}  (mean over {tasks} tasks; 95% CI "
-            f"{pct(low)}–{pct(high)}, clustered by task; pooled {summary['passed_trials']}/"
+            f"{pct(summary['success_rate'])}  (mean over {tasks} tasks; "
+            f"{success_interval(summary)}; pooled {summary['passed_trials']}/"
             f"{summary['valid_trials']} valid trials = {pct(pooled)})",
         ),
         (
@@ -59,12 +67,7 @@ def headline(summary: dict[str, Any]) -> Table:
             f"{pct(summary.get('partial_rate'))}  ({summary.get('partial_trials', 0)} failed "
             "trials did some required parts)",
         ),
-        (
-            "minimal detectable drop",
-            "—"
-            if summary.get("mde") is None
-            else f"{pct(summary['mde'])} in success (80% power; ICC {num(summary['icc'])})",
-        ),
+        ("minimal detectable drop", detectable_drop(summary)),
     ]
     if k > 1:
         rows.append((f"pass@{k}", pct(summary["pass_at_k"].get(str(k)))))
