@@ -61,6 +61,14 @@ _EXPORTS = {
     "GradeContext": "proctor.grade.context",
     "grader": "proctor.grade.registry",
     "match_trajectory": "proctor.grade.match",
+    # the API the CLI stands on
+    "evaluate": "proctor.api",
+    "load_tasks": "proctor.api",
+    "gate": "proctor.api",
+    "compare": "proctor.api",
+    "RunResult": "proctor.api",
+    "GateVerdict": "proctor.api",
+    "InputError": "proctor.api",
     # running, storing, deciding
     "Runner": "proctor.run",
     "Store": "proctor.store",
@@ -95,9 +103,11 @@ __all__ = [
     "Decision",
     "Domain",
     "Gate",
+    "GateVerdict",
     "GradeContext",
     "Identity",
     "InfrastructureError",
+    "InputError",
     "JudgeView",
     "LangGraphAgent",
     "Misbehaviour",
@@ -108,6 +118,7 @@ __all__ = [
     "PydanticAIAgent",
     "Rubric",
     "RunData",
+    "RunResult",
     "Runner",
     "ScorecardConfig",
     "ScriptedAgent",
@@ -133,8 +144,11 @@ __all__ = [
     "TrialResult",
     "Usage",
     "__version__",
+    "compare",
     "compare_runs",
+    "evaluate",
     "flaky_tasks",
+    "gate",
     "grader",
     "load_agent",
     "load_module_from_path",
@@ -142,6 +156,7 @@ __all__ = [
     "load_run",
     "load_scorecard",
     "load_suite",
+    "load_tasks",
     "match_trajectory",
     "mutate_suite",
     "promote",
@@ -175,6 +190,15 @@ if TYPE_CHECKING:
     from proctor.agents.adapters.openai_agents import OpenAIAgentsAgent
     from proctor.agents.adapters.pydantic_ai import PydanticAIAgent
     from proctor.agents.adapters.smolagents import SmolAgent
+    from proctor.api import (
+        GateVerdict,
+        InputError,
+        RunResult,
+        compare,
+        evaluate,
+        gate,
+        load_tasks,
+    )
     from proctor.core.documents import SpecError
     from proctor.core.outcome import Outcome
     from proctor.core.results import Check, TaskInfo, TrialResult, Usage
