@@ -34,6 +34,7 @@ from proctor.cli.decide import (
     required_health,
 )
 from proctor.cli.judges import JudgeOptions, judge_options
+from proctor.cli.profile import GroupedCommand, profile_option
 from proctor.cli.scale import executor_options, pool_or_exit, workers_option
 
 
@@ -72,7 +73,38 @@ def schema() -> None:
     click.echo(json.dumps(task_schema(), indent=2))
 
 
-@main.command()
+#: `proctor run --help` in these groups; a profile's keys are the same options.
+RUN_GROUPS = (
+    (
+        "What runs",
+        ("agent_ref", "trials", "seed", "tags", "suite_kind", "split", "task_ids", "faults_path"),
+    ),
+    (
+        "How trials run",
+        ("concurrency", "timeout_s", "isolation", "executor_name", "address", "working_dir"),
+    ),
+    (
+        "Judges and scoring",
+        (
+            "judge_refs",
+            "judge_combine",
+            "min_kappa",
+            "max_false_pass",
+            "scorecard_path",
+            "prices_path",
+            "max_error_rate",
+        ),
+    ),
+    ("Release gate", ("gate_path", "baseline_ref", "require_health", "health_path")),
+    (
+        "Store and output",
+        ("store_path", "resume_id", "json_path", "junit_path", "quiet", "all_checks", "profile"),
+    ),
+)
+
+
+@main.command(cls=GroupedCommand, groups=RUN_GROUPS)
+@profile_option
 @click.argument("paths", nargs=-1, required=True, type=click.Path())
 @click.option("--agent", "agent_ref", required=True, help="FILE.py:NAME or MODULE:NAME")
 @click.option("--trials", "-k", default=1, show_default=True, type=click.IntRange(min=1))
@@ -174,7 +206,10 @@ def run(
     resume_id: str | None,
     judges: JudgeOptions,
 ) -> None:
-    """Run the tasks under PATHS with an agent, k trials each, and print the summary."""
+    """Run the tasks under PATHS with an agent, k trials each, and print the summary.
+
+    Options may come from a profile (`--profile`); flags given here override it.
+    """
     from rich.console import Console
 
     from proctor.api import InputError, prepare
