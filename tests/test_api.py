@@ -78,8 +78,8 @@ def clinical() -> tuple[proctor.RunResult, proctor.RunResult]:
 def test_load_tasks_filters(clinical: tuple[proctor.RunResult, proctor.RunResult]) -> None:
     baseline, _ = clinical
     every = proctor.load_tasks(EXAMPLES / "clinical")
-    assert 0 < baseline.summary["tasks"] < len(every.tasks)
-    assert all("read_only" in row["tags"] for row in baseline.summary["per_task"])
+    assert 0 < baseline.summary.tasks < len(every.tasks)
+    assert all("read_only" in row.tags for row in baseline.summary.per_task)
     with pytest.raises(proctor.InputError, match="no task matches the filters"):
         proctor.load_tasks(EXAMPLES / "clinical", tags=["no-such-tag"])
 
@@ -99,8 +99,8 @@ def test_gate_and_compare_on_results(
     compared = candidate.compare(baseline, resamples=200)
     assert compared == proctor.compare(baseline, candidate, resamples=200)
     success = compared["metrics"][0]
-    assert success["baseline"] == baseline.summary["success_rate"]
-    assert success["candidate"] == candidate.summary["success_rate"]
+    assert success["baseline"] == baseline.summary.success_rate
+    assert success["candidate"] == candidate.summary.success_rate
 
 
 def test_relative_rules_without_a_baseline_are_refused(

@@ -72,7 +72,8 @@ _EXPORTS = {
     # running, storing, deciding
     "Runner": "proctor.run",
     "Store": "proctor.store",
-    "RunData": "proctor.store.export",
+    "RunData": "proctor.core.runs",
+    "RunSummary": "proctor.core.summary",
     "load_run": "proctor.store.export",
     "summarize": "proctor.decide.summary",
     "Pairing": "proctor.decide.compare",
@@ -119,6 +120,7 @@ __all__ = [
     "Rubric",
     "RunData",
     "RunResult",
+    "RunSummary",
     "Runner",
     "ScorecardConfig",
     "ScriptedAgent",
@@ -202,6 +204,8 @@ if TYPE_CHECKING:
     from proctor.core.documents import SpecError
     from proctor.core.outcome import Outcome
     from proctor.core.results import Check, TaskInfo, TrialResult, Usage
+    from proctor.core.runs import RunData
+    from proctor.core.summary import RunSummary
     from proctor.core.trace import Trace, TraceEvent
     from proctor.decide import stats
     from proctor.decide.compare import Pairing, compare_runs
@@ -232,6 +236,6 @@ if TYPE_CHECKING:
     from proctor.loop.promote import promote
     from proctor.run import Runner
     from proctor.store import Store
-    from proctor.store.export import RunData, load_run
+    from proctor.store.export import load_run
     from proctor.tasks import Identity, Task
     from proctor.tasks.rubrics import Rubric

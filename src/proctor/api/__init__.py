@@ -7,7 +7,7 @@ prints what it returns.
 
 from proctor.api.decisions import GateVerdict, compare, gate
 from proctor.api.errors import InputError
-from proctor.api.evaluate import Evaluation, RunOptions, RunResult, evaluate, load_tasks, prepare
+from proctor.api.evaluation import Evaluation, RunOptions, RunResult, evaluate, load_tasks, prepare
 
 __all__ = [
     "Evaluation",

@@ -18,8 +18,8 @@ from proctor.decide.compare import DEFAULT_MARGIN, DEFAULT_RESAMPLES
 
 if TYPE_CHECKING:
     from proctor.core.results import Currency
+    from proctor.core.runs import RunData
     from proctor.decide.gate import Rule
-    from proctor.store.export import RunData
     from proctor.store.sqlite import Store
 
 
@@ -37,7 +37,8 @@ if TYPE_CHECKING:
 
 def run_data(ref: RunRef, store: Store | None = None) -> RunData:
     """The run `ref` names (InputError when there is none)."""
-    from proctor.store.export import RunData, RunInputError, load_run
+    from proctor.core.runs import RunData
+    from proctor.store.export import RunInputError, load_run
 
     if isinstance(ref, RunData):
         return ref
@@ -117,6 +118,7 @@ def gate(
     """Gate `run` with `rules` (a list, or a gates file); baseline-relative rules compare
     with `baseline`. `currency`: for cost rules, by default the run's own. `health`: the
     health part (`required_health`); a refusal fails the gate."""
+    from proctor.core.summary import RunSummary
     from proctor.decide.compare import CompareError
     from proctor.decide.gate import Gate, load_rules
     from proctor.report.recommendation import recommend
@@ -135,7 +137,7 @@ def gate(
         result["passed"] = result["passed"] and not health["refused"]
     summary = checked.summary(None)
     assert summary is not None
-    rec = recommend(summary, result, review_queue(data, base)["queued"])
+    rec = recommend(RunSummary.new(summary), result, review_queue(data, base)["queued"])
     result["recommendation"] = {"decision": rec.decision, "reasons": rec.reasons}
     return GateVerdict(bool(result["passed"]), result)
 

@@ -23,7 +23,7 @@ from proctor.cli.judges import JudgeOptions, pairwise_options
 def prices_or_exit(prices_path: str | None) -> Any:
     """The price table of `--prices FILE`, else of $PROCTOR_PRICES."""
     from proctor.api import InputError
-    from proctor.api.evaluate import price_table
+    from proctor.api.evaluation import price_table
 
     try:
         return price_table(prices_path)

@@ -66,8 +66,14 @@ def validate(paths: tuple[str, ...], strict: bool) -> None:
 
 
 @main.command()
-def schema() -> None:
-    """Print the JSON Schema of task files (for editors)."""
+@click.argument("kind", type=click.Choice(["task", "summary"]), default="task")
+def schema(kind: str) -> None:
+    """Print the JSON Schema of task files (for editors), or of a run summary (`--json`)."""
+    if kind == "summary":
+        from proctor.core.summary import summary_schema
+
+        click.echo(json.dumps(summary_schema(), indent=2))
+        return
     from proctor.tasks.schema import task_schema
 
     click.echo(json.dumps(task_schema(), indent=2))
@@ -284,14 +290,14 @@ def run(
         print_summary(summary, Console(), all_checks=all_checks)
         print_judges(result.manifest, summary, Console())
     click.echo(
-        f"run {result.run_id}: {summary['trials']} trials in {elapsed:.2f} s, status "
-        f"{summary['status']}; stored in {store_path}"
+        f"run {result.run_id}: {summary.trials} trials in {elapsed:.2f} s, status "
+        f"{summary.status}; stored in {store_path}"
         + (f"; summary in {json_path}" if json_path else "")
     )
     if junit_path:
         from proctor.report.fmt import invalid_why
 
-        problem = None if summary["status"] == "completed" else invalid_why(summary)
+        problem = None if summary.status == "completed" else invalid_why(summary)
         _junit(junit_path, result.run_id, evaluation.suite.name, ids, store, problem)
     if rules is not None:
         data = result.data
@@ -299,7 +305,7 @@ def run(
         if not gate_verdict(data, rules, baseline, as_json=False, health=health):
             sys.exit(EXIT_INVALID)
     store.close()
-    if summary["status"] != "completed":
+    if summary.status != "completed":
         sys.exit(EXIT_INVALID)
 
 
@@ -456,16 +462,16 @@ def regrade(
         listed = ", ".join(done.changed_tasks)
         click.echo(f"warning: tasks changed since the run, graded as they are now: {listed}")
     if json_path:
-        out = {**summary, "manifest": done.manifest}
+        out = {**summary.to_json(), "manifest": done.manifest}
         Path(json_path).parent.mkdir(parents=True, exist_ok=True)
         Path(json_path).write_text(json.dumps(out, indent=2, default=str) + "\n")
     if not quiet:
         print_summary(summary, Console(), all_checks=all_checks)
         print_judges(done.manifest, summary, Console())
     flips = ", ".join(f"{a} -> {b}: {n}" for (a, b), n in sorted(done.flips.items()))
-    rate = summary["trials"] / elapsed if elapsed > 0 else 0.0
+    rate = summary.trials / elapsed if elapsed > 0 else 0.0
     click.echo(
-        f"run {done.run_id}: {summary['trials']} trials of run {done.source_id} regraded in "
+        f"run {done.run_id}: {summary.trials} trials of run {done.source_id} regraded in "
         f"{elapsed:.2f} s ({rate:,.0f}/s); verdicts changed: {flips or 'none'}"
     )
     if judging is not None:

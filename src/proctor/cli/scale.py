@@ -54,7 +54,7 @@ def workers_option(fn: _F) -> _F:
 def check_executor(executor_name: str, address: str | None, working_dir: str | None) -> None:
     """Exit 2 when Ray's options are given without `--executor ray`."""
     from proctor.api import InputError
-    from proctor.api.evaluate import check_executor as check
+    from proctor.api.evaluation import check_executor as check
 
     try:
         check(executor_name, address, working_dir)

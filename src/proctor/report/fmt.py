@@ -7,6 +7,7 @@ from collections.abc import Callable
 from typing import Any
 
 from proctor.core.results import NOT_MEASURED
+from proctor.core.summary import RunSummary
 
 #: Metrics that are rates (shown in percent and percentage points).
 RATES = {"task_success_rate", "tool_precision", "tool_recall", "arg_accuracy"}
@@ -70,11 +71,11 @@ def metric_interval(metric: str, pair: list[float | None]) -> str:
     return f"[{metric_text(metric, low, signed=True)}, {metric_text(metric, high, signed=True)}]"
 
 
-def invalid_why(summary: dict[str, Any]) -> str:
+def invalid_why(summary: RunSummary) -> str:
     """Why a run is invalid, as its summary says (older summaries: errors and missing)."""
-    reasons = summary.get("invalid_reasons")
+    reasons = summary.invalid_reasons
     if reasons is None:
-        errors, missing = summary.get("errors", 0), summary.get("missing_trials", 0)
+        errors, missing = summary.errors, summary.missing_trials
         reasons = [f"{errors} harness errors"] if errors else []
         reasons += [f"{missing} missing trials"] if missing else []
     return "; ".join(reasons) or "the run did not complete"

@@ -22,13 +22,14 @@ if TYPE_CHECKING:
     from proctor.agents.pricing import PriceTable
     from proctor.api.decisions import RunRef
     from proctor.core.results import TrialResult
+    from proctor.core.runs import RunData
+    from proctor.core.summary import RunSummary
     from proctor.decide.gate import Rule
     from proctor.decide.scorecard import ScorecardConfig
     from proctor.env.suite import Suite
     from proctor.judge.records import CalibrationPolicy
     from proctor.run.executor import Executor
     from proctor.run.runner import ProgressFn, Runner, RunReport
-    from proctor.store.export import RunData
     from proctor.store.sqlite import Store
     from proctor.tasks.models import Fault
 
@@ -152,7 +153,7 @@ class RunResult:
 
     run_id: str
     manifest: dict[str, Any]
-    summary: dict[str, Any]
+    summary: RunSummary
     store: Store = field(repr=False)
     suite: Suite | None = field(default=None, repr=False)
     _report: RunReport | None = field(default=None, repr=False)
@@ -160,7 +161,7 @@ class RunResult:
     @property
     def status(self) -> str:
         """`completed`, or `invalid` when too many trials errored (the summary says why)."""
-        return str(self.summary["status"])
+        return str(self.summary.status)
 
     @property
     def trials(self) -> list[TrialResult]:
@@ -173,13 +174,13 @@ class RunResult:
     @property
     def data(self) -> RunData:
         """The run as compare, gates and reports read it."""
-        from proctor.store.export import RunData
+        from proctor.core.runs import RunData
 
         return RunData(self.run_id, self.manifest, self.summary, self.trials, self.status)
 
     def to_json(self) -> dict[str, Any]:
         """The summary with the manifest beside it (`proctor run --json`)."""
-        return {**self.summary, "manifest": self.manifest}
+        return {**self.summary.to_json(), "manifest": self.manifest}
 
     def gate(
         self,
