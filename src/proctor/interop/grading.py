@@ -392,5 +392,5 @@ class _ImportRun:
         if self.store is not None:
             self.store.commit()
             self.store.reopen_run(self.run_id, manifest)  # what was graded, known now
-            self.store.finish_run(self.run_id, status, summary.to_json())
+            self.store.finish_run(self.run_id, status, summary)
         return manifest, summary

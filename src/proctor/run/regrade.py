@@ -159,7 +159,7 @@ def regrade(
         if earlier is not None and earlier.wall_time_s is not None:  # no agent ran: its source's
             finished["wall_time_s"] = earlier.wall_time_s
         summary = summary.model_copy(update=finished)
-        store.finish_run(run_id, status, summary.to_json())
+        store.finish_run(run_id, status, summary)
     return RegradeReport(run_id, source["run_id"], manifest, summary, changed, flips)
 
 

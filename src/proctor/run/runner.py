@@ -246,7 +246,7 @@ class Runner:
         summary = summary.model_copy(update={"status": status, "wall_time_s": wall_time_s})
         if self.store is not None:
             try:
-                self.store.finish_run(self.run_id, status, summary.to_json())
+                self.store.finish_run(self.run_id, status, summary)
             except StoreError:
                 if not quiet:
                     raise
