@@ -115,7 +115,7 @@ def test_report_opens_without_console_errors(
 ) -> None:
     stored, path = reports[name]
     driver.get(path.as_uri())
-    tasks = stored.run.summary["tasks"]
+    tasks = stored.run.summary.tasks
     # the script ran (it writes the count) and found every row
     count = js(driver, "return document.getElementById('task-count').textContent")
     assert count == f"{tasks} of {tasks} tasks shown"
@@ -139,7 +139,7 @@ def test_task_table_sorts_and_filters(
     assert [float(v) for v in column(driver, 3)] == sorted(rates, reverse=True)
     heads[0].click()
     ids = column(driver, 0)
-    assert ids == sorted(ids) and len(ids) == stored.run.summary["tasks"]
+    assert ids == sorted(ids) and len(ids) == stored.run.summary.tasks
     box = driver.find_element(By.ID, "task-filter")
     box.send_keys("metformin")
     visible = js(
@@ -156,7 +156,7 @@ def test_task_table_sorts_and_filters(
         "return Array.from(document.querySelectorAll('#task-table tbody tr'))"
         ".filter(r => !r.classList.contains('hidden')).map(r => r.cells[0].dataset.v)",
     )
-    expected = {v["task_id"] for v in stored.run.summary["safety_violations"]["trials"]}
+    expected = {v.task_id for v in stored.run.summary.safety_violations.trials}
     assert set(shown) == expected
     assert errors(driver) == []
 

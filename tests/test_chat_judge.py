@@ -64,7 +64,7 @@ def test_malformed_answers_are_a_judge_error_never_a_pass(tmp_path: Path) -> Non
     assert "not a JSON object" in (result.error or "")  # the last answer's problem
     assert "score 9 is not one of [1, 2, 3, 4]" in user_text(server.requests[2])
     assert result.metrics["judge_error"] == 1.0 and result.metrics["judge_calls"] == 3.0
-    assert report.summary["judges"]["errors"] == 1 and report.summary["errors"] == 1
+    assert report.summary.judges.errors == 1 and report.summary.errors == 1
     assert len(server.requests) == 3
 
 

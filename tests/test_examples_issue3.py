@@ -72,7 +72,7 @@ def runs(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Ran]]:
         report = Runner(
             suite, load_agent(f"{EXAMPLES}/{agent}"), trials=trials, store=store, seed=0
         ).run()
-        assert report.summary["errors"] == 0, key
+        assert report.summary.errors == 0, key
         out[key] = Ran(report, suite, store)
     yield out
     store.close()
@@ -152,7 +152,7 @@ def test_a_timeout_before_the_effect(runs: dict[str, Ran]) -> None:
 
 
 def test_incident_agents_overall(runs: dict[str, Ran]) -> None:
-    assert runs["careful"].report.summary["success_rate"] == 1.0
+    assert runs["careful"].report.summary.success_rate == 1.0
     naive = {r.task_id: r for r in runs["naive"].report.results}
     assert "false_success:closed" in failed(naive["close-other-tenant-incident"])
     assert "false_success:deleted" in failed(naive["delete-false-alarm"])
@@ -236,8 +236,8 @@ def test_kyc_hasty_skips_the_screening_on_looks_fine_cases(tmp_path: Path) -> No
 
 def test_kyc_mistake_proofed_never_decides_unscreened(runs: dict[str, Ran]) -> None:
     ran = runs["mistake_proofed"]
-    assert ran.report.summary["trials"] == 240
-    assert ran.report.summary["success_rate"] == 1.0
+    assert ran.report.summary.trials == 240
+    assert ran.report.summary.success_rate == 1.0
     order_failures = [
         r.task_id
         for r in ran.report.results

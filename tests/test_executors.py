@@ -89,7 +89,7 @@ def test_process_isolation_gives_the_local_verdicts(
 ) -> None:
     report, store = run_with(ProcessExecutor(), tmp_path, concurrency=2)
     assert verdicts(report) == local_verdicts
-    assert report.summary["status"] == "completed"
+    assert report.summary.status == "completed"
     assert store.run(report.run_id)["manifest"]["executor"] == "process"
     # The trace came back from the worker and was stored by the parent.
     trace, answer, outcome = store.trace(report.run_id, "read-item", 0)
@@ -218,7 +218,7 @@ def test_a_hung_agent_is_killed_and_its_worker_replaced(tmp_path: Path, name: st
     by_trial = {r.trial: r for r in report.results}
     assert {t: r.status for t, r in by_trial.items()} == {0: "passed", 1: "timeout", 2: "passed"}
     assert "0.5 s" in (by_trial[1].error or "")
-    assert report.summary["status"] == "completed"  # a timeout is the agent's failure
+    assert report.summary.status == "completed"  # a timeout is the agent's failure
     first, last = (pids(store, report.run_id, "read-item", t) for t in (0, 2))
     assert first and last and first != last  # the hung worker was replaced
 

@@ -96,8 +96,8 @@ def test_an_agent_that_exits_fails_its_trial_and_the_run_goes_on(
     crashed = check(trials[0], "agent_crashed")
     assert crashed.evidence["exit_code"] == code
     assert crashed.evidence["exception"] == f"SystemExit: {code}"
-    assert report.summary["status"] == "completed" and report.summary["valid"]
-    assert report.summary["valid_trials"] == 3  # the agent's failure, in the denominator
+    assert report.summary.status == "completed" and report.summary.valid
+    assert report.summary.valid_trials == 3  # the agent's failure, in the denominator
     trace, _, _ = store.trace(report.run_id, "read-item", 0)
     assert [e.data["tool"] for e in trace.of_kind("tool_proposal")] == ["items.get"]
 
@@ -127,7 +127,7 @@ def test_an_agent_raising_cancellation_or_an_interrupt_is_its_crash(agent: Any) 
             .evidence["exception"]
             .startswith(("CancelledError", "KeyboardInterrupt"))
         )
-    assert report.summary["status"] == "completed"
+    assert report.summary.status == "completed"
 
 
 class SwallowsForever:
@@ -187,7 +187,7 @@ class ThreadJoiner:
 def test_a_sync_agent_blocked_in_a_thread_times_out() -> None:
     report, _ = run(READ, ThreadJoiner(), trials=2, concurrency=2)
     assert {r.status for r in report.results} == {"timeout"}
-    assert report.summary["status"] == "completed"
+    assert report.summary.status == "completed"
 
 
 def test_the_grace_is_at_most_a_second() -> None:
@@ -365,7 +365,7 @@ def test_returned_usage_cannot_lower_what_the_trace_recorded(tmp_path: Path) -> 
     [result] = report.results
     assert result.usage == Usage(2_000_000, 10, 50.0, 1)
     assert next(store.trial_results(report.run_id)).usage == result.usage
-    assert report.summary["cost"]["total_usd"] == 50.0
+    assert report.summary.cost.total_usd == 50.0
 
     # a returned usage above the recorded calls counts (an adapter's own accounting)
     async def honest(input: Any, toolbox: Any) -> AgentResult:
@@ -430,9 +430,9 @@ def test_an_agent_that_reports_nothing_shows_not_measured(tmp_path: Path) -> Non
     for r in report.results:
         assert r.usage == Usage()  # nothing measured, not zero
         assert r.simulated_s == pytest.approx(0.05)  # the tool's simulated latency
-    cost = report.summary["cost"]
-    assert (cost["total_usd"], cost["measured_trials"]) == (None, 0)
-    assert report.summary["tokens"]["mean"] is None
+    cost = report.summary.cost
+    assert (cost.total_usd, cost.measured_trials) == (None, 0)
+    assert report.summary.tokens.mean is None
     stored = list(store.trial_results(report.run_id))
     assert stored[0].usage == Usage() and stored[0].simulated_s == pytest.approx(0.05)
 
@@ -478,7 +478,7 @@ def test_a_forged_ledger_entry_fails_integrity(tmp_path: Path) -> None:
     assert (found.kind, found.severity) == ("safety", "critical")
     assert any("ledger (1 effects)" in f for f in found.evidence["found"])
     assert "the state changed outside a write tool call" in found.evidence["found"]
-    assert report.summary["safety_violations"]["by_check"]["trace_integrity"] == 1
+    assert report.summary.safety_violations.by_check["trace_integrity"] == 1
 
 
 def test_a_trace_edited_behind_the_recorders_back_fails_integrity() -> None:

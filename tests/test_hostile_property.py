@@ -44,7 +44,7 @@ def test_any_hostile_agent_gets_one_verdict_per_trial(plan: list[str], sync: boo
     report = finished_run(plan, sync)
     assert sorted(r.trial for r in report.results) == list(range(len(plan)))
     summary = report.summary
-    assert (summary["status"], summary["trials"], summary["errors"]) == ("completed", len(plan), 0)
+    assert (summary.status, summary.trials, summary.errors) == ("completed", len(plan), 0)
     for r in report.results:
         behaviour = plan[r.trial]
         status, check = EXPECTED[behaviour]

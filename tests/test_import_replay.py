@@ -334,7 +334,7 @@ def test_tau_bench_sessions_graded_against_gold_actions() -> None:
     ]
     suite = Suite.from_tasks("tau-airline", tasks, [airline])
     graded = grade_sessions(load_sessions(TAU), suite)
-    assert graded.summary["tasks"] == len(chosen) and len(graded.results) == 4 * len(chosen)
+    assert graded.summary.tasks == len(chosen) and len(graded.results) == 4 * len(chosen)
     assert len(graded.unmatched) == 200 - 4 * len(chosen)
     by_trial = {(r.task_id, r.trial): r for r in graded.results}
     for record in raw:
@@ -353,7 +353,7 @@ def test_tau_bench_sessions_graded_against_gold_actions() -> None:
         result = by_trial[(task_id, record["trial"])]
         required = [c for c in result.checks if c.name.startswith("required:")]
         assert all(c.passed for c in required) == expected, (task_id, record["trial"])
-    assert 0 < graded.summary["success_rate"] < 1
+    assert 0 < graded.summary.success_rate < 1
 
 
 def test_imported_sessions_grade_the_same_whatever_the_number_of_workers(
@@ -377,7 +377,7 @@ def test_imported_sessions_grade_the_same_whatever_the_number_of_workers(
                 {k: v for k, v in r.to_dict().items() if k not in ("run_id", "trace_id")}
                 for r in store.trial_results(graded.run_id)
             ]
-            summary = {k: v for k, v in graded.summary.items() if k != "run_id"}
+            summary = {k: v for k, v in graded.summary.to_json().items() if k != "run_id"}
             runs.append((rows, results, graded.unmatched, summary))
     assert len(runs[0][0]) == 10 and len(runs[0][2]) == 5
     assert {status for _, _, status, _ in runs[0][0]} == {"passed", "failed"}

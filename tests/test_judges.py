@@ -80,8 +80,8 @@ def test_calibration_refuses_the_biased_judge_whose_checks_stay_advisory(tmp_pat
     assert all("refused by calibration" in c.evidence["standing"] for c in checks)
     # advisory: the verdicts are those the deterministic checks alone give
     assert [r.status for r in judged.results] == [r.status for r in plain.results]
-    assert judged.summary["judges"]["calibrated_pass_rate"] is None
-    assert judged.summary["judges"]["advisory_checks"] == len(checks)
+    assert judged.summary.judges.calibrated_pass_rate is None
+    assert judged.summary.judges.advisory_checks == len(checks)
 
 
 def test_a_calibrated_judge_gates(tmp_path: Path) -> None:
@@ -96,9 +96,7 @@ def test_a_calibrated_judge_gates(tmp_path: Path) -> None:
         assert failed and all(r.status == "failed" for r in failed)
         deterministic = [c for r in failed for c in r.checks if c.kind != "judge"]
         assert all(c.passed for c in deterministic)
-        assert report.summary["judges"]["calibrated_pass_rate"] == pytest.approx(
-            1 - len(failed) / 20
-        )
+        assert report.summary.judges.calibrated_pass_rate == pytest.approx(1 - len(failed) / 20)
         gates = tmp_path / "gates.yaml"
         gates.write_text("- judge_pass_rate >= 0.95\n- advisory_judge_checks == 0\n")
         out = CliRunner().invoke(
@@ -225,13 +223,14 @@ def test_compare_with_a_judge_pairs_the_runs_rubric_tasks(tmp_path: Path) -> Non
 def test_a_calibrated_judge_counts_only_the_checks_its_tasks_let_decide() -> None:
     """A task whose judge entry is advisory keeps its checks advisory under a calibrated
     judge: the report does not count them among the checks that decide."""
+    from proctor.core.summary import Judges
     from proctor.report.judges import judge_statements
 
     row = {"version": "v1", "calibrated": True, "reason": "calibrated #3", "record": {}}
     manifest = {"judges": {"name": "careful", "rubrics": {"tone": row}, "warnings": []}}
     counts = {"checks": 5, "passed": 4, "calibrated": 3, "calibrated_passed": 2}
-    summary = {"judges": {"by_rubric": {"judge:tone": counts}}}
-    [line, _spent] = judge_statements(manifest, summary)
+    figures = Judges.model_validate({"by_rubric": {"judge:tone": counts}})
+    [line, _spent] = judge_statements(manifest, figures)
     assert (
         "its checks count (2/3 passed; 2 more advisory by their task's judge entry, 2 passed)"
         in line

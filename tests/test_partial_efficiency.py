@@ -92,7 +92,7 @@ roundabout = agent(gets=3, cancel=True)
 def run(agent: Any, *tasks: Task, trials: int = 2) -> tuple[list[Any], dict[str, Any]]:
     suite = Suite.from_tasks("shop", list(tasks) or [task("t")], [shop])
     report = Runner(suite, agent, trials=trials).run()
-    return report.results, report.summary
+    return report.results, report.summary.to_json()  # the JSON form --json writes
 
 
 def test_a_trial_that_did_a_required_part_is_partial_and_still_failed() -> None:

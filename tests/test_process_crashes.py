@@ -74,7 +74,7 @@ def test_a_worker_dying_in_the_agents_turn_is_the_agents_failure(tmp_path: Path)
         assert "died in its turn" in crash.evidence["exception"]
     assert codes == {0: 7, 1: -11}
     summary = report.summary
-    assert (summary["status"], summary["errors"], summary["valid_trials"]) == ("completed", 0, 4)
+    assert (summary.status, summary.errors, summary.valid_trials) == ("completed", 0, 4)
     stored = {r.trial: r.checks for r in store.trial_results(report.run_id)}
     assert [c.name for c in stored[0]] == ["agent_crashed"]
 

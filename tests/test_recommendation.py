@@ -7,13 +7,16 @@ from __future__ import annotations
 import html
 import re
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from conftest import proctor
 from proctor import Runner, Store
 from proctor.agents import load_agent
+from proctor.core.summary import RunSummary, Violations
 from proctor.decide.gate import load_rules
+from proctor.decide.summary import summarize
 from proctor.report.html import render_html
 from proctor.report.inputs import gather
 from proctor.report.markdown import render_markdown
@@ -90,21 +93,22 @@ def test_html_markdown_and_terminal_say_the_same(
 
 
 def test_the_order_of_the_rules() -> None:
-    summary = {
-        "valid": True,
-        "errors": 0,
-        "missing_trials": 0,
-        "safety_violations": {"by_severity": {"medium": 2}},
-    }
+    def summary_with(by_severity: dict[str, int], **figures: Any) -> RunSummary:
+        empty = RunSummary.new(summarize("r", [], {}, trials_per_task=1))
+        return empty.model_copy(
+            update={"safety_violations": Violations(by_severity=by_severity), **figures}
+        )
+
+    summary = summary_with({"medium": 2})
     passed = {"passed": True, "failed": 0, "skipped": 0, "rules": [{}]}
     assert recommend(summary, passed, 3).decision == PROCEED
     assert "read the 3 trials in the review queue" in recommend(summary, passed, 3).reasons[1]
     assert recommend(summary, None, 3).decision == UNDECIDED
     skipped = {**passed, "skipped": 1, "rules": [{}, {}]}
     assert recommend(summary, skipped, 3).decision == UNDECIDED  # baseline rules unevaluated
-    critical = {**summary, "safety_violations": {"by_severity": {"critical": 1}}}
+    critical = summary_with({"critical": 1})
     assert recommend(critical, passed, 0).decision == BLOCK
     failed = {**passed, "passed": False, "failed": 1}
     assert recommend(summary, failed, 0).decision == BLOCK
-    invalid = {**critical, "valid": False, "errors": 9}
+    invalid = summary_with({"critical": 1}, valid=False, errors=9)
     assert recommend(invalid, failed, 0).decision == RERUN

@@ -49,7 +49,7 @@ def test_regrading_unchanged_graders_reproduces_every_result(ran: tuple[Store, A
     row = store.run(done.run_id)
     assert row["manifest"]["regraded_from"] == report.run_id
     assert row["status"] == "completed"
-    same = {k: v for k, v in report.summary.items() if k not in ("run_id", "status")}
+    same = {k: v for k, v in report.summary.to_json().items() if k not in ("run_id", "status")}
     assert {k: v for k, v in row["summary"].items() if k not in ("run_id", "status")} == same
     # The regraded trials share their source's trace, answer and outcome.
     for task_id, trial in (("paint-item", 0), ("read-item", 3)):
@@ -75,7 +75,7 @@ def test_a_changed_grader_changes_verdicts(
     after = list(store.trial_results(done.run_id))
     assert {r.status for r in after} == {"failed"}
     assert all(any(c.name == "strict_answer" for c in r.checks) for r in after)
-    passed_before = report.summary["passed_trials"]
+    passed_before = report.summary.passed_trials
     assert done.flips == {("passed", "failed"): passed_before}
     assert store.run(done.run_id)["manifest"]["grader_versions"]["answer"] == "2"
     # Regrading the regraded run reads the original traces through it.
@@ -162,10 +162,10 @@ def test_results_are_the_same_whatever_the_number_of_workers(
         ordered = store.db.execute(
             "SELECT task_id, trial FROM trials WHERE run_id = ? ORDER BY id", (done.run_id,)
         ).fetchall()
-        summary = {k: v for k, v in done.summary.items() if k != "run_id"}
+        summary = {k: v for k, v in done.summary.to_json().items() if k != "run_id"}
         runs.append((ordered, full(store, done.run_id), summary, done.flips))
     assert runs[0][3][("passed", "failed")] > 0  # the change was graded
-    assert len(runs[0][0]) == report.summary["trials"]
+    assert len(runs[0][0]) == report.summary.trials
     assert runs[1] == runs[0] and runs[2] == runs[0]
 
 

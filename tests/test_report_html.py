@@ -129,13 +129,13 @@ def test_report_is_self_contained_and_complete(runs: dict[str, StoredRun], name:
         assert [s[0] for s in blob["steps"]] == [e.seq for e in trace.events]
         assert len(blob["checks"]) == len(r.checks)
     # Tables: one row per task, one per violation, one per queued trial (plus headers).
-    assert page.rows["tasks/task-table"] == summary["tasks"] + 1
-    violations = summary["safety_violations"]["total"]
+    assert page.rows["tasks/task-table"] == summary.tasks + 1
+    violations = summary.safety_violations.total
     assert violations > 0
     assert page.rows["violations/table"] == violations + 1
     queued = gather(stored.run).queue["queued"]
     assert queued > 0 and page.rows["review/table"] == queued + 1
-    assert f"{pct(summary['success_rate'])}" in text
+    assert f"{pct(summary.success_rate)}" in text
     svgs = [a for tag, a in page.attrs if tag == "svg" and a.get("class") == "chart"]
     assert len(svgs) >= 2 and all(a.get("aria-label") for a in svgs)
 

@@ -101,10 +101,10 @@ def test_violations_are_listed_one_by_one(runs: dict[str, StoredRun]) -> None:
     stored = runs["support"]
     text = render_markdown(gather(stored.run))
     lines = text.splitlines()
-    for v in stored.run.summary["safety_violations"]["trials"]:
-        head = f"- {v['severity']}: {code(v['check'])} on {code(v['task_id'])}, trial"
+    for v in stored.run.summary.safety_violations.trials:
+        head = f"- {v.severity}: {code(v.check)} on {code(v.task_id)}, trial"
         (line,) = [line for line in lines if line.startswith(head)]
-        assert str(v["trial"]) in re.findall(r"\d+", line.split(", trial")[1])
+        assert str(v.trial) in re.findall(r"\d+", line.split(", trial")[1])
     # Longer lists are capped to keep one page, and say how many lines are elsewhere.
     clinical = render_markdown(gather(runs["clinical"].run))
     assert re.search(r"^- … \d+ more in the HTML report\.$", clinical, re.M)
@@ -129,7 +129,7 @@ def test_recommendation_follows_the_figures(runs: dict[str, StoredRun]) -> None:
     assert "**Recommendation: do not release.** The release gate failed" in failed
     assert "Gate FAILED" in failed
     no_gate = render_markdown(gather(stored.run))
-    severe = stored.run.summary["safety_violations"]["by_severity"]
+    severe = stored.run.summary.safety_violations.by_severity
     blocking = severe.get("critical", 0) + severe.get("high", 0)
     assert blocking == 6  # careless cancels B-200 and the missing C-404, three trials each
     assert f"**Recommendation: do not release.** The run had {blocking} critical or high" in no_gate

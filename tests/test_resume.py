@@ -139,9 +139,9 @@ def test_an_interrupted_run_resumes_in_process(tmp_path: Path) -> None:
     whole = Runner(suite, agent, trials=5, seed=9, store=store, agent_ref=ref).run()
     assert trials_of(store, resumed.run_id) == trials_of(store, whole.run_id)
     for key in ("trials", "passed_trials", "statuses", "pass_hat_k", "success_rate"):
-        assert resumed.summary[key] == whole.summary[key], key
-    assert [(t["id"], t["n"], t["passed"]) for t in resumed.summary["per_task"]] == [
-        (t["id"], t["n"], t["passed"]) for t in whole.summary["per_task"]
+        assert getattr(resumed.summary, key) == getattr(whole.summary, key), key
+    assert [(t.id, t.n, t.passed) for t in resumed.summary.per_task] == [
+        (t.id, t.n, t.passed) for t in whole.summary.per_task
     ]
 
 

@@ -16,6 +16,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from proctor.core.results import TaskInfo
 from proctor.decide.agreement import cohen_kappa, krippendorff_alpha
 from proctor.review.agreement import human_vs_automated, reviewer_agreement
 from proctor.review.labels import (
@@ -258,13 +259,8 @@ def test_labels_file_has_calibrates_columns_and_defuses_formulas(tmp_path: Path)
     ]
     labels[0] = replace(labels[0], note='=HYPERLINK("http://x")')
     truth = ground_truth(labels, {("t1", 0): label("judge", "t1", 0, "fail")})
-    summary = {
-        "per_task": [
-            {"id": t, "tags": ["a", "b"], "suites": [], "risk": "high", "split": "dev"}
-            for t in ("t1", "t2", "t3")
-        ]
-    }
-    rows = export_rows(truth, slice_column(summary, "risk"))
+    infos = {t: TaskInfo(t, ["a", "b"], [], "high", "dev") for t in ("t1", "t2", "t3")}
+    rows = export_rows(truth, slice_column(infos, "risk"))
     assert [(r["item"], r["labeller"], r["label"]) for r in rows] == [
         ("r/t1#0", "ann", "fail"),
         ("r/t1#0", "bob", "pass"),
@@ -272,12 +268,12 @@ def test_labels_file_has_calibrates_columns_and_defuses_formulas(tmp_path: Path)
     ]  # t3 is flagged: out
     assert {r["slice"] for r in rows} == {"risk:high"} and rows[0]["rubric"] == "desk@v"
     assert rows[2]["note"] == "correct" and rows[0]["note"].startswith("wrong_outcome: =HYP")
-    final = export_rows(truth, slice_column(summary, "risk"), final=True)
+    final = export_rows(truth, slice_column(infos, "risk"), final=True)
     assert [(r["item"], r["labeller"], r["label"]) for r in final] == [
         ("r/t1#0", "final", "fail"),  # the adjudication
         ("r/t2#1", "final", "pass"),
     ]
-    assert slice_column(summary, "tag")["t1"] == "tag:a+tag:b"
+    assert slice_column(infos, "tag")["t1"] == "tag:a+tag:b"
     out = tmp_path / "labels.csv"
     write_labels(out, rows)
     assert out.read_bytes().startswith(b"item,label,labeller,slice,rubric,note\r\n")

@@ -17,6 +17,7 @@ from rich.console import Console
 
 from conftest import proctor
 from proctor.core.results import Check, TaskInfo, TrialResult
+from proctor.core.summary import RunSummary
 from proctor.decide.summary import root_causes, summarize
 from proctor.env.toolbox import Toolbox
 from proctor.grade.root_cause import root_cause, root_cause_name
@@ -124,7 +125,7 @@ def test_the_summary_counts_root_causes_per_task_and_slice() -> None:
     }
     assert root_causes([first]) == {"forbidden:orders.cancel": [0]}
     console = Console(record=True, width=200)
-    console.print(root_cause_table(summary))
+    console.print(root_cause_table(RunSummary.new(summary)))
     text = console.export_text()
     assert "root causes: the failure first in the trace" in text
     assert "read one: proctor show r --task ID --trial N" in text

@@ -160,9 +160,9 @@ def test_agent_exception_is_a_failed_trial_with_agent_crashed(tmp_path: Path, ag
     assert "ValueError" in crashed.error
     assert not any(c.name == "agent_crashed" for c in by_trial(report)[1].checks)
     summary = report.summary
-    assert summary["status"] == "completed"
-    assert (summary["valid_trials"], summary["passed_trials"], summary["errors"]) == (2, 1, 0)
-    assert summary["per_task"][0]["failed_checks"]["agent_crashed"] == 1
+    assert summary.status == "completed"
+    assert (summary.valid_trials, summary.passed_trials, summary.errors) == (2, 1, 0)
+    assert summary.per_task[0].failed_checks["agent_crashed"] == 1
     assert store.run(report.run_id)["status"] == "completed"
     # The call made before the crash is kept in the trace.
     trace, _, _ = store.trace(report.run_id, "read-item", 0)
@@ -183,20 +183,20 @@ def test_infrastructure_error_is_excluded_from_the_denominator(tmp_path: Path) -
     assert statuses(report) == {0: "error", 1: "passed", 2: "passed", 3: "passed"}
     assert "HTTP 503" in by_trial(report)[0].error
     s = report.summary
-    assert (s["trials"], s["valid_trials"], s["passed_trials"], s["errors"]) == (4, 3, 3, 1)
-    assert s["success_rate"] == 1.0
-    assert s["error_rate"] == 0.25
-    assert s["per_task"][0]["n"] == 3
-    assert s["per_task"][0]["errors"] == 1
+    assert (s.trials, s.valid_trials, s.passed_trials, s.errors) == (4, 3, 3, 1)
+    assert s.success_rate == 1.0
+    assert s.error_rate == 0.25
+    assert s.per_task[0].n == 3
+    assert s.per_task[0].errors == 1
     # 25% errors > the default 5%: the run is invalid, in the report and in the store.
-    assert (s["valid"], s["status"]) == (False, "invalid")
+    assert (s.valid, s.status) == (False, "invalid")
     assert store.run(report.run_id)["status"] == "invalid"
 
 
 def test_error_rate_within_the_threshold_keeps_the_run_valid() -> None:
     report, _ = run(READ, Flaky(), trials=4, max_error_rate=0.25)
-    assert report.summary["errors"] == 1
-    assert (report.summary["valid"], report.summary["status"]) == (True, "completed")
+    assert report.summary.errors == 1
+    assert (report.summary.valid, report.summary.status) == (True, "completed")
 
 
 class FaultSwallower:
@@ -210,8 +210,8 @@ def test_swallowed_environment_fault_still_gives_error() -> None:
     report, _ = run(READ, FaultSwallower(), trials=2)
     assert statuses(report) == {0: "error", 1: "error"}
     assert "EnvironmentFault" in by_trial(report)[0].error
-    assert report.summary["valid_trials"] == 0
-    assert report.summary["status"] == "invalid"
+    assert report.summary.valid_trials == 0
+    assert report.summary.status == "invalid"
 
 
 # -- timeouts ----------------------------------------------------------------------------------
@@ -229,7 +229,7 @@ def test_hanging_async_agent_times_out_and_the_run_completes() -> None:
     assert "0.2" in by_trial(report)[0].error
     s = report.summary
     # A timeout is the agent's failure: a valid trial, not an error.
-    assert (s["status"], s["timeouts"], s["errors"], s["valid_trials"]) == ("completed", 1, 0, 3)
+    assert (s.status, s.timeouts, s.errors, s.valid_trials) == ("completed", 1, 0, 3)
 
 
 class BlockingSync:
@@ -252,7 +252,7 @@ def test_hanging_sync_agent_times_out_and_the_run_completes() -> None:
     try:
         report, _ = run(READ, agent, trials=3, concurrency=3, timeout_s=0.2)
         assert statuses(report) == {0: "timeout", 1: "passed", 2: "passed"}
-        assert report.summary["status"] == "completed"
+        assert report.summary.status == "completed"
         assert not agent.finished.is_set()  # the run did not wait for the stuck thread
     finally:
         agent.release.set()
@@ -408,26 +408,26 @@ def test_summary_fields() -> None:
     suite = SUITE.select(ids=["read-item", "dated-item"])
     report, _ = run(suite, HalfRight(), trials=3, concurrency=2)
     s = report.summary
-    assert (s["tasks"], s["trials"], s["expected_trials"], s["missing_trials"]) == (2, 6, 6, 0)
-    assert (s["valid_trials"], s["passed_trials"]) == (6, 4)
-    assert s["success_rate"] == pytest.approx(4 / 6)
-    assert s["statuses"] == {"passed": 4, "failed": 2, "timeout": 0, "error": 0}
-    assert list(s["pass_at_k"]) == ["1", "2", "3"]
-    assert list(s["pass_hat_k"]) == ["1", "2", "3"]
+    assert (s.tasks, s.trials, s.expected_trials, s.missing_trials) == (2, 6, 6, 0)
+    assert (s.valid_trials, s.passed_trials) == (6, 4)
+    assert s.success_rate == pytest.approx(4 / 6)
+    assert s.statuses == {"passed": 4, "failed": 2, "timeout": 0, "error": 0}
+    assert list(s.pass_at_k) == ["1", "2", "3"]
+    assert list(s.pass_hat_k) == ["1", "2", "3"]
     # Per task (c of n): read-item 3/3, dated-item 1/3.
-    assert s["pass_at_k"]["1"] == pytest.approx((1 + 1 / 3) / 2)
-    assert s["pass_at_k"]["2"] == pytest.approx((1 + 2 / 3) / 2)
-    assert s["pass_at_k"]["3"] == pytest.approx(1.0)
-    assert s["pass_hat_k"]["1"] == pytest.approx((1 + 1 / 3) / 2)
-    assert s["pass_hat_k"]["2"] == pytest.approx(0.5)
-    assert s["pass_hat_k"]["3"] == pytest.approx(0.5)
-    per_task = {t["id"]: t for t in s["per_task"]}
+    assert s.pass_at_k["1"] == pytest.approx((1 + 1 / 3) / 2)
+    assert s.pass_at_k["2"] == pytest.approx((1 + 2 / 3) / 2)
+    assert s.pass_at_k["3"] == pytest.approx(1.0)
+    assert s.pass_hat_k["1"] == pytest.approx((1 + 1 / 3) / 2)
+    assert s.pass_hat_k["2"] == pytest.approx(0.5)
+    assert s.pass_hat_k["3"] == pytest.approx(0.5)
+    per_task = {t.id: t for t in s.per_task}
     assert set(per_task) == {"read-item", "dated-item"}
     read, dated = per_task["read-item"], per_task["dated-item"]
-    assert (read["n"], read["passed"], read["failed_checks"]) == (3, 3, {})
-    assert read["pass_hat_k"] == {"1": 1.0, "2": 1.0, "3": 1.0}
-    assert (dated["n"], dated["passed"]) == (3, 1)
-    assert dated["pass_hat_k"] == pytest.approx({"1": 1 / 3, "2": 0.0, "3": 0.0})
-    assert dated["failed_checks"] == {"mentions:2024-01-05": 2}
-    assert s["slices"]["tag:read"]["valid_trials"] == 6
-    assert s["status"] == "completed"
+    assert (read.n, read.passed, read.failed_checks) == (3, 3, {})
+    assert read.pass_hat_k == {"1": 1.0, "2": 1.0, "3": 1.0}
+    assert (dated.n, dated.passed) == (3, 1)
+    assert dated.pass_hat_k == pytest.approx({"1": 1 / 3, "2": 0.0, "3": 0.0})
+    assert dated.failed_checks == {"mentions:2024-01-05": 2}
+    assert s.slices["tag:read"].valid_trials == 6
+    assert s.status == "completed"

@@ -13,6 +13,7 @@ import pytest
 
 from proctor.core.documents import SpecError
 from proctor.core.results import Check, TaskInfo, TrialResult
+from proctor.core.summary import Scorecard
 from proctor.decide.scorecard import (
     DEFAULT_CATEGORIES,
     DEFAULT_WEIGHTS,
@@ -81,7 +82,7 @@ def card_of(
     trials = max(sum(r.task_id == t for r in results) for t in tasks)
     summary = summarize("run-1", results, tasks, trials_per_task=trials)
     run = RunData("run-1", {"trials": trials}, summary, results)
-    return scorecard(run, config or ScorecardConfig())
+    return scorecard(run, summary, config or ScorecardConfig())
 
 
 def clean_run(n: int = 5) -> list[TrialResult]:
@@ -259,14 +260,14 @@ def test_summary_carries_the_scorecard_with_task_tags() -> None:
     tasks = {"a": TaskInfo("a", tags=["clear"]), "b": TaskInfo("b")}
     manifest = {"trials": 1}
     summary = summary_with_scorecard("run-1", manifest, results, tasks, max_error_rate=0.05)
-    card = summary["scorecard"]
+    card = summary.to_json()["scorecard"]
     assert gate(card, "tool_use")["status"] == "fail"  # only `a` is clear
     assert card["passed"] is False
     without = ScorecardConfig(gates=[g for g in ScorecardConfig().gates if not g.where])
     custom = summary_with_scorecard(
         "run-1", manifest, results, tasks, max_error_rate=0.05, config=without
     )
-    assert custom["scorecard"]["passed"] is True
+    assert custom.scorecard is not None and custom.scorecard.passed is True
 
 
 # -- the config file ------------------------------------------------------------------------
@@ -394,7 +395,7 @@ def test_a_scorecard_stored_by_an_older_proctor_still_prints() -> None:
     from proctor.report.terminal import scorecard_tables
 
     old = {"component": "security", "gate": "critical ≤", "value": 0, "threshold": 0}
-    summary = {"scorecard": {**card_of(clean_run()), "gates": [{**old, "passed": True}]}}
+    card = Scorecard.model_validate({**card_of(clean_run()), "gates": [{**old, "passed": True}]})
     console = Console(record=True, width=100)
-    console.print(*scorecard_tables(summary))
+    console.print(*scorecard_tables(card))
     assert "regrade the run" in console.export_text()

@@ -13,6 +13,7 @@ import pytest
 from rich.console import Console
 
 from proctor.core.documents import SpecError
+from proctor.core.summary import Scorecard
 from proctor.decide.scorecard import DEFAULT_CATEGORIES, ScorecardConfig, load_scorecard
 from proctor.report.terminal import scorecard_tables
 from test_scorecard import bad, card_of, trial, write
@@ -79,7 +80,7 @@ def test_a_kind_no_task_has_is_not_applicable_and_left_out() -> None:
     # Renormalised over the two kinds the suite has: (0.25 · 1 + 0.30 · 0) / 0.55.
     assert card["score"] == pytest.approx(0.25 / 0.55)
     console = Console(record=True, width=140)
-    console.print(*scorecard_tables({"scorecard": card}))
+    console.print(*scorecard_tables(Scorecard.model_validate(card)))
     text = console.export_text()
     assert "complaint handling" in text and "n/a" in text
     assert "task_success_rate on tag=complaint" in text

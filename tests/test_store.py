@@ -101,7 +101,7 @@ def test_a_runs_trials_round_trip(tmp_path: Path) -> None:
     assert {r.status for r in stored} == {"passed"}
     row = store.run(report.run_id)
     assert row["status"] == "completed"
-    assert row["summary"] == as_json(report.summary)
+    assert row["summary"] == report.summary.to_json()
     assert row["manifest"] == as_json(report.manifest)
     assert store.runs()[0]["run_id"] == report.run_id
 

@@ -267,7 +267,7 @@ def test_a_full_disk_stops_the_run_with_a_clear_error_and_loses_nothing(tmp_path
         load_suite(MINI), load_agent(AGENT), trials=50, store=again, concurrency=4,
         run_id=runner.run_id, resume=True,
     ).run()  # fmt: skip
-    assert resumed.summary["status"] == "completed" and resumed.summary["trials"] == 200
+    assert resumed.summary.status == "completed" and resumed.summary.trials == 200
     after = {(r.task_id, r.trial): r.status for r in again.trial_results(runner.run_id)}
     assert {key: after[key] for key in kept} == kept  # nothing stored changed
 
@@ -283,7 +283,7 @@ def test_the_command_line_says_the_disk_is_full(
         return Shrinking(path)
 
     monkeypatch.setattr(common, "open_store", full_store)
-    monkeypatch.setattr("proctor.cli.run.open_store", full_store)
+    monkeypatch.setattr("proctor.api.evaluation._open_store", lambda path, say: Shrinking(path))
     junit = tmp_path / "j.xml"
     db = tmp_path / "p.db"
     args = ["run", str(MINI), "--agent", AGENT, "-k", "50", "--store", str(db)]

@@ -11,9 +11,9 @@ import pytest
 from rich.console import Console
 
 from proctor.core.results import TaskInfo
+from proctor.core.summary import RunSummary
 from proctor.decide.compare import compare_runs
 from proctor.decide.gate import Gate, load_rules
-from proctor.decide.summary import headline_k
 from proctor.report.decision import print_comparison
 from proctor.report.terminal import headline
 from test_compare import make_run
@@ -21,7 +21,7 @@ from test_compare import make_run
 
 def printed(summary: dict) -> str:
     console = Console(record=True, width=200)
-    console.print(headline(summary))
+    console.print(headline(RunSummary.new(summary)))
     return console.export_text()
 
 
@@ -53,7 +53,7 @@ def test_pass_k_stops_where_a_task_runs_out_of_valid_trials(tmp_path: Path) -> N
     assert s is not None
     assert set(s["pass_hat_k"]) == set(s["pass_at_k"]) == {"1", "2"}
     assert s["pass_k"] == {"complete_up_to": 2, "tasks": 3, "incomplete": {"3": 2}}
-    assert headline_k(s) == 2
+    assert RunSummary.new(s).headline_k == 2
     rules = tmp_path / "gates.yaml"
     rules.write_text("- pass_hat_k[3] >= 0.5\n- pass_hat_k[2] >= 0.5\n")
     _, three, two = Gate(run).evaluate(load_rules(rules))["rules"]

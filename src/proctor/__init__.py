@@ -61,10 +61,19 @@ _EXPORTS = {
     "GradeContext": "proctor.grade.context",
     "grader": "proctor.grade.registry",
     "match_trajectory": "proctor.grade.match",
+    # the API the CLI stands on
+    "evaluate": "proctor.api",
+    "load_tasks": "proctor.api",
+    "gate": "proctor.api",
+    "compare": "proctor.api",
+    "RunResult": "proctor.api",
+    "GateVerdict": "proctor.api",
+    "InputError": "proctor.api",
     # running, storing, deciding
     "Runner": "proctor.run",
     "Store": "proctor.store",
-    "RunData": "proctor.store.export",
+    "RunData": "proctor.core.runs",
+    "RunSummary": "proctor.core.summary",
     "load_run": "proctor.store.export",
     "summarize": "proctor.decide.summary",
     "Pairing": "proctor.decide.compare",
@@ -95,9 +104,11 @@ __all__ = [
     "Decision",
     "Domain",
     "Gate",
+    "GateVerdict",
     "GradeContext",
     "Identity",
     "InfrastructureError",
+    "InputError",
     "JudgeView",
     "LangGraphAgent",
     "Misbehaviour",
@@ -108,6 +119,8 @@ __all__ = [
     "PydanticAIAgent",
     "Rubric",
     "RunData",
+    "RunResult",
+    "RunSummary",
     "Runner",
     "ScorecardConfig",
     "ScriptedAgent",
@@ -133,8 +146,11 @@ __all__ = [
     "TrialResult",
     "Usage",
     "__version__",
+    "compare",
     "compare_runs",
+    "evaluate",
     "flaky_tasks",
+    "gate",
     "grader",
     "load_agent",
     "load_module_from_path",
@@ -142,6 +158,7 @@ __all__ = [
     "load_run",
     "load_scorecard",
     "load_suite",
+    "load_tasks",
     "match_trajectory",
     "mutate_suite",
     "promote",
@@ -175,9 +192,20 @@ if TYPE_CHECKING:
     from proctor.agents.adapters.openai_agents import OpenAIAgentsAgent
     from proctor.agents.adapters.pydantic_ai import PydanticAIAgent
     from proctor.agents.adapters.smolagents import SmolAgent
+    from proctor.api import (
+        GateVerdict,
+        InputError,
+        RunResult,
+        compare,
+        evaluate,
+        gate,
+        load_tasks,
+    )
     from proctor.core.documents import SpecError
     from proctor.core.outcome import Outcome
     from proctor.core.results import Check, TaskInfo, TrialResult, Usage
+    from proctor.core.runs import RunData
+    from proctor.core.summary import RunSummary
     from proctor.core.trace import Trace, TraceEvent
     from proctor.decide import stats
     from proctor.decide.compare import Pairing, compare_runs
@@ -208,6 +236,6 @@ if TYPE_CHECKING:
     from proctor.loop.promote import promote
     from proctor.run import Runner
     from proctor.store import Store
-    from proctor.store.export import RunData, load_run
+    from proctor.store.export import load_run
     from proctor.tasks import Identity, Task
     from proctor.tasks.rubrics import Rubric

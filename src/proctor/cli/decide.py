@@ -5,7 +5,6 @@ from __future__ import annotations
 import json
 import sys
 from collections.abc import Callable
-from pathlib import Path
 from typing import Any
 
 import click
@@ -21,36 +20,27 @@ from proctor.cli.common import (
 from proctor.cli.judges import JudgeOptions, pairwise_options
 
 
-def currency_or_exit(prices_path: str | None) -> Any:
-    """The reporting currency of `--prices FILE`, else of $PROCTOR_PRICES, else None."""
-    from proctor.agents.pricing import PriceTable
+def prices_or_exit(prices_path: str | None) -> Any:
+    """The price table of `--prices FILE`, else of $PROCTOR_PRICES."""
+    from proctor.api import InputError
+    from proctor.api.evaluation import price_table
 
     try:
-        table = PriceTable.load(prices_path) if prices_path else PriceTable.from_env()
-    except ValueError as exc:
+        return price_table(prices_path)
+    except InputError as exc:
         fail(str(exc))
-    return table.currency
 
 
 def check_rules(rules_path: str, rules: list[Any], *, baseline: bool, currency: Any) -> None:
-    """Exit 2 before anything runs when the rules cannot be evaluated as asked: baseline
-    rules without a baseline (a CI job must not pass them by forgetting it), or costs in
-    a currency the price table gives no rate for."""
-    from proctor.decide.gate import currencies
+    """Exit 2 before anything runs when the rules cannot be evaluated as asked
+    (proctor.api.decisions.check_rules)."""
+    from proctor.api import InputError
+    from proctor.api.decisions import check_rules as check
 
-    relative = [r for r in rules if r.kind != "test"]
-    if relative and not baseline:
-        fail(
-            f"{rules_path}: {len(relative)} rule(s) compare with a baseline "
-            f"({relative[0].source}); pass --baseline RUN"
-        )
-    missing = sorted(currencies(rules) - ({currency.code} if currency else set()))
-    if missing:
-        fail(
-            f"{rules_path}: rules read costs in {', '.join(missing)}, and the price table has "
-            f"no rate for it: add `currency: {{code: {missing[0]}, per_usd: ...}}` to the "
-            "file given by --prices or PROCTOR_PRICES"
-        )
+    try:
+        check(rules_path, rules, baseline=baseline, currency=currency)
+    except InputError as exc:
+        fail(str(exc))
 
 
 def gate_verdict(
@@ -62,38 +52,28 @@ def gate_verdict(
     currency: Any = None,
     health: dict[str, Any] | None = None,
 ) -> bool:
-    """Evaluate, print (table or JSON, with the recommendation) and return whether the
-    gate passed. `health`: the health part of the verdict (`--require-health`); a refusal
-    fails the gate."""
+    """Evaluate (proctor.gate), print (table or JSON, with the recommendation) and return
+    whether the gate passed. `health`: the health part of the verdict (`--require-health`);
+    a refusal fails the gate."""
     from rich.console import Console
 
-    from proctor.decide.compare import CompareError
-    from proctor.decide.gate import Gate
+    from proctor.api import InputError
+    from proctor.api import gate as evaluate_gate
     from proctor.report.decision import print_gate
-    from proctor.report.recommendation import recommend
-    from proctor.review.queue import review_queue
 
     try:
-        gate = Gate(run, baseline, currency=currency)
-        result = gate.evaluate(rules)
-    except CompareError as exc:
+        verdict = evaluate_gate(run, rules, baseline, currency=currency, health=health)
+    except InputError as exc:
         fail(str(exc))
-    if health is not None:
-        result["health"] = health
-        result["passed"] = result["passed"] and not health["refused"]
-    summary = gate.summary(None)
-    assert summary is not None
-    rec = recommend(summary, result, review_queue(run, baseline)["queued"])
-    result["recommendation"] = {"decision": rec.decision, "reasons": rec.reasons}
     if as_json:
-        click.echo(json.dumps(result, indent=2, default=str))
+        click.echo(json.dumps(verdict.report, indent=2, default=str))
     else:
         if health is not None:
             from proctor.report.health_tables import print_health_gate
 
             print_health_gate(health, Console())
-        print_gate(result, Console())
-    return bool(result["passed"])
+        print_gate(verdict.report, Console())
+    return verdict.passed
 
 
 @main.command()
@@ -124,17 +104,17 @@ def compare(
     with --judge, also a pairwise A/B of their rubric tasks' text."""
     from rich.console import Console
 
-    from proctor.decide.compare import CompareError, compare_runs, holdout_looks
+    from proctor.api import InputError
+    from proctor.api import compare as compare_runs
     from proctor.report.decision import print_comparison
 
     store = maybe_store(store_path, readonly=not judges.refs)  # judges cache their verdicts
     base, cand = run_data_or_exit(baseline, store), run_data_or_exit(candidate, store)
-    looks = holdout_looks(store.runs(limit=-1), cand) if store is not None else 0
     try:
         report = compare_runs(
-            base, cand, margin=margin, resamples=resamples, seed=seed, looks=looks
+            base, cand, margin=margin, resamples=resamples, seed=seed, store=store
         )
-    except CompareError as exc:
+    except InputError as exc:
         fail(str(exc))
     if human:
         if store is None:
@@ -232,7 +212,7 @@ def gate(
     run_data = run_data_or_exit(run_ref, store)
     recorded = run_data.manifest.get("currency")
     if prices_path or not recorded:
-        currency = currency_or_exit(prices_path)
+        currency = prices_or_exit(prices_path).currency
     else:
         currency = Currency.parse(recorded)
     check_rules(rules_path, rules, baseline=baseline is not None, currency=currency)
@@ -247,20 +227,13 @@ def required_health(
     run: Any, rules: list[Any], store: Any, health_path: str | None
 ) -> dict[str, Any]:
     """The health part of a gate: the report from `--health FILE`, else the store's."""
-    from proctor.health.gating import health_gate
-    from proctor.health.records import find_health
+    from proctor.api import InputError
+    from proctor.api.decisions import required_health as health_part
 
-    if health_path:
-        try:
-            report = json.loads(Path(health_path).read_text(encoding="utf-8"))
-        except (OSError, ValueError) as exc:
-            fail(f"{health_path}: not a health report ({exc})")
-        if not isinstance(report, dict) or "suite_verdict" not in report:
-            fail(f"{health_path}: not a health report (no suite_verdict; `proctor health --json`)")
-    else:
-        suite = run.manifest["suite"]
-        report = find_health(store, suite["name"], suite["digest"]) if store else None
-    return health_gate(report, run, rules)
+    try:
+        return health_part(run, rules, store, health_path)
+    except InputError as exc:
+        fail(str(exc))
 
 
 @main.command()

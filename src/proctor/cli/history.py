@@ -32,6 +32,8 @@ def runs(store_path: str, limit: int) -> None:
     from rich.table import Table
     from rich.text import Text
 
+    from proctor.store.export import stored_summary
+
     if not Path(store_path).exists():
         fail(f"{store_path}: no store yet (run `proctor run` first)")
     store = open_store(store_path, readonly=True)
@@ -46,8 +48,8 @@ def runs(store_path: str, limit: int) -> None:
             created = time.strftime("%Y-%m-%d %H:%M", time.localtime(r["created_at"]))
             table.add_row(Text(str(r["run_id"])), created, "—", "—", "—", "—", "—", "unreadable")
             continue
-        m, s = r["manifest"], r["summary"] or {}
-        rate = s.get("success_rate")
+        m, s = r["manifest"], stored_summary(r["summary"])
+        rate = s.success_rate if s else None
         table.add_row(
             r["run_id"],
             time.strftime("%Y-%m-%d %H:%M", time.localtime(r["created_at"])),
@@ -56,9 +58,9 @@ def runs(store_path: str, limit: int) -> None:
                 f"{m['suite']['name']} @{m['suite']['digest'][:8]}"
                 + (" (holdout)" if m.get("holdout") else "")
             ),
-            str(s.get("trials", "—")),
+            str(s.trials) if s else "—",
             "—" if rate is None else f"{100 * rate:.1f}%",
-            str((s.get("safety_violations") or {}).get("total", "—")),
+            str(s.safety_violations.total) if s else "—",
             r["status"],
         )
     Console().print(table)
@@ -102,12 +104,16 @@ def show(
     if task_id is not None:
         _show_trace(store, run_row["run_id"], task_id, trial or 0, as_json)
         return
-    summary = run_row["summary"]
-    if summary is None:
+    stored = run_row["summary"]
+    if stored is None:
         fail(f"run {run_row['run_id']} has no summary (status {run_row['status']})", EXIT_INVALID)
     if as_json:
-        click.echo(json.dumps({**summary, "manifest": run_row["manifest"]}, indent=2, default=str))
+        click.echo(json.dumps({**stored, "manifest": run_row["manifest"]}, indent=2, default=str))
         return
+    from proctor.store.export import stored_summary
+
+    summary = stored_summary(stored)
+    assert summary is not None
     print_summary(summary, Console(), all_checks=all_checks)
     from proctor.report.judges import print_judges
 

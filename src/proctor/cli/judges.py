@@ -12,7 +12,7 @@ from typing import Any
 import click
 
 from proctor.cli.app import main
-from proctor.cli.common import DEFAULT_PATH, fail, open_store
+from proctor.cli.common import DEFAULT_PATH, fail, open_store, say
 
 
 @dataclass(frozen=True)
@@ -45,39 +45,23 @@ class JudgeOptions:
         refs: Sequence[str] = (),
         combine: str | None = None,
     ) -> Any:
-        """The Judging of a run over `suite` (None without judges or without rubrics);
-        warnings (advisory judges, self-preference) go to stderr."""
-        refs = list(refs or self.refs)
-        rubrics = [r for t in suite.tasks for r in t.rubrics]
-        if not refs:
-            if rubrics:
-                click.echo(
-                    "note: tasks have rubrics but no --judge: their judge checks are not run",
-                    err=True,
-                )
-            return None
-        if not rubrics:
-            fail("--judge: no selected task has `expect.judge` rubrics to judge")
-        from proctor.judge.grading import Judging
+        """The Judging of a run over `suite` (proctor.api.judging); notes go to stderr,
+        a bad judge reference exits 2."""
+        from proctor.api import InputError
+        from proctor.api.judging import judging_for
 
-        options = (
-            self
-            if combine is None
-            else JudgeOptions(tuple(refs), combine, self.min_kappa, self.max_false_pass)
-        )
-        judging = Judging.prepare(
-            options.panel(store, refs), refs, rubrics, store, self.policy(), agent_model
-        )
-        for rubric_id, row in judging.manifest()["rubrics"].items():
-            if not row["calibrated"]:
-                click.echo(
-                    f"judge {judging.panel.name} on {rubric_id}: {row['reason']} "
-                    "(its checks are advisory)",
-                    err=True,
-                )
-        for warning in judging.warnings:
-            click.echo(f"warning: {warning}", err=True)
-        return judging
+        try:
+            return judging_for(
+                store,
+                suite,
+                agent_model,
+                list(refs or self.refs),
+                combine=combine or self.combine,  # type: ignore[arg-type]
+                policy=self.policy(),
+                say=say,
+            )
+        except InputError as exc:
+            fail(str(exc))
 
 
 def _with_judges(fn: Callable[..., Any], judge_help: str) -> Callable[..., Any]:

@@ -245,7 +245,9 @@ def export_labels(run_ref: str, out_path: str, slice_by: str, final: bool, store
     run = run_data_or_exit(run_ref, store)
     desk.migrate(store.db)
     truth = run_truth(store.db, run.run_id)
-    rows = export_rows(truth, slice_column(run.summary, slice_by), final=final)
+    rows = export_rows(
+        truth, slice_column(run.summary.task_infos() if run.summary else {}, slice_by), final=final
+    )
     try:
         write_labels(out_path, rows)
     except (LabelError, OSError) as exc:

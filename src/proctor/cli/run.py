@@ -15,25 +15,27 @@ from proctor.cli.common import (
     DEFAULT_PATH,
     EXIT_BAD_INPUT,
     EXIT_INVALID,
-    agent_or_exit,
     all_checks_option,
     fail,
     files_line,
     open_store,
     run_data_or_exit,
+    say,
     split_csv,
     suite_or_exit,
+    write_json,
 )
 from proctor.cli.decide import (
     check_health_options,
     check_rules,
-    currency_or_exit,
     gate_verdict,
     health_options,
+    prices_or_exit,
     required_health,
 )
 from proctor.cli.judges import JudgeOptions, judge_options
-from proctor.cli.scale import check_executor, executor_options, pool_or_exit, workers_option
+from proctor.cli.profile import GroupedCommand, profile_option
+from proctor.cli.scale import executor_options, pool_or_exit, workers_option
 
 
 @main.command()
@@ -64,14 +66,51 @@ def validate(paths: tuple[str, ...], strict: bool) -> None:
 
 
 @main.command()
-def schema() -> None:
-    """Print the JSON Schema of task files (for editors)."""
+@click.argument("kind", type=click.Choice(["task", "summary"]), default="task")
+def schema(kind: str) -> None:
+    """Print the JSON Schema of task files (for editors), or of a run summary (`--json`)."""
+    if kind == "summary":
+        from proctor.core.summary import summary_schema
+
+        click.echo(json.dumps(summary_schema(), indent=2))
+        return
     from proctor.tasks.schema import task_schema
 
     click.echo(json.dumps(task_schema(), indent=2))
 
 
-@main.command()
+#: `proctor run --help` in these groups; a profile's keys are the same options.
+RUN_GROUPS = (
+    (
+        "What runs",
+        ("agent_ref", "trials", "seed", "tags", "suite_kind", "split", "task_ids", "faults_path"),
+    ),
+    (
+        "How trials run",
+        ("concurrency", "timeout_s", "isolation", "executor_name", "address", "working_dir"),
+    ),
+    (
+        "Judges and scoring",
+        (
+            "judge_refs",
+            "judge_combine",
+            "min_kappa",
+            "max_false_pass",
+            "scorecard_path",
+            "prices_path",
+            "max_error_rate",
+        ),
+    ),
+    ("Release gate", ("gate_path", "baseline_ref", "require_health", "health_path")),
+    (
+        "Store and output",
+        ("store_path", "resume_id", "json_path", "junit_path", "quiet", "all_checks", "profile"),
+    ),
+)
+
+
+@main.command(cls=GroupedCommand, groups=RUN_GROUPS)
+@profile_option
 @click.argument("paths", nargs=-1, required=True, type=click.Path())
 @click.option("--agent", "agent_ref", required=True, help="FILE.py:NAME or MODULE:NAME")
 @click.option("--trials", "-k", default=1, show_default=True, type=click.IntRange(min=1))
@@ -173,120 +212,100 @@ def run(
     resume_id: str | None,
     judges: JudgeOptions,
 ) -> None:
-    """Run the tasks under PATHS with an agent, k trials each, and print the summary."""
+    """Run the tasks under PATHS with an agent, k trials each, and print the summary.
+
+    Options may come from a profile (`--profile`); flags given here override it.
+    """
     from rich.console import Console
 
+    from proctor.api import InputError, prepare
     from proctor.core.documents import SpecError
     from proctor.decide.gate import load_rules
     from proctor.report.judges import print_judges
     from proctor.report.terminal import print_summary
-    from proctor.run import Runner
-    from proctor.tasks.loader import load_faults
 
     suite = suite_or_exit(paths)
-    filters = {
-        "tags": split_csv(tags),
-        "suite": suite_kind,
-        "split": split,
-        "ids": split_csv(task_ids),
-    }
-    selected = suite.select(**filters)
-    if not selected.tasks:
-        fail(f"no task matches the filters {json.dumps(filters)}")
-    from proctor.decide.scorecard import load_scorecard
-
     try:
-        faults = load_faults(faults_path) if faults_path else []
         rules = load_rules(gate_path) if gate_path else None
-        card = load_scorecard(scorecard_path) if scorecard_path else None
     except SpecError as exc:
         fail(exc.lines())
-    tools = {name for domain in selected.domains.values() for name in domain.tools}
-    unknown = sorted({f.tool for f in faults} - tools)
-    if unknown:
-        fail(f"{faults_path}: faults name tools no selected domain has: {', '.join(unknown)}")
-    agent = agent_or_exit(agent_ref)
-    check_executor(executor_name, address, working_dir)
-    from proctor.run.resume import ResumeError
-    from proctor.run.source import ExecutorError
-    from proctor.store import RunNotFound
-
     if baseline_ref is not None and rules is None:
         fail("--baseline goes with --gate")
     if require_health and rules is None:
         fail("--require-health goes with --gate")
     check_health_options(require_health, health_path)
-    currency = currency_or_exit(prices_path)
-    for path, checked in ((gate_path, rules), (scorecard_path, card.gates if card else None)):
-        if path and checked is not None:
-            check_rules(path, list(checked), baseline=baseline_ref is not None, currency=currency)
-    store = open_store(store_path)
-    baseline = run_data_or_exit(baseline_ref, store) if baseline_ref else None  # before running
-    settings = getattr(agent, "settings", None)
-    agent_model = settings.get("model") if isinstance(settings, dict) else None
-    judging = judges.judging(store, selected, agent_model)
+    table = prices_or_exit(prices_path)
+    if gate_path and rules is not None:
+        check_rules(gate_path, rules, baseline=baseline_ref is not None, currency=table.currency)
     try:
-        runner = Runner(
-            selected,
-            agent,
+        evaluation = prepare(
+            suite,
+            agent_ref,
             trials=trials,
-            concurrency=concurrency,
-            timeout_s=timeout_s or None,
             seed=seed,
-            store=store,
-            agent_ref=agent_ref,
-            run_id=resume_id,
-            filters=filters,
+            concurrency=concurrency,
+            timeout_s=timeout_s,
+            tags=split_csv(tags),
+            suite=suite_kind,
+            split=split,
+            ids=split_csv(task_ids),
+            faults=faults_path or (),
+            scorecard=scorecard_path,
+            prices=table,
             max_error_rate=max_error_rate,
-            faults=faults,
-            scorecard=card,
-            currency=currency,
-            executor=_executor(executor_name, isolation, address, working_dir),
-            resume=resume_id is not None,
-            judging=judging,
+            isolation=isolation,  # type: ignore[arg-type]
+            executor=executor_name,  # type: ignore[arg-type]
+            address=address,
+            working_dir=working_dir,
+            judges=judges.refs,
+            judge_combine=judges.combine,  # type: ignore[arg-type]
+            calibration=judges.policy(),
+            store=store_path,
+            resume=resume_id,
+            say=say,
         )
-    except (ResumeError, RunNotFound, ExecutorError) as exc:
+    except SpecError as exc:
+        fail(exc.lines())
+    except InputError as exc:
         fail(str(exc))
+    store = evaluation.store
+    baseline = run_data_or_exit(baseline_ref, store) if baseline_ref else None  # before running
     if not quiet:  # every input accepted: what the run is made of
         click.echo(files_line(suite.files, suite.files) + f" ({len(suite.tasks)} tasks)", err=True)
     console = Console(stderr=True)
     started = time.perf_counter()
-    ids = [t.id for t in selected.tasks]
+    ids = [t.id for t in evaluation.suite.tasks]
     try:
-        report = _with_progress(runner, runner.remaining, console, quiet)
+        result = _with_progress(evaluation, console, quiet)
     except BaseException as exc:  # the run did not finish: never exit 0, and say why
-        why, code = _unfinished(exc, runner.run_id, runner.recorded)
+        why, code = _unfinished(exc, evaluation.run_id, evaluation.recorded)
         if junit_path:
-            _junit(junit_path, runner.run_id, selected.name, ids, store, why)
+            _junit(junit_path, evaluation.run_id, evaluation.suite.name, ids, store, why)
         fail(why, code)
     elapsed = time.perf_counter() - started
-    summary = report.summary
+    summary = result.summary
     if json_path:
-        out = {**summary, "manifest": report.manifest}
-        Path(json_path).parent.mkdir(parents=True, exist_ok=True)
-        Path(json_path).write_text(json.dumps(out, indent=2, default=str) + "\n")
+        write_json(json_path, result.to_json())
     if not quiet:
         print_summary(summary, Console(), all_checks=all_checks)
-        print_judges(report.manifest, summary, Console())
+        print_judges(result.manifest, summary, Console())
     click.echo(
-        f"run {report.run_id}: {summary['trials']} trials in {elapsed:.2f} s, status "
-        f"{summary['status']}; stored in {store_path}"
+        f"run {result.run_id}: {summary.trials} trials in {elapsed:.2f} s, status "
+        f"{summary.status}; stored in {store_path}"
         + (f"; summary in {json_path}" if json_path else "")
     )
     if junit_path:
         from proctor.report.fmt import invalid_why
 
-        problem = None if summary["status"] == "completed" else invalid_why(summary)
-        _junit(junit_path, report.run_id, selected.name, ids, store, problem)
+        problem = None if summary.status == "completed" else invalid_why(summary)
+        _junit(junit_path, result.run_id, evaluation.suite.name, ids, store, problem)
     if rules is not None:
-        from proctor.store.export import RunData
-
-        data = RunData(report.run_id, report.manifest, summary, report.results, summary["status"])
+        data = result.data
         health = required_health(data, rules, store, health_path) if require_health else None
         if not gate_verdict(data, rules, baseline, as_json=False, health=health):
             sys.exit(EXIT_INVALID)
     store.close()
-    if summary["status"] != "completed":
+    if summary.status != "completed":
         sys.exit(EXIT_INVALID)
 
 
@@ -328,24 +347,9 @@ def _junit(
         click.echo(f"cannot write {path}: {exc}", err=True)
 
 
-def _executor(name: str, isolation: str, address: str | None, working_dir: str | None) -> Any:
-    """The executor the options name; Ray trials always run in worker processes."""
-    if name == "ray":
-        from proctor.run.ray_executor import RayExecutor
-
-        return RayExecutor(address, working_dir=working_dir)
-    if isolation == "process":
-        from proctor.run.process import ProcessExecutor
-
-        return ProcessExecutor()
-    from proctor.run.executor import LocalExecutor
-
-    return LocalExecutor()
-
-
-def _with_progress(runner: Any, total: int, console: Any, quiet: bool) -> Any:
+def _with_progress(evaluation: Any, console: Any, quiet: bool) -> Any:
     if quiet:
-        return runner.run()
+        return evaluation.run()
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
     columns = (
@@ -356,7 +360,7 @@ def _with_progress(runner: Any, total: int, console: Any, quiet: bool) -> Any:
         TimeElapsedColumn(),
     )
     with Progress(*columns, console=console, transient=True) as progress:
-        bar = progress.add_task("trials", total=total, tally="")
+        bar = progress.add_task("trials", total=evaluation.remaining, tally="")
         tally = {"passed": 0, "failed": 0, "timeout": 0, "error": 0}
 
         def advance(result: Any) -> None:
@@ -364,7 +368,7 @@ def _with_progress(runner: Any, total: int, console: Any, quiet: bool) -> Any:
             text = " ".join(f"{k} {v}" for k, v in tally.items() if v)
             progress.update(bar, advance=1, tally=text)
 
-        return runner.run(progress=advance)
+        return evaluation.run(progress=advance)
 
 
 @main.command()
@@ -458,16 +462,16 @@ def regrade(
         listed = ", ".join(done.changed_tasks)
         click.echo(f"warning: tasks changed since the run, graded as they are now: {listed}")
     if json_path:
-        out = {**summary, "manifest": done.manifest}
+        out = {**summary.to_json(), "manifest": done.manifest}
         Path(json_path).parent.mkdir(parents=True, exist_ok=True)
         Path(json_path).write_text(json.dumps(out, indent=2, default=str) + "\n")
     if not quiet:
         print_summary(summary, Console(), all_checks=all_checks)
         print_judges(done.manifest, summary, Console())
     flips = ", ".join(f"{a} -> {b}: {n}" for (a, b), n in sorted(done.flips.items()))
-    rate = summary["trials"] / elapsed if elapsed > 0 else 0.0
+    rate = summary.trials / elapsed if elapsed > 0 else 0.0
     click.echo(
-        f"run {done.run_id}: {summary['trials']} trials of run {done.source_id} regraded in "
+        f"run {done.run_id}: {summary.trials} trials of run {done.source_id} regraded in "
         f"{elapsed:.2f} s ({rate:,.0f}/s); verdicts changed: {flips or 'none'}"
     )
     if judging is not None:

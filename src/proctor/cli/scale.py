@@ -53,8 +53,13 @@ def workers_option(fn: _F) -> _F:
 
 def check_executor(executor_name: str, address: str | None, working_dir: str | None) -> None:
     """Exit 2 when Ray's options are given without `--executor ray`."""
-    if (address is not None or working_dir is not None) and executor_name != "ray":
-        fail("--address and --working-dir are for a Ray cluster: use them with --executor ray")
+    from proctor.api import InputError
+    from proctor.api.evaluation import check_executor as check
+
+    try:
+        check(executor_name, address, working_dir)
+    except InputError as exc:
+        fail(str(exc))
 
 
 def pool_or_exit(

@@ -111,7 +111,7 @@ def grade(
     summary = graded.summary
     if json_path:
         Path(json_path).parent.mkdir(parents=True, exist_ok=True)
-        out = {**summary, "manifest": graded.manifest}
+        out = {**summary.to_json(), "manifest": graded.manifest}
         Path(json_path).write_text(json.dumps(out, indent=2, default=str) + "\n")
     if not quiet:
         print_summary(summary, Console(), all_checks=all_checks)
@@ -119,10 +119,10 @@ def grade(
         shown = ", ".join(graded.unmatched[:5]) + (" ..." if len(graded.unmatched) > 5 else "")
         click.echo(f"warning: {len(graded.unmatched)} sessions match no task: {shown}", err=True)
     click.echo(
-        f"run {graded.run_id}: {summary['trials']} sessions graded against "
-        f"{summary['tasks']} tasks, status {summary['status']}; stored in {store_path}"
+        f"run {graded.run_id}: {summary.trials} sessions graded against "
+        f"{summary.tasks} tasks, status {summary.status}; stored in {store_path}"
     )
-    if summary["status"] == "invalid":
+    if summary.status == "invalid":
         sys.exit(EXIT_INVALID)
 
 

@@ -23,11 +23,11 @@ from dataclasses import dataclass
 from typing import Any
 
 from proctor.core.results import TaskInfo, TrialResult
+from proctor.core.runs import RunData
 from proctor.decide import paired, stats
 from proctor.decide.changes import manifest_changes
 from proctor.decide.paired import MIN_TASKS
 from proctor.decide.summary import TOOL_METRICS, task_counts
-from proctor.store.export import RunData
 
 DEFAULT_MARGIN = 0.02
 DEFAULT_RESAMPLES = 2000

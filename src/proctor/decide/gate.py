@@ -34,6 +34,7 @@ from proctor.core.documents import (
     read_document,
 )
 from proctor.core.results import Currency, TaskInfo
+from proctor.core.runs import RunData
 from proctor.decide import rules as grammar
 from proctor.decide.changes import manifest_changes
 from proctor.decide.compare import DEFAULT_MARGIN, Pairing, paired_metric, paired_metric_names
@@ -46,7 +47,6 @@ from proctor.decide.metrics import (
     undefined_reason,
 )
 from proctor.decide.summary import DEFAULT_MAX_ERROR_RATE, summarize
-from proctor.store.export import RunData
 from proctor.tasks.models import Difficulty, Risk, Split, SuiteKind
 
 _WHERE = {
@@ -268,7 +268,8 @@ class Gate:
         if key not in self._summaries:
             tasks = {t: i for t, i in self.infos.items() if rule is None or rule.selects(i)}
             results = [r for r in self.run.results if r.task_id in tasks]
-            limit = (self.run.summary or {}).get("max_error_rate", DEFAULT_MAX_ERROR_RATE)
+            stored = self.run.summary
+            limit = stored.max_error_rate if stored is not None else DEFAULT_MAX_ERROR_RATE
             self._summaries[key] = (
                 summarize(
                     self.run.run_id,

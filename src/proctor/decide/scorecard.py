@@ -40,10 +40,11 @@ from proctor.core.documents import (
     read_document,
 )
 from proctor.core.results import TaskInfo, TrialResult
+from proctor.core.runs import RunData
+from proctor.core.summary import RunSummary, Scorecard
 from proctor.decide.gate import Gate, Rule, make_rule, parse_rules, parse_where
-from proctor.decide.metrics import SHARES, metric_value
+from proctor.decide.metrics import SHARES, Summary, metric_value
 from proctor.decide.summary import summarize
-from proctor.store.export import RunData
 
 
 class Category(BaseModel):
@@ -155,11 +156,12 @@ def _gates(items: Any, path: Path, lines: Lines, problems: list[Problem]) -> Any
     return tuple(rules)
 
 
-def scorecard(run: RunData, config: ScorecardConfig | None = None) -> dict[str, Any]:
-    """Category scores, weighted score and gates of a run whose summary is computed."""
+def scorecard(
+    run: RunData, summary: Summary, config: ScorecardConfig | None = None
+) -> dict[str, Any]:
+    """Category scores, weighted score and gates of a run whose summary is computed
+    (`summary`: its JSON form, which metrics are read from)."""
     config = config or ScorecardConfig()
-    summary = run.summary
-    assert summary is not None, "the scorecard reads the run's summary"
     gate = Gate(run, summary=summary)
     scores: dict[str, float | None] = {}
     for name, category in config.categories.items():
@@ -199,7 +201,7 @@ def summary_with_scorecard(
     *,
     max_error_rate: float,
     config: ScorecardConfig | None = None,
-) -> dict[str, Any]:
+) -> RunSummary:
     """The RunSummary a finished run stores: its metrics, then its scorecard."""
     summary = summarize(
         run_id,
@@ -209,5 +211,6 @@ def summary_with_scorecard(
         max_error_rate=max_error_rate,
         currency=manifest.get("currency"),
     )
-    summary["scorecard"] = scorecard(RunData(run_id, manifest, summary, results), config)
-    return summary
+    typed = RunSummary.new(summary)
+    card = scorecard(RunData(run_id, manifest, typed, results), summary, config)
+    return typed.model_copy(update={"scorecard": Scorecard.model_validate(card)})

@@ -170,14 +170,6 @@ def _rates(results: Sequence[TrialResult], k_max: int) -> dict[str, Any]:
     }
 
 
-def headline_k(summary: Mapping[str, Any]) -> int:
-    """The k of the headline pass^k: the trials per task, or fewer when some task has fewer
-    valid trials (pass^k is reported over all tasks or not at all). At least 1."""
-    k = int(summary["trials_per_task"])
-    complete = summary.get("pass_k", {}).get("complete_up_to", k)
-    return max(min(k, complete), 1)
-
-
 def _violations(results: Iterable[TrialResult]) -> dict[str, Any]:
     by_severity: Counter[str] = Counter()
     by_check: Counter[str] = Counter()

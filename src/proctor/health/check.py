@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from proctor.core.results import TrialResult
+from proctor.core.runs import RunData
 from proctor.decide.gate import Rule
 from proctor.env.suite import Suite
 from proctor.health.controls import JunkAgent, NullAgent, control_findings
@@ -31,7 +32,6 @@ from proctor.health.verdicts import suite_verdict, task_verdicts
 from proctor.judge.records import CalibrationPolicy
 from proctor.run.runner import Runner, task_infos
 from proctor.run.trial import CRASH_CHECK
-from proctor.store.export import RunData
 from proctor.store.sqlite import Store
 
 

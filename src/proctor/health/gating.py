@@ -12,8 +12,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+from proctor.core.runs import RunData
 from proctor.decide.gate import Rule
-from proctor.store.export import RunData
 
 
 def unhealthy_tasks(report: dict[str, Any], run: RunData) -> dict[str, str]:

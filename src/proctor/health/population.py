@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from proctor.core.results import TrialResult
-from proctor.store.export import RunData
+from proctor.core.runs import RunData
 
 #: Agents needed before a task every one of them fails is called impossible.
 MIN_AGENTS = 2

@@ -30,6 +30,7 @@ from typing import TYPE_CHECKING, Any
 from proctor.core.documents import read_yaml
 from proctor.core.outcome import LedgerEntry, Outcome
 from proctor.core.results import TrialResult
+from proctor.core.summary import RunSummary
 from proctor.core.trace import Trace, TraceEvent
 from proctor.decide.scorecard import summary_with_scorecard
 from proctor.decide.summary import DEFAULT_MAX_ERROR_RATE, Tally
@@ -62,7 +63,7 @@ class ImportedAgent:
 class GradedRun:
     run_id: str
     manifest: dict[str, Any]
-    summary: dict[str, Any]
+    summary: RunSummary
     results: list[TrialResult]
     unmatched: list[str]
 
@@ -352,7 +353,7 @@ class _ImportRun:
 
     def finish(
         self, max_error_rate: float, status: str | None = None
-    ) -> tuple[dict[str, Any], dict[str, Any]]:
+    ) -> tuple[dict[str, Any], RunSummary]:
         """The manifest and summary of what was graded; with a store, the run is finished
         (`status` None: completed or invalid by its summary)."""
         counts = {task_id: len(taken) for task_id, taken in self.numbers.taken.items()}
@@ -386,9 +387,10 @@ class _ImportRun:
             task_infos(used),
             max_error_rate=max_error_rate,
         )
-        summary["status"] = status or ("completed" if summary["valid"] else "invalid")
+        status = status or ("completed" if summary.valid else "invalid")
+        summary = summary.model_copy(update={"status": status})
         if self.store is not None:
             self.store.commit()
             self.store.reopen_run(self.run_id, manifest)  # what was graded, known now
-            self.store.finish_run(self.run_id, summary["status"], summary)
+            self.store.finish_run(self.run_id, status, summary)
         return manifest, summary

@@ -26,6 +26,7 @@ from typing import TYPE_CHECKING, Any
 from pydantic import BaseModel, ConfigDict, ValidationError
 
 from proctor.core.jsonvalues import canonical
+from proctor.core.summary import RunSummary
 from proctor.env.domain import Domain, Tool, ToolError
 from proctor.env.suite import Suite, SuiteTask
 from proctor.grade.context import NOT_ATTEMPTED
@@ -158,7 +159,7 @@ class SessionReplay:
 @dataclass
 class ReplayReport:
     run_id: str
-    summary: dict[str, Any]
+    summary: RunSummary
     sessions: list[SessionReplay]
     skipped: list[str]
 

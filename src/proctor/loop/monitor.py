@@ -21,6 +21,8 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from proctor.core.runs import RunData
+from proctor.core.summary import RunSummary
 from proctor.core.trace import Trace
 from proctor.decide import stats
 from proctor.decide.drift import fisher_exact, mann_whitney
@@ -32,7 +34,6 @@ from proctor.interop.trace_files import TraceInputError, load_sessions
 from proctor.loop.desk_labels import labels_by_trace
 from proctor.loop.mapping import Mapping, TagRule
 from proctor.loop.signals import Signals, first_of, logged_outcome, parse_time, read_signals
-from proctor.store.export import RunData
 from proctor.store.sqlite import RunNotFound, Store
 from proctor.tasks.regex import search
 
@@ -201,7 +202,7 @@ class Baseline:
     records: list[Signals]
     #: Signals read from traces (False for an exported run file: outcome, latency, cost only).
     traced: bool
-    summary: dict[str, Any] | None = None
+    summary: RunSummary | None = None
 
 
 def baseline_signals(

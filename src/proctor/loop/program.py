@@ -22,6 +22,7 @@ from datetime import datetime
 from typing import Any
 
 from proctor.core.results import TrialResult
+from proctor.core.summary import RunSummary
 from proctor.decide.agreement import cohen_kappa
 from proctor.env.suite import Suite
 from proctor.store.sqlite import Store
@@ -119,11 +120,11 @@ def incidents_caught(store: Store, suite: Suite) -> dict[str, Any]:
     }
 
 
-def wall_time(summary: dict[str, Any] | None) -> dict[str, Any]:
-    value = (summary or {}).get("wall_time_s")
+def wall_time(summary: RunSummary | None) -> dict[str, Any]:
+    value = summary.wall_time_s if summary else None
     return {
         "seconds": value,
-        "trials": (summary or {}).get("trials"),
+        "trials": summary.trials if summary else None,
         "note": None if value is not None else "the run's summary does not record it",
     }
 
@@ -134,7 +135,7 @@ def program_figures(
     suite_tags: Iterable[str] | None = None,
     run_results: Iterable[TrialResult] = (),
     human: dict[tuple[str, int], bool] | None = None,
-    summary: dict[str, Any] | None = None,
+    summary: RunSummary | None = None,
     store: Store | None = None,
     suite: Suite | None = None,
 ) -> dict[str, Any]:

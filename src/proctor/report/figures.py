@@ -12,8 +12,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from proctor.core.summary import RunSummary
 from proctor.decide.paired import bootstrap_mean_interval
-from proctor.decide.summary import headline_k
 from proctor.report.fmt import success_interval
 
 SEVERITIES = ("critical", "high", "medium", "low")
@@ -59,69 +59,67 @@ class Headline:
         return ", ".join(parts) or "none"
 
 
-def _task_interval(summary: dict[str, Any], k: int) -> tuple[float, float] | None:
-    values = [
-        row["pass_hat_k"][str(k)] for row in summary["per_task"] if str(k) in row["pass_hat_k"]
-    ]
+def _task_interval(summary: RunSummary, k: int) -> tuple[float, float] | None:
+    values = [row.pass_hat_k[str(k)] for row in summary.per_task if str(k) in row.pass_hat_k]
     return bootstrap_mean_interval(values, seed=BOOTSTRAP_SEED)
 
 
-def incomplete_note(summary: dict[str, Any]) -> str:
+def incomplete_note(summary: RunSummary) -> str:
     """Why pass^k stops short of the trials per task ('' when it does not)."""
-    pass_k = summary.get("pass_k", {})
-    if not pass_k.get("incomplete"):
+    pass_k = summary.pass_k
+    if pass_k is None or not pass_k.incomplete:
         return ""
-    k = int(summary["trials_per_task"])
-    covered = pass_k["incomplete"].get(str(k))
+    k = summary.trials_per_task
+    covered = pass_k.incomplete.get(str(k))
     return (
-        f"pass^{k} is not reported: only {covered} of {pass_k['tasks']} tasks have {k} valid "
+        f"pass^{k} is not reported: only {covered} of {pass_k.tasks} tasks have {k} valid "
         f"trials, and a figure over fewer tasks is not comparable"
     )
 
 
-def headline(summary: dict[str, Any]) -> Headline:
-    k = headline_k(summary)
-    violations = summary["safety_violations"]
-    sev = violations["by_severity"]
+def headline(summary: RunSummary) -> Headline:
+    k = summary.headline_k
+    violations = summary.safety_violations
+    sev = violations.by_severity
     ordered = {s: sev.get(s, 0) for s in SEVERITIES}
     ordered.update({s: n for s, n in sev.items() if s not in ordered})
-    low, high = summary["success_ci"]
-    cost = summary["cost"]
-    efficiency = summary.get("efficiency", {})
+    low, high = summary.success_ci
+    cost = summary.cost
     return Headline(
         k=k,
         incomplete=incomplete_note(summary),
-        tasks=sum(1 for row in summary["per_task"] if row["n"]),
-        success=summary["success_rate"],
+        tasks=sum(1 for row in summary.per_task if row.n),
+        success=summary.success_rate,
         success_ci=(low, high),
         success_ci_text=success_interval(summary),
-        pooled=summary.get("pooled_success_rate"),
-        passed=summary["passed_trials"],
-        valid=summary["valid_trials"],
-        partial=summary.get("partial_rate"),
-        pass_hat_k=summary["pass_hat_k"].get(str(k)),
+        pooled=summary.pooled_success_rate,
+        passed=summary.passed_trials,
+        valid=summary.valid_trials,
+        partial=summary.partial_rate,
+        pass_hat_k=summary.pass_hat_k.get(str(k)),
         pass_hat_k_ci=_task_interval(summary, k),
-        efficiency=efficiency.get("score"),
-        efficiency_tasks=efficiency.get("tasks", 0),
-        violations=violations["total"],
+        efficiency=summary.efficiency.score,
+        efficiency_tasks=summary.efficiency.tasks,
+        violations=violations.total,
         by_severity=ordered,
-        cost_per_passed_trial=cost.get("per_passed_trial_usd"),
-        total_cost=cost["total_usd"],
-        currency=cost.get("currency"),
-        cost_measured=cost.get("measured_trials", 1) > 0,
-        tokens_measured=summary["tokens"].get("measured_trials", 1) > 0,
-        p95_tool_calls=summary["tool_calls"]["p95"],
-        p95_latency=summary["latency_s"]["p95"],
-        p95_simulated=(summary.get("simulated_s") or {}).get("p95"),
-        errors=summary["errors"],
-        timeouts=summary["timeouts"],
+        cost_per_passed_trial=cost.per_passed_trial_usd,
+        total_cost=cost.total_usd,
+        currency=cost.currency,
+        # summaries from before these were counted say nothing: take them as measured
+        cost_measured=cost.measured_trials != 0,
+        tokens_measured=summary.tokens.measured_trials != 0,
+        p95_tool_calls=summary.tool_calls.p95,
+        p95_latency=summary.latency_s.p95,
+        p95_simulated=summary.simulated_s.p95,
+        errors=summary.errors,
+        timeouts=summary.timeouts,
     )
 
 
-def quality_note(summary: dict[str, Any]) -> str | None:
+def quality_note(summary: RunSummary) -> str | None:
     """What imported data could not be trusted (grade/quality.py), in one sentence; None
     when nothing was flagged. Every report says it the same way."""
-    flags = summary.get("data_quality") or {}
+    flags = summary.data_quality
     if not flags:
         return None
     listed = ", ".join(f"{code} in {n} trial{'s' if n != 1 else ''}" for code, n in flags.items())
@@ -131,11 +129,11 @@ def quality_note(summary: dict[str, Any]) -> str | None:
     )
 
 
-def consistency(summary: dict[str, Any]) -> dict[str, list[str]]:
+def consistency(summary: RunSummary) -> dict[str, list[str]]:
     """Task ids by how consistent they were: all trials passed, some, none (valid ones)."""
     groups: dict[str, list[str]] = {"always": [], "sometimes": [], "never": []}
-    for row in summary["per_task"]:
-        if row["n"]:
-            c, n = row["passed"], row["n"]
-            groups["always" if c == n else "never" if c == 0 else "sometimes"].append(row["id"])
+    for row in summary.per_task:
+        if row.n:
+            c, n = row.passed, row.n
+            groups["always" if c == n else "never" if c == 0 else "sometimes"].append(row.id)
     return groups

@@ -7,6 +7,7 @@ from collections.abc import Callable
 from typing import Any
 
 from proctor.core.results import NOT_MEASURED
+from proctor.core.summary import RunSummary
 
 #: Metrics that are rates (shown in percent and percentage points).
 RATES = {"task_success_rate", "tool_precision", "tool_recall", "arg_accuracy"}
@@ -45,23 +46,23 @@ def interval(pair: tuple[float | None, float | None] | list[float | None] | None
     return f"{pct(pair[0])}–{pct(pair[1])}"
 
 
-def success_interval(summary: dict[str, Any]) -> str:
+def success_interval(summary: RunSummary) -> str:
     """The headline's 95% interval with what it is about (docs/architecture.md, Metrics):
     a single task's interval is of that task's trials, two tasks are too few for one."""
-    method = (summary.get("success_interval") or {}).get("method")
+    method = summary.success_interval.method if summary.success_interval else None
     if method == "too_few":
         return "95% CI: too few tasks (2) for one"
-    text = f"95% CI {interval(summary.get('success_ci'))}"
+    text = f"95% CI {interval(summary.success_ci)}"
     if method == "task":
         return f"{text} for this one task's trials, not for a suite"
     return f"{text}, clustered by task"
 
 
-def detectable_drop(summary: dict[str, Any]) -> str:
+def detectable_drop(summary: RunSummary) -> str:
     """The minimal detectable effect (a drop compare finds with 80% power), or why none."""
-    if summary.get("mde") is not None:
-        return f"{pct(summary['mde'])} in success (80% power; ICC {num(summary.get('icc'))})"
-    if summary.get("success_rate") is None:
+    if summary.mde is not None:
+        return f"{pct(summary.mde)} in success (80% power; ICC {num(summary.icc)})"
+    if summary.success_rate is None:
         return "—"
     return "too few tasks to detect any drop"
 
@@ -91,11 +92,11 @@ def metric_interval(metric: str, pair: list[float | None]) -> str:
     return f"[{metric_text(metric, low, signed=True)}, {metric_text(metric, high, signed=True)}]"
 
 
-def invalid_why(summary: dict[str, Any]) -> str:
+def invalid_why(summary: RunSummary) -> str:
     """Why a run is invalid, as its summary says (older summaries: errors and missing)."""
-    reasons = summary.get("invalid_reasons")
+    reasons = summary.invalid_reasons
     if reasons is None:
-        errors, missing = summary.get("errors", 0), summary.get("missing_trials", 0)
+        errors, missing = summary.errors, summary.missing_trials
         reasons = [f"{errors} harness errors"] if errors else []
         reasons += [f"{missing} missing trials"] if missing else []
     return "; ".join(reasons) or "the run did not complete"

@@ -14,9 +14,9 @@ from typing import Any
 from jinja2 import Environment, StrictUndefined
 from markupsafe import Markup
 
+from proctor.core.runs import RunData
 from proctor.health.gating import unhealthy_tasks
 from proctor.report.fmt import pct
-from proctor.store.export import RunData
 
 _TEMPLATE = files("proctor.report") / "templates" / "health.html.j2"
 

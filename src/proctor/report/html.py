@@ -32,8 +32,8 @@ from jinja2 import Environment, StrictUndefined
 from markupsafe import Markup
 
 from proctor.core.results import TrialResult
+from proctor.core.summary import RunSummary
 from proctor.core.trace import Trace
-from proctor.decide.summary import headline_k
 from proctor.report import plots
 from proctor.report.embed import script_json, trial_payload
 from proctor.report.figures import Headline, headline, quality_note
@@ -89,7 +89,7 @@ def _manifest_rows(inputs: ReportInputs) -> list[tuple[str, str]]:
         ("run status", run.status),
         ("graders", graders or "—"),
         ("judge model", str(m.get("judge_model") or "none (deterministic graders)")),
-        *(("judge", line) for line in judge_statements(m, inputs.summary)),
+        *(("judge", line) for line in judge_statements(m, inputs.summary.judges)),
     ]
 
 
@@ -221,53 +221,53 @@ def _comparison(report: dict[str, Any]) -> dict[str, Any]:
 
 
 def _task_rows(
-    summary: dict[str, Any],
+    summary: RunSummary,
     by_task: dict[str, list[tuple[int, TrialResult]]],
     href: Callable[[int, TrialResult], str],
 ) -> list[dict[str, Any]]:
-    k = str(headline_k(summary))
-    violations = Counter(v["task_id"] for v in summary["safety_violations"]["trials"])
+    k = str(summary.headline_k)
+    violations = Counter(v.task_id for v in summary.safety_violations.trials)
     rows = []
-    for row in summary["per_task"]:
-        hat = row["pass_hat_k"].get(k)
-        n, c = row["n"], row["passed"]
+    for row in summary.per_task:
+        hat = row.pass_hat_k.get(k)
+        n, c = row.n, row.passed
         rows.append(
             {
-                "id": row["id"],
-                "tags": ", ".join(row["tags"]),
-                "risk": row["risk"],
-                "risk_rank": _RISK_RANK.get(row["risk"], -1),
+                "id": row.id,
+                "tags": ", ".join(row.tags),
+                "risk": row.risk,
+                "risk_rank": _RISK_RANK.get(row.risk, -1),
                 "passed": c,
                 "n": n,
                 "rate": c / n if n else -1,
                 "status": "passing" if n and c == n else "failing",
-                "violations": violations[row["id"]],
+                "violations": violations[row.id],
                 "pass_hat": pct(hat),
                 "pass_hat_v": -1 if hat is None else hat,
-                "failing": ", ".join(f"{name}×{m}" for name, m in row["failed_checks"].items()),
-                "cost": money(row["cost_usd"]),
-                "cost_v": row["cost_usd"],
+                "failing": ", ".join(f"{name}×{m}" for name, m in row.failed_checks.items()),
+                "cost": money(row.cost_usd),
+                "cost_v": row.cost_usd,
                 "trials": [
                     {"href": href(i, r), "trial": r.trial, "status": r.status}
-                    for i, r in by_task.get(row["id"], [])
+                    for i, r in by_task.get(row.id, [])
                 ],
             }
         )
     return rows
 
 
-def _slices(summary: dict[str, Any]) -> list[dict[str, Any]]:
-    k = headline_k(summary)
+def _slices(summary: RunSummary) -> list[dict[str, Any]]:
+    k = summary.headline_k
     return [
         {
             "name": name,
-            "tasks": s["tasks"],
-            "success": pct(s["success_rate"]),
-            "pass_hat": pct(s["pass_hat_k"].get(str(k))),
+            "tasks": s.tasks,
+            "success": pct(s.success_rate),
+            "pass_hat": pct(s.pass_hat_k.get(str(k))),
             "spark": Markup(plots.spark(s, k, name)),
-            "violations": s["safety_violations"],
+            "violations": s.safety_violations,
         }
-        for name, s in summary["slices"].items()
+        for name, s in summary.slices.items()
     ]
 
 
@@ -361,7 +361,7 @@ def render_html(
         run_id=inputs.run.run_id,
         agent=f"{m['agent']['name']} {m['agent']['version']}".strip(),
         suite=m["suite"]["name"],
-        k=headline_k(s),
+        k=s.headline_k,
         verdicts=_verdicts(inputs),
         manifest=_manifest_rows(inputs),
         cards=_cards(headline(s)) + _human_card(inputs.human),
@@ -372,9 +372,9 @@ def render_html(
         tasks=_task_rows(s, by_task, href),
         queue=_queue(inputs.queue, order),
         violations=[
-            {**v, "index": order[(v["task_id"], v["trial"])]}
-            for v in s["safety_violations"]["trials"]
-            if (v["task_id"], v["trial"]) in order
+            {**v.to_json(), "index": order[(v.task_id, v.trial)]}
+            for v in s.safety_violations.trials
+            if (v.task_id, v.trial) in order
         ],
         trials=blobs,
         partial=None if keep is None else {"embedded": len(blobs), "trials": len(results)},

@@ -14,12 +14,13 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from proctor.core.runs import RunData
+from proctor.core.summary import RunSummary
 from proctor.decide.compare import compare_runs
 from proctor.decide.gate import Gate, Rule
 from proctor.env.suite import Suite
 from proctor.interop.redact import Redactor
 from proctor.review.queue import ReviewConfig, review_queue
-from proctor.store.export import RunData
 
 
 @dataclass(frozen=True)
@@ -31,7 +32,7 @@ class TaskText:
 @dataclass
 class ReportInputs:
     run: RunData
-    summary: dict[str, Any]
+    summary: RunSummary
     queue: dict[str, Any]
     baseline: RunData | None = None
     comparison: dict[str, Any] | None = None

@@ -13,6 +13,7 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
+from proctor.core.summary import Judges, RunSummary
 from proctor.report.fmt import money, num, pct
 
 
@@ -20,13 +21,13 @@ def _kappa(kappa: float | None, ci: list[float] | None) -> str:
     return num(kappa) + (f" [{ci[0]:.2f}, {ci[1]:.2f}]" if ci else "")
 
 
-def judge_statements(manifest: dict[str, Any], summary: dict[str, Any]) -> list[str]:
-    """One plain sentence per rubric a run's judge scored, its warnings, its spending."""
+def judge_statements(manifest: dict[str, Any], figures: Judges | None) -> list[str]:
+    """One plain sentence per rubric a run's judge scored, its warnings, its spending
+    (`figures`: the summary's judge figures; None in a summary from before them)."""
     judges = manifest.get("judges")
     if not judges:
         return []
-    figures = summary.get("judges") or {}
-    by_rubric = figures.get("by_rubric", {})
+    by_rubric = figures.by_rubric if figures is not None else {}
     out = []
     for rubric_id, row in judges.get("rubrics", {}).items():
         counts = by_rubric.get(f"judge:{rubric_id}", {})
@@ -58,19 +59,19 @@ def judge_statements(manifest: dict[str, Any], summary: dict[str, Any]) -> list[
                 f"gate ({share})."
             )
     out += [str(w) for w in judges.get("warnings", [])]
-    if figures:
-        tokens = figures.get("input_tokens", 0) + figures.get("output_tokens", 0)
+    if figures is not None:
+        tokens = figures.input_tokens + figures.output_tokens
         out.append(
-            f"Judges made {figures.get('calls', 0)} calls ({figures.get('cache_hits', 0)} "
+            f"Judges made {figures.calls} calls ({figures.cache_hits} "
             f"answered from the judge cache), {tokens:,} tokens, "
-            f"{money(figures.get('cost_usd'))}, apart from the agent's usage; "
-            f"{figures.get('errors', 0)} judge errors."
+            f"{money(figures.cost_usd)}, apart from the agent's usage; "
+            f"{figures.errors} judge errors."
         )
     return out
 
 
-def print_judges(manifest: dict[str, Any], summary: dict[str, Any], console: Console) -> None:
-    for line in judge_statements(manifest, summary):
+def print_judges(manifest: dict[str, Any], summary: RunSummary, console: Console) -> None:
+    for line in judge_statements(manifest, summary.judges):
         console.print(Text(line))
 
 

@@ -70,23 +70,26 @@ def _trials(numbers: list[int]) -> str:
 
 def _evaluated(inputs: ReportInputs, h: Headline) -> list[str]:
     m, s = inputs.manifest, inputs.summary
-    slices = s["slices"]
+    slices = s.slices
     kinds = [k for k in _PURPOSE if f"suite:{k}" in slices]
     domains = ", ".join(sorted(m["suite"].get("domains", {}))) or "simulated"
-    parts = [f"{slices[f'suite:{k}']['tasks']} {k}" for k in kinds]
-    high = slices.get("risk:high", {}).get("tasks", 0)
-    holdout = slices.get("split:holdout", {}).get("tasks", 0)
+    parts = [f"{slices[f'suite:{k}'].tasks} {k}" for k in kinds]
+
+    def tasks_in(name: str) -> int:
+        return slices[name].tasks if name in slices else 0
+
     purposes = _and([_PURPOSE[k] for k in kinds]) or "its behaviour on these tasks"
     return [
         "## What was evaluated, and why",
         "",
         f"The agent {esc(m['agent']['name'])} ({code(m['agent']['ref'])}) was given "
-        f"{_n(s['tasks'], 'task')} in a simulated environment ({esc(domains)}), "
-        f"{_n(h.k, 'attempt')} each ({_n(s['trials'], 'trial')}), every attempt in a fresh "
+        f"{_n(s.tasks, 'task')} in a simulated environment ({esc(domains)}), "
+        f"{_n(h.k, 'attempt')} each ({_n(s.trials, 'trial')}), every attempt in a fresh "
         "copy of the environment. "
         f"The suite tests {purposes}. Tasks: {', '.join(parts) or 'no suite labels'} "
-        f"(a task may be in several); {high} high-risk; {holdout} held out from development; "
-        f"adversarial cases: {slices.get('suite:adversarial', {}).get('tasks', 0)}.",
+        f"(a task may be in several); {tasks_in('risk:high')} high-risk; "
+        f"{tasks_in('split:holdout')} held out from development; "
+        f"adversarial cases: {tasks_in('suite:adversarial')}.",
     ]
 
 
@@ -95,8 +98,8 @@ def _reliability(inputs: ReportInputs, h: Headline) -> list[str]:
     groups = consistency(s)
     counted = sum(len(v) for v in groups.values())
     weakest = sorted(
-        ((name, sl) for name, sl in s["slices"].items() if sl["success_rate"] is not None),
-        key=lambda item: (item[1]["success_rate"], item[0]),
+        ((name, sl.success_rate) for name, sl in s.slices.items() if sl.success_rate is not None),
+        key=lambda item: (item[1], item[0]),
     )[:3]
     lines = [
         "## Success and reliability",
@@ -123,7 +126,7 @@ def _reliability(inputs: ReportInputs, h: Headline) -> list[str]:
         f"- Of {_n(counted, 'task')}, {len(groups['always'])} always succeeded, "
         f"{len(groups['sometimes'])} only sometimes, {len(groups['never'])} never.",
         "- Weakest slices: "
-        + ", ".join(f"{code(name)} {pct(sl['success_rate'])}" for name, sl in weakest)
+        + ", ".join(f"{code(name)} {pct(rate)}" for name, rate in weakest)
         + ".",
     ]
 
@@ -148,17 +151,15 @@ def _escalation(inputs: ReportInputs) -> str:
 
 def _safety(inputs: ReportInputs, h: Headline) -> list[str]:
     grouped: dict[tuple[str, str, str], list[int]] = defaultdict(list)
-    for v in inputs.summary["safety_violations"]["trials"]:
-        grouped[(v["severity"] or "unknown", v["check"], v["task_id"])].append(v["trial"])
+    for v in inputs.summary.safety_violations.trials:
+        grouped[(v.severity or "unknown", v.check, v.task_id)].append(v.trial)
     rank = {s: i for i, s in enumerate(h.by_severity)}
     keys = sorted(grouped, key=lambda key: (rank.get(key[0], 99), key[1], key[2]))
     lines = ["## Safety", ""]
     if not keys:
         lines.append("No safety check failed: 0 violations.")
     else:
-        affected = len(
-            {(v["task_id"], v["trial"]) for v in inputs.summary["safety_violations"]["trials"]}
-        )
+        affected = len({(v.task_id, v.trial) for v in inputs.summary.safety_violations.trials})
         lines.append(
             f"{_n(h.violations, 'safety violation')} ({h.severity_text()}) in "
             f"{_n(affected, 'trial')}:"
@@ -181,12 +182,12 @@ def _cost(inputs: ReportInputs, h: Headline) -> list[str]:
         else f"{money(h.cost_per_passed_trial, h.currency)} per passed trial"
     )
     cost = (
-        f"Total {money(h.total_cost, h.currency)} for {_n(s['trials'], 'trial')}; {per_success}"
+        f"Total {money(h.total_cost, h.currency)} for {_n(s.trials, 'trial')}; {per_success}"
         if h.cost_measured
         else f"Cost {NOT_MEASURED} (no trial reported one)"
     )
     tokens = (
-        f"{count(s['tokens']['mean'])} tokens on average"
+        f"{count(s.tokens.mean)} tokens on average"
         if h.tokens_measured
         else f"tokens {NOT_MEASURED}"
     )
@@ -265,33 +266,33 @@ def _limits(inputs: ReportInputs, h: Headline) -> list[str]:
         "## Limitations",
         "",
     ]
-    if s.get("mde") is not None:
+    if s.mde is not None:
         lines.append(
-            f"- Size: {s['tasks']} tasks × {h.k} attempts. Compared with another run of this "
-            f"size, only drops in success of {100 * s['mde']:.1f} points or more are found "
+            f"- Size: {s.tasks} tasks × {h.k} attempts. Compared with another run of this "
+            f"size, only drops in success of {100 * s.mde:.1f} points or more are found "
             "(80% power)."
         )
-    elif s.get("success_rate") is not None:
-        lines.append(f"- Size: {s['tasks']} tasks × {h.k} attempts: {detectable_drop(s)}.")
+    elif s.success_rate is not None:
+        lines.append(f"- Size: {s.tasks} tasks × {h.k} attempts: {detectable_drop(s)}.")
     if low is not None and high is not None:
         lines.append(f"- The 95% interval of task success is {100 * (high - low):.1f} points wide.")
     if m.get("judges"):
-        lines += [f"- {esc(line)}" for line in judge_statements(m, s)]
+        lines += [f"- {esc(line)}" for line in judge_statements(m, s.judges)]
     else:
         lines.append(
             "- Answers are checked by rules (phrases, patterns, grounding), not by an expert."
         )
-    holdout, dev = s["slices"].get("split:holdout"), s["slices"].get("split:dev")
+    holdout, dev = s.slices.get("split:holdout"), s.slices.get("split:dev")
     if holdout is None:
         lines.append("- No held-out tasks: the agent may have been tuned on these very tasks.")
     elif dev is not None:
         lines.append(
-            f"- Held-out tasks: {pct(holdout['success_rate'])} success, against "
-            f"{pct(dev['success_rate'])} on development tasks."
+            f"- Held-out tasks: {pct(holdout.success_rate)} success, against "
+            f"{pct(dev.success_rate)} on development tasks."
         )
-    if s["errors"]:
+    if s.errors:
         lines.append(
-            f"- {_n(s['errors'], 'trial')} broke in the harness; they are left out of the figures."
+            f"- {_n(s.errors, 'trial')} broke in the harness; they are left out of the figures."
         )
     if (note := quality_note(s)) is not None:
         lines.append(f"- {esc(note)}")

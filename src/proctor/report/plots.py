@@ -12,10 +12,10 @@ from dataclasses import dataclass
 from typing import Any
 
 from proctor.core.results import TrialResult
-from proctor.decide.summary import headline_k
+from proctor.core.runs import RunData
+from proctor.core.summary import RunSummary, SliceRow
 from proctor.report import svg
 from proctor.report.fmt import money
-from proctor.store.export import RunData
 
 MAX_SERIES = 10
 MAX_PAIRED_ROWS = 40
@@ -32,22 +32,22 @@ def _pass_hat_points(rates: dict[str, Any], k: int) -> list[tuple[float, float]]
     return [(i, rates[str(i)]) for i in range(1, k + 1) if rates.get(str(i)) is not None]
 
 
-def pass_hat(summary: dict[str, Any]) -> Plot:
+def pass_hat(summary: RunSummary) -> Plot:
     """pass^k against k: the whole run, then its suite, risk and split slices."""
-    k = headline_k(summary)
+    k = summary.headline_k
     caption = "pass^k against k"
     if k < 2:
         return Plot(caption, None, "One trial per task: pass^k needs at least two trials.")
-    slices = summary["slices"]
+    slices = summary.slices
     splits = [n for n in slices if n.startswith("split:")]
     names = [
         n
         for n in slices
         if n.startswith(("suite:", "risk:")) or (n.startswith("split:") and len(splits) > 1)
     ]
-    series = [svg.Series("whole run", _pass_hat_points(summary["pass_hat_k"], k), "s0")]
+    series = [svg.Series("whole run", _pass_hat_points(summary.pass_hat_k, k), "s0")]
     for i, name in enumerate(names[: MAX_SERIES - 1], start=1):
-        series.append(svg.Series(name, _pass_hat_points(slices[name]["pass_hat_k"], k), f"s{i}"))
+        series.append(svg.Series(name, _pass_hat_points(slices[name].pass_hat_k, k), f"s{i}"))
     drawing = svg.line_chart(
         series,
         title="pass^k against k, whole run and slices",
@@ -59,25 +59,25 @@ def pass_hat(summary: dict[str, Any]) -> Plot:
     return Plot(caption, drawing, note + " Every slice, tags included, is in the table below.")
 
 
-def spark(slice_: dict[str, Any], k: int, name: str) -> str:
-    values = [v for _, v in _pass_hat_points(slice_["pass_hat_k"], k)]
+def spark(slice_: SliceRow, k: int, name: str) -> str:
+    values = [v for _, v in _pass_hat_points(slice_.pass_hat_k, k)]
     return svg.sparkline(values, title=f"{name}: pass^1 to pass^{k}")
 
 
-def cost_success(summary: dict[str, Any]) -> Plot:
+def cost_success(summary: RunSummary) -> Plot:
     """Each task's mean cost per trial against its success rate, coloured by risk; a task
     whose cost nothing measured has no point."""
     points = []
     risks = set()
-    for row in summary["per_task"]:
-        trials = row["n"] + row["errors"]
-        if row["success_rate"] is None or not trials or row["cost_usd"] is None:
+    for row in summary.per_task:
+        trials = row.n + row.errors
+        if row.success_rate is None or not trials or row.cost_usd is None:
             continue
-        cost = row["cost_usd"] / trials
-        risks.add(row["risk"])
-        label = f"{row['id']} ({row['risk']} risk): {100 * row['success_rate']:.0f}% success"
+        cost = row.cost_usd / trials
+        risks.add(row.risk)
+        label = f"{row.id} ({row.risk} risk): {100 * row.success_rate:.0f}% success"
         tip = f"{label}, {money(cost)} per trial"
-        points.append((cost, row["success_rate"], tip, f"risk-{row['risk']}"))
+        points.append((cost, row.success_rate, tip, f"risk-{row.risk}"))
     drawing = svg.scatter(
         points,
         title="cost against success per task",

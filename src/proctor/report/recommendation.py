@@ -14,6 +14,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from proctor.core.summary import RunSummary
 from proctor.report.fmt import invalid_why
 
 RERUN = "re-run before deciding"
@@ -43,20 +44,20 @@ def _n(number: int, noun: str) -> str:
     return f"{number} {noun}{'' if number == 1 else 's'}"
 
 
-def blocking_violations(summary: dict[str, Any]) -> int:
+def blocking_violations(summary: RunSummary) -> int:
     """Critical and high safety violations: any one of them blocks a release."""
-    by_severity = summary["safety_violations"]["by_severity"]
+    by_severity = summary.safety_violations.by_severity
     return int(by_severity.get("critical", 0) + by_severity.get("high", 0))
 
 
 def recommend(
-    summary: dict[str, Any], gate: dict[str, Any] | None, queued: int | None
+    summary: RunSummary, gate: dict[str, Any] | None, queued: int | None
 ) -> Recommendation:
     """What the run supports, from its summary, its gate result (None: no gate evaluated)
     and the number of trials in its review queue (None: not computed)."""
     blocking = blocking_violations(summary)
     severe = f"the run had {_n(blocking, 'critical or high safety violation')}"
-    if not summary["valid"]:
+    if not summary.valid:
         return Recommendation(
             RERUN,
             [

@@ -12,7 +12,8 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
-from proctor.decide.summary import TOOL_METRICS, headline_k
+from proctor.core.summary import RunSummary, Scorecard
+from proctor.decide.summary import TOOL_METRICS
 from proctor.report.figures import incomplete_note, quality_note
 from proctor.report.fmt import (
     NOT_MEASURED,
@@ -30,66 +31,66 @@ def plain(value: Any) -> Text:
     return Text("".join(ch if ch.isprintable() else "?" for ch in str(value)))
 
 
-def cost_text(summary: dict[str, Any], *stats: str) -> str:
+def cost_text(summary: RunSummary, *stats: str) -> str:
     """Cost per passed trial, or the per-trial `stats` (seed 002's cost per case);
     "not measured" when no trial reported a cost."""
-    cost = summary["cost"]
-    if cost.get("measured_trials", 1) == 0:  # older summaries lack the count
+    cost = summary.cost
+    if cost.measured_trials == 0:  # older summaries lack the count
         return NOT_MEASURED
     if stats:
-        return " / ".join(money(cost["per_trial_usd"][s], cost.get("currency")) for s in stats)
-    return money(cost.get("per_passed_trial_usd"), cost.get("currency"))
+        per_trial = cost.per_trial_usd
+        return " / ".join(money(getattr(per_trial, s), cost.currency) for s in stats)
+    return money(cost.per_passed_trial_usd, cost.currency)
 
 
-def latency_text(summary: dict[str, Any]) -> str:
+def latency_text(summary: RunSummary) -> str:
     """p95 latency, and how much of a trial's time was simulated rather than timed."""
-    text = num(summary["latency_s"]["p95"], "{:.2f} s")
-    simulated = (summary.get("simulated_s") or {}).get("p95")
+    text = num(summary.latency_s.p95, "{:.2f} s")
+    simulated = summary.simulated_s.p95
     return f"{text} ({simulated:.2f} s simulated)" if simulated else text
 
 
-def headline(summary: dict[str, Any]) -> Table:
-    k = headline_k(summary)
-    violations = summary["safety_violations"]
-    sev = ", ".join(f"{n} {s}" for s, n in sorted(violations["by_severity"].items())) or "none"
-    tool = summary["tool_use"]
-    tasks = sum(1 for row in summary["per_task"] if row["n"])
-    pooled = summary.get("pooled_success_rate")
+def headline(summary: RunSummary) -> Table:
+    k = summary.headline_k
+    violations = summary.safety_violations
+    sev = ", ".join(f"{n} {s}" for s, n in sorted(violations.by_severity.items())) or "none"
+    tool = summary.tool_use
+    tasks = sum(1 for row in summary.per_task if row.n)
     rows = [
         (
             "task success (pass@1)",
-            f"{pct(summary['success_rate'])}  (mean over {tasks} tasks; "
-            f"{success_interval(summary)}; pooled {summary['passed_trials']}/"
-            f"{summary['valid_trials']} valid trials = {pct(pooled)})",
+            f"{pct(summary.success_rate)}  (mean over {tasks} tasks; "
+            f"{success_interval(summary)}; pooled {summary.passed_trials}/"
+            f"{summary.valid_trials} valid trials = {pct(summary.pooled_success_rate)})",
         ),
         (
             "partial",
-            f"{pct(summary.get('partial_rate'))}  ({summary.get('partial_trials', 0)} failed "
+            f"{pct(summary.partial_rate)}  ({summary.partial_trials} failed "
             "trials did some required parts)",
         ),
         ("minimal detectable drop", detectable_drop(summary)),
     ]
     if k > 1:
-        rows.append((f"pass@{k}", pct(summary["pass_at_k"].get(str(k)))))
-        rows.append((f"pass^{k}", pct(summary["pass_hat_k"].get(str(k)))))
+        rows.append((f"pass@{k}", pct(summary.pass_at_k.get(str(k)))))
+        rows.append((f"pass^{k}", pct(summary.pass_hat_k.get(str(k)))))
     note = incomplete_note(summary)
     if note:
         rows.append(("pass^k", note))
-    efficiency = summary.get("efficiency", {})
-    if efficiency.get("score") is not None:
+    efficiency = summary.efficiency
+    if efficiency.score is not None:
         rows.append(
             (
                 "step efficiency",
-                f"{pct(efficiency['score'])}  (optimal / taken steps in passed trials, "
-                f"{efficiency['tasks']} tasks)",
+                f"{pct(efficiency.score)}  (optimal / taken steps in passed trials, "
+                f"{efficiency.tasks} tasks)",
             )
         )
     rows += [
-        ("safety violations", f"{violations['total']} ({sev})"),
+        ("safety violations", f"{violations.total} ({sev})"),
         (
             "errors / timeouts",
-            f"{summary['errors']} / {summary['timeouts']}"
-            + ("" if summary["valid"] else f"   RUN INVALID: {invalid_why(summary)}"),
+            f"{summary.errors} / {summary.timeouts}"
+            + ("" if summary.valid else f"   RUN INVALID: {invalid_why(summary)}"),
         ),
         (
             "tool precision / recall / args",
@@ -99,13 +100,13 @@ def headline(summary: dict[str, Any]) -> Table:
         ("cost per trial (mean / p95)", cost_text(summary, "mean", "p95")),
         (
             "p95 tool calls / latency",
-            f"{num(summary['tool_calls']['p95'], '{:.0f}')} / {latency_text(summary)}",
+            f"{num(summary.tool_calls.p95, '{:.0f}')} / {latency_text(summary)}",
         ),
     ]
     flagged = quality_note(summary)
     if flagged is not None:
         rows.append(("data quality", flagged.removeprefix("Data quality: ")))
-    table = Table(title=f"run {summary['run_id']}", show_header=False, title_justify="left")
+    table = Table(title=f"run {summary.run_id}", show_header=False, title_justify="left")
     table.add_column(style="bold")
     table.add_column()
     for name, text in rows:
@@ -121,44 +122,42 @@ def _counted(counts: dict[str, int], limit: int | None) -> str:
     return shown + (f" (+{rest} more)" if rest > 0 else "")
 
 
-def task_table(summary: dict[str, Any], *, all_checks: bool = False) -> Table:
+def task_table(summary: RunSummary, *, all_checks: bool = False) -> Table:
     """Per task: trials passed, pass^k and its failing checks, the three most frequent or,
     with `all_checks`, every one."""
-    k = headline_k(summary)
+    k = summary.headline_k
     table = Table(title="per task", title_justify="left")
     for col in ("task", "risk", "tags", "passed", f"pass^{k}", "failing checks"):
         table.add_column(col)
-    for row in summary["per_task"]:
+    for row in summary.per_task:
         style = (
-            "green"
-            if row["n"] and row["passed"] == row["n"]
-            else ("red" if not row["passed"] else "yellow")
+            "green" if row.n and row.passed == row.n else ("red" if not row.passed else "yellow")
         )
         table.add_row(
-            plain(row["id"]),
-            plain(row["risk"]),
-            plain(",".join(row["tags"])),
-            Text(f"{row['passed']}/{row['n']}", style=style),
-            pct(row["pass_hat_k"].get(str(k))),
-            plain(_counted(row["failed_checks"], None if all_checks else 3)),
+            plain(row.id),
+            plain(row.risk),
+            plain(",".join(row.tags)),
+            Text(f"{row.passed}/{row.n}", style=style),
+            pct(row.pass_hat_k.get(str(k))),
+            plain(_counted(row.failed_checks, None if all_checks else 3)),
         )
     return table
 
 
-def root_cause_table(summary: dict[str, Any]) -> Table | None:
+def root_cause_table(summary: RunSummary) -> Table | None:
     """Per failing task, the failure that came first in each failed trial's trace (its root
     cause, docs/architecture.md, Verdicts) and the trials it was first in; None when no
     trial failed a check."""
     rows = [
-        (row["id"], name, trials)
-        for row in summary["per_task"]
-        for name, trials in row.get("root_causes", {}).items()
+        (row.id, name, trials)
+        for row in summary.per_task
+        for name, trials in row.root_causes.items()
     ]
     if not rows:
         return None
     table = Table(
         title="root causes: the failure first in the trace",
-        caption=f"read one: proctor show {summary['run_id']} --task ID --trial N",
+        caption=f"read one: proctor show {summary.run_id} --task ID --trial N",
         title_justify="left",
         caption_justify="left",
     )
@@ -169,17 +168,14 @@ def root_cause_table(summary: dict[str, Any]) -> Table | None:
     return table
 
 
-def slice_table(summary: dict[str, Any], max_tags: int = 6) -> Table:
+def slice_table(summary: RunSummary, max_tags: int = 6) -> Table:
     """Suite, risk and split slices, then the weakest tag slices (all are in --json)."""
-    k = headline_k(summary)
-    slices = summary["slices"]
+    k = summary.headline_k
+    slices = summary.slices
     fixed = [name for name in slices if not name.startswith("tag:")]
     tags = sorted(
         (name for name in slices if name.startswith("tag:")),
-        key=lambda n: (
-            slices[n]["success_rate"] if slices[n]["success_rate"] is not None else 2,
-            n,
-        ),
+        key=lambda n: (slices[n].success_rate if slices[n].success_rate is not None else 2, n),
     )
     hidden = len(tags) - max_tags
     title = "slices" + (f" ({hidden} stronger tag slices in --json)" if hidden > 0 else "")
@@ -188,14 +184,14 @@ def slice_table(summary: dict[str, Any], max_tags: int = 6) -> Table:
         table.add_column(col)
     for name in fixed + tags[:max_tags]:
         s = slices[name]
-        failed = s["valid_trials"] - s["passed_trials"]
+        failed = s.valid_trials - s.passed_trials
         table.add_row(
             plain(name),
-            str(s["tasks"]),
-            pct(s["success_rate"]),
-            pct(s["pass_hat_k"].get(str(k))),
-            str(s["safety_violations"]),
-            plain(_failures(failed, s.get("root_causes", {}))),
+            str(s.tasks),
+            pct(s.success_rate),
+            pct(s.pass_hat_k.get(str(k))),
+            str(s.safety_violations),
+            plain(_failures(failed, s.root_causes)),
         )
     return table
 
@@ -228,30 +224,27 @@ def rules_table(title: str, rows: list[dict[str, Any]]) -> Table:
     return table
 
 
-def scorecard_tables(summary: dict[str, Any]) -> tuple[Table, Table | Text]:
+def scorecard_tables(card: Scorecard) -> tuple[Table, Table | Text]:
     """The weighted categories (weights as shares of their sum; a category with nothing to
     measure is n/a and left out of the score), and the scorecard's gates."""
-    card = summary["scorecard"]
-    verdict = "PASSED" if card["passed"] else "FAILED: a gate failed, whatever the score"
-    table = Table(
-        title=f"scorecard {100 * card['score']:.1f} / 100 — {verdict}", title_justify="left"
-    )
+    verdict = "PASSED" if card.passed else "FAILED: a gate failed, whatever the score"
+    table = Table(title=f"scorecard {100 * card.score:.1f} / 100 — {verdict}", title_justify="left")
     for col in ("category", "measures", "weight", "score"):
         table.add_column(col)
-    total = sum(c["weight"] for c in card["components"].values()) or 1.0
-    for name, comp in card["components"].items():
-        score = "n/a" if comp["score"] is None else pct(comp["score"])
-        where = ", ".join(f"{k}={'|'.join(v)}" for k, v in comp.get("where", {}).items())
-        measures = comp.get("metric", "") + (f" on {where}" if where else "")
-        weight = f"{100 * comp['weight'] / total:.0f}%"
+    total = sum(c.weight for c in card.components.values()) or 1.0
+    for name, comp in card.components.items():
+        score = "n/a" if comp.score is None else pct(comp.score)
+        where = ", ".join(f"{k}={'|'.join(v)}" for k, v in comp.where.items())
+        measures = comp.metric + (f" on {where}" if where else "")
+        weight = f"{100 * comp.weight / total:.0f}%"
         table.add_row(plain(name.replace("_", " ")), plain(measures), weight, score)
-    if any("rule" not in row for row in card["gates"]):  # stored before gates were rules
+    if any("rule" not in row for row in card.gates):  # stored before gates were rules
         return table, Text("scorecard gates from an older proctor: regrade the run to see them")
-    return table, rules_table("scorecard gates", card["gates"])
+    return table, rules_table("scorecard gates", card.gates)
 
 
 def print_summary(
-    summary: dict[str, Any],
+    summary: RunSummary,
     console: Console | None = None,
     *,
     slices: bool = True,
@@ -262,7 +255,8 @@ def print_summary(
     causes = root_cause_table(summary)
     if causes is not None:
         console.print(causes)
-    if slices and summary["slices"]:
+    if slices and summary.slices:
         console.print(slice_table(summary))
-    console.print(*scorecard_tables(summary))
+    if summary.scorecard is not None:
+        console.print(*scorecard_tables(summary.scorecard))
     console.print(headline(summary))

@@ -21,9 +21,9 @@ import random
 from collections import defaultdict
 from typing import Any
 
+from proctor.core.runs import RunData
 from proctor.store import desk
 from proctor.store.desk import NewItem
-from proctor.store.export import RunData
 from proctor.store.sqlite import Store
 
 

@@ -32,6 +32,7 @@ from proctor.review.web import Desk, number, see_other
 from proctor.store import desk
 from proctor.store import labels as stored
 from proctor.store.desk import Reviewer
+from proctor.store.export import stored_summary
 from proctor.store.sqlite import RunNotFound
 
 
@@ -70,12 +71,15 @@ def agreement_page(d: Desk, request: Request) -> Response:
     for task_id in truth.flagged:
         found = d.tasks.task(row["manifest"], task_id)
         owners[task_id] = str(found[0].metadata.get("owner", "")) if found else ""
+    summary = stored_summary(row["summary"])
     return d.render(
         request,
         "agreement.html.j2",
         me,
         run_id=run_id,
-        people=reviewer_agreement(current, task_slices(row["summary"]), level),
+        people=reviewer_agreement(
+            current, task_slices(summary.task_infos() if summary else {}), level
+        ),
         human=human_vs_automated(truth, automated),
         flagged=truth.flagged,
         owners=owners,

@@ -165,25 +165,18 @@ def run_truth(
     return ground_truth(labels, {k: v for k, v in adjudicated.items() if k not in leave_out})
 
 
-def task_slices(summary: dict[str, Any] | None) -> dict[str, list[str]]:
-    """Task -> its slice keys (`tag:x`, `suite:x`, `risk:x`, `split:x`), from a run summary."""
-    if summary is None:
-        return {}
-    return {
-        row["id"]: TaskInfo(
-            row["id"], row["tags"], row["suites"], row["risk"], row["split"]
-        ).slices()
-        for row in summary["per_task"]
-    }
+def task_slices(infos: Mapping[str, TaskInfo]) -> dict[str, list[str]]:
+    """Task -> its slice keys (`tag:x`, `suite:x`, `risk:x`, `split:x`)."""
+    return {task_id: info.slices() for task_id, info in infos.items()}
 
 
-def slice_column(summary: dict[str, Any] | None, by: str) -> dict[str, str]:
+def slice_column(infos: Mapping[str, TaskInfo], by: str) -> dict[str, str]:
     """Task -> the labels file's `slice`: its `by` slices (`risk:high`; several joined by
     `+`, as a task may have several tags or suites)."""
     prefix = f"{by}:"
     return {
         task: "+".join(s for s in slices if s.startswith(prefix))
-        for task, slices in task_slices(summary).items()
+        for task, slices in task_slices(infos).items()
     }
 
 

@@ -47,8 +47,8 @@ from dataclasses import asdict, dataclass
 from typing import Any
 
 from proctor.core.results import GATING_KINDS, TrialResult
+from proctor.core.runs import RunData
 from proctor.decide.compare import SUCCESS, Pairing, paired_metric
-from proctor.store.export import RunData
 
 REASONS = (
     "safety",

@@ -33,6 +33,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from proctor.core.results import TrialResult
+from proctor.core.summary import RunSummary
 from proctor.decide.scorecard import ScorecardConfig, summary_with_scorecard
 from proctor.decide.summary import DEFAULT_MAX_ERROR_RATE, Tally
 from proctor.env.suite import Suite, SuiteTask
@@ -44,6 +45,7 @@ from proctor.run.pool import InlinePool, Pool
 from proctor.run.runner import task_infos
 from proctor.run.source import ExecutorError, SuiteSource
 from proctor.run.trial import CRASH_CHECK, GRADER_ERROR, HARNESS_CHECKS, PROTOCOL_CHECK, judge
+from proctor.store.export import stored_summary
 from proctor.store.sqlite import (
     EncodedTrial,
     GradedRows,
@@ -72,7 +74,7 @@ class RegradeReport:
     run_id: str
     source_id: str
     manifest: dict[str, Any]
-    summary: dict[str, Any]
+    summary: RunSummary
     #: Tasks whose content changed since the run: graded with their current expectations.
     changed_tasks: list[str] = field(default_factory=list)
     #: (status before, status after) -> trials, for trials whose status changed.
@@ -104,8 +106,9 @@ def regrade(
         raise RegradeError(f"run {source['run_id']} has tasks the suite lacks: {listed}")
     graded = Suite(suite.name, suite.roots, [members[task_id] for task_id in run_tasks])
     changed = [t.id for t in graded.tasks if t.task.digest != old["suite"]["task_digests"][t.id]]
+    earlier = stored_summary(source["summary"])
     if max_error_rate is None:
-        max_error_rate = (source["summary"] or {}).get("max_error_rate", DEFAULT_MAX_ERROR_RATE)
+        max_error_rate = earlier.max_error_rate if earlier else DEFAULT_MAX_ERROR_RATE
     pool = pool or InlinePool()
     if judging is not None and not pool.inline:
         raise RegradeError("rubric judges run in this process only: regrade with one worker")
@@ -150,11 +153,12 @@ def regrade(
             max_error_rate=max_error_rate,
             config=scorecard,
         )
-        if status == "completed" and not summary["valid"]:
+        if status == "completed" and not summary.valid:
             status = "invalid"
-        summary["status"] = status
-        if "wall_time_s" in (source["summary"] or {}):  # no agent ran: its source's time
-            summary["wall_time_s"] = source["summary"]["wall_time_s"]
+        finished: dict[str, Any] = {"status": status}
+        if earlier is not None and earlier.wall_time_s is not None:  # no agent ran: its source's
+            finished["wall_time_s"] = earlier.wall_time_s
+        summary = summary.model_copy(update=finished)
         store.finish_run(run_id, status, summary)
     return RegradeReport(run_id, source["run_id"], manifest, summary, changed, flips)
 

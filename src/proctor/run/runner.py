@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from proctor.core.results import Currency, TaskInfo, TrialResult
+from proctor.core.summary import RunSummary
 from proctor.decide.scorecard import ScorecardConfig, summary_with_scorecard
 from proctor.decide.summary import DEFAULT_MAX_ERROR_RATE, Tally
 from proctor.env.suite import Suite
@@ -46,7 +47,7 @@ COMMIT_MAX = 256
 class RunReport:
     run_id: str
     manifest: dict[str, Any]
-    summary: dict[str, Any]
+    summary: RunSummary
     kept: list[TrialResult] | None = field(default=None, repr=False)
     store: Store | None = field(default=None, repr=False)
 
@@ -225,7 +226,7 @@ class Runner:
 
     def _finish(
         self, tally: Tally, status: str, started: float, *, quiet: bool = False
-    ) -> dict[str, Any]:
+    ) -> RunSummary:
         """The run's summary, stored with its status (`invalid` for a completed run that
         is not valid). `quiet`: the run is failing already; a store that cannot take this
         write (full, locked, damaged) leaves the run `running`, which resumes as well."""
@@ -237,12 +238,12 @@ class Runner:
             max_error_rate=self.max_error_rate,
             config=self.scorecard,
         )
-        if status == "completed" and not summary["valid"]:
+        if status == "completed" and not summary.valid:
             status = "invalid"
-        summary["status"] = status
         # The suite's wall time, an evaluation-program figure (proctor.loop.program);
         # a resumed run counts this session's time only.
-        summary["wall_time_s"] = round(time.perf_counter() - started, 3)
+        wall_time_s = round(time.perf_counter() - started, 3)
+        summary = summary.model_copy(update={"status": status, "wall_time_s": wall_time_s})
         if self.store is not None:
             try:
                 self.store.finish_run(self.run_id, status, summary)

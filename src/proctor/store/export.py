@@ -9,12 +9,15 @@ the store: comparisons and gates need only verdicts, checks, usage and metrics.
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from pydantic import ValidationError
+
 from proctor.core.jsonvalues import MISSING, get_path
-from proctor.core.results import Check, TaskInfo, TrialResult, Usage
+from proctor.core.results import Check, TrialResult, Usage
+from proctor.core.runs import RunData
+from proctor.core.summary import RunSummary
 from proctor.store.sqlite import RunNotFound, Store
 
 FORMAT = "proctor-run/1"
@@ -33,36 +36,6 @@ class RunInputError(ValueError):
     """A run reference or file that cannot be used; `str()` is one line for the user."""
 
 
-@dataclass
-class RunData:
-    """One run's manifest, summary and trial results, wherever it came from."""
-
-    run_id: str
-    manifest: dict[str, Any]
-    summary: dict[str, Any] | None
-    results: list[TrialResult] = field(repr=False)
-    status: str = "completed"
-    created_at: float = 0.0
-
-    def task_infos(self) -> dict[str, TaskInfo]:
-        """Tags, suites, risk, split, difficulty and optimal steps per task (from the
-        summary; ids alone without one)."""
-        if self.summary is not None:
-            return {
-                row["id"]: TaskInfo(
-                    row["id"],
-                    row["tags"],
-                    row["suites"],
-                    row["risk"],
-                    row["split"],
-                    row.get("difficulty"),
-                    row.get("optimal_steps"),
-                )
-                for row in self.summary["per_task"]
-            }
-        return {task_id: TaskInfo(task_id) for task_id in self.manifest["suite"]["task_digests"]}
-
-
 def export_run(run: RunData, path: str | Path) -> int:
     """Write `run` as JSON lines; returns the number of trials written."""
     path = Path(path)
@@ -73,7 +46,7 @@ def export_run(run: RunData, path: str | Path) -> int:
         "created_at": run.created_at,
         "status": run.status,
         "manifest": run.manifest,
-        "summary": run.summary,
+        "summary": run.summary.to_json() if run.summary is not None else None,
     }
     with path.open("w", encoding="utf-8") as out:
         out.write(json.dumps(head, default=str) + "\n")
@@ -125,10 +98,15 @@ def read_export(path: str | Path) -> RunData:
             results.append(_trial(json.loads(line)))
         except (json.JSONDecodeError, TypeError, KeyError) as exc:
             raise RunInputError(f"{path}:{number}: not a trial result: {exc}") from None
+    try:
+        summary = stored_summary(head["summary"])
+    except (ValidationError, ValueError) as exc:
+        first = str(exc).splitlines()[0]
+        raise RunInputError(f"{path}:1: summary: {first}") from None
     return RunData(
         head["run_id"],
         head["manifest"],
-        head["summary"],
+        summary,
         results,
         head.get("status", "completed"),
         head.get("created_at", 0.0),
@@ -144,11 +122,16 @@ def store_run(store: Store, ref: str) -> RunData:
     return RunData(
         row["run_id"],
         row["manifest"],
-        row["summary"],
+        stored_summary(row["summary"]),
         list(store.trial_results(row["run_id"])),
         row["status"],
         row["created_at"],
     )
+
+
+def stored_summary(data: dict[str, Any] | None) -> RunSummary | None:
+    """A stored summary (any version) as a RunSummary; None for a run that has none."""
+    return None if data is None else RunSummary.from_json(data)
 
 
 def load_run(ref: str, store: Store | None) -> RunData:

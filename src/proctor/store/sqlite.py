@@ -36,6 +36,7 @@ import orjson
 from proctor.core.jsonvalues import json_encoder
 from proctor.core.outcome import Outcome
 from proctor.core.results import Check, TrialResult, Usage
+from proctor.core.summary import RunSummary
 from proctor.core.trace import Trace, TraceEvent
 from proctor.store.health import (
     StoreBusy,
@@ -362,13 +363,15 @@ class Store:
             ),
         )
 
-    def finish_run(self, run_id: str, status: str, summary: dict[str, Any]) -> None:
+    def finish_run(self, run_id: str, status: str, summary: RunSummary | dict[str, Any]) -> None:
+        """Store the run's status and summary (a RunSummary, or the JSON form of one)."""
+        stored = summary.to_json() if isinstance(summary, RunSummary) else summary
         self._writing(
             f"finishing run {run_id}",
             partial(
                 self.db.execute,
                 "UPDATE runs SET status = ?, summary = ? WHERE run_id = ?",
-                (status, _dumps(summary), run_id),
+                (status, _dumps(stored), run_id),
             ),
         )
 
