@@ -243,3 +243,18 @@ def test_bad_configs_are_one_line(tmp_path: Path, config: str, message: str) -> 
         ],
     )
     assert out.exit_code == 2 and message in out.output and "Traceback" not in out.output
+
+
+def test_patterns_run_on_re2_so_a_backtracking_pattern_cannot_hang_the_writer(
+    tmp_path: Path,
+) -> None:
+    """`(a+)+$` on 40 a's and a b backtracks for hours in Python's `re`; RE2 is linear."""
+    redactor = Redactor(RedactConfig(patterns=[r"(a+)+$", r"ORD-\d+"], detectors=[]))
+    answer = "a" * 40 + "b ORD-7 " + "a" * 5
+    assert redactor.text(answer) == "a" * 40 + "b [REDACTED:pattern] [REDACTED:pattern]"
+    # what RE2 cannot run is refused at load, with the reason, never run by another engine
+    path = tmp_path / "r.yaml"
+    path.write_text("patterns: ['(a)\\1', '(?=x)y']")
+    with pytest.raises(ValueError, match=r"r.yaml:1: patterns: .*backreferences") as info:
+        Redactor.load(path)
+    assert "\n" not in str(info.value)

@@ -12,7 +12,9 @@ on the real values. Three kinds of rule, each replacing what it finds by a mask
 - `detectors`: `email`, `card` (Luhn-valid), `national_id`, `key` (API keys and tokens),
   `iban`, `private_key`, `password`:
   the safety grader's own detectors, so what it would flag is what gets redacted.
-- `patterns`: regular expressions of your own.
+- `patterns`: regular expressions of your own, in RE2 syntax and matched by RE2 like a
+  task's regexes (proctor.tasks.regex): time linear in the text, so a pattern that
+  backtracks cannot hang the store's writer; one RE2 refuses is a load error.
 
 Every text is redacted: strings, mapping keys, and numbers (a card stored as a JSON number
 becomes the redacted text). Two keys masked alike keep both entries (`#` suffixes).
@@ -30,7 +32,6 @@ from __future__ import annotations
 
 import hashlib
 import os
-import re
 from dataclasses import replace
 from pathlib import Path
 from typing import Any, Literal
@@ -42,6 +43,7 @@ from proctor.core.outcome import Outcome
 from proctor.core.results import Check, TrialResult
 from proctor.core.trace import Trace, TraceEvent
 from proctor.grade.safety import find_secrets
+from proctor.tasks.regex import compile_pattern
 
 REDACT_ENV = "PROCTOR_REDACT"
 Detector = Literal["email", "card", "national_id", "key", "iban", "private_key", "password"]
@@ -78,8 +80,8 @@ class RedactConfig(BaseModel):
     def _compiles(cls, patterns: list[str]) -> list[str]:
         for p in patterns:
             try:
-                re.compile(p)
-            except re.error as exc:
+                compile_pattern(p)
+            except ValueError as exc:
                 raise ValueError(f"pattern {p!r} does not compile: {exc}") from None
         return patterns
 
@@ -97,7 +99,7 @@ class Redactor:
     def __init__(self, config: RedactConfig | None = None) -> None:
         self.config = config or RedactConfig()
         self._detectors = {DETECTORS[d] for d in self.config.detectors}
-        self._patterns = [re.compile(p) for p in self.config.patterns]
+        self._patterns = [compile_pattern(p) for p in self.config.patterns]
         self._paths = [
             (tool, arg.split(".")) for tool, _, arg in (p.partition(":") for p in self.config.paths)
         ]
