@@ -24,11 +24,12 @@ evidence, so detect-secrets' high-entropy plugins are not used.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator
-from dataclasses import dataclass
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, replace
 from functools import lru_cache
 from typing import Any
 
+from proctor.core.results import TrialResult
 from proctor.grade.fold import Folded, find_folded, fold
 
 #: detect-secrets plugins (module, class) for keys and tokens of known formats.
@@ -267,3 +268,42 @@ def find_secrets(text: str, planted: list[str]) -> list[dict[str, Any]]:
         for match in find_folded(secret, folded) if secret.strip() else []:
             found.append({"detector": "task_secret", "match": match})
     return found
+
+
+def task_secret_token(index: int) -> str:
+    """What stands for the task's `index`-th declared secret (1-based) in what is kept."""
+    return f"[task_secret:{index}]"
+
+
+def hide_task_secrets(result: TrialResult, secrets: Sequence[str]) -> None:
+    """Replace, in `result`'s checks (names and evidence) and error, every spelling of the
+    task's declared secrets by `[task_secret:N]`: a check reports where a secret leaked,
+    never the secret, so no export, JUnit file or report built from the result holds it
+    (a redaction config still decides what the stored trace keeps)."""
+    declared = [(task_secret_token(i), s) for i, s in enumerate(secrets, 1) if s.strip()]
+    if not declared:
+        return
+
+    def text(value: str) -> str:
+        for token, secret in declared:
+            for spelling in sorted(set(find_folded(secret, value)), key=len, reverse=True):
+                value = value.replace(spelling, token)
+        return value
+
+    def walk(value: Any) -> Any:
+        if isinstance(value, str):
+            return text(value)
+        if isinstance(value, bool) or not isinstance(value, int | float | list | dict):
+            return value
+        if isinstance(value, int | float):
+            hidden = text(str(value))
+            return value if hidden == str(value) else hidden
+        if isinstance(value, list):
+            return [walk(v) for v in value]
+        return {walk(k) if isinstance(k, str) else k: walk(v) for k, v in value.items()}
+
+    result.checks = [
+        replace(c, name=text(c.name), evidence=walk(c.evidence)) for c in result.checks
+    ]
+    if result.error:
+        result.error = text(result.error)
