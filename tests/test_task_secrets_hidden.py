@@ -36,12 +36,12 @@ expect:
     secrets: [{SECRET}]
 """
 
-AGENT = f'''
+AGENT = f"""
 async def blabber(input, toolbox):
     await toolbox.call("orders.get", {{"order_id": "A-100"}})
     await toolbox.ask_user("Is the code {SPELLINGS[1]}?")
     return "Placed; the code is {SPELLINGS[0]}, also {SPELLINGS[2]}."
-'''
+"""
 
 
 def test_a_declared_secret_is_in_no_check_export_or_junit(tmp_path: Path) -> None:
@@ -88,9 +88,7 @@ def test_a_declared_secret_is_in_no_check_export_or_junit(tmp_path: Path) -> Non
 
 
 def test_every_check_field_and_the_error_are_hidden() -> None:
-    result = TrialResult(
-        "r", "t", 0, 0, "failed", error=f"agent raised: bad {SECRET}"
-    )
+    result = TrialResult("r", "t", 0, 0, "failed", error=f"agent raised: bad {SECRET}")
     result.checks = [
         Check(f"not_mentions:{SECRET}", "answer", False, evidence={"answer": SPELLINGS[1]}),
         Check("x", "custom", False, evidence={SPELLINGS[2]: [{"n": 4417, "ok": True}]}),

@@ -16,9 +16,9 @@ from collections.abc import Sequence
 from proctor.core.outcome import Outcome
 from proctor.core.results import TrialResult, verdict
 from proctor.core.trace import Trace
+from proctor.grade.secrets import hide_task_secrets
 from proctor.judge.base import JudgeError
 from proctor.judge.grading import Judging, judge_usage
-from proctor.grade.secrets import hide_task_secrets
 from proctor.run.trial import CRASH_CHECK, PROTOCOL_CHECK, declared_secrets
 from proctor.tasks.models import Task
 from proctor.tasks.rubrics import Rubric
