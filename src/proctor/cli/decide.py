@@ -248,7 +248,7 @@ def required_health(
 ) -> dict[str, Any]:
     """The health part of a gate: the report from `--health FILE`, else the store's."""
     from proctor.health.gating import health_gate
-    from proctor.health.records import find_health
+    from proctor.health.records import find_health, health_key
 
     if health_path:
         try:
@@ -260,7 +260,7 @@ def required_health(
     else:
         suite = run.manifest["suite"]
         report = find_health(store, suite["name"], suite["digest"]) if store else None
-    return health_gate(report, run, rules)
+    return health_gate(report, run, rules, health_key(store))
 
 
 @main.command()

@@ -71,7 +71,7 @@ def health(
     from proctor.health.check import HealthOptions, check_health
     from proctor.health.judges import NamedJudge
     from proctor.health.mutants import KINDS
-    from proctor.health.records import save_health
+    from proctor.health.records import save_health, sign_health
     from proctor.report.health_tables import print_health
 
     chosen = split_csv(kinds) or list(KINDS)
@@ -108,6 +108,8 @@ def health(
     reference = agent_or_exit(reference_ref)
     noise = agent_or_exit(noise_ref) if noise_ref else None
     report = check_health(suite, reference, options, noise_agent=noise, progress=say).to_dict()
+    if store is not None:  # signed: a gate takes only a report this store's health wrote
+        report = sign_health(store, report)
     write_json(json_path, report)
     if store is not None and not no_save:
         number = save_health(store, report)
