@@ -12,6 +12,7 @@ from proctor.cli.app import main
 from proctor.cli.common import (
     DEFAULT_PATH,
     EXIT_INVALID,
+    RATE,
     agent_or_exit,
     fail,
     open_store,
@@ -33,7 +34,7 @@ from proctor.cli.judges import JudgeOptions, judge_options
 @click.option("--trials", "-k", default=1, show_default=True, type=click.IntRange(min=1))
 @click.option("--seed", default=0, show_default=True, type=int)
 @click.option("--seeds", default=2, show_default=True, type=click.IntRange(min=1))
-@click.option("--flip-threshold", default=0.1, show_default=True, type=click.FloatRange(0, 1))
+@click.option("--flip-threshold", default=0.1, show_default=True, type=RATE)
 @click.option("--kinds", multiple=True, help="Only these mutation kinds (comma-separated).")
 @click.option("--tags", multiple=True, help="Only tasks with any of these tags.")
 @click.option("--suite", "suite_kind", default=None, help="Only tasks in this suite.")

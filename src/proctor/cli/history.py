@@ -13,6 +13,8 @@ from proctor.cli.app import main
 from proctor.cli.common import (
     DEFAULT_PATH,
     EXIT_INVALID,
+    RATE,
+    Finite,
     all_checks_option,
     fail,
     maybe_store,
@@ -25,7 +27,7 @@ from proctor.cli.common import (
 
 @main.command()
 @click.option("--store", "store_path", default=str(DEFAULT_PATH), show_default=True)
-@click.option("--limit", default=20, show_default=True)
+@click.option("--limit", default=20, show_default=True, type=click.IntRange(min=1))
 def runs(store_path: str, limit: int) -> None:
     """List stored runs, newest first."""
     from rich.console import Console
@@ -163,7 +165,7 @@ _sample_rate = click.option(
     "--sample-rate",
     default=0.05,
     show_default=True,
-    type=click.FloatRange(0, 1),
+    type=RATE,
     help="Share of the trials no rule routed that is sampled for review.",
 )
 
@@ -319,7 +321,7 @@ def _program(store: Any, run_data: Any, suite: Any) -> dict[str, Any]:
     "--drift",
     default=0.1,
     show_default=True,
-    type=click.FloatRange(0, 1, min_open=True),
+    type=Finite(0, 1, min_open=True),
     help="With --baseline: route the tasks of a slice whose success moved this much.",
 )
 @click.option("--store", "store_path", default=str(DEFAULT_PATH), show_default=True)

@@ -15,6 +15,8 @@ from proctor.cli.common import (
     DEFAULT_PATH,
     EXIT_BAD_INPUT,
     EXIT_INVALID,
+    RATE,
+    SECONDS,
     agent_or_exit,
     all_checks_option,
     fail,
@@ -81,7 +83,7 @@ def schema() -> None:
     "timeout_s",
     default=60.0,
     show_default=True,
-    type=float,
+    type=SECONDS,
     help="Per-trial limit in seconds (0: none).",
 )
 @click.option("--seed", default=0, show_default=True, type=int)
@@ -93,7 +95,7 @@ def schema() -> None:
 @click.option(
     "--json", "json_path", default=None, type=click.Path(), help="Write the summary here."
 )
-@click.option("--max-error-rate", default=0.05, show_default=True, type=float)
+@click.option("--max-error-rate", default=0.05, show_default=True, type=RATE)
 @click.option(
     "--faults",
     "faults_path",
