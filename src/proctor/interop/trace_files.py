@@ -317,6 +317,13 @@ def _span_sessions(
                         )
                     key = f"request@{where}"
                 else:
+                    if locators.get(span.span_id, locator) != locator:
+                        first = where_of[locators[span.span_id]]
+                        raise TraceInputError(
+                            f"{path}:{where}: span {span.span_id} again, without a trace id "
+                            f"(first at line {first}): a copied request cannot be told from "
+                            "the one it copies, and sessions are never merged"
+                        )
                     parents[span.span_id] = span.parent_id
                     locators[span.span_id] = locator
                     where_of[locator] = where
@@ -341,8 +348,24 @@ def _span_sessions(
                 if _trace_key(span, roots, where) in wanted:
                     spans.append(span)
         name = f"{path}: session {key!r}"
+        _unique_spans(spans, name)
         check_span_tree(spans, name)
         yield _built(path, 0, session_of_group, key, spans, prices, flavour)
+
+
+def _unique_spans(spans: list[Span], name: str) -> None:
+    """A span id twice in one trace is a copied export (or a line sent twice): graded, its
+    calls would count twice. Refused, never merged."""
+    seen: set[tuple[str, str]] = set()
+    for span in spans:
+        if span.span_id:
+            key = (span.trace_id, span.span_id)
+            if key in seen:
+                raise TraceInputError(
+                    f"{name}: span {span.span_id} twice in one trace (a copied export or a "
+                    "request sent twice?): sessions are never merged"
+                )
+            seen.add(key)
 
 
 def _span_keys(value: Any) -> list[Span]:
