@@ -182,10 +182,10 @@ def trace_of(*data: dict) -> Trace:
 def test_modes_detectors_patterns_and_paths() -> None:
     masked = Redactor(RedactConfig(detectors=["email"]))
     assert masked.text(f"mail {EMAIL} card {CARD}") == f"mail [REDACTED:email] card {CARD}"
-    hashed = Redactor(RedactConfig(mode="hash", salt="s1"))
+    hashed = Redactor(RedactConfig(mode="hash", salt="salt-one-0123456789"))
     a, b = hashed.text(EMAIL), hashed.text(f"again {EMAIL}")
     assert a.startswith("[email:") and b == f"again {a}"  # equal values hash equal
-    assert Redactor(RedactConfig(mode="hash", salt="s2")).text(EMAIL) != a
+    assert Redactor(RedactConfig(mode="hash", salt="salt-two-0123456789")).text(EMAIL) != a
     paths = Redactor(RedactConfig(paths=["*:password", "users.update:profile.*"], detectors=[]))
     call = {
         "tool": "users.update",
@@ -215,6 +215,9 @@ def test_modes_detectors_patterns_and_paths() -> None:
         ("mode: [", "r.yaml:1: invalid YAML"),
         ("redact:\n  mode: mask\n  salt: [1]", "r.yaml:3: redact.salt: "),
         ("a: &a [*a]", "r.yaml:1: an alias refers to a node that contains it"),
+        ("mode: hash", "r.yaml:1: salt: hash mode needs a secret salt"),
+        ("mode: hash\nsalt: ''", "r.yaml:2: salt: hash mode needs a secret salt"),
+        ("mode: hash\nsalt: change-me", "r.yaml:2: salt: hash mode needs"),
     ],
 )
 def test_bad_configs_are_one_line(tmp_path: Path, config: str, message: str) -> None:

@@ -24,6 +24,7 @@ from proctor.grade.root_cause import root_cause_name
 #: A run whose share of `error` trials exceeds this is invalid (docs/architecture.md, Verdicts).
 DEFAULT_MAX_ERROR_RATE = 0.05
 
+
 class Tally:
     """The trial results a summary reads, kept small while a run streams past.
 
