@@ -36,7 +36,7 @@ import hashlib
 import os
 from dataclasses import replace
 from pathlib import Path
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 from pydantic import (
     BaseModel,
@@ -82,7 +82,7 @@ class RedactConfig(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
     mode: Literal["mask", "hash"] = "mask"
-    salt: str = Field("", validate_default=True)
+    salt: Annotated[str, Field(validate_default=True)] = ""
     detectors: list[Detector] = Field(default_factory=lambda: list(DETECTORS))
     patterns: list[str] = Field(default_factory=list)
     paths: list[str] = Field(default_factory=list)

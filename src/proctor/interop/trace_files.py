@@ -318,10 +318,10 @@ def _span_sessions(
                     key = f"request@{where}"
                 else:
                     if locators.get(span.span_id, locator) != locator:
-                        first = where_of[locators[span.span_id]]
+                        earlier = where_of[locators[span.span_id]]
                         raise TraceInputError(
                             f"{path}:{where}: span {span.span_id} again, without a trace id "
-                            f"(first at line {first}): a copied request cannot be told from "
+                            f"(first at line {earlier}): a copied request cannot be told from "
                             "the one it copies, and sessions are never merged"
                         )
                     parents[span.span_id] = span.parent_id

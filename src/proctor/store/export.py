@@ -122,7 +122,7 @@ def _checked_trials(path: Path, head: dict[str, Any], rows: list[tuple[int, Any]
     listed = manifest["suite"]["task_digests"]
     k = manifest.get("trials")
     live = "import" not in manifest  # an import numbers a task's sessions past its k
-    seen: dict[tuple[str, int], int] = {}
+    seen: dict[tuple[Any, int], int] = {}
     for number, row in rows:
         if not isinstance(row, dict):
             raise RunInputError(f"{path}:{number}: not a trial result")
