@@ -460,3 +460,24 @@ def test_an_export_of_the_first_format_is_read_with_its_trials_checked(
     doubled = edit_export(old, _duplicate, redigest=False)
     with pytest.raises(RunInputError, match=r"again \(first at line"):
         read_export(doubled)
+
+
+def test_json_nested_past_what_json_reads_is_one_line_exit_2(
+    injected: tuple[Store, RunData, RunData], tmp_path: Path
+) -> None:
+    """An export line, or a whole file, nested 100,000 deep: RecursionError tracebacks in
+    compare and gate before."""
+    _, base, _ = injected
+    export_run(base, tmp_path / "base.jsonl")
+    deep = "[" * 100_000 + "]" * 100_000
+    lines = (tmp_path / "base.jsonl").read_text().splitlines()
+    (tmp_path / "deep-line.jsonl").write_text("\n".join([lines[0], deep, *lines[2:]]) + "\n")
+    (tmp_path / "deep.json").write_text(deep)
+    for name, message in [
+        ("deep-line.jsonl", "deep-line.jsonl:2: nested deeper than JSON is read"),
+        ("deep.json", "deep.json: not a proctor run export"),
+    ]:
+        done = proctor("compare", name, "base.jsonl", "--store", "absent.db", cwd=tmp_path)
+        assert done.returncode == 2 and "Traceback" not in done.stderr, done.stderr
+        [line] = done.stderr.strip().splitlines()
+        assert line.endswith(message) or message in line, line

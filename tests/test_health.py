@@ -596,3 +596,16 @@ def test_gate_require_health_takes_no_report_proctor_health_did_not_write(
         verdict = json.loads(done.output)
         assert verdict["health"]["refused"], name
         assert any(reason in r for r in verdict["health"]["reasons"]), (name, done.output)
+
+
+def test_a_health_file_nested_past_what_json_reads_is_one_line_exit_2(tmp_path: Path) -> None:
+    folder, agent = support_copy(tmp_path, planted=False)
+    store = str(tmp_path / "p.db")
+    assert cli("run", str(folder), "--agent", agent, "--store", store, "--quiet").exit_code == 0
+    deep = tmp_path / "deep.json"
+    deep.write_text("[" * 100_000 + "]" * 100_000)
+    gates = str(folder / "gates.yaml")
+    done = cli("gate", "latest", "--rules", gates, "--store", store, "--require-health",
+               "--health", str(deep))  # fmt: skip
+    assert done.exit_code == 2 and "Traceback" not in done.output, done.output
+    assert f"{deep}: not a health report (nested deeper than JSON is read)" in done.output

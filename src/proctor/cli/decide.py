@@ -263,6 +263,8 @@ def required_health(
             report = json.loads(Path(health_path).read_text(encoding="utf-8"))
         except (OSError, ValueError) as exc:
             fail(f"{health_path}: not a health report ({exc})")
+        except RecursionError:
+            fail(f"{health_path}: not a health report (nested deeper than JSON is read)")
         if not isinstance(report, dict) or "suite_verdict" not in report:
             fail(f"{health_path}: not a health report (no suite_verdict; `proctor health --json`)")
     else:

@@ -166,9 +166,10 @@ def _trial(data: dict[str, Any]) -> TrialResult:
 
 
 def _json(text: str) -> Any:
+    """JSON text's value; None when it is not JSON, or nests deeper than `json` can read."""
     try:
         return json.loads(text)
-    except json.JSONDecodeError:
+    except (json.JSONDecodeError, RecursionError):
         return None
 
 
@@ -198,6 +199,8 @@ def read_export(path: str | Path) -> RunData:
             rows.append((number, json.loads(line)))
         except json.JSONDecodeError as exc:
             raise RunInputError(f"{path}:{number}: not a trial result: {exc}") from None
+        except RecursionError:
+            raise RunInputError(f"{path}:{number}: nested deeper than JSON is read") from None
     _checked_trials(path, head, rows)
     if head["format"] == FORMAT:
         _checked_digests(path, head, rows)
