@@ -138,3 +138,19 @@ def test_an_archive_member_inflating_past_the_limit_is_refused_unread(
     with pytest.raises(TraceInputError, match=rf"{re.escape(name)}: more than 4,096 bytes"):
         load_sessions(path, "inspect")
     assert max(c.read_bytes for c in opened) <= LIMIT + 1
+
+
+@pytest.mark.parametrize("reader", ["labels", "items"])
+def test_judge_files_nested_past_what_json_reads_name_file_and_line(
+    tmp_path: Path, reader: str
+) -> None:
+    from proctor.core.documents import SpecError
+    from proctor.judge.items import read_items
+    from proctor.judge.labels import read_labels
+
+    path = tmp_path / f"{reader}.jsonl"
+    path.write_text("{}\n" + DEEP + "\n")
+    read = read_labels if reader == "labels" else read_items
+    with pytest.raises(SpecError) as info:
+        read(path)
+    assert info.value.lines() == [f"{path}:2: nested deeper than JSON is read"]
