@@ -154,3 +154,10 @@ def test_judge_files_nested_past_what_json_reads_name_file_and_line(
     with pytest.raises(SpecError) as info:
         read(path)
     assert info.value.lines() == [f"{path}:2: nested deeper than JSON is read"]
+
+
+def test_a_model_s_arguments_nested_too_deep_are_a_problem_not_a_crash() -> None:
+    from proctor.agents.bridge import parse_arguments
+
+    assert parse_arguments(DEEP) == (DEEP, "arguments nest deeper than JSON is read")
+    assert parse_arguments('{"a": [1]}') == ({"a": [1]}, None)
