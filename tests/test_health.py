@@ -609,3 +609,21 @@ def test_a_health_file_nested_past_what_json_reads_is_one_line_exit_2(tmp_path: 
                "--health", str(deep))  # fmt: skip
     assert done.exit_code == 2 and "Traceback" not in done.output, done.output
     assert f"{deep}: not a health report (nested deeper than JSON is read)" in done.output
+
+
+def test_a_signed_report_of_another_suite_is_refused_by_name(tmp_path: Path) -> None:
+    folder, agent = support_copy(tmp_path, planted=False)
+    other = tmp_path / "other-suite"
+    shutil.copytree(folder, other)
+    store = str(tmp_path / "p.db")
+    made = tmp_path / "other.json"
+    checked = cli("health", str(other), "--reference", f"{other / 'agents.py'}:scripted",
+                  "--task", "handle-missing-order", "--store", store, "--json", str(made))  # fmt: skip
+    assert checked.exit_code == 0, checked.output
+    assert cli("run", str(folder), "--agent", agent, "--store", store, "--quiet").exit_code == 0
+    gates = str(folder / "gates.yaml")
+    done = cli("gate", "latest", "--rules", gates, "--store", store, "--require-health",
+               "--health", str(made), "--json")  # fmt: skip
+    assert done.exit_code == 1, done.output
+    [reason] = json.loads(done.output)["health"]["reasons"]
+    assert reason.startswith("the health report is of suite 'other-suite'"), reason

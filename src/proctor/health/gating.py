@@ -48,6 +48,15 @@ def health_gate(
         )
         return {"refused": True, "reasons": [reason], "report": None, "rules": []}
     problems = health_problems(report, key)
+    if (
+        not problems
+        and suite["digest"] != report["suite_digest"]
+        and suite["name"] != report["suite"]
+    ):
+        problems = [
+            f"the health report is of suite {report['suite']!r} (digest "
+            f"{report['suite_digest']}), not the run's {suite['name']!r} ({suite['digest']})"
+        ]
     if problems:
         return {"refused": True, "reasons": problems, "report": None, "rules": []}
     reasons = []
