@@ -617,8 +617,9 @@ def test_a_signed_report_of_another_suite_is_refused_by_name(tmp_path: Path) -> 
     shutil.copytree(folder, other)
     store = str(tmp_path / "p.db")
     made = tmp_path / "other.json"
-    checked = cli("health", str(other), "--reference", f"{other / 'agents.py'}:scripted",
-                  "--task", "handle-missing-order", "--store", store, "--json", str(made))  # fmt: skip
+    reference = f"{other / 'agents.py'}:scripted"
+    checked = cli("health", str(other), "--reference", reference, "--task",
+                  "handle-missing-order", "--store", store, "--json", str(made))  # fmt: skip
     assert checked.exit_code == 0, checked.output
     assert cli("run", str(folder), "--agent", agent, "--store", store, "--quiet").exit_code == 0
     gates = str(folder / "gates.yaml")
