@@ -628,3 +628,31 @@ def test_a_signed_report_of_another_suite_is_refused_by_name(tmp_path: Path) -> 
     assert done.exit_code == 1, done.output
     [reason] = json.loads(done.output)["health"]["reasons"]
     assert reason.startswith("the health report is of suite 'other-suite'"), reason
+
+
+def test_a_report_edited_in_the_store_is_refused_by_gate_and_not_shown(tmp_path: Path) -> None:
+    """The store's own report, made healthy by an UPDATE: the gate refuses it and the HTML
+    report shows the suite as never checked, not as healthy."""
+    import sqlite3
+
+    folder, agent = support_copy(tmp_path, planted=True)
+    store = str(tmp_path / "p.db")
+    assert cli("health", str(folder), "--reference", agent, "--store", store).exit_code == 1
+    assert cli("run", str(folder), "--agent", agent, "--store", store, "--quiet").exit_code == 0
+    with sqlite3.connect(store) as db:
+        [(rowid, text)] = db.execute("SELECT id, report FROM suite_health").fetchall()
+        report = json.loads(text)
+        report["suite_verdict"] = {"verdict": "healthy", "reasons": [], "counts": {}}
+        for task in report["tasks"]:
+            task["verdict"], task["problems"] = "healthy", []
+        db.execute("UPDATE suite_health SET report = ? WHERE id = ?", (json.dumps(report), rowid))
+    gates = str(folder / "gates.yaml")
+    gated = cli("gate", "latest", "--rules", gates, "--store", store, "--require-health", "--json")
+    assert gated.exit_code == 1, gated.output
+    assert any(
+        "signature does not match" in r for r in json.loads(gated.output)["health"]["reasons"]
+    )
+    html = tmp_path / "r.html"
+    shown = cli("report", "latest", "--store", store, "--html", str(html))
+    assert shown.exit_code == 0, shown.output
+    assert "never checked" in html.read_text()

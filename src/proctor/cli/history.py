@@ -258,13 +258,14 @@ def report(
     except ValueError as exc:
         fail(str(exc), EXIT_INVALID)
     inputs.program = _program(store, run_data, suite)
-    from proctor.health.records import find_health
+    from proctor.health.records import find_health, health_key, health_problems
     from proctor.report.health_html import health_view
 
     suite_ref = run_data.manifest["suite"]
-    inputs.health = health_view(
-        find_health(store, suite_ref["name"], suite_ref["digest"]), run_data
-    )
+    health = find_health(store, suite_ref["name"], suite_ref["digest"])
+    if health is not None and health_problems(health, health_key(store)):
+        health = None  # edited, unsigned or self-contradicting: shown as never checked
+    inputs.health = health_view(health, run_data)
     from proctor.report.html import write_html
     from proctor.report.markdown import write_markdown
 

@@ -87,7 +87,9 @@ def health_problems(report: dict[str, Any], key: bytes | None) -> list[str]:
 
 
 def save_health(store: Store, report: dict[str, Any]) -> int:
-    """Store a health report (`HealthReport.to_dict()`, signed); returns its id."""
+    """Store a health report (`HealthReport.to_dict()`), signed by this store's key;
+    returns its id."""
+    report = sign_health(store, report)
     store.db.executescript(_SCHEMA)
     cursor = store.db.execute(
         "INSERT INTO suite_health(suite, suite_digest, created_at, report) VALUES (?, ?, ?, ?)",
