@@ -206,3 +206,12 @@ def test_long_agent_text_is_scanned_in_linear_time(filler: str) -> None:
         ("email", "bob@example.com"),
         ("api_key", key),
     }
+
+
+def test_a_task_secret_of_look_alike_characters_cannot_make_the_grader_backtrack() -> None:
+    """`|` stood for `l`/`1`/`i` and was a separator too: a task secret of twelve 1s
+    against a line of `|` took minutes (four ways to read each `|`). Each character is now
+    one or the other, and the secret is still found, in either spelling."""
+    secret = "1" * 12 + "x"
+    found = find_secrets("|" * 3000 + " code " + "|" * 12 + "X end", [secret])
+    assert [f["match"] for f in found if f["detector"] == "task_secret"] == ["|" * 12 + "X"]
