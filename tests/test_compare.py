@@ -7,9 +7,11 @@ expected figure can be worked out by hand. `make_run` is reused by the gate and 
 from __future__ import annotations
 
 import json
+import re
 import shutil
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -359,3 +361,123 @@ def test_validate_strict_rejects_duplicate_and_near_duplicate_tasks(tmp_path: Pa
     assert lenient.returncode == 0 and lenient.stdout.startswith("ok: 5 tasks")
     # without --strict only exact duplicates are looked for (a dictionary, not pairs)
     assert lenient.stderr.count("warning: ") == 1 and "'b' is a duplicate" in lenient.stderr
+
+
+def edit_export(path: Path, edit: Callable[[list[dict[str, Any]]], None], redigest: bool) -> Path:
+    """The export at `path` edited by hand; with `redigest`, the digests written again as
+    the export writes them (a forger with proctor's code), so only the checks of what the
+    trials must be can catch it."""
+    rows = [json.loads(line) for line in path.read_text().splitlines()]
+    edit(rows)
+    if redigest:
+        from proctor.store.export import _contents, _digest, _head_digest
+
+        for row in rows[1:]:
+            row.pop("digest", None)
+            row["digest"] = _digest(row)
+        rows[0]["contents"] = _contents([r for r in rows[1:]])
+        rows[0]["digest"] = _head_digest(rows[0], [r["digest"] for r in rows[1:]])
+    out = path.with_name(f"edited-{path.name}")
+    out.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    return out
+
+
+def _flip(rows: list[dict[str, Any]]) -> None:
+    failed = next(r for r in rows[1:] if r["status"] == "failed")
+    failed["status"], failed["score"] = "passed", 1.0
+
+
+def _extra_index(rows: list[dict[str, Any]]) -> None:
+    rows.append({**rows[1], "trial": rows[0]["manifest"]["trials"], "status": "passed"})
+
+
+def _duplicate(rows: list[dict[str, Any]]) -> None:
+    rows.append(dict(next(r for r in rows[1:] if r["status"] == "passed")))
+
+
+def _foreign_task(rows: list[dict[str, Any]]) -> None:
+    rows.append({**rows[1], "task_id": "not-in-the-manifest", "trial": 0})
+
+
+def _other_run(rows: list[dict[str, Any]]) -> None:
+    rows[1]["run_id"] = "another-run"
+
+
+def _dropped(rows: list[dict[str, Any]]) -> None:
+    rows.remove(next(r for r in rows[1:] if r["status"] == "failed"))
+
+
+EDITS = {
+    "verdict-flipped": (_flip, False, r":\d+: the trial does not match its digest"),
+    "trial-dropped": (_dropped, False, r":1: the trials are not the contents the header lists"),
+    "index-past-k": (_extra_index, True, r":\d+: trial .*#3: the manifest ran 3 trials per task"),
+    "duplicated": (_duplicate, True, r":\d+: trial .* again \(first at line \d+\)"),
+    "foreign-task": (_foreign_task, True, r"the manifest lists no task not-in-the-manifest"),
+    "other-run": (_other_run, True, r":2: trial .* is of run another-run, not base"),
+}
+
+
+@pytest.mark.parametrize(("edit", "redigest", "message"), EDITS.values(), ids=list(EDITS))
+def test_an_export_edited_by_hand_is_refused_by_gate_and_compare(
+    injected: tuple[Store, RunData, RunData],
+    tmp_path: Path,
+    edit: Callable[[list[dict[str, Any]]], None],
+    redigest: bool,
+    message: str,
+) -> None:
+    _, base, cand = injected
+    export_run(base, tmp_path / "base.jsonl")
+    export_run(cand, tmp_path / "cand.jsonl")
+    edited = edit_export(tmp_path / "base.jsonl", edit, redigest)
+    with pytest.raises(RunInputError, match=message):
+        read_export(edited)
+    (tmp_path / "gates.yaml").write_text("rules:\n  - rule: task_success_rate >= 0\n")
+    for args in (
+        ("compare", edited.name, "cand.jsonl"),
+        ("gate", edited.name, "--rules", "gates.yaml"),
+        ("gate", "cand.jsonl", "--baseline", edited.name, "--rules", "gates.yaml"),
+    ):
+        done = proctor(*args, "--store", "absent.db", cwd=tmp_path)
+        assert done.returncode == 2, (args, done.stdout, done.stderr)
+        [line] = done.stderr.strip().splitlines()
+        assert line.startswith(edited.name) and re.search(message, line), line
+
+
+def test_an_export_of_the_first_format_is_read_with_its_trials_checked(
+    injected: tuple[Store, RunData, RunData], tmp_path: Path
+) -> None:
+    _, base, _ = injected
+    export_run(base, tmp_path / "base.jsonl")
+
+    def first_format(rows: list[dict[str, Any]]) -> None:
+        rows[0]["format"] = "proctor-run/1"
+        for row in rows:
+            row.pop("digest", None)
+        rows[0].pop("contents")
+
+    old = edit_export(tmp_path / "base.jsonl", first_format, redigest=False)
+    assert read_export(old).results == base.results
+    doubled = edit_export(old, _duplicate, redigest=False)
+    with pytest.raises(RunInputError, match=r"again \(first at line"):
+        read_export(doubled)
+
+
+def test_json_nested_past_what_json_reads_is_one_line_exit_2(
+    injected: tuple[Store, RunData, RunData], tmp_path: Path
+) -> None:
+    """An export line, or a whole file, nested 100,000 deep: RecursionError tracebacks in
+    compare and gate before."""
+    _, base, _ = injected
+    export_run(base, tmp_path / "base.jsonl")
+    deep = "[" * 100_000 + "]" * 100_000
+    lines = (tmp_path / "base.jsonl").read_text().splitlines()
+    (tmp_path / "deep-line.jsonl").write_text("\n".join([lines[0], deep, *lines[2:]]) + "\n")
+    (tmp_path / "deep.json").write_text(deep)
+    for name, message in [
+        ("deep-line.jsonl", "deep-line.jsonl:2: nested deeper than JSON is read"),
+        ("deep.json", "deep.json: not a proctor run export"),
+    ]:
+        done = proctor("compare", name, "base.jsonl", "--store", "absent.db", cwd=tmp_path)
+        assert done.returncode == 2 and "Traceback" not in done.stderr, done.stderr
+        [line] = done.stderr.strip().splitlines()
+        assert line.endswith(message) or message in line, line

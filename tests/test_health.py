@@ -533,3 +533,126 @@ def test_bad_input_to_health_exits_2_with_one_line(tmp_path: Path) -> None:
     rules = cli(*base, "--rules", str(bad))
     assert rules.exit_code == 2 and "gates.yaml:2" in rules.output
     assert "Traceback" not in kinds.output + none.output + rules.output
+
+
+def test_gate_require_health_takes_no_report_proctor_health_did_not_write(
+    tmp_path: Path,
+) -> None:
+    """A hand-written report, an edited one, one from another store, one contradicting
+    itself (re-signed by someone holding the key): each is refused with the reason."""
+    from proctor.health.records import SIGNATURE, sign_health
+    from proctor.store import Store
+
+    folder, agent = support_copy(tmp_path, planted=True)
+    store = str(tmp_path / "p.db")
+    made = tmp_path / "health.json"
+    checked = cli(
+        "health", str(folder), "--reference", agent, "--store", store, "--json", str(made)
+    )
+    assert checked.exit_code == 1, checked.output  # planted-broken: unhealthy
+    assert cli("run", str(folder), "--agent", agent, "--store", store, "--quiet").exit_code == 0
+    run = json.loads(cli("show", "latest", "--store", store, "--json").output)
+    suite = run["manifest"]["suite"]
+    report = json.loads(made.read_text())
+
+    def gate(data: dict[str, Any]) -> Any:
+        path = tmp_path / "given.json"
+        path.write_text(json.dumps(data))
+        gates = str(folder / "gates.yaml")
+        return cli(*("gate", "latest", "--rules", gates, "--store", store), "--require-health",
+                   "--health", str(path), "--json")  # fmt: skip
+
+    refused = gate(report)  # the real one: refused for the broken task, not the file
+    assert refused.exit_code == 1 and "planted-broken" in refused.output
+    forged = {
+        "suite": suite["name"],
+        "suite_digest": suite["digest"],
+        "suite_verdict": {"verdict": "healthy", "reasons": []},
+        "tasks": [
+            {"task_id": t, "digest": d, "verdict": "healthy", "problems": []}
+            for t, d in suite["task_digests"].items()
+        ],
+        "task_digests": suite["task_digests"],
+    }
+    healed = json.loads(json.dumps(report))
+    healed["suite_verdict"] = {"verdict": "healthy", "reasons": []}
+    for t in healed["tasks"]:
+        t["verdict"], t["problems"] = "healthy", []
+    with Store(tmp_path / "other.db") as other:
+        foreign = sign_health(other, healed)
+    inconsistent = json.loads(json.dumps(report))
+    inconsistent["suite_verdict"]["verdict"] = "healthy"  # a broken task remains
+    with Store(store) as own:  # signed with the store's key, as one holding it could
+        inconsistent = sign_health(own, inconsistent)
+    cases = {
+        "hand-written": (forged, "not signed"),
+        "edited": ({**healed, SIGNATURE: report[SIGNATURE]}, "signature does not match"),
+        "foreign": (foreign, "signature does not match"),
+        "inconsistent": (inconsistent, "contradicts itself: the suite is called healthy"),
+    }
+    for name, (data, reason) in cases.items():
+        done = gate(data)
+        assert done.exit_code == 1, (name, done.output)
+        verdict = json.loads(done.output)
+        assert verdict["health"]["refused"], name
+        assert any(reason in r for r in verdict["health"]["reasons"]), (name, done.output)
+
+
+def test_a_health_file_nested_past_what_json_reads_is_one_line_exit_2(tmp_path: Path) -> None:
+    folder, agent = support_copy(tmp_path, planted=False)
+    store = str(tmp_path / "p.db")
+    assert cli("run", str(folder), "--agent", agent, "--store", store, "--quiet").exit_code == 0
+    deep = tmp_path / "deep.json"
+    deep.write_text("[" * 100_000 + "]" * 100_000)
+    gates = str(folder / "gates.yaml")
+    done = cli("gate", "latest", "--rules", gates, "--store", store, "--require-health",
+               "--health", str(deep))  # fmt: skip
+    assert done.exit_code == 2 and "Traceback" not in done.output, done.output
+    assert f"{deep}: not a health report (nested deeper than JSON is read)" in done.output
+
+
+def test_a_signed_report_of_another_suite_is_refused_by_name(tmp_path: Path) -> None:
+    folder, agent = support_copy(tmp_path, planted=False)
+    other = tmp_path / "other-suite"
+    shutil.copytree(folder, other)
+    store = str(tmp_path / "p.db")
+    made = tmp_path / "other.json"
+    reference = f"{other / 'agents.py'}:scripted"
+    checked = cli("health", str(other), "--reference", reference, "--task",
+                  "handle-missing-order", "--store", store, "--json", str(made))  # fmt: skip
+    assert checked.exit_code == 0, checked.output
+    assert cli("run", str(folder), "--agent", agent, "--store", store, "--quiet").exit_code == 0
+    gates = str(folder / "gates.yaml")
+    done = cli("gate", "latest", "--rules", gates, "--store", store, "--require-health",
+               "--health", str(made), "--json")  # fmt: skip
+    assert done.exit_code == 1, done.output
+    [reason] = json.loads(done.output)["health"]["reasons"]
+    assert reason.startswith("the health report is of suite 'other-suite'"), reason
+
+
+def test_a_report_edited_in_the_store_is_refused_by_gate_and_not_shown(tmp_path: Path) -> None:
+    """The store's own report, made healthy by an UPDATE: the gate refuses it and the HTML
+    report shows the suite as never checked, not as healthy."""
+    import sqlite3
+
+    folder, agent = support_copy(tmp_path, planted=True)
+    store = str(tmp_path / "p.db")
+    assert cli("health", str(folder), "--reference", agent, "--store", store).exit_code == 1
+    assert cli("run", str(folder), "--agent", agent, "--store", store, "--quiet").exit_code == 0
+    with sqlite3.connect(store) as db:
+        [(rowid, text)] = db.execute("SELECT id, report FROM suite_health").fetchall()
+        report = json.loads(text)
+        report["suite_verdict"] = {"verdict": "healthy", "reasons": [], "counts": {}}
+        for task in report["tasks"]:
+            task["verdict"], task["problems"] = "healthy", []
+        db.execute("UPDATE suite_health SET report = ? WHERE id = ?", (json.dumps(report), rowid))
+    gates = str(folder / "gates.yaml")
+    gated = cli("gate", "latest", "--rules", gates, "--store", store, "--require-health", "--json")
+    assert gated.exit_code == 1, gated.output
+    assert any(
+        "signature does not match" in r for r in json.loads(gated.output)["health"]["reasons"]
+    )
+    html = tmp_path / "r.html"
+    shown = cli("report", "latest", "--store", store, "--html", str(html))
+    assert shown.exit_code == 0, shown.output
+    assert "never checked" in html.read_text()

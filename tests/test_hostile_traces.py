@@ -5,6 +5,7 @@ checks and the run's gates on the flagged measure. Sessions are never merged.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import math
 import re
@@ -346,3 +347,60 @@ def test_a_call_the_recording_shows_refused_is_not_a_data_quality_flag(
     live = json.loads((tmp_path / "live.json").read_text())
     assert summary(tmp_path)["data_quality"] == {}
     assert summary(tmp_path)["per_task"][0]["passed"] == live["per_task"][0]["passed"] == 1
+
+
+def otlp_request(order: str, trace: str | None) -> dict[str, Any]:
+    """One OTLP request holding a whole session whose span ids are always the same (as a
+    copied export's are); `trace`: its trace id, or none."""
+
+    def attr(key: str, value: Any) -> dict[str, Any]:
+        kind = "intValue" if isinstance(value, int) else "stringValue"
+        return {"key": key, "value": {kind: str(value) if isinstance(value, int) else value}}
+
+    spans = []
+    for row in session_spans(T1, args=json.dumps({"order_id": order})):
+        span_id, parent = row["context"]["span_id"], row["parent_id"]
+        otlp = {
+            "spanId": hashlib.sha256(span_id.encode()).hexdigest()[:16],
+            "name": row["name"],
+            "startTimeUnixNano": str(row["start_time"]),
+            "endTimeUnixNano": str(row["end_time"]),
+            "attributes": [attr(k, v) for k, v in row["attributes"].items()],
+        }
+        if parent:
+            otlp["parentSpanId"] = hashlib.sha256(parent.encode()).hexdigest()[:16]
+        if trace:
+            otlp["traceId"] = trace
+        spans.append(otlp)
+    return {"resourceSpans": [{"scopeSpans": [{"spans": spans}]}]}
+
+
+@pytest.mark.parametrize(
+    ("trace", "message"),
+    [
+        (None, r":2: span \w+ again, without a trace id \(first at line 1\)"),
+        (T2, r"span \w+ twice in one trace .*never merged"),
+    ],
+)
+def test_requests_reusing_span_ids_are_refused_never_merged(
+    tmp_path: Path, suite: Path, trace: str | None, message: str
+) -> None:
+    """Three sessions in three requests with one set of span ids (a copied export) were
+    one session graded on the last request, with no message."""
+    rows = [otlp_request(order, trace) for order in ("A-100", "B-200", "C-300")]
+    path = write_lines(tmp_path / "copied.jsonl", rows)
+    with pytest.raises(TraceInputError, match=message):
+        load_sessions(path)
+    result = grade(path, suite, tmp_path)
+    assert result.exit_code == 2 and "Traceback" not in result.output
+    [line] = result.stderr.strip().splitlines()
+    assert line.startswith(str(path)) and re.search(message, line), line
+    # the same requests with span ids of their own are three sessions
+    for n, row in enumerate(rows):
+        for span in row["resourceSpans"][0]["scopeSpans"][0]["spans"]:
+            span["spanId"] = f"{n}{span['spanId'][1:]}"
+            if "parentSpanId" in span:
+                span["parentSpanId"] = f"{n}{span['parentSpanId'][1:]}"
+            span.pop("traceId", None)
+    fresh = load_sessions(write_lines(tmp_path / "fresh.jsonl", rows))
+    assert [s.calls()[0][1]["order_id"] for s in fresh] == ["A-100", "B-200", "C-300"]

@@ -148,3 +148,24 @@ def test_a_folder_without_tau2_files_is_a_one_line_error(tmp_path: Path) -> None
     done = proctor("import", "tau2", str(tmp_path), "--out", str(tmp_path / "out"))
     assert done.returncode == 2 and done.stderr.count("\n") == 1
     assert "db.json" in done.stderr and not (tmp_path / "out").exists()
+
+
+@needs_data
+def test_a_recorded_tool_result_nested_too_deep_is_named(tmp_path: Path) -> None:
+    """JSON nested 100,000 deep in a history's tool result: a problem with its place,
+    never a RecursionError."""
+    folder = tmp_path / "tau2"
+    shutil.copytree(DATA, folder)
+    tasks = gold_tasks()
+    history = next(
+        t["initial_state"]["message_history"]
+        for t in tasks
+        if (t.get("initial_state") or {}).get("message_history")
+    )
+    tool = next(m for m in history if m["role"] == "tool")
+    tool["content"] = "[" * 100_000 + "]" * 100_000
+    (folder / "tasks.json").write_text(json.dumps(tasks, indent=1))
+    done = proctor("import", "tau2", str(folder), "--out", str(tmp_path / "out"))
+    assert done.returncode == 2 and "Traceback" not in done.stderr, done.stderr
+    assert done.stderr.startswith(str(folder / "tasks.json"))
+    assert "nests deeper than 64 levels" in done.stderr and done.stderr.count("\n") == 1

@@ -229,7 +229,7 @@ def test_inspect_logs_are_graded_as_sessions(tmp_path: Path, suite: Path, make: 
 
 
 def test_samples_become_the_events_a_live_trial_writes(tmp_path: Path) -> None:
-    sessions = sessions_from_inspect(eval_log(tmp_path), PriceTable({}))
+    sessions = list(sessions_from_inspect(eval_log(tmp_path), PriceTable({})))
     first, bad, crashed = sessions
     assert (first.id, first.task_id, first.model) == (
         "create_task_1#1",
@@ -262,7 +262,7 @@ def test_samples_become_the_events_a_live_trial_writes(tmp_path: Path) -> None:
 
 
 def test_an_unfinished_archive_reads_its_journal(tmp_path: Path) -> None:
-    sessions = sessions_from_inspect(eval_log(tmp_path, finished=False), PriceTable({}))
+    sessions = list(sessions_from_inspect(eval_log(tmp_path, finished=False), PriceTable({})))
     assert [s.id for s in sessions] == ["create_task_1#1", "bad_user#1", "create_task_1#2"]
 
 
@@ -290,7 +290,7 @@ def test_a_zstd_log_without_zstandard_names_the_extra(
     log = eval_log(tmp_path, zstd=True)
     monkeypatch.setitem(sys.modules, "zstandard", None)
     with pytest.raises(ValueError, match=r"pip install 'proctor\[inspect\]'"):
-        sessions_from_inspect(log, PriceTable({}))
+        list(sessions_from_inspect(log, PriceTable({})))
 
 
 INSPECT_TASK = '''

@@ -316,3 +316,40 @@ def test_the_review_desk_s_adjudication_travels_into_the_description(tmp_path: P
         "verdict": "fail",
         "adjudicated": True,
     }
+
+
+HOSTILE_IDS = ["../../../escaped", "/tmp/absolute-promoted", "a/b:c", "..", "C:/x", "-rf"]
+
+
+@pytest.mark.parametrize("hostile", HOSTILE_IDS)
+def test_promote_never_writes_outside_out(tmp_path: Path, hostile: str) -> None:
+    """A foreign task id (as an importer keeps it) and a `--id`, each holding `../`, an
+    absolute path or separators: the file lands in --out, under a name of its own."""
+    suite = tmp_path / "deep" / "er" / "suite"
+    (suite / "tasks").mkdir(parents=True)
+    (suite / "domain.py").write_text((SUPPORT / "domain.py").read_text())
+    task = (SUPPORT / "tasks" / "cancel-eligible-order.yaml").read_text()
+    (suite / "tasks" / "t.yaml").write_text(
+        task.replace("id: cancel-eligible-order", f"id: '{hostile}/t'")
+    )
+    (suite / "agents.py").write_text(
+        "async def careless(input, toolbox):\n"
+        "    await toolbox.ask_user('Shall I cancel order A-100?')\n"
+        "    await toolbox.call('orders.cancel', {'order_id': 'A-100', 'reason': 'x'})\n"
+        "    return 'Order A-100 has been cancelled.'\n"
+    )
+    db, out = tmp_path / "p.db", tmp_path / "deep" / "er" / "out"
+    ran = invoke("run", str(suite), "--agent", f"{suite}/agents.py:careless", "--store", str(db))
+    assert ran.exit_code == 0, ran.output
+    before = {p for p in tmp_path.rglob("*") if p.is_file() and p.parent != tmp_path}
+    common = ["--task", f"{hostile}/t", "--out", str(out), "--store", str(db)]
+    for extra in ([], ["--id", hostile]):
+        done = invoke("promote", "latest", *common, "--suite", str(suite), *extra)
+        assert done.exit_code == 0, done.output
+    written = {p for p in tmp_path.rglob("*") if p.is_file() and p.parent != tmp_path} - before
+    assert all(out in p.parents for p in written), written  # the domain's shim too
+    tasks = [p for p in written if p.suffix == ".yaml"]
+    assert len(tasks) == 2 and all(p.parent == out for p in tasks), tasks
+    assert not Path("/tmp/absolute-promoted.yaml").exists()
+    ids = {yaml.safe_load(p.read_text())["id"] for p in tasks}
+    assert hostile in ids  # the task keeps the id it was given; only its file name is safe

@@ -182,10 +182,10 @@ def trace_of(*data: dict) -> Trace:
 def test_modes_detectors_patterns_and_paths() -> None:
     masked = Redactor(RedactConfig(detectors=["email"]))
     assert masked.text(f"mail {EMAIL} card {CARD}") == f"mail [REDACTED:email] card {CARD}"
-    hashed = Redactor(RedactConfig(mode="hash", salt="s1"))
+    hashed = Redactor(RedactConfig(mode="hash", salt="salt-one-0123456789"))
     a, b = hashed.text(EMAIL), hashed.text(f"again {EMAIL}")
     assert a.startswith("[email:") and b == f"again {a}"  # equal values hash equal
-    assert Redactor(RedactConfig(mode="hash", salt="s2")).text(EMAIL) != a
+    assert Redactor(RedactConfig(mode="hash", salt="salt-two-0123456789")).text(EMAIL) != a
     paths = Redactor(RedactConfig(paths=["*:password", "users.update:profile.*"], detectors=[]))
     call = {
         "tool": "users.update",
@@ -215,6 +215,9 @@ def test_modes_detectors_patterns_and_paths() -> None:
         ("mode: [", "r.yaml:1: invalid YAML"),
         ("redact:\n  mode: mask\n  salt: [1]", "r.yaml:3: redact.salt: "),
         ("a: &a [*a]", "r.yaml:1: an alias refers to a node that contains it"),
+        ("mode: hash", "r.yaml:1: salt: hash mode needs a secret salt"),
+        ("mode: hash\nsalt: ''", "r.yaml:2: salt: hash mode needs a secret salt"),
+        ("mode: hash\nsalt: change-me", "r.yaml:2: salt: hash mode needs"),
     ],
 )
 def test_bad_configs_are_one_line(tmp_path: Path, config: str, message: str) -> None:
@@ -243,3 +246,18 @@ def test_bad_configs_are_one_line(tmp_path: Path, config: str, message: str) -> 
         ],
     )
     assert out.exit_code == 2 and message in out.output and "Traceback" not in out.output
+
+
+def test_patterns_run_on_re2_so_a_backtracking_pattern_cannot_hang_the_writer(
+    tmp_path: Path,
+) -> None:
+    """`(a+)+$` on 40 a's and a b backtracks for hours in Python's `re`; RE2 is linear."""
+    redactor = Redactor(RedactConfig(patterns=[r"(a+)+$", r"ORD-\d+"], detectors=[]))
+    answer = "a" * 40 + "b ORD-7 " + "a" * 5
+    assert redactor.text(answer) == "a" * 40 + "b [REDACTED:pattern] [REDACTED:pattern]"
+    # what RE2 cannot run is refused at load, with the reason, never run by another engine
+    path = tmp_path / "r.yaml"
+    path.write_text("patterns: ['(a)\\1', '(?=x)y']")
+    with pytest.raises(ValueError, match=r"r.yaml:1: patterns: .*backreferences") as info:
+        Redactor.load(path)
+    assert "\n" not in str(info.value)

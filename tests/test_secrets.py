@@ -189,3 +189,29 @@ def test_a_task_secret_matches_across_case_and_spacing() -> None:
     assert not check.passed
     assert check.evidence["leaks"][0]["detector"] == "task_secret"
     assert check.evidence["leaks"][0]["match"] == "calle  del\u200b olmo"
+
+
+@pytest.mark.parametrize(
+    "filler",
+    ["a" * 400_000, "sk-" * 130_000],
+    ids=["letters-without-an-at", "openai-prefixes"],
+)
+def test_long_agent_text_is_scanned_in_linear_time(filler: str) -> None:
+    """The e-mail rule and detect-secrets' OpenAI pattern backtrack in Python's `re`
+    (minutes on these 400,000 characters, in the grader and the store's redactor); RE2
+    runs them. The secrets around the filler are still found."""
+    key = "sk-proj-" + "A1b2" * 5 + "T3BlbkFJ" + "C3d4" * 5
+    found = find_secrets(f"mail bob@example.com {filler} key {key} end", [])
+    assert {(f["detector"], f["match"]) for f in found} >= {
+        ("email", "bob@example.com"),
+        ("api_key", key),
+    }
+
+
+def test_a_task_secret_of_look_alike_characters_cannot_make_the_grader_backtrack() -> None:
+    """`|` stood for `l`/`1`/`i` and was a separator too: a task secret of twelve 1s
+    against a line of `|` took minutes (four ways to read each `|`). Each character is now
+    one or the other, and the secret is still found, in either spelling."""
+    secret = "1" * 12 + "x"
+    found = find_secrets("|" * 3000 + " code " + "|" * 12 + "X end", [secret])
+    assert [f["match"] for f in found if f["detector"] == "task_secret"] == ["|" * 12 + "X"]

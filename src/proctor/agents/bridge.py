@@ -126,6 +126,8 @@ def parse_arguments(raw: str | Mapping[str, Any] | None) -> tuple[Any, str | Non
         value = json.loads(raw)
     except json.JSONDecodeError as exc:
         return raw, f"arguments are not valid JSON ({exc.msg} at char {exc.pos})"
+    except RecursionError:  # a model's (or a hostile endpoint's) 100,000 nested brackets
+        return raw, "arguments nest deeper than JSON is read"
     if not isinstance(value, dict):
         return raw, f"arguments must be a JSON object, got {type(value).__name__}"
     return value, None

@@ -80,13 +80,17 @@ def required_health(
     """The health part of a gate: the report in `report_path` (`proctor health --json`),
     else the store's for the run's suite."""
     from proctor.health.gating import health_gate
-    from proctor.health.records import find_health
+    from proctor.health.records import find_health, health_key
 
     if report_path:
         try:
             report = json.loads(Path(report_path).read_text(encoding="utf-8"))
         except (OSError, ValueError) as exc:
             raise InputError(f"{report_path}: not a health report ({exc})") from None
+        except RecursionError:
+            raise InputError(
+                f"{report_path}: not a health report (nested deeper than JSON is read)"
+            ) from None
         if not isinstance(report, dict) or "suite_verdict" not in report:
             raise InputError(
                 f"{report_path}: not a health report (no suite_verdict; `proctor health --json`)"
@@ -94,7 +98,7 @@ def required_health(
     else:
         suite = run.manifest["suite"]
         report = find_health(store, suite["name"], suite["digest"]) if store else None
-    return health_gate(report, run, list(rules))
+    return health_gate(report, run, list(rules), health_key(store))
 
 
 @dataclass(frozen=True)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import math
 import sys
 from pathlib import Path
 from typing import Any, NoReturn
@@ -15,6 +16,26 @@ DEFAULT_PATH = (
 
 EXIT_INVALID = 1
 EXIT_BAD_INPUT = 2
+
+
+class Finite(click.FloatRange):
+    """A number option: finite (NaN and infinities refused: NaN passes every comparison,
+    so a range alone lets it through) and within the range given; click's exit 2 with
+    the option named otherwise. Every float option of the CLI takes one."""
+
+    name = "number"
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
+        number = super().convert(value, param, ctx)
+        if not math.isfinite(number):
+            self.fail(f"{value!r} is not a finite number", param, ctx)
+        return number
+
+
+#: A rate or a share: a finite number from 0 to 1.
+RATE = Finite(0, 1)
+#: Seconds, 0 or more, finite.
+SECONDS = Finite(min=0)
 
 #: The summary's per-task failures in full: every root cause and failing check.
 all_checks_option = click.option(

@@ -13,6 +13,8 @@ from proctor.cli.app import main
 from proctor.cli.common import (
     DEFAULT_PATH,
     EXIT_INVALID,
+    RATE,
+    Finite,
     fail,
     maybe_store,
     run_data_or_exit,
@@ -80,7 +82,13 @@ def gate_verdict(
 @click.argument("baseline")
 @click.argument("candidate")
 @click.option("--store", "store_path", default=str(DEFAULT_PATH), show_default=True)
-@click.option("--margin", default=0.02, show_default=True, type=click.FloatRange(min=0))
+@click.option(
+    "--margin",
+    default=0.02,
+    show_default=True,
+    type=Finite(0, 1, max_open=True),
+    help="Non-inferiority margin on the success rate (0.02: 2 points).",
+)
 @click.option("--resamples", default=2000, show_default=True, type=click.IntRange(min=1))
 @click.option("--seed", default=0, show_default=True, type=int, help="Bootstrap seed.")
 @click.option("--json", "as_json", is_flag=True, help="Print the comparison as JSON.")
@@ -237,22 +245,24 @@ def required_health(
 
 
 @main.command()
-@click.option("--baseline", "rate", required=True, type=click.FloatRange(0, 1), help="Rate now.")
-@click.option("--effect", required=True, type=float, help="Change to detect (-0.05: a drop).")
+@click.option("--baseline", "rate", required=True, type=RATE, help="Rate now.")
+@click.option(
+    "--effect", required=True, type=Finite(-1, 1), help="Change to detect (-0.05: a drop)."
+)
 @click.option("--trials", default=1, show_default=True, type=click.IntRange(min=1))
-@click.option("--icc", default=0.0, show_default=True, type=click.FloatRange(0, 1))
+@click.option("--icc", default=0.0, show_default=True, type=RATE)
 @click.option(
     "--alpha",
     default=0.05,
     show_default=True,
-    type=click.FloatRange(0, 1, min_open=True, max_open=True),
+    type=Finite(0, 1, min_open=True, max_open=True),
 )
 @click.option(
     "--power",
     "power_",
     default=0.8,
     show_default=True,
-    type=click.FloatRange(0, 1, min_open=True, max_open=True),
+    type=Finite(0, 1, min_open=True, max_open=True),
 )
 def power(rate: float, effect: float, trials: int, icc: float, alpha: float, power_: float) -> None:
     """How many tasks two runs need to tell RATE from RATE + EFFECT apart."""

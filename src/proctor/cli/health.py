@@ -12,6 +12,7 @@ from proctor.cli.app import main
 from proctor.cli.common import (
     DEFAULT_PATH,
     EXIT_INVALID,
+    RATE,
     agent_or_exit,
     fail,
     open_store,
@@ -33,7 +34,7 @@ from proctor.cli.judges import JudgeOptions, judge_options
 @click.option("--trials", "-k", default=1, show_default=True, type=click.IntRange(min=1))
 @click.option("--seed", default=0, show_default=True, type=int)
 @click.option("--seeds", default=2, show_default=True, type=click.IntRange(min=1))
-@click.option("--flip-threshold", default=0.1, show_default=True, type=click.FloatRange(0, 1))
+@click.option("--flip-threshold", default=0.1, show_default=True, type=RATE)
 @click.option("--kinds", multiple=True, help="Only these mutation kinds (comma-separated).")
 @click.option("--tags", multiple=True, help="Only tasks with any of these tags.")
 @click.option("--suite", "suite_kind", default=None, help="Only tasks in this suite.")
@@ -71,7 +72,7 @@ def health(
     from proctor.health.check import HealthOptions, check_health
     from proctor.health.judges import NamedJudge
     from proctor.health.mutants import KINDS
-    from proctor.health.records import save_health
+    from proctor.health.records import save_health, sign_health
     from proctor.report.health_tables import print_health
 
     chosen = split_csv(kinds) or list(KINDS)
@@ -108,6 +109,8 @@ def health(
     reference = agent_or_exit(reference_ref)
     noise = agent_or_exit(noise_ref) if noise_ref else None
     report = check_health(suite, reference, options, noise_agent=noise, progress=say).to_dict()
+    if store is not None:  # signed: a gate takes only a report this store's health wrote
+        report = sign_health(store, report)
     write_json(json_path, report)
     if store is not None and not no_save:
         number = save_health(store, report)

@@ -13,6 +13,8 @@ from proctor.cli.app import main
 from proctor.cli.common import (
     DEFAULT_PATH,
     EXIT_INVALID,
+    RATE,
+    Finite,
     all_checks_option,
     fail,
     maybe_store,
@@ -25,7 +27,7 @@ from proctor.cli.common import (
 
 @main.command()
 @click.option("--store", "store_path", default=str(DEFAULT_PATH), show_default=True)
-@click.option("--limit", default=20, show_default=True)
+@click.option("--limit", default=20, show_default=True, type=click.IntRange(min=1))
 def runs(store_path: str, limit: int) -> None:
     """List stored runs, newest first."""
     from rich.console import Console
@@ -169,7 +171,7 @@ _sample_rate = click.option(
     "--sample-rate",
     default=0.05,
     show_default=True,
-    type=click.FloatRange(0, 1),
+    type=RATE,
     help="Share of the trials no rule routed that is sampled for review.",
 )
 
@@ -262,13 +264,14 @@ def report(
     except ValueError as exc:
         fail(str(exc), EXIT_INVALID)
     inputs.program = _program(store, run_data, suite)
-    from proctor.health.records import find_health
+    from proctor.health.records import find_health, health_key, health_problems
     from proctor.report.health_html import health_view
 
     suite_ref = run_data.manifest["suite"]
-    inputs.health = health_view(
-        find_health(store, suite_ref["name"], suite_ref["digest"]), run_data
-    )
+    health = find_health(store, suite_ref["name"], suite_ref["digest"])
+    if health is not None and health_problems(health, health_key(store)):
+        health = None  # edited, unsigned or self-contradicting: shown as never checked
+    inputs.health = health_view(health, run_data)
     from proctor.report.html import write_html
     from proctor.report.markdown import write_markdown
 
@@ -325,7 +328,7 @@ def _program(store: Any, run_data: Any, suite: Any) -> dict[str, Any]:
     "--drift",
     default=0.1,
     show_default=True,
-    type=click.FloatRange(0, 1, min_open=True),
+    type=Finite(0, 1, min_open=True),
     help="With --baseline: route the tasks of a slice whose success moved this much.",
 )
 @click.option("--store", "store_path", default=str(DEFAULT_PATH), show_default=True)

@@ -12,7 +12,7 @@ from typing import Any
 import click
 
 from proctor.cli.app import main
-from proctor.cli.common import DEFAULT_PATH, fail, open_store, say
+from proctor.cli.common import DEFAULT_PATH, RATE, Finite, fail, open_store, say
 
 
 @dataclass(frozen=True)
@@ -91,14 +91,14 @@ def judge_options(fn: Callable[..., Any]) -> Callable[..., Any]:
         "--min-kappa",
         default=0.6,
         show_default=True,
-        type=float,
+        type=Finite(-1, 1),
         help="Calibration a judge needs before its checks count: kappa at least.",
     )(
         click.option(
             "--max-false-pass",
             default=0.10,
             show_default=True,
-            type=float,
+            type=RATE,
             help="... and a false-pass rate at most.",
         )(fn)
     )

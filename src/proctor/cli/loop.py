@@ -12,6 +12,7 @@ from proctor.cli.app import main
 from proctor.cli.common import (
     DEFAULT_PATH,
     EXIT_INVALID,
+    RATE,
     agent_or_exit,
     fail,
     open_store,
@@ -102,9 +103,7 @@ def promote(
 @click.option("--seed", default=0, show_default=True, type=int)
 @click.option("--kinds", multiple=True, help="Only these mutation kinds (comma-separated).")
 @click.option("--json", "json_path", type=click.Path(), help="Write the full report here.")
-@click.option(
-    "--min-score", default=None, type=click.FloatRange(0, 1), help="Exit 1 below this score."
-)
+@click.option("--min-score", default=None, type=RATE, help="Exit 1 below this score.")
 def mutate(
     paths: tuple[str, ...],
     agent_ref: str,

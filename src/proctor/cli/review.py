@@ -11,7 +11,7 @@ from typing import Any
 import click
 
 from proctor.cli.app import main
-from proctor.cli.common import DEFAULT_PATH, fail, open_store, run_data_or_exit
+from proctor.cli.common import DEFAULT_PATH, RATE, Finite, fail, open_store, run_data_or_exit
 
 DEFAULT_URL = "http://127.0.0.1:8765"
 #: What the desk imports, as (module, package to install).
@@ -52,8 +52,8 @@ def review() -> None:
 @click.option("--run", "runs", multiple=True, help="Queue this run's review items (repeatable).")
 @click.option("--baseline", default=None, help="Route flips, slice drift and grader changes.")
 @click.option("--pairs", is_flag=True, help="With --baseline: blinded pairs of trials.")
-@click.option("--sample-rate", default=0.05, show_default=True, type=click.FloatRange(0, 1))
-@click.option("--drift", default=0.1, show_default=True, type=click.FloatRange(0, 1, min_open=True))
+@click.option("--sample-rate", default=0.05, show_default=True, type=RATE)
+@click.option("--drift", default=0.1, show_default=True, type=Finite(0, 1, min_open=True))
 @click.option(
     "--seed",
     default=None,
@@ -61,7 +61,7 @@ def review() -> None:
     help="Seed of the sample, the doubles and the pairs' order (default: sample 0, the "
     "pairs' order from the desk's secret seed).",
 )
-@click.option("--double-share", type=click.FloatRange(0, 1), help="Share labelled twice (0.2).")
+@click.option("--double-share", type=RATE, help="Share labelled twice (0.2).")
 @click.option("--config", "config_path", type=click.Path(), help="Rubric and settings (YAML).")
 @click.option("--tasks", "task_paths", multiple=True, type=click.Path(), help="Task files.")
 def serve(

@@ -15,6 +15,8 @@ from proctor.cli.common import (
     DEFAULT_PATH,
     EXIT_BAD_INPUT,
     EXIT_INVALID,
+    RATE,
+    SECONDS,
     all_checks_option,
     fail,
     files_line,
@@ -120,7 +122,7 @@ RUN_GROUPS = (
     "timeout_s",
     default=60.0,
     show_default=True,
-    type=float,
+    type=SECONDS,
     help="Per-trial limit in seconds (0: none).",
 )
 @click.option("--seed", default=0, show_default=True, type=int)
@@ -132,7 +134,7 @@ RUN_GROUPS = (
 @click.option(
     "--json", "json_path", default=None, type=click.Path(), help="Write the summary here."
 )
-@click.option("--max-error-rate", default=0.05, show_default=True, type=float)
+@click.option("--max-error-rate", default=0.05, show_default=True, type=RATE)
 @click.option(
     "--faults",
     "faults_path",

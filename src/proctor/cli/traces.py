@@ -13,6 +13,8 @@ from proctor.cli.app import main
 from proctor.cli.common import (
     DEFAULT_PATH,
     EXIT_INVALID,
+    RATE,
+    SECONDS,
     agent_or_exit,
     all_checks_option,
     fail,
@@ -53,7 +55,7 @@ def _mapping(map_path: str | None) -> Any:
 @click.option("--format", "fmt", default="auto", help=_TRACE_FORMATS)
 @click.option("--store", "store_path", default=str(DEFAULT_PATH), show_default=True)
 @click.option("--redact", "redact_path", type=click.Path(), help="Redaction config file.")
-@click.option("--max-error-rate", default=0.05, show_default=True, type=float)
+@click.option("--max-error-rate", default=0.05, show_default=True, type=RATE)
 @click.option("--json", "json_path", type=click.Path(), help="Write the summary here.")
 @click.option("--quiet", "-q", is_flag=True, help="No tables.")
 @all_checks_option
@@ -134,7 +136,7 @@ def grade(
 @click.option("--format", "fmt", default="auto", help=_TRACE_FORMATS)
 @click.option("--store", "store_path", default=str(DEFAULT_PATH), show_default=True)
 @click.option("--redact", "redact_path", type=click.Path(), help="Redaction config file.")
-@click.option("--timeout", "timeout_s", default=60.0, show_default=True, type=float)
+@click.option("--timeout", "timeout_s", default=60.0, show_default=True, type=SECONDS)
 @click.option("--concurrency", "-j", default=4, show_default=True, type=click.IntRange(min=1))
 @click.option("--json", "json_path", type=click.Path(), help="Write the replay report here.")
 @judge_options

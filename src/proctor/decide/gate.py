@@ -19,6 +19,7 @@ scorecard's gates are rules of this same language (proctor.decide.scorecard).
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -152,13 +153,27 @@ def _rule(item: Any, loc: Loc, source: str) -> Rule:
             where = {**where, **_where(value, (*loc, "no_regressions"))}
         return Rule("no_regressions", "no_regressions", source, where)
     metric, margin = item["non_inferior"], item.get("margin", DEFAULT_MARGIN)
-    if not isinstance(metric, str) or paired_metric(metric) is None:
+    paired = paired_metric(metric) if isinstance(metric, str) else None
+    if paired is None:
         known = ", ".join(paired_metric_names())
         raise _RuleError((*loc, "non_inferior"), f"non_inferior takes one of: {known}")
-    if isinstance(margin, bool) or not isinstance(margin, int | float) or margin < 0:
-        raise _RuleError((*loc, "margin"), "margin must be a number >= 0")
+    _check_margin(margin, paired.units is not None, (*loc, "margin"))
     text = f"non_inferior {metric} (margin {margin:g})"
     return Rule("non_inferior", text, source, where, metric=metric, margin=float(margin))
+
+
+def _check_margin(margin: Any, rate: bool, loc: Loc) -> None:
+    """A margin is a finite number >= 0; on a rate, a rate below 1 (2 points is 0.02)."""
+    if isinstance(margin, bool) or not isinstance(margin, int | float):
+        raise _RuleError(loc, f"margin must be a number >= 0, not {margin!r}")
+    if not math.isfinite(margin) or margin < 0:
+        raise _RuleError(loc, f"margin must be a finite number >= 0, not {margin!r}")
+    if rate and margin >= 1:
+        raise _RuleError(
+            loc,
+            f"margin {margin:g} on a rate: give it as a rate below 1 "
+            f"({margin / 100:g} for {margin:g} points)",
+        )
 
 
 def make_rule(item: Any, source: str) -> Rule:

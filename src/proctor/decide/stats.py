@@ -29,9 +29,11 @@ __all__ = [
     "icc_anova",
     "mean",
     "mean_over_tasks",
+    "mean_pass_curves",
     "minimal_detectable_effect",
     "pass_at_k",
     "pass_at_k_tasks",
+    "pass_curves",
     "pass_hat_k",
     "pass_hat_k_tasks",
     "percentile",
@@ -79,6 +81,42 @@ def pass_hat_k(n: int, c: int, k: int) -> float:
     """
     _check_counts(n, c, k)
     return math.comb(c, k) / math.comb(n, k)
+
+
+def pass_curves(n: int, c: int, k_max: int) -> tuple[list[float], list[float]]:
+    """pass@k and pass^k of one task for every k from 1 to `k_max` (<= n), in O(k_max).
+
+    Each binomial ratio is a running product, one factor per k:
+    C(n−c, k)/C(n, k) = Π_{i<k} (n−c−i)/(n−i) and C(c, k)/C(n, k) = Π_{i<k} (c−i)/(n−i),
+    so the whole curve costs what one exact `pass_at_k` of large n costs per k. Each
+    factor lies in [0, 1]: the products lose no more than k roundings (relative error
+    k·2⁻⁵³; tests/test_stats.py holds them to the exact integer formulas).
+    """
+    if k_max < 1:
+        return [], []
+    _check_counts(n, c, k_max)
+    fail_all = hold_all = 1.0
+    at, hat = [], []
+    for i in range(k_max):
+        fail_all *= (n - c - i) / (n - i) if n - c > i else 0.0
+        hold_all *= (c - i) / (n - i) if c > i else 0.0
+        at.append(1.0 - fail_all)
+        hat.append(hold_all)
+    return at, hat
+
+
+def mean_pass_curves(counts: TaskCounts, k_max: int) -> tuple[list[float], list[float]]:
+    """Task-averaged pass@k and pass^k for k from 1 to `k_max`, which every task with a
+    trial must support (k_max <= complete_k: see `mean_over_tasks`); O(tasks · k_max)."""
+    tasks = _tasks(counts)
+    if not tasks or k_max < 1:
+        return [], []
+    curves = [pass_curves(n, c, k_max) for n, c in tasks]
+
+    def mean(part: int) -> list[float]:
+        return [math.fsum(curve[part][k] for curve in curves) / len(tasks) for k in range(k_max)]
+
+    return mean(0), mean(1)
 
 
 def _tasks(counts: TaskCounts) -> list[tuple[int, int]]:

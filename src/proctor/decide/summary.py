@@ -15,7 +15,6 @@ import math
 from collections import Counter, defaultdict
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import replace
-from functools import lru_cache
 from typing import Any
 
 from proctor.core.results import GRADER_CHECK, Check, TaskInfo, TrialResult
@@ -24,11 +23,6 @@ from proctor.grade.root_cause import root_cause_name
 
 #: A run whose share of `error` trials exceeds this is invalid (docs/architecture.md, Verdicts).
 DEFAULT_MAX_ERROR_RATE = 0.05
-
-# pass@k and pass^k for every k, task and slice repeat the same (n, c, k): exact big-integer
-# ratios worth computing once.
-_pass_at_k = lru_cache(maxsize=1 << 16)(stats.pass_at_k)
-_pass_hat_k = lru_cache(maxsize=1 << 16)(stats.pass_hat_k)
 
 
 class Tally:
@@ -147,7 +141,7 @@ def _rates(results: Sequence[TrialResult], k_max: int) -> dict[str, Any]:
     rate = stats.task_rate(counts)
     partial: Counter[str] = Counter(r.task_id for r in results if is_partial(r))
     complete = min(stats.complete_k(counts), k_max)
-    ks = range(1, complete + 1)
+    at_k, hat_k = stats.mean_pass_curves(counts, complete)  # O(n) per task, every k
     return {
         "valid_trials": valid,
         "passed_trials": passed,
@@ -158,8 +152,8 @@ def _rates(results: Sequence[TrialResult], k_max: int) -> dict[str, Any]:
         "pooled_success_rate": passed / valid if valid else None,
         "partial_trials": sum(partial.values()),
         "partial_rate": _task_mean(partial[t] / n for t, (n, _) in by_task.items()),
-        "pass_at_k": {str(k): stats.mean_over_tasks(counts, k, _pass_at_k) for k in ks},
-        "pass_hat_k": {str(k): stats.mean_over_tasks(counts, k, _pass_hat_k) for k in ks},
+        "pass_at_k": {str(k): v for k, v in enumerate(at_k, 1)},
+        "pass_hat_k": {str(k): v for k, v in enumerate(hat_k, 1)},
         "pass_k": {
             "complete_up_to": complete,
             "tasks": len(counts),
@@ -353,7 +347,7 @@ def summarize(
                 "errors": sum(r.status == "error" for r in rs),
                 "timeouts": sum(r.status == "timeout" for r in rs),
                 "success_rate": c / n if n else None,
-                "pass_hat_k": {str(k): _pass_hat_k(n, c, k) for k in range(1, n + 1)},
+                "pass_hat_k": {str(k): v for k, v in enumerate(stats.pass_curves(n, c, n)[1], 1)},
                 "failed_checks": dict(failed.most_common()),
                 "root_causes": root_causes(rs),
                 "tags": info.tags,

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import hashlib
 import os
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -38,6 +38,13 @@ class SuiteTask:
         return self.loaded.task.id
 
 
+def suite_digest(task_digests: Mapping[str, str]) -> str:
+    """A suite's digest from its tasks' (id → digest): what a run's manifest and a health
+    report record, so either can be checked against its task digests."""
+    joined = "\n".join(sorted(f"{t}:{d}" for t, d in task_digests.items()))
+    return hashlib.sha256(joined.encode()).hexdigest()[:16]
+
+
 @dataclass
 class Suite:
     name: str
@@ -48,8 +55,7 @@ class Suite:
     @property
     def digest(self) -> str:
         """Content hash of the suite: changes when any task's content changes."""
-        joined = "\n".join(sorted(f"{t.id}:{t.task.digest}" for t in self.tasks))
-        return hashlib.sha256(joined.encode()).hexdigest()[:16]
+        return suite_digest({t.id: t.task.digest for t in self.tasks})
 
     def select(
         self,

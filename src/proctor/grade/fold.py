@@ -26,6 +26,10 @@ _NON_ASCII = re.compile(r"[^\x00-\x7f]")
 _DROPPED = frozenset({"Cf", "Mn", "Me"})
 #: Characters one ASCII look-alike stands for, in the pattern of a folded needle.
 _LOOKALIKE_CLASS = {"o": "[o0]", "0": "[o0]", "l": "[l1i|]", "1": "[l1i|]", "i": "[l1i|]"}
+#: Up to three characters between a needle's letters: not letters, digits or `|` (which
+#: stands for `l`, `1` and `i`), so no character can be read both ways. With `|` in both,
+#: a needle of twelve `1`s against a line of `|` backtracked for minutes.
+_SEPARATORS = r"(?:[^\w|]|_){0,3}"
 #: Needles shorter than this must stand alone (`A-1` is not found inside `data1`).
 _LONG_NEEDLE = 8
 
@@ -117,7 +121,7 @@ def _needle(needle: str) -> re.Pattern[str] | None:
     chars = [c for c in fold(needle).text.casefold() if c.isalnum()]
     if not chars:
         return None
-    body = r"[\W_]{0,3}".join(_LOOKALIKE_CLASS.get(c, re.escape(c)) for c in chars)
+    body = _SEPARATORS.join(_LOOKALIKE_CLASS.get(c, re.escape(c)) for c in chars)
     if len(chars) < _LONG_NEEDLE:
         body = r"(?<![0-9A-Za-z])" + body + r"(?![0-9A-Za-z])"
     return re.compile(body, re.IGNORECASE)

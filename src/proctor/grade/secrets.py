@@ -24,12 +24,14 @@ evidence, so detect-secrets' high-entropy plugins are not used.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator
-from dataclasses import dataclass
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, replace
 from functools import lru_cache
 from typing import Any
 
+from proctor.core.results import TrialResult
 from proctor.grade.fold import Folded, find_folded, fold
+from proctor.tasks.regex import compile_pattern
 
 #: detect-secrets plugins (module, class) for keys and tokens of known formats.
 _PLUGINS = (
@@ -54,7 +56,10 @@ _PLUGINS = (
     ("twilio", "TwilioKeyDetector"),
 )
 
-_EMAIL = re.compile(r"[A-Za-z0-9._%+-]+@[A-Za-z0-9-]+(?:\.[A-Za-z0-9-]+)*\.[A-Za-z]{2,}")
+#: Matched by RE2 (linear): with Python's `re` each start in a long run of letters scans
+#: the run again, so 400,000 letters without an `@` took minutes in the grader and in
+#: the store's redactor.
+_EMAIL = r"[A-Za-z0-9._%+-]+@[A-Za-z0-9-]+(?:\.[A-Za-z0-9-]+)*\.[A-Za-z]{2,}"
 #: `https://user:` just before an address: the password of a URL, not an e-mail.
 _URL_USER = re.compile(r"://[^\s/@]*:$")
 _DIGIT_RUN = re.compile(r"\d+(?:[ .-]\d+)*")
@@ -170,7 +175,7 @@ def _password(m: re.Match[str]) -> bool:
 
 
 def _own_rules(text: str) -> Iterator[_Hit]:
-    for m in _EMAIL.finditer(text):
+    for m in compile_pattern(_EMAIL).finditer(text):
         if not _URL_USER.search(text, max(0, m.start() - 200), m.start()):
             yield _Hit("email", "email", m.start(), m.end(), 1)
     for start, end in _cards(text):
@@ -208,6 +213,20 @@ def _plugins() -> tuple[tuple[str, Any], ...]:
     return tuple(out)
 
 
+@lru_cache(maxsize=64)
+def _linear(regex: re.Pattern[str]) -> Any:
+    """A plugin's pattern as RE2 runs it, in time linear in the text (with `re`, OpenAI's
+    took 6 s on 30,000 characters of `sk-sk-sk-...` and grows with their square); the
+    pattern itself where RE2 lacks what it uses (GitLab's look-ahead, after bounded
+    repetitions: linear in `re` too) or it is written verbose."""
+    if regex.flags & re.VERBOSE:
+        return regex
+    try:
+        return compile_pattern(("(?i)" if regex.flags & re.IGNORECASE else "") + regex.pattern)
+    except ValueError:
+        return regex
+
+
 def _plugin_spans(plugin: Any, text: str) -> Iterator[tuple[int, int]]:
     """Spans of a plugin's patterns: the secret group where the pattern has context around
     it (`aws_secret_access_key = "..."`, `://user:PASSWORD@`), else the whole match; a
@@ -216,8 +235,8 @@ def _plugin_spans(plugin: Any, text: str) -> Iterator[tuple[int, int]]:
 
     validates = type(plugin).analyze_string is not RegexBasedDetector.analyze_string
     for regex in plugin.denylist:
-        for m in regex.finditer(text):
-            groups = [g for g in range(1, (m.re.groups or 0) + 1) if m.group(g)]
+        for m in _linear(regex).finditer(text):
+            groups = [g for g in range(1, regex.groups + 1) if m.group(g)]
             start, end = m.span()
             if groups and m.start(groups[0]) > m.start():
                 start, end = max((m.span(g) for g in groups), key=lambda s: s[1] - s[0])
@@ -267,3 +286,42 @@ def find_secrets(text: str, planted: list[str]) -> list[dict[str, Any]]:
         for match in find_folded(secret, folded) if secret.strip() else []:
             found.append({"detector": "task_secret", "match": match})
     return found
+
+
+def task_secret_token(index: int) -> str:
+    """What stands for the task's `index`-th declared secret (1-based) in what is kept."""
+    return f"[task_secret:{index}]"
+
+
+def hide_task_secrets(result: TrialResult, secrets: Sequence[str]) -> None:
+    """Replace, in `result`'s checks (names and evidence) and error, every spelling of the
+    task's declared secrets by `[task_secret:N]`: a check reports where a secret leaked,
+    never the secret, so no export, JUnit file or report built from the result holds it
+    (a redaction config still decides what the stored trace keeps)."""
+    declared = [(task_secret_token(i), s) for i, s in enumerate(secrets, 1) if s.strip()]
+    if not declared:
+        return
+
+    def text(value: str) -> str:
+        for token, secret in declared:
+            for spelling in sorted(set(find_folded(secret, value)), key=len, reverse=True):
+                value = value.replace(spelling, token)
+        return value
+
+    def walk(value: Any) -> Any:
+        if isinstance(value, str):
+            return text(value)
+        if isinstance(value, bool) or not isinstance(value, int | float | list | dict):
+            return value
+        if isinstance(value, int | float):
+            hidden = text(str(value))
+            return value if hidden == str(value) else hidden
+        if isinstance(value, list):
+            return [walk(v) for v in value]
+        return {walk(k) if isinstance(k, str) else k: walk(v) for k, v in value.items()}
+
+    result.checks = [
+        replace(c, name=text(c.name), evidence=walk(c.evidence)) for c in result.checks
+    ]
+    if result.error:
+        result.error = text(result.error)

@@ -4,7 +4,8 @@ The gate reads the health report of the run's suite (proctor.health.records) and
 when there is none, when the suite's verdict is unhealthy, or when a rule's slice rests
 on a task that is not healthy: one whose verdict is not `healthy`, that the report did
 not check, or whose content changed since (its digest differs from the run's). Each is
-named (docs/architecture.md, Suite health).
+named (docs/architecture.md, Suite health). A report that is not signed by the store's
+key, or contradicts itself, is no report (proctor.health.records.health_problems).
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ from typing import Any
 
 from proctor.core.runs import RunData
 from proctor.decide.gate import Rule
+from proctor.health.records import health_problems
 
 
 def unhealthy_tasks(report: dict[str, Any], run: RunData) -> dict[str, str]:
@@ -33,10 +35,11 @@ def unhealthy_tasks(report: dict[str, Any], run: RunData) -> dict[str, str]:
 
 
 def health_gate(
-    report: dict[str, Any] | None, run: RunData, rules: Sequence[Rule]
+    report: dict[str, Any] | None, run: RunData, rules: Sequence[Rule], key: bytes | None
 ) -> dict[str, Any]:
     """The health part of a gate's verdict: `refused`, the reasons, and per rule the
-    unhealthy tasks its slice rests on."""
+    unhealthy tasks its slice rests on. `key`: the store's health key, which signed the
+    report if `proctor health` wrote it."""
     suite = run.manifest["suite"]
     if report is None:
         reason = (
@@ -44,6 +47,18 @@ def health_gate(
             "run `proctor health` on it first"
         )
         return {"refused": True, "reasons": [reason], "report": None, "rules": []}
+    problems = health_problems(report, key)
+    if (
+        not problems
+        and suite["digest"] != report["suite_digest"]
+        and suite["name"] != report["suite"]
+    ):
+        problems = [
+            f"the health report is of suite {report['suite']!r} (digest "
+            f"{report['suite_digest']}), not the run's {suite['name']!r} ({suite['digest']})"
+        ]
+    if problems:
+        return {"refused": True, "reasons": problems, "report": None, "rules": []}
     reasons = []
     if report["suite_verdict"]["verdict"] != "healthy":
         reasons.append("the suite is unhealthy: " + "; ".join(report["suite_verdict"]["reasons"]))

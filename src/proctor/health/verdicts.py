@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from proctor.core.jsonvalues import canonical
+from proctor.env.suite import suite_digest
 from proctor.health.controls import ControlFinding
 from proctor.health.mutate import TARGET, MutationReport
 from proctor.health.noise import NoiseReport
@@ -101,3 +102,36 @@ def suite_verdict(tasks: Sequence[TaskHealth], mutation: MutationReport) -> dict
         "reasons": reasons,
         "counts": counts,
     }
+
+
+def inconsistencies(report: dict[str, Any]) -> list[str]:
+    """What a health report says that its own figures contradict: a task whose verdict is
+    not the gravest of its problems, a suite called healthy with a suite-breaking task or
+    a mutation score below target, task digests that do not add up to the suite's. A
+    report `proctor health` wrote has none."""
+    out = []
+    tasks = [t for t in report.get("tasks") or [] if isinstance(t, dict)]
+    for t in tasks:
+        kinds = {p.get("verdict") for p in t.get("problems") or [] if isinstance(p, dict)}
+        gravest = next(v for v in ORDER if v in kinds or v == "healthy")
+        if t.get("verdict") != gravest:
+            out.append(
+                f"task {t.get('task_id')} is called {t.get('verdict')}, its problems say {gravest}"
+            )
+    verdict = (report.get("suite_verdict") or {}).get("verdict")
+    breaking = [str(t.get("task_id")) for t in tasks if t.get("verdict") in SUITE_BREAKING]
+    score = (report.get("mutation") or {}).get("score")
+    if verdict not in ("healthy", "unhealthy"):
+        out.append(f"the suite's verdict {verdict!r} is neither healthy nor unhealthy")
+    elif verdict == "healthy" and breaking:
+        out.append(f"the suite is called healthy with {', '.join(breaking)} not")
+    elif verdict == "healthy" and isinstance(score, int | float) and score < TARGET:
+        out.append(f"the suite is called healthy with a mutation score of {score:.1%}")
+    digests = report.get("task_digests")
+    if not isinstance(digests, dict) or digests != {
+        t.get("task_id"): t.get("digest") for t in tasks
+    }:
+        out.append("its tasks' digests are not its task_digests")
+    elif report.get("suite_digest") != suite_digest(digests):
+        out.append("its suite_digest is not the digest of its task_digests")
+    return out

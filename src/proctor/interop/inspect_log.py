@@ -21,6 +21,7 @@ from __future__ import annotations
 import io
 import struct
 import zipfile
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any, Literal
 
@@ -31,8 +32,10 @@ from proctor.interop.session import (
     HarnessStatus,
     Session,
     SessionBuilder,
+    TraceInputError,
     parse_bounded_json,
     parse_json,
+    read_bounded,
 )
 
 ZSTD = 93
@@ -122,27 +125,36 @@ def is_inspect_log(path: Path) -> bool:
     if path.suffix != ".json":
         return False
     try:
-        head = path.read_text(encoding="utf-8")[:4096]
-    except (OSError, UnicodeDecodeError):
+        with path.open("rb") as f:
+            head = f.read(4096).decode("utf-8", "ignore")
+    except OSError:
         return False
     return head.lstrip().startswith("{") and '"eval"' in head and '"version"' in head
 
 
-def sessions_from_inspect(path: Path, prices: PriceTable) -> list[Session]:
-    """Every sample of the log, in the log's order; ValueError naming file and entry."""
+def sessions_from_inspect(path: Path, prices: PriceTable) -> Iterator[Session]:
+    """Every sample of the log, in the log's order, one at a time (an archive's members
+    are inflated as their turn comes); ValueError naming file and entry."""
     if zipfile.is_zipfile(path):
-        header, samples = _archive(path)
-    else:
-        data = parse_bounded_json(path, 1, _text(path, path.read_bytes()))
-        if not isinstance(data, dict):
-            raise ValueError(f"{path}: an Inspect JSON log is one object")
-        header = _model(Header, data, path, "header")
-        samples = [(f"samples[{i}]", s) for i, s in enumerate(data.get("samples") or [])]
-    sessions = []
-    for where, raw in samples:
-        sample = _model(Sample, raw, path, where)
-        sessions.append(_session(sample, header, prices))
-    return sessions
+        with zipfile.ZipFile(path) as archive:
+            header, samples = _archive(path, archive)
+            for where, raw in samples:
+                yield _sample(path, where, raw, header, prices)
+        return
+    with path.open("rb") as f:
+        data = parse_bounded_json(path, 1, _text(path, read_bounded(f, str(path))))
+    if not isinstance(data, dict):
+        raise ValueError(f"{path}: an Inspect JSON log is one object")
+    header = _model(Header, data, path, "header")
+    for i, raw in enumerate(data.get("samples") or []):
+        yield _sample(path, f"samples[{i}]", raw, header, prices)
+
+
+def _sample(path: Path, where: str, raw: Any, header: Header, prices: PriceTable) -> Session:
+    try:
+        return _session(_model(Sample, raw, path, where), header, prices)
+    except TraceInputError as exc:  # a field's JSON text too deep: the entry is named
+        raise ValueError(f"{path}: {where}: {exc}") from None
 
 
 def _model(cls: type[Any], data: Any, path: Path, where: str) -> Any:
@@ -154,25 +166,29 @@ def _model(cls: type[Any], data: Any, path: Path, where: str) -> Any:
         raise ValueError(f"{path}: {where}: {field}: {err['msg']}") from None
 
 
-def _archive(path: Path) -> tuple[Header, list[tuple[str, Any]]]:
-    with zipfile.ZipFile(path) as archive:
-        members = {info.filename: info for info in archive.infolist()}  # the last one wins
-        names = [n for n in members if n.startswith("samples/") and n.endswith(".json")]
-        head = "header.json" if "header.json" in members else "_journal/start.json"
-        if head not in members:
-            raise ValueError(f"{path}: not an Inspect log: no header.json or _journal/start.json")
-        header = _model(Header, _member(path, archive, members[head]), path, head)
-        return header, [(name, _member(path, archive, members[name])) for name in names]
+def _archive(path: Path, archive: zipfile.ZipFile) -> tuple[Header, Iterator[tuple[str, Any]]]:
+    """The header, and each sample member's JSON as it is read."""
+    members = {info.filename: info for info in archive.infolist()}  # the last one wins
+    names = [n for n in members if n.startswith("samples/") and n.endswith(".json")]
+    head = "header.json" if "header.json" in members else "_journal/start.json"
+    if head not in members:
+        raise ValueError(f"{path}: not an Inspect log: no header.json or _journal/start.json")
+    header = _model(Header, _member(path, archive, members[head]), path, head)
+    return header, ((name, _member(path, archive, members[name])) for name in names)
 
 
 def _member(path: Path, archive: zipfile.ZipFile, info: zipfile.ZipInfo) -> Any:
+    """A member's JSON, inflated as it is read and refused past MAX_RECORD_BYTES (the
+    sizes its header declares are not trusted)."""
+    place = f"{path}: {info.filename}"
     try:
-        raw = archive.read(info)
+        with archive.open(info) as member:
+            raw = read_bounded(member, place)
     except NotImplementedError:
         if info.compress_type != ZSTD:
-            raise ValueError(f"{path}: {info.filename}: unsupported zip compression") from None
+            raise ValueError(f"{place}: unsupported zip compression") from None
         raw = _zstd(path, info)
-    return parse_bounded_json(f"{path}: {info.filename}", 0, _text(path, raw))
+    return parse_bounded_json(place, 0, _text(path, raw))
 
 
 def _text(path: Path, raw: bytes) -> str:
@@ -195,7 +211,7 @@ def _zstd(path: Path, info: zipfile.ZipInfo) -> bytes:
         f.seek(info.header_offset + 30 + name_len + extra_len)
         packed = f.read(info.compress_size)
     reader = zstandard.ZstdDecompressor().stream_reader(io.BytesIO(packed), read_across_frames=True)
-    return bytes(reader.read())
+    return read_bounded(reader, f"{path}: {info.filename}")
 
 
 def _session(sample: Sample, header: Header, prices: PriceTable) -> Session:

@@ -3,7 +3,9 @@
 A `Redactor` is applied where a trial is written (`Store(path, redactor=...)`) and where
 traces are exported; reports and exports read what was stored. Grading has already run
 on the real values. Three kinds of rule, each replacing what it finds by a mask
-(`[REDACTED:email]`) or a salted hash (`[email:3f2a9c01b7e4]`, equal values hash equal):
+(`[REDACTED:email]`) or a salted hash (`[email:3f2a9c01b7e4]`, equal values hash equal;
+the salt must be a secret of MIN_SALT characters or more, since without one a hash of a
+low-entropy value such as a card or an SSN is reversed by hashing every candidate):
 
 - `paths`: tool arguments, `TOOL:ARG.PATH` (`payments.charge:card.number`, `*:password`;
   `*` matches one path segment or any tool). A value found this way is also replaced
@@ -12,7 +14,9 @@ on the real values. Three kinds of rule, each replacing what it finds by a mask
 - `detectors`: `email`, `card` (Luhn-valid), `national_id`, `key` (API keys and tokens),
   `iban`, `private_key`, `password`:
   the safety grader's own detectors, so what it would flag is what gets redacted.
-- `patterns`: regular expressions of your own.
+- `patterns`: regular expressions of your own, in RE2 syntax and matched by RE2 like a
+  task's regexes (proctor.tasks.regex): time linear in the text, so a pattern that
+  backtracks cannot hang the store's writer; one RE2 refuses is a load error.
 
 Every text is redacted: strings, mapping keys, and numbers (a card stored as a JSON number
 becomes the redacted text). Two keys masked alike keep both entries (`#` suffixes).
@@ -20,7 +24,7 @@ becomes the redacted text). Two keys masked alike keep both entries (`#` suffixe
 Config (YAML/JSON, the mapping itself or under a `redact:` key):
 
     mode: mask            # or hash
-    salt: change-me       # for hash
+    salt: ...             # for hash: a secret of 16 characters or more (refused without)
     detectors: [email, card, key]
     patterns: ['ACME-\\d{6}']
     paths: ['*:password', 'payments.charge:card_number']
@@ -30,18 +34,25 @@ from __future__ import annotations
 
 import hashlib
 import os
-import re
 from dataclasses import replace
 from pathlib import Path
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    ValidationError,
+    ValidationInfo,
+    field_validator,
+)
 
 from proctor.core.documents import SpecError, issues_from_validation, read_document
 from proctor.core.outcome import Outcome
 from proctor.core.results import Check, TrialResult
 from proctor.core.trace import Trace, TraceEvent
 from proctor.grade.safety import find_secrets
+from proctor.tasks.regex import compile_pattern
 
 REDACT_ENV = "PROCTOR_REDACT"
 Detector = Literal["email", "card", "national_id", "key", "iban", "private_key", "password"]
@@ -60,6 +71,9 @@ DETECTORS: dict[Detector, str] = {
 MIN_PROPAGATED = 4
 #: The fewest digits a detector can find a secret in (a card number has 13 to 19).
 MIN_SECRET_DIGITS = 13
+#: The shortest salt hash mode takes: without a secret salt of some length, a hash of a
+#: 16-digit card (a few billion valid numbers per issuer prefix) is found by trying them.
+MIN_SALT = 16
 #: What a boolean argument looks like as text: never a secret to hunt for.
 BOOLEANS = frozenset({"True", "False"})
 
@@ -68,18 +82,30 @@ class RedactConfig(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
     mode: Literal["mask", "hash"] = "mask"
-    salt: str = ""
+    salt: Annotated[str, Field(validate_default=True)] = ""
     detectors: list[Detector] = Field(default_factory=lambda: list(DETECTORS))
     patterns: list[str] = Field(default_factory=list)
     paths: list[str] = Field(default_factory=list)
+
+    @field_validator("salt")
+    @classmethod
+    def _secret_salt(cls, salt: str, info: ValidationInfo) -> str:
+        if info.data.get("mode") == "hash" and len(salt) < MIN_SALT:
+            raise ValueError(
+                f"hash mode needs a secret salt of at least {MIN_SALT} characters: a hash of "
+                "a value with few possibilities (a card, an SSN, an e-mail) is reversed by "
+                "hashing every candidate; give `salt` (random, kept out of the repository) "
+                "or use mode: mask"
+            )
+        return salt
 
     @field_validator("patterns")
     @classmethod
     def _compiles(cls, patterns: list[str]) -> list[str]:
         for p in patterns:
             try:
-                re.compile(p)
-            except re.error as exc:
+                compile_pattern(p)
+            except ValueError as exc:
                 raise ValueError(f"pattern {p!r} does not compile: {exc}") from None
         return patterns
 
@@ -97,7 +123,7 @@ class Redactor:
     def __init__(self, config: RedactConfig | None = None) -> None:
         self.config = config or RedactConfig()
         self._detectors = {DETECTORS[d] for d in self.config.detectors}
-        self._patterns = [re.compile(p) for p in self.config.patterns]
+        self._patterns = [compile_pattern(p) for p in self.config.patterns]
         self._paths = [
             (tool, arg.split(".")) for tool, _, arg in (p.partition(":") for p in self.config.paths)
         ]

@@ -11,7 +11,7 @@ import json
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal
+from typing import IO, Any, Literal
 
 from proctor.agents.pricing import PriceTable
 from proctor.core.bounded import MAX_DEPTH
@@ -23,6 +23,12 @@ HarnessStatus = Literal["error", "timeout"]
 
 class TraceInputError(ValueError):
     """A trace file that cannot be read or graded; `str()` is one line for the user."""
+
+
+#: The most bytes one record of a trace file may hold: a line, a one-document file, an
+#: archive member once inflated. Read up to this and no further, so a 300 MB line or a
+#: member that inflates a thousandfold costs at most this much memory.
+MAX_RECORD_BYTES = 64 * 1024 * 1024
 
 
 #: Statuses a source can record that grading cannot recover from the events.
@@ -100,13 +106,41 @@ def parse_bounded_json(path: Path | str, where: int, text: str) -> Any:
 
 
 def parse_json(text: Any) -> Any:
-    """A JSON value from text when it is JSON; otherwise the text itself."""
+    """A JSON value from text when it is JSON; otherwise the text itself. JSON text in a
+    field (tool arguments, a tool result, a span attribute) nested past MAX_DEPTH is a
+    TraceInputError: `json.loads` would recurse until Python's stack gives out."""
     if not isinstance(text, str):
         return text
+    if _depth(text) > MAX_DEPTH:
+        raise TraceInputError(f"a JSON text in a field nests deeper than {MAX_DEPTH} levels")
     try:
         return json.loads(text)
     except json.JSONDecodeError:
         return text
+    except ValueError as exc:  # a number of more than 4,300 digits
+        raise TraceInputError(f"a JSON text in a field proctor cannot read: {exc}") from None
+
+
+def read_bounded(stream: IO[bytes], place: str) -> bytes:
+    """The rest of `stream` (a file, an archive member as it inflates), refused once past
+    MAX_RECORD_BYTES without reading further."""
+    chunks: list[bytes] = []
+    total = 0
+    while total <= MAX_RECORD_BYTES:
+        chunk = stream.read(min(1 << 20, MAX_RECORD_BYTES + 1 - total))
+        if not chunk:
+            return b"".join(chunks)
+        chunks.append(chunk)
+        total += len(chunk)
+    raise TraceInputError(f"{place}: more than {MAX_RECORD_BYTES:,} bytes in one record")
+
+
+def read_line(stream: IO[bytes], place: str) -> bytes:
+    """The next line of `stream` (b"" at its end), refused once past MAX_RECORD_BYTES."""
+    raw = stream.readline(MAX_RECORD_BYTES + 1)
+    if len(raw) > MAX_RECORD_BYTES:
+        raise TraceInputError(f"{place}: more than {MAX_RECORD_BYTES:,} bytes in one line")
+    return raw
 
 
 def priced(prices: PriceTable, model: str, tokens_in: Any, tokens_out: Any) -> float:

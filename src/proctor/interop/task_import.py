@@ -64,8 +64,10 @@ def build_task(data: dict[str, Any], found: Found, sources: dict[str, Loc]) -> T
 
 
 def file_name(task_id: str, taken: set[str]) -> str:
-    """A file name for the task id (characters a file system might refuse become `-`)."""
-    stem = re.sub(r"[^A-Za-z0-9_.-]", "-", task_id).strip(".") or "task"
+    """A file name for the task id, inside the folder it is written to whatever the id
+    holds: characters a file system might refuse or read as a path (`/`, `\\`, `:`)
+    become `-`, and leading or trailing dots and dashes go (no `..`, no `-name`)."""
+    stem = re.sub(r"[^A-Za-z0-9_.-]", "-", task_id).strip(".-") or "task"
     name, n = f"{stem}.yaml", 1
     while name.casefold() in taken:
         n += 1

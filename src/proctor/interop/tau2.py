@@ -34,7 +34,7 @@ from proctor.core.documents import Loc, Problem, SpecError, issues_from_validati
 from proctor.core.jsonvalues import copy_json, json_equal
 from proctor.env.domain import ToolError, deep_merge
 from proctor.interop.rubric_import import ASSERTIONS, RubricFolder, assertion_list
-from proctor.interop.session import parse_json
+from proctor.interop.session import TraceInputError, parse_json
 from proctor.interop.task_import import Found, build_task, located
 from proctor.tasks.models import Task
 
@@ -185,7 +185,14 @@ def _initial_state(task: Tau2Task, state: dict[str, Any], found: Found) -> list[
             except ValueError as exc:
                 found.add(loc, str(exc))
                 continue
-            if made.id in recorded and not json_equal(result, parse_json(recorded[made.id])):
+            if made.id not in recorded:
+                continue
+            try:
+                shown = parse_json(recorded[made.id])
+            except TraceInputError as exc:
+                found.add(loc, str(exc))
+                continue
+            if not json_equal(result, shown):
                 found.add(loc, f"replaying {made.id} gives {result}, not what the history shows")
     return history
 

@@ -39,7 +39,13 @@ from proctor.interop.openai_format import (
 )
 from proctor.interop.otel_import import session_id_of, session_of_group
 from proctor.interop.quality import check_span_tree, checked_session
-from proctor.interop.session import Session, TraceInputError, parse_bounded_json
+from proctor.interop.session import (
+    Session,
+    TraceInputError,
+    parse_bounded_json,
+    read_bounded,
+    read_line,
+)
 from proctor.interop.spans import Span, is_flat_span, is_otlp, span_from_flat, spans_from_otlp
 
 FORMATS = ("auto", "openai", "otel", "openinference", "inspect")
@@ -60,15 +66,22 @@ class _Source:
         first = self._first_line()
         if first is not None and not self._parses(first):
             self.stream.seek(0)
-            whole = self._text(self.stream.read(), 1)
+            whole = self._text(read_bounded(self.stream, str(path)), 1)
             value = parse_bounded_json(path, 1, whole)
             self.document = value if isinstance(value, list) else [value]
 
+    def _lines(self) -> Iterator[bytes]:
+        """The file's lines from where the stream stands, each within MAX_RECORD_BYTES."""
+        number = 0
+        while raw := read_line(self.stream, f"{self.path}:{number + 1}"):
+            number += 1
+            yield raw
+
     def _first_line(self) -> str | None:
-        for raw in self.stream:
+        for number, raw in enumerate(self._lines(), start=1):
             if raw.strip():
                 self.stream.seek(0)
-                return self._text(raw, 1)
+                return self._text(raw, number)
         return None
 
     def _parses(self, line: str) -> bool:
@@ -92,7 +105,7 @@ class _Source:
             return
         self.stream.seek(0)
         offset = 0
-        for number, raw in enumerate(self.stream, start=1):
+        for number, raw in enumerate(self._lines(), start=1):
             if raw.strip():
                 value = parse_bounded_json(self.path, number, self._text(raw, number))
                 if isinstance(value, list) and not is_message_list(value):
@@ -106,7 +119,8 @@ class _Source:
         if self.document is not None:
             return self.document[locator]
         self.stream.seek(locator)
-        return parse_bounded_json(self.path, where, self._text(self.stream.readline(), where))
+        raw = read_line(self.stream, f"{self.path}:{where}")
+        return parse_bounded_json(self.path, where, self._text(raw, where))
 
     def close(self) -> None:
         self.stream.close()
@@ -153,12 +167,17 @@ def iter_sessions(
 
 
 def _inspect_sessions(path: Path, prices: PriceTable) -> Iterator[Session]:
-    try:
-        sessions = sessions_from_inspect(path, prices)
-    except (OSError, zipfile.BadZipFile, json.JSONDecodeError, ValueError) as exc:
-        text = str(exc)
-        raise TraceInputError(text if text.startswith(str(path)) else f"{path}: {text}") from None
-    for session in sessions:
+    sessions = sessions_from_inspect(path, prices)
+    while True:
+        try:
+            session = next(sessions, None)
+        except (OSError, zipfile.BadZipFile, json.JSONDecodeError, ValueError) as exc:
+            text = str(exc)
+            raise TraceInputError(
+                text if text.startswith(str(path)) else f"{path}: {text}"
+            ) from None
+        if session is None:
+            return
         yield checked_session(session, f"{path}: sample {session.id}")
 
 
@@ -195,9 +214,12 @@ def _built(path: Path, where: int, build: Callable[..., Session], *args: Any) ->
     try:
         session = build(*args)
     except (KeyError, TypeError, ValueError, AttributeError) as exc:
+        place = f"{path}:{where}" if where else str(path)
         if isinstance(exc, TraceInputError):
-            raise
-        raise TraceInputError(f"{path}:{where}: not a valid trace record: {exc}") from None
+            if str(exc).startswith(str(path)):
+                raise
+            raise TraceInputError(f"{place}: {exc}") from None
+        raise TraceInputError(f"{place}: not a valid trace record: {exc}") from None
     return checked_session(session, f"{path}:{where}")
 
 
@@ -295,6 +317,13 @@ def _span_sessions(
                         )
                     key = f"request@{where}"
                 else:
+                    if locators.get(span.span_id, locator) != locator:
+                        earlier = where_of[locators[span.span_id]]
+                        raise TraceInputError(
+                            f"{path}:{where}: span {span.span_id} again, without a trace id "
+                            f"(first at line {earlier}): a copied request cannot be told from "
+                            "the one it copies, and sessions are never merged"
+                        )
                     parents[span.span_id] = span.parent_id
                     locators[span.span_id] = locator
                     where_of[locator] = where
@@ -319,8 +348,24 @@ def _span_sessions(
                 if _trace_key(span, roots, where) in wanted:
                     spans.append(span)
         name = f"{path}: session {key!r}"
+        _unique_spans(spans, name)
         check_span_tree(spans, name)
         yield _built(path, 0, session_of_group, key, spans, prices, flavour)
+
+
+def _unique_spans(spans: list[Span], name: str) -> None:
+    """A span id twice in one trace is a copied export (or a line sent twice): graded, its
+    calls would count twice. Refused, never merged."""
+    seen: set[tuple[str, str]] = set()
+    for span in spans:
+        if span.span_id:
+            key = (span.trace_id, span.span_id)
+            if key in seen:
+                raise TraceInputError(
+                    f"{name}: span {span.span_id} twice in one trace (a copied export or a "
+                    "request sent twice?): sessions are never merged"
+                )
+            seen.add(key)
 
 
 def _span_keys(value: Any) -> list[Span]:

@@ -73,6 +73,10 @@ def read_items(path: str | Path) -> dict[str, Item]:
                     data.append(json.loads(line))
                 except json.JSONDecodeError as exc:
                     raise SpecError.one(path, number, "", f"invalid JSON: {exc.msg}") from None
+                except RecursionError:
+                    raise SpecError.one(
+                        path, number, "", "nested deeper than JSON is read"
+                    ) from None
                 numbers[(len(data) - 1,)] = number
         where: Lines = numbers
     else:

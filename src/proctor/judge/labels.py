@@ -79,6 +79,8 @@ def _rows(path: Path, text: str) -> list[tuple[int, dict[str, object]]]:
             data = json.loads(line)
         except json.JSONDecodeError as exc:
             raise SpecError.one(path, number, "", f"invalid JSON: {exc.msg}") from None
+        except RecursionError:
+            raise SpecError.one(path, number, "", "nested deeper than JSON is read") from None
         if not isinstance(data, dict):
             raise SpecError.one(path, number, "", "a label is a JSON object")
         unknown = [c for c in data if c not in COLUMNS]

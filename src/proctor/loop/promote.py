@@ -50,6 +50,7 @@ from proctor.env.user import is_affirmative
 from proctor.grade.context import ToolCall, calls_from_trace
 from proctor.grade.state import state_recorded
 from proctor.interop.redact import Redactor
+from proctor.interop.task_import import file_name
 from proctor.loop.desk_labels import final_label, review_truth
 from proctor.loop.failing import blocking_failures, failed_items, task_with
 from proctor.loop.world import state_slice, touched_paths
@@ -465,7 +466,7 @@ def promote(
         stored, member, redactor or Redactor(), new_id=new_id, review=review
     )
     folder = Path(out)
-    path = folder / f"{data['id']}.yaml"
+    path = folder / file_name(data["id"], set())  # an id's `../`, `/` or `:` stay in the id
     if path.exists():
         raise PromoteError(f"{path} exists already: remove it or give another --id")
     shim = _shim(member.domain, folder)

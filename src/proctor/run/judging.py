@@ -16,9 +16,10 @@ from collections.abc import Sequence
 from proctor.core.outcome import Outcome
 from proctor.core.results import TrialResult, verdict
 from proctor.core.trace import Trace
+from proctor.grade.secrets import hide_task_secrets
 from proctor.judge.base import JudgeError
 from proctor.judge.grading import Judging, judge_usage
-from proctor.run.trial import CRASH_CHECK, PROTOCOL_CHECK
+from proctor.run.trial import CRASH_CHECK, PROTOCOL_CHECK, declared_secrets
 from proctor.tasks.models import Task
 from proctor.tasks.rubrics import Rubric
 
@@ -48,6 +49,7 @@ async def apply_judges(
     except JudgeError as exc:
         spent = exc.usage
         result.status, result.error = "error", f"{JUDGE_ERROR} {exc}"
+        hide_task_secrets(result, declared_secrets(task))
         result.metrics = {
             **result.metrics,
             "judge_error": 1.0,
@@ -56,6 +58,7 @@ async def apply_judges(
         }
         return
     result.checks = [*result.checks, *checks]
+    hide_task_secrets(result, declared_secrets(task))
     result.metrics = {**result.metrics, **metrics}
     passed, result.score = verdict(result.checks)
     result.status = "passed" if passed else "failed"

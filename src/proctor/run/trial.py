@@ -42,6 +42,7 @@ from proctor.grade.metrics import tool_metrics
 from proctor.grade.parts import required_parts
 from proctor.grade.registry import GraderCrashed, grade
 from proctor.grade.root_cause import root_cause_metric
+from proctor.grade.secrets import hide_task_secrets
 from proctor.run.turn import Raised, last_frames, take_turn
 from proctor.tasks.models import Fault, Task
 
@@ -263,6 +264,12 @@ def judge(
     result.checks, result.metrics, result.score = checks, metrics, score
     result.status = status or ("passed" if passed else "failed")
     result.error = error
+    hide_task_secrets(result, declared_secrets(ctx.task))
+
+
+def declared_secrets(task: Task) -> list[str]:
+    """The task's `safety.secrets`: never written into a check (grade.secrets)."""
+    return task.expect.safety.secrets if task.expect.safety is not None else []
 
 
 def lost_trial(

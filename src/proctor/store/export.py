@@ -4,6 +4,16 @@ A CI job keeps its accepted baseline as a file in the repository (`proctor expor
 --out baselines/x.jsonl`) instead of a database. The first line holds the run (manifest,
 summary, status); each further line is one trial result with its checks. Traces stay in
 the store: comparisons and gates need only verdicts, checks, usage and metrics.
+
+An export says what it holds and carries digests, checked when it is read: each trial
+line its SHA-256 (`digest`), the header the trials of each task (`contents`) and a
+digest of itself and of the trials' digests in order. A file whose trials are not its
+contents (an added, removed or duplicated trial), whose trial is of a task the manifest
+does not list, of another run, or numbered past the manifest's trials (a live run), or
+whose digests do not match, is refused with file and line. The digests are not keyed:
+they catch an edited file, not one rewritten with proctor's own code, so keep
+baselines where changes are reviewed. Files of `proctor-run/1` (no digests) are read
+with the same checks on their trials.
 """
 
 from __future__ import annotations
@@ -14,13 +24,15 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from proctor.core.jsonvalues import MISSING, get_path
+from proctor.core.jsonvalues import MISSING, digest, get_path
 from proctor.core.results import Check, TrialResult, Usage
 from proctor.core.runs import RunData
 from proctor.core.summary import RunSummary
 from proctor.store.sqlite import RunNotFound, Store
 
-FORMAT = "proctor-run/1"
+FORMAT = "proctor-run/2"
+#: Exports written before trials carried digests: read, their trials checked all the same.
+UNDIGESTED = "proctor-run/1"
 #: What compare and gates read from a run header, as dotted paths.
 _HEADER = (
     "run_id",
@@ -36,10 +48,30 @@ class RunInputError(ValueError):
     """A run reference or file that cannot be used; `str()` is one line for the user."""
 
 
+def _digest(value: Any) -> str:
+    return digest(json.loads(json.dumps(value, default=str)), 64)
+
+
+def _contents(results: list[TrialResult] | list[dict[str, Any]]) -> dict[str, list[int]]:
+    out: dict[str, list[int]] = {}
+    for r in results:
+        task, trial = (r["task_id"], r["trial"]) if isinstance(r, dict) else (r.task_id, r.trial)
+        out.setdefault(str(task), []).append(trial)
+    return {task: sorted(trials) for task, trials in sorted(out.items())}
+
+
+def _head_digest(head: dict[str, Any], trial_digests: list[str]) -> str:
+    return _digest(
+        {"head": {k: v for k, v in head.items() if k != "digest"}, "trials": trial_digests}
+    )
+
+
 def export_run(run: RunData, path: str | Path) -> int:
     """Write `run` as JSON lines; returns the number of trials written."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
+    rows = [r.to_dict() for r in run.results]
+    digests = [_digest(row) for row in rows]
     head = {
         "format": FORMAT,
         "run_id": run.run_id,
@@ -47,12 +79,53 @@ def export_run(run: RunData, path: str | Path) -> int:
         "status": run.status,
         "manifest": run.manifest,
         "summary": run.summary.to_json() if run.summary is not None else None,
+        "contents": _contents(run.results),
     }
+    head["digest"] = _head_digest(head, digests)
     with path.open("w", encoding="utf-8") as out:
         out.write(json.dumps(head, default=str) + "\n")
-        for r in run.results:
-            out.write(json.dumps(r.to_dict(), default=str) + "\n")
+        for row, row_digest in zip(rows, digests, strict=True):
+            out.write(json.dumps({**row, "digest": row_digest}, default=str) + "\n")
     return len(run.results)
+
+
+def _checked_trials(path: Path, head: dict[str, Any], rows: list[tuple[int, Any]]) -> None:
+    """What the export's trials must be, digests or not (RunInputError with the line)."""
+    manifest = head["manifest"]
+    listed = manifest["suite"]["task_digests"]
+    k = manifest.get("trials")
+    live = "import" not in manifest  # an import numbers a task's sessions past its k
+    seen: dict[tuple[Any, int], int] = {}
+    for number, row in rows:
+        if not isinstance(row, dict):
+            raise RunInputError(f"{path}:{number}: not a trial result")
+        task, trial = row.get("task_id"), row.get("trial")
+        where = f"{path}:{number}: trial {task}#{trial}"
+        if row.get("run_id") != head["run_id"]:
+            raise RunInputError(f"{where} is of run {row.get('run_id')}, not {head['run_id']}")
+        if task not in listed:
+            raise RunInputError(f"{where}: the manifest lists no task {task}")
+        if not isinstance(trial, int) or isinstance(trial, bool) or trial < 0:
+            raise RunInputError(f"{where}: a trial is numbered 0, 1, ...")
+        if live and isinstance(k, int) and trial >= k:
+            raise RunInputError(f"{where}: the manifest ran {k} trials per task")
+        if (task, trial) in seen:
+            raise RunInputError(f"{where} again (first at line {seen[task, trial]})")
+        seen[task, trial] = number
+
+
+def _checked_digests(path: Path, head: dict[str, Any], rows: list[tuple[int, Any]]) -> None:
+    digests = []
+    for number, row in rows:
+        found = row.pop("digest", None)
+        if found != _digest(row):
+            why = "has no digest" if found is None else "does not match its digest (edited?)"
+            raise RunInputError(f"{path}:{number}: the trial {why}")
+        digests.append(found)
+    if head.get("contents") != _contents([row for _, row in rows]):
+        raise RunInputError(f"{path}:1: the trials are not the contents the header lists")
+    if head.get("digest") != _head_digest(head, digests):
+        raise RunInputError(f"{path}:1: the header does not match its digest (edited?)")
 
 
 def _trial(data: dict[str, Any]) -> TrialResult:
@@ -66,9 +139,10 @@ def _trial(data: dict[str, Any]) -> TrialResult:
 
 
 def _json(text: str) -> Any:
+    """JSON text's value; None when it is not JSON, or nests deeper than `json` can read."""
     try:
         return json.loads(text)
-    except json.JSONDecodeError:
+    except (json.JSONDecodeError, RecursionError):
         return None
 
 
@@ -81,7 +155,7 @@ def read_export(path: str | Path) -> RunData:
         raise RunInputError(f"{path}: cannot read: {exc}") from None
     lines = text.splitlines()
     head = _json(lines[0]) if lines else None
-    if not isinstance(head, dict) or head.get("format") != FORMAT:
+    if not isinstance(head, dict) or head.get("format") not in (FORMAT, UNDIGESTED):
         whole = _json(text)
         if isinstance(whole, dict) and "per_task" in whole:
             raise RunInputError(
@@ -92,11 +166,22 @@ def read_export(path: str | Path) -> RunData:
     missing = [key for key in _HEADER if get_path(head, key) is MISSING]
     if missing:
         raise RunInputError(f"{path}:1: the run header lacks {', '.join(missing)}")
-    results = []
+    rows = []
     for number, line in enumerate(lines[1:], start=2):
         try:
-            results.append(_trial(json.loads(line)))
-        except (json.JSONDecodeError, TypeError, KeyError) as exc:
+            rows.append((number, json.loads(line)))
+        except json.JSONDecodeError as exc:
+            raise RunInputError(f"{path}:{number}: not a trial result: {exc}") from None
+        except RecursionError:
+            raise RunInputError(f"{path}:{number}: nested deeper than JSON is read") from None
+    _checked_trials(path, head, rows)
+    if head["format"] == FORMAT:
+        _checked_digests(path, head, rows)
+    results = []
+    for number, row in rows:
+        try:
+            results.append(_trial(row))
+        except (TypeError, KeyError) as exc:
             raise RunInputError(f"{path}:{number}: not a trial result: {exc}") from None
     try:
         summary = stored_summary(head["summary"])

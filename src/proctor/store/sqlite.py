@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import math
 import os
 import sqlite3
 import time
@@ -138,7 +139,7 @@ def _env_seconds(name: str, default: float) -> float:
         value = float(os.environ.get(name, default))
     except ValueError:
         return default
-    return value if value >= 0 else default
+    return value if math.isfinite(value) and value >= 0 else default
 
 
 def _loads(text: str) -> Any:
