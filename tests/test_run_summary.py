@@ -133,6 +133,7 @@ def test_a_damaged_summary_in_an_export_is_one_line(tmp_path: Path) -> None:
     head, *rest = out.read_text().splitlines()
     broken = json.loads(head)
     broken["summary"]["trials"] = "many"
+    broken["format"] = "proctor-run/1"  # a digested header edited is refused before its summary
     out.write_text("\n".join([json.dumps(broken), *rest]) + "\n")
     with pytest.raises(RunInputError, match=r"run.jsonl:1: summary: "):
         read_export(out)
