@@ -186,7 +186,7 @@ def test_pairwise_asks_both_orders_and_a_flip_is_a_tie() -> None:
     shown = []
     for request in server.requests:
         text = user_text(request)
-        one, two = text.index("Response 1"), text.index("Response 2")
+        one, two = text.index('"response 1: '), text.index('"response 2: ')
         shown.append((text[one:two], text[two:]))
     # one order showed the baseline first, the other the candidate
     assert {(base.subject[0] in a, cand.subject[0] in b) for a, b in shown} == {

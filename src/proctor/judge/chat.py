@@ -139,15 +139,17 @@ class ChatJudge:
         return Usage(prompt, output, cost or 0.0, 1)
 
     async def score(self, rubric: Rubric, view: JudgeView) -> Judgment:
-        (score, why, confidence), usage, attempts = await self._ask(
+        answer, usage, attempts = await self._ask(
             score_messages(rubric, view),
             score_schema(rubric),
             lambda text: parse_score(text, rubric),
         )
-        return Judgment(score, why, confidence, usage, attempts)
+        a = answer
+        return Judgment(a.verdict, a.justification, a.confidence, usage, attempts, a.note)
 
     async def prefer(self, rubric: Rubric, first: JudgeView, second: JudgeView) -> Preference:
-        (winner, why, confidence), usage, _ = await self._ask(
+        answer, usage, _ = await self._ask(
             pair_messages(rubric, first, second), pair_schema(), parse_preference
         )
-        return Preference(winner, why, confidence, usage)
+        a = answer
+        return Preference(a.verdict, a.justification, a.confidence, usage, a.note)

@@ -35,6 +35,7 @@ class Member:
     justification: str
     confidence: float
     cached: bool
+    note: str = ""
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -44,6 +45,7 @@ class Member:
             "justification": self.justification,
             "confidence": self.confidence,
             "cached": self.cached,
+            **({"note": self.note} if self.note else {}),
         }
 
 
@@ -125,7 +127,15 @@ class JudgePanel:
         """Every member's judgment of `view`, combined. Raises JudgeError."""
         found = await asyncio.gather(*(self._member(j, rubric, view) for j in self.judges))
         members = tuple(
-            Member(j.name, g.score, rubric.passes(g.score), g.justification, g.confidence, cached)
+            Member(
+                j.name,
+                g.score,
+                rubric.passes(g.score),
+                g.justification,
+                g.confidence,
+                cached,
+                g.note,
+            )
             for j, (g, cached) in zip(self.judges, found, strict=True)
         )
         mean = sum(m.score for m in members) / len(members)
