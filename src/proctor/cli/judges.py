@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import json
 from collections.abc import Callable, Sequence
@@ -21,11 +22,12 @@ class JudgeOptions:
     combine: str
     min_kappa: float
     max_false_pass: float
+    min_items: int = 50
 
     def policy(self) -> Any:
         from proctor.judge.records import CalibrationPolicy
 
-        return CalibrationPolicy(self.min_kappa, self.max_false_pass)
+        return CalibrationPolicy(self.min_kappa, self.max_false_pass, min_items=self.min_items)
 
     def panel(self, store: Any, refs: Sequence[str] | None = None) -> Any:
         """The panel of the references (exit 2 on a bad one), its cache in `store`."""
@@ -63,7 +65,7 @@ class JudgeOptions:
         options = (
             self
             if combine is None
-            else JudgeOptions(tuple(refs), combine, self.min_kappa, self.max_false_pass)
+            else dataclasses.replace(self, refs=tuple(refs), combine=combine)
         )
         judging = Judging.prepare(
             options.panel(store, refs), refs, rubrics, store, self.policy(), agent_model
@@ -95,28 +97,39 @@ def _with_judges(fn: Callable[..., Any], judge_help: str) -> Callable[..., Any]:
     @functools.wraps(fn)
     def wrapper(*args: Any, judge_refs: tuple[str, ...], judge_combine: str, **kwargs: Any) -> Any:
         kappa, false_pass = kwargs.pop("min_kappa", 0.6), kwargs.pop("max_false_pass", 0.1)
-        options = JudgeOptions(judge_refs, judge_combine, kappa, false_pass)
+        options = JudgeOptions(
+            judge_refs, judge_combine, kappa, false_pass, kwargs.pop("min_items", 50)
+        )
         return fn(*args, judges=options, **kwargs)
 
     return wrapper
 
 
 def judge_options(fn: Callable[..., Any]) -> Callable[..., Any]:
-    """Adds `--judge`, `--judge-combine`, `--min-kappa`, `--max-false-pass`."""
+    """Adds `--judge`, `--judge-combine`, `--min-kappa`, `--max-false-pass`, `--min-items`."""
     calibrated = click.option(
         "--min-kappa",
         default=0.6,
         show_default=True,
-        type=float,
-        help="Calibration a judge needs before its checks count: kappa at least.",
+        type=click.FloatRange(-1, 1),
+        help="Calibration a judge needs before its checks count: kappa's 95% lower bound "
+        "at least.",
     )(
         click.option(
             "--max-false-pass",
             default=0.10,
             show_default=True,
-            type=float,
-            help="... and a false-pass rate at most.",
-        )(fn)
+            type=click.FloatRange(0, 1),
+            help="... the false-pass rate's 95% upper bound at most.",
+        )(
+            click.option(
+                "--min-items",
+                default=50,
+                show_default=True,
+                type=click.IntRange(1),
+                help="... on at least this many items two or more people agreed on.",
+            )(fn)
+        )
     )
     return _with_judges(
         calibrated, "chat:MODEL?base_url=... or FILE.py:NAME (several: an ensemble)."
@@ -204,7 +217,7 @@ def calibrate(
         )
     panel = judges.panel(store)
     try:
-        figures = asyncio.run(measure(panel, rubric, subjects, labels))
+        figures = asyncio.run(measure(panel, rubric, subjects, labels, judges.min_items))
     except LabelError as exc:
         fail(f"{labels_path}:{exc}")
     previous = records(store, rubric.id)
