@@ -139,3 +139,42 @@ def main_table() -> None:
 
 if __name__ == "__main__":
     main_table()
+
+
+def test_simulated_judges_differ_by_any_parameter_the_truth_s_code_included() -> None:
+    from proctor.judge.scripted import ScriptedJudge
+
+    def truth(rubric: Any, view: Any) -> float:
+        return 3.0
+
+    def other(rubric: Any, view: Any) -> float:
+        return 2.0
+
+    other.__qualname__ = truth.__qualname__  # same name, other code
+    base = ScriptedJudge(truth).fingerprint
+    assert ScriptedJudge(other).fingerprint != base
+    assert ScriptedJudge(truth, usd_per_1m_input=1.0).fingerprint != base
+    assert ScriptedJudge(truth, tie_margin=0.1).fingerprint != base
+    assert ScriptedJudge(truth).fingerprint == base
+
+
+def test_same_as_records_another_endpoint_as_the_calibrated_judge(tmp_path: Path) -> None:
+    db = tmp_path / "s.db"
+    careful, lenient = f"{KYC / 'judges.py'}:careful", f"{KYC / 'judges.py'}:lenient"
+    measured = _calibrate(db, "--judge", careful)
+    assert measured.exit_code == 0 and json.loads(measured.output)["accepted"]
+    (tmp_path / "careful.json").write_text(measured.output)
+    args = ["calibrate", str(RUBRIC), "--same-as", str(tmp_path / "careful.json")]
+    copied = CliRunner().invoke(main, [*args, "--judge", lenient, "--store", str(db), "--json"])
+    assert copied.exit_code == 0, copied.output
+    record = json.loads(copied.output)
+    assert record["figures"]["same_as"]["record"] == json.loads(measured.output)["id"]
+    assert record["cache"]["misses"] == 0  # nothing was measured
+    again = CliRunner().invoke(main, [*args, "--judge", careful, "--store", str(db)])
+    assert again.exit_code == 2 and "already this judge's calibration" in again.output
+    (tmp_path / "forged.json").write_text(json.dumps({**record, "id": 99}))
+    forged = ["calibrate", str(RUBRIC), "--same-as", str(tmp_path / "forged.json")]
+    refused = CliRunner().invoke(main, [*forged, "--judge", careful, "--store", str(db)])
+    assert refused.exit_code == 2 and "is not in the store" in refused.output
+    both = CliRunner().invoke(main, [*args, "--labels", "x.csv", "--judge", careful])
+    assert both.exit_code == 2 and "not both" in both.output

@@ -195,3 +195,28 @@ def test_pairwise_asks_both_orders_and_a_flip_is_a_tie() -> None:
     }
     assert report["pairs"] == 1 and report["ties"] == 1 and report["win_rate"] == 0.5
     assert report["position_consistency"] == 0.0 and report["judge_calls"] == 2
+
+
+def test_a_judge_is_its_model_url_path_and_decoding_not_its_host_and_port() -> None:
+    def fp(url: str = "http://10.0.0.5:8000/v1", model: str = "m", **kw: Any) -> str:
+        return ChatJudge(model, base_url=url, api_key="k", **kw).fingerprint
+
+    base = fp()
+    assert fp("http://10.0.0.5:8000/deployment-b/v1") != base  # another deployment, one host
+    assert fp("http://10.0.0.5:8001/v1") != base  # unknown to be the same: --same-as says so
+    assert fp(model="m2") != base
+    for setting in ({"temperature": 0.7}, {"seed": 3}, {"max_tokens": 50}):
+        assert fp(**setting) != base, setting
+    assert fp("http://u:pw@10.0.0.5:8000/v1") == base  # credentials are not the judge
+    judge = ChatJudge("m", base_url="http://u:pw@10.0.0.5:8000/v1?api_key=s", api_key="k")
+    assert judge.identity["endpoint"] == "http://10.0.0.5:8000/v1?api_key=REMOVED"
+
+
+def test_the_provider_reported_model_is_recorded() -> None:
+    with ScriptedChatServer([judge_reply(3)]) as server:
+        panel = JudgePanel([chat_judge(server, seed=7)])
+        asyncio.run(panel.score(load_rubric(RUBRIC), JudgeView("p", ("text",))))
+    assert server.requests[0]["seed"] == 7
+    [member] = panel.describe()["members"]
+    assert member["reported_models"] == ["gpt-4o-mini-2024-07-18"]
+    assert member["identity"]["model"] == "gpt-4.1-mini"

@@ -98,7 +98,7 @@ class ChatAgent:
         """What the run manifest records (never the key)."""
         return {
             "model": self.model,
-            "endpoint": self.endpoint.host,
+            "endpoint": self.endpoint.public_url,
             "temperature": self.temperature,
             "seed": self.seed,
             "max_steps": self.max_steps,

@@ -8,6 +8,7 @@ import functools
 import json
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import click
@@ -112,8 +113,7 @@ def judge_options(fn: Callable[..., Any]) -> Callable[..., Any]:
         default=0.6,
         show_default=True,
         type=click.FloatRange(-1, 1),
-        help="Calibration a judge needs before its checks count: kappa's 95% lower bound "
-        "at least.",
+        help="Calibration a judge needs before its checks count: kappa's 95% lower bound at least.",
     )(
         click.option(
             "--max-false-pass",
@@ -141,9 +141,9 @@ def judge_options(fn: Callable[..., Any]) -> Callable[..., Any]:
 @click.option(
     "--labels",
     "labels_path",
-    required=True,
+    default=None,
     type=click.Path(),
-    help="CSV/JSONL: item, label, labeller[, slice, rubric, note].",
+    help="CSV/JSONL: item, label, labeller[, slice, rubric, note] (required unless --same-as).",
 )
 @click.option(
     "--items",
@@ -152,13 +152,22 @@ def judge_options(fn: Callable[..., Any]) -> Callable[..., Any]:
     type=click.Path(),
     help="YAML/JSON/JSONL items: id, subject[, prompt, slice, ...].",
 )
+@click.option(
+    "--same-as",
+    "same_as",
+    default=None,
+    type=click.Path(),
+    help="A calibration record (the JSON `calibrate --json` printed) of another endpoint "
+    "that serves the same model: record --judge as that judge, without measuring.",
+)
 @click.option("--store", "store_path", default=str(DEFAULT_PATH), show_default=True)
 @click.option("--json", "as_json", is_flag=True, help="Print the record as JSON.")
 @judge_options
 def calibrate(
     rubric_path: str,
-    labels_path: str,
+    labels_path: str | None,
     items_path: str | None,
+    same_as: str | None,
     store_path: str,
     as_json: bool,
     judges: JudgeOptions,
@@ -166,30 +175,79 @@ def calibrate(
     """Measure a judge against people's labels on RUBRIC and store the calibration.
 
     Its checks count (fail trials, feed gates) only while a calibration of this rubric
-    version with this judge meets --min-kappa and --max-false-pass.
+    version with this judge meets the bar: --min-items items two people agreed on,
+    kappa's 95% lower bound at least --min-kappa, the false-pass rate's 95% upper bound
+    at most --max-false-pass.
     """
-    import asyncio
-
     from rich.console import Console
 
     from proctor.core.documents import SpecError
-    from proctor.judge.calibration import LabelError
-    from proctor.judge.calibration import calibrate as measure
-    from proctor.judge.items import TRIAL_ITEM, Subject, read_items, trial_subject
-    from proctor.judge.labels import read_labels
     from proctor.judge.records import records, save_record
     from proctor.report.judges import print_calibration
     from proctor.tasks.rubrics import load_rubric
 
     if not judges.refs:
         fail("calibrate needs --judge REF")
+    if (labels_path is None) == (same_as is None):
+        fail("calibrate needs --labels FILE (to measure) or --same-as FILE (to copy), not both")
     try:
         rubric = load_rubric(rubric_path)
+    except SpecError as exc:
+        fail(exc.lines())
+    store = open_store(store_path)
+    panel = judges.panel(store)
+    if same_as is not None:
+        figures, source = _copied(store, same_as, rubric, panel), str(same_as)
+    else:
+        assert labels_path is not None
+        figures, source = (
+            _measured(store, rubric, labels_path, items_path, panel, judges),
+            str(labels_path),
+        )
+    previous = records(store, rubric.id)
+    record = save_record(store, rubric.id, rubric.version, panel.name, panel.fingerprint, figures)
+    refused = judges.policy().refusals(figures)
+    out = {
+        **record,
+        "judge": panel.describe(),
+        "labels": source,
+        "accepted": not refused,
+        "refusals": refused,
+        "policy": judges.policy().to_dict(),
+        "previous": _against(previous[0], figures, rubric.version, panel.fingerprint)
+        if previous
+        else None,
+        "cache": {"hits": panel.cache.hits, "misses": panel.cache.misses},
+    }
+    store.close()
+    if as_json:
+        click.echo(json.dumps(out, indent=2, default=str))
+    else:
+        print_calibration(out, Console())
+
+
+def _measured(
+    store: Any,
+    rubric: Any,
+    labels_path: str,
+    items_path: str | None,
+    panel: Any,
+    judges: JudgeOptions,
+) -> dict[str, Any]:
+    """The figures of `panel` against the labels (exit 2 with file:line on bad input)."""
+    import asyncio
+
+    from proctor.core.documents import SpecError
+    from proctor.judge.calibration import LabelError
+    from proctor.judge.calibration import calibrate as measure
+    from proctor.judge.items import TRIAL_ITEM, Subject, read_items, trial_subject
+    from proctor.judge.labels import read_labels
+
+    try:
         labels = read_labels(labels_path)
         items = read_items(items_path) if items_path else {}
     except SpecError as exc:
         fail(exc.lines())
-    store = open_store(store_path)
     subjects: dict[str, Subject] = {}
     other: set[str] = set()  # items labelled on another rubric (the review desk's, say)
     for label in labels:
@@ -215,31 +273,41 @@ def calibrate(
             "people and judge may not have answered the same question",
             err=True,
         )
-    panel = judges.panel(store)
     try:
-        figures = asyncio.run(measure(panel, rubric, subjects, labels, judges.min_items))
+        figures: dict[str, Any] = asyncio.run(
+            measure(panel, rubric, subjects, labels, judges.min_items)
+        )
     except LabelError as exc:
         fail(f"{labels_path}:{exc}")
-    previous = records(store, rubric.id)
-    record = save_record(store, rubric.id, rubric.version, panel.name, panel.fingerprint, figures)
-    refused = judges.policy().refusals(figures)
-    out = {
-        **record,
-        "judge": panel.describe(),
-        "labels": str(labels_path),
-        "accepted": not refused,
-        "refusals": refused,
-        "policy": judges.policy().to_dict(),
-        "previous": _against(previous[0], figures, rubric.version, panel.fingerprint)
-        if previous
-        else None,
-        "cache": {"hits": panel.cache.hits, "misses": panel.cache.misses},
+    return figures
+
+
+def _copied(store: Any, path: str, rubric: Any, panel: Any) -> dict[str, Any]:
+    """The figures of the stored record FILE names, for `panel` stated to be the same
+    model: the record must be in this store, of this rubric version, of another judge."""
+    from proctor.judge.records import records
+
+    try:
+        stated = json.loads(Path(path).read_text(encoding="utf-8"))
+        record_id, fingerprint = int(stated["id"]), str(stated["judge_fingerprint"])
+    except (OSError, ValueError, KeyError, TypeError) as exc:
+        fail(f"{path}:1: --same-as: not the JSON of `proctor calibrate --json` ({exc})")
+    found = [r for r in records(store, rubric.id) if r["id"] == record_id]
+    if not found or found[0]["judge_fingerprint"] != fingerprint:
+        fail(f"{path}:1: id: calibration #{record_id} of this judge is not in the store")
+    original = found[0]
+    if original["rubric_version"] != rubric.version:
+        fail(f"{path}:1: rubric_version: #{record_id} is of another version of {rubric.id}")
+    if fingerprint == panel.fingerprint:
+        fail(f"{path}:1: judge_fingerprint: #{record_id} is already this judge's calibration")
+    figures = dict(original["figures"])
+    figures["same_as"] = {
+        "record": record_id,
+        "judge": original["judge"],
+        "judge_fingerprint": fingerprint,
+        "statement": "a person stated that this judge serves the same model",
     }
-    store.close()
-    if as_json:
-        click.echo(json.dumps(out, indent=2, default=str))
-    else:
-        print_calibration(out, Console())
+    return figures
 
 
 def _against(

@@ -17,6 +17,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from proctor.core.credentials import scrub
 from proctor.core.outcome import Outcome
 from proctor.core.results import Check, Usage
 from proctor.core.trace import Trace
@@ -91,17 +92,21 @@ class Judging:
         return cls(panel, list(refs), policy, standings, agent_model, warnings, by_version)
 
     def manifest(self) -> dict[str, Any]:
-        return {
-            "refs": self.refs,
-            **self.panel.describe(),
-            "prompt_hash": PROMPT_HASH,
-            "policy": self.policy.to_dict(),
-            "rubrics": {
-                r.id: {"version": r.version, **self.standings[v].to_dict()}
-                for v, r in sorted(self.rubrics.items(), key=lambda item: item[1].id)
-            },
-            "warnings": self.warnings,
-        }
+        """What the run manifest records of its judges (never a credential of theirs)."""
+        described: dict[str, Any] = scrub(
+            {
+                "refs": self.refs,
+                **self.panel.describe(),
+                "prompt_hash": PROMPT_HASH,
+                "policy": self.policy.to_dict(),
+                "rubrics": {
+                    r.id: {"version": r.version, **self.standings[v].to_dict()}
+                    for v, r in sorted(self.rubrics.items(), key=lambda item: item[1].id)
+                },
+                "warnings": self.warnings,
+            }
+        )
+        return described
 
     def _check(self, rubric: Rubric, verdict: Verdict | None, advisory: bool) -> Check:
         held = self.standings.get(rubric.version) or Standing(False, "uncalibrated")

@@ -110,7 +110,17 @@ class JudgePanel:
             "fingerprint": self.fingerprint,
             "combine": self.combine,
             "members": [
-                {"name": j.name, "model": j.model, "fingerprint": j.fingerprint}
+                {
+                    "name": j.name,
+                    "model": j.model,
+                    "fingerprint": j.fingerprint,
+                    **({"identity": j.identity} if hasattr(j, "identity") else {}),
+                    **(
+                        {"reported_models": sorted(j.reported_models)}
+                        if getattr(j, "reported_models", None)
+                        else {}
+                    ),
+                }
                 for j in self.judges
             ],
         }

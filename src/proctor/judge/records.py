@@ -9,8 +9,10 @@ people labelled and agreed on, the lower bound of kappa's 95% interval at least
 `max_false_pass`, judge errors at most `max_errors`; every slice with `min_items` items
 is held to the same bar. Without such a record the check is advisory and says why
 ("23 items; needs 50"). Records written before these figures existed still load: the
-bound is computed from their confusion matrix. Editing the rubric (a new version) or changing the judge (a new fingerprint) leaves
-the old record behind: it no longer matches (docs/architecture.md, Judges).
+bound is computed from their confusion matrix. Editing the rubric (a new version) or
+changing the judge (a new fingerprint) leaves the old record behind: it no longer
+matches. `proctor calibrate --same-as` copies a record to another endpoint's judge when a
+person states both serve the same model; the copy says so (docs/architecture.md, Judges).
 """
 
 from __future__ import annotations

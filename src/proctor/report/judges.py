@@ -94,6 +94,14 @@ def print_calibration(out: dict[str, Any], console: Console) -> None:
             f"{out['rubric_version']}) with judge {out['judge']['name']}, {out['date']}"
         )
     )
+    same = f.get("same_as")
+    if same:
+        console.print(
+            Text(
+                f"not measured: the figures of calibration #{same['record']} (judge "
+                f"{same['judge']}), copied on a person's statement that both serve the same model"
+            )
+        )
     table = Table(title="judge against people's verdicts")
     for column in ("slice", "items", "agreement", "kappa (95% CI)", "false pass", "false fail"):
         table.add_column(column)
