@@ -377,6 +377,7 @@ def pairwise_report(
     import asyncio
 
     from proctor.cli.common import suite_or_exit
+    from proctor.judge.base import JudgeError
     from proctor.judge.pairwise import compare_pairwise
     from proctor.store import RunNotFound
 
@@ -392,9 +393,12 @@ def pairwise_report(
     if not rubrics:
         fail("compare --judge: no task of the suite has `expect.judge` rubrics")
     panel = judges.panel(store)
-    report = asyncio.run(
-        compare_pairwise(
-            panel, rubrics, _views(store, base, suite), _views(store, cand, suite), seed=seed
+    try:
+        report = asyncio.run(
+            compare_pairwise(
+                panel, rubrics, _views(store, base, suite), _views(store, cand, suite), seed=seed
+            )
         )
-    )
+    except JudgeError as exc:
+        fail(f"compare --judge: the judge gave no verdict: {exc}")
     return {"baseline": base["run_id"], "candidate": cand["run_id"], **report}
