@@ -148,6 +148,37 @@ def test_max_steps_stops_a_looping_model() -> None:
     assert record.answer == "" and record.result.status == "failed"
 
 
+def test_a_trial_that_hits_max_steps_without_an_answer_never_passes() -> None:
+    """Every step of the cancellation done, no answer: the world and the trajectory are
+    right, and an empty answer mentions no refund; without the limit's check it passed."""
+    with ScriptedChatServer(CANCEL_A100[:3]) as server:
+        record = run_support("cancel-eligible-order", agent_for(server, max_steps=3))
+    assert record.answer == "" and record.result.status == "failed"
+    assert failed(record) == ["max_steps_reached"]
+    [check] = [c for c in record.result.checks if c.name == "max_steps_reached"]
+    assert check.kind == "answer" and check.blocks
+    with ScriptedChatServer(CANCEL_A100) as server:
+        answered = run_support("cancel-eligible-order", agent_for(server, max_steps=4))
+    assert answered.result.status == "passed"
+    assert all(c.name != "max_steps_reached" for c in answered.result.checks)
+
+
+def test_max_tokens_and_sampling_options_reach_the_provider() -> None:
+    agent = load_agent(
+        "chat:m?base_url=http://127.0.0.1:9/v1&max_tokens=64&top_p=0.5&extra_body=%7B%22top_k%22%3A40%7D"
+    )
+    assert isinstance(agent, ChatAgent) and agent.sampling == {"max_tokens": 64, "top_p": 0.5}
+    with ScriptedChatServer([completion("No order C-404.")]) as server:
+        run_support(
+            "handle-missing-order",
+            agent_for(server, max_tokens=64, top_p=0.5, extra_body={"top_k": 40}),
+        )
+    request = server.requests[0]
+    assert (request["max_tokens"], request["top_p"], request["top_k"]) == (64, 0.5, 40)
+    with pytest.raises(ValueError, match="unknown option"):
+        ChatAgent("m", base_url="http://127.0.0.1:9/v1", top_kk=3)  # type: ignore[arg-type]
+
+
 def test_task_metadata_sets_the_system_prompt() -> None:
     base = next(t for t in support_suite().tasks if t.id == "handle-missing-order")
     settings = {"agent": {"system_prompt": "Be brief.", "temperature": 0.5}}

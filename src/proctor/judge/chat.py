@@ -156,8 +156,8 @@ class ChatJudge:
         tokens = completion.usage
         prompt = getattr(tokens, "prompt_tokens", 0) or 0
         output = getattr(tokens, "completion_tokens", 0) or 0
-        cost = self.prices.cost(self.model, prompt, output)
-        return Usage(prompt, output, cost or 0.0, 1)
+        cost = self.prices.cost(self.model, prompt, output)  # None: not measured, never $0
+        return Usage(prompt, output, cost, 1)
 
     async def score(self, rubric: Rubric, view: JudgeView) -> Judgment:
         answer, usage, attempts = await self._ask(
