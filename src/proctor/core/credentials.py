@@ -51,7 +51,7 @@ def scrub(value: Any) -> Any:
     if isinstance(value, str):
         return scrub_text(value)
     if isinstance(value, dict):
-        out = {}
+        out: dict[Any, Any] = {}
         for key, item in value.items():
             name = str(key)
             if SECRET_NAME.match(name) and item not in (None, ""):

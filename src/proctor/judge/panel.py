@@ -70,6 +70,20 @@ class Verdict:
         return len({m.passed for m in self.members}) == 1
 
 
+def _member(judge: Judge) -> dict[str, Any]:
+    """A member as a manifest records it: name, model, fingerprint, and what the judge
+    says of itself (its identity, the model ids its provider reported) when it does."""
+    identity = getattr(judge, "identity", None)
+    reported = getattr(judge, "reported_models", None)
+    return {
+        "name": judge.name,
+        "model": judge.model,
+        "fingerprint": judge.fingerprint,
+        **({"identity": identity} if identity is not None else {}),
+        **({"reported_models": sorted(reported)} if reported else {}),
+    }
+
+
 class JudgePanel:
     """`JudgePanel([judge])` or several judges and a `combine` rule."""
 
@@ -109,20 +123,7 @@ class JudgePanel:
             "name": self.name,
             "fingerprint": self.fingerprint,
             "combine": self.combine,
-            "members": [
-                {
-                    "name": j.name,
-                    "model": j.model,
-                    "fingerprint": j.fingerprint,
-                    **({"identity": j.identity} if hasattr(j, "identity") else {}),
-                    **(
-                        {"reported_models": sorted(j.reported_models)}
-                        if getattr(j, "reported_models", None)
-                        else {}
-                    ),
-                }
-                for j in self.judges
-            ],
+            "members": [_member(j) for j in self.judges],
         }
 
     async def _member(self, judge: Judge, rubric: Rubric, view: JudgeView) -> tuple[Judgment, bool]:

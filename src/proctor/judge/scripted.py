@@ -32,11 +32,12 @@ def _truth_identity(truth: Truth) -> dict[str, Any]:
     """The truth function by name and by code (its bytecode, constants and defaults), so
     an edited truth is another judge."""
     code = getattr(truth, "__code__", None)
+    defaults = getattr(truth, "__defaults__", None)
     return {
         "name": f"{getattr(truth, '__module__', '')}.{getattr(truth, '__qualname__', '')}",
         "code": None
         if code is None
-        else digest([code.co_code.hex(), repr(code.co_consts), repr(truth.__defaults__)]),  # type: ignore[attr-defined]
+        else digest([code.co_code.hex(), repr(code.co_consts), repr(defaults)]),
     }
 
 
