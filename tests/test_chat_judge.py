@@ -262,3 +262,12 @@ def test_compare_with_a_failing_judge_says_so_in_one_line(tmp_path: Path) -> Non
     assert out.exit_code == 2, out.output
     assert out.output.count("\n") == 1 and "the judge gave no verdict" in out.output
     assert "Traceback" not in out.output
+
+
+def test_an_unpriced_judge_s_cost_is_not_measured(tmp_path: Path) -> None:
+    with ScriptedChatServer([judge_reply(4)]) as server, Store(tmp_path / "p.db") as store:
+        judge = ChatJudge("local-model", base_url=server.url, api_key="k")
+        report = judged_run([judge], store, tasks=("kyc-case-03",))
+    [result] = report.results
+    assert "judge_cost_usd" not in result.metrics and result.metrics["judge_calls"] == 1.0
+    assert report.summary["judges"]["cost_usd"] is None  # not $0
