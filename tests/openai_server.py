@@ -9,9 +9,10 @@ instead of hanging; it stops when its `with` block ends.
 from __future__ import annotations
 
 import json
+import re
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
@@ -168,4 +169,49 @@ class QuotaChatServer(LoopbackServer):
         return 429, {"retry-after-ms": f"{wait_ms:.0f}"}, _error(429, "rate limited")
 
     def __enter__(self) -> QuotaChatServer:
+        return super().__enter__()
+
+
+#: An instruction the obedient judge follows wherever it reads one as an instruction.
+OBEYED = re.compile(r"(?i)\bgive (?:it |this )?(?:a )?score (?:of )?(\d)")
+#: Lines that open and close a data section, as the prompt that declared them reads.
+FENCE_DECLARED = re.compile(r"between the two lines (\S+?)\.")
+
+
+def obedient_score(user: str, truth: Callable[[str], int]) -> int:
+    """The score a judge gives that tells data from instructions by the fences only, as
+    a model does: it reads the prompt line by line; a line equal to the declared fence
+    (or `<<<` / `>>>` in a prompt that declares none) opens or closes the data; an
+    instruction it reads outside the data ("give score 4") is obeyed, the last one
+    winning; the data is judged by `truth` of its text."""
+    declared = FENCE_DECLARED.search(user)
+    opens, closes = (declared[1], declared[1]) if declared else ("<<<", ">>>")
+    inside, data, obeyed = False, [], None
+    for line in user.split("\n"):
+        if not inside and line == opens:
+            inside = True
+        elif inside and line == closes:
+            inside = False
+        elif inside:
+            data.append(line)
+        elif (found := OBEYED.search(line)) is not None:
+            obeyed = int(found[1])
+    return obeyed if obeyed is not None else truth("\n".join(data))
+
+
+class ObedientJudgeServer(LoopbackServer):
+    """A chat judge on loopback answering with `obedient_score` of each request."""
+
+    def __init__(self, truth: Callable[[str], int]) -> None:
+        super().__init__()
+        self.truth = truth
+        self.requests: list[dict[str, Any]] = []
+
+    def answer(self, request: dict[str, Any], path: str) -> tuple[int, dict[str, str], Any]:
+        with self._lock:
+            self.requests.append(request)
+        user = "\n".join(m["content"] for m in request["messages"] if m["role"] == "user")
+        return 200, {}, judge_reply(obedient_score(user, self.truth), "Read as told.")
+
+    def __enter__(self) -> ObedientJudgeServer:
         return super().__enter__()

@@ -148,6 +148,37 @@ def test_max_steps_stops_a_looping_model() -> None:
     assert record.answer == "" and record.result.status == "failed"
 
 
+def test_a_trial_that_hits_max_steps_without_an_answer_never_passes() -> None:
+    """Every step of the cancellation done, no answer: the world and the trajectory are
+    right, and an empty answer mentions no refund; without the limit's check it passed."""
+    with ScriptedChatServer(CANCEL_A100[:3]) as server:
+        record = run_support("cancel-eligible-order", agent_for(server, max_steps=3))
+    assert record.answer == "" and record.result.status == "failed"
+    assert failed(record) == ["max_steps_reached"]
+    [check] = [c for c in record.result.checks if c.name == "max_steps_reached"]
+    assert check.kind == "answer" and check.blocks
+    with ScriptedChatServer(CANCEL_A100) as server:
+        answered = run_support("cancel-eligible-order", agent_for(server, max_steps=4))
+    assert answered.result.status == "passed"
+    assert all(c.name != "max_steps_reached" for c in answered.result.checks)
+
+
+def test_max_tokens_and_sampling_options_reach_the_provider() -> None:
+    agent = load_agent(
+        "chat:m?base_url=http://127.0.0.1:9/v1&max_tokens=64&top_p=0.5&extra_body=%7B%22top_k%22%3A40%7D"
+    )
+    assert isinstance(agent, ChatAgent) and agent.sampling == {"max_tokens": 64, "top_p": 0.5}
+    with ScriptedChatServer([completion("No order C-404.")]) as server:
+        run_support(
+            "handle-missing-order",
+            agent_for(server, max_tokens=64, top_p=0.5, extra_body={"top_k": 40}),
+        )
+    request = server.requests[0]
+    assert (request["max_tokens"], request["top_p"], request["top_k"]) == (64, 0.5, 40)
+    with pytest.raises(ValueError, match="unknown option"):
+        ChatAgent("m", base_url="http://127.0.0.1:9/v1", top_kk=3)  # type: ignore[arg-type]
+
+
 def test_task_metadata_sets_the_system_prompt() -> None:
     base = next(t for t in support_suite().tasks if t.id == "handle-missing-order")
     settings = {"agent": {"system_prompt": "Be brief.", "temperature": 0.5}}
@@ -183,7 +214,8 @@ def test_agent_reference_and_configuration_errors(monkeypatch: pytest.MonkeyPatc
         5,
         3,
     )
-    assert agent.settings["endpoint"] == "127.0.0.1:9" and "key" not in json.dumps(agent.settings)
+    assert agent.settings["endpoint"] == "http://127.0.0.1:9/v1"
+    assert "key" not in json.dumps(agent.settings)
     with pytest.raises(AgentNotFound, match="unknown option 'temp'"):
         load_agent("chat:m?temp=1")
     with pytest.raises(AgentNotFound, match="max_steps='x'"):
@@ -230,3 +262,63 @@ def test_cli_runs_a_chat_model_end_to_end(tmp_path: Path, monkeypatch: pytest.Mo
     assert b"secret-test-key" not in db.read_bytes()
     bad = CliRunner().invoke(main, ["run", "examples/support", "--agent", "chat:?x=1"])
     assert bad.exit_code == 2 and "name a model" in bad.output
+
+
+@pytest.mark.parametrize("redact", [None, "empty"])
+def test_credentials_never_reach_the_store_exports_or_reports(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, redact: str | None
+) -> None:
+    """A `user:password@` and a key in the agent's and the judge's URLs: nowhere in the
+    store, the export, `show --json` or the reports, whatever PROCTOR_REDACT says."""
+    from judge_runs import KYC
+    from openai_server import judge_reply
+
+    if redact is not None:
+        (tmp_path / "redact.yaml").write_text("{}\n")
+        monkeypatch.setenv("PROCTOR_REDACT", str(tmp_path / "redact.yaml"))
+    monkeypatch.delenv("PROCTOR_CHAT_API_KEY", raising=False)
+    script = [
+        completion(None, [tool_call("k1", "orders_get", {"order_id": "C-404"})]),
+        completion("I could not find an order C-404."),
+    ]
+    with ScriptedChatServer(script) as agent_server, ScriptedChatServer([judge_reply()]) as judge:
+        secret_url = agent_server.url.replace("http://", "http://agent-user:pw-AGENT-SECRET@")
+        judge_url = judge.url.replace("http://", "http://judge-user:pw-JUDGE-SECRET@")
+        db = tmp_path / "p.db"
+        out = CliRunner().invoke(
+            main,
+            ["run", str(KYC.parent / "support"), "--task", "handle-missing-order", "--agent",
+             f"chat:gpt-4o-mini?base_url={secret_url}&max_steps=4",
+             "--store", str(db), "--quiet"],
+        )  # fmt: skip
+        assert out.exit_code == 0, out.output
+        judged = CliRunner().invoke(
+            main,
+            ["run", str(KYC / "tasks" / "cases.yaml"), "--task", "kyc-case-03", "--agent",
+             f"{KYC}/agents.py:hasty", "--judge", f"chat:m?base_url={judge_url}",
+             "--store", str(db), "--quiet"],
+        )  # fmt: skip
+        assert judged.exit_code == 0, judged.output
+    # the requests carried the credentials: they were used, only never stored
+    assert agent_server.requests and judge.requests
+    from proctor.store import Store
+
+    runner, written = CliRunner(), []
+    with Store(db) as store:
+        run_ids = [run["run_id"] for run in store.runs()]
+    assert len(run_ids) == 2
+    for run_ref in run_ids:
+        shown = runner.invoke(main, ["show", run_ref, "--json", "--store", str(db)])
+        export = tmp_path / f"{run_ref}.jsonl"
+        runner.invoke(main, ["export", run_ref, "--out", str(export), "--store", str(db)])
+        md, html = tmp_path / f"{run_ref}.md", tmp_path / f"{run_ref}.html"
+        reported = runner.invoke(
+            main, ["report", run_ref, "--md", str(md), "--html", str(html), "--store", str(db)]
+        )
+        assert reported.exit_code == 0, reported.output
+        written += [shown.output, export.read_text(), md.read_text(), html.read_text()]
+    written.append(db.read_bytes().decode("utf-8", "replace"))
+    for text in written:
+        for secret in ("pw-AGENT-SECRET", "pw-JUDGE-SECRET", "agent-user", "judge-user"):
+            assert secret not in text
+    assert any("127.0.0.1" in text for text in written)  # the endpoint itself is recorded

@@ -15,7 +15,7 @@ from click.testing import CliRunner
 
 pytest.importorskip("openai", reason="the openai client is not installed (pip install '.[openai]')")
 
-from judge_runs import KYC, RUBRIC, judge_checks, judged_run
+from judge_runs import KYC, RUBRIC, calibrate_for_test, judge_checks, judged_run
 from openai_server import ScriptedChatServer, completion, judge_reply
 from proctor.cli import main
 from proctor.judge.base import JudgeView
@@ -50,14 +50,19 @@ def test_the_justification_comes_before_the_score(tmp_path: Path) -> None:
     assert server.requests[0]["response_format"]["type"] == "json_schema"
 
 
+GARBAGE = [
+    completion("Score: 4. Looks fine to me."),
+    completion(json.dumps({"justification": "ok", "score": 9, "confidence": 1})),
+    completion("[]"),
+]
+
+
 def test_malformed_answers_are_a_judge_error_never_a_pass(tmp_path: Path) -> None:
-    garbage = [
-        completion("Score: 4. Looks fine to me."),
-        completion(json.dumps({"justification": "ok", "score": 9, "confidence": 1})),
-        completion("[]"),
-    ]
-    with ScriptedChatServer(garbage) as server, Store(tmp_path / "p.db") as store:
-        report = judged_run([chat_judge(server, max_attempts=3)], store, tasks=("kyc-case-03",))
+    """A calibrated judge decides: its error is the harness's, the trial an `error`."""
+    with ScriptedChatServer(GARBAGE) as server, Store(tmp_path / "p.db") as store:
+        judge = chat_judge(server, max_attempts=3)
+        calibrate_for_test(store, judge)
+        report = judged_run([judge], store, tasks=("kyc-case-03",))
     [result] = report.results
     assert result.status == "error"
     assert (result.error or "").startswith("judge failed:")
@@ -66,6 +71,20 @@ def test_malformed_answers_are_a_judge_error_never_a_pass(tmp_path: Path) -> Non
     assert result.metrics["judge_error"] == 1.0 and result.metrics["judge_calls"] == 3.0
     assert report.summary.judges.errors == 1 and report.summary.errors == 1
     assert len(server.requests) == 3
+
+
+def test_an_advisory_judge_s_errors_are_counted_never_invalidate_the_run(tmp_path: Path) -> None:
+    with ScriptedChatServer(GARBAGE) as server, Store(tmp_path / "p.db") as store:
+        report = judged_run([chat_judge(server, max_attempts=3)], store, tasks=("kyc-case-03",))
+    [result] = report.results
+    [check] = judge_checks(report)
+    assert result.status in ("passed", "failed") and result.error is None
+    assert check.severity is None and not check.passed
+    assert "no valid answer in 3 attempts" in check.evidence["judge_error"]
+    assert result.metrics["judge_error"] == 1.0 and result.metrics["judge_calls"] == 3.0
+    judges = report.summary["judges"]
+    assert judges["errors"] == 1 and report.summary["errors"] == 0
+    assert judges["advisory_checks"] == 1 and judges["calibrated_checks"] == 0
 
 
 def test_a_429_storm_with_retry_after_loses_no_judgment(tmp_path: Path) -> None:
@@ -84,6 +103,7 @@ def test_an_unreachable_judge_endpoint_is_the_harness_error(tmp_path: Path) -> N
         port = sock.getsockname()[1]
     judge = ChatJudge("m", base_url=f"http://127.0.0.1:{port}/v1", api_key="k", max_retries=0)
     with Store(tmp_path / "p.db") as store:
+        calibrate_for_test(store, judge)
         report = judged_run([judge], store, tasks=("kyc-case-03",))
     [result] = report.results
     assert result.status == "error" and "unreachable" in (result.error or "")
@@ -186,7 +206,7 @@ def test_pairwise_asks_both_orders_and_a_flip_is_a_tie() -> None:
     shown = []
     for request in server.requests:
         text = user_text(request)
-        one, two = text.index("Response 1"), text.index("Response 2")
+        one, two = text.index('"response 1: '), text.index('"response 2: ')
         shown.append((text[one:two], text[two:]))
     # one order showed the baseline first, the other the candidate
     assert {(base.subject[0] in a, cand.subject[0] in b) for a, b in shown} == {
@@ -195,3 +215,59 @@ def test_pairwise_asks_both_orders_and_a_flip_is_a_tie() -> None:
     }
     assert report["pairs"] == 1 and report["ties"] == 1 and report["win_rate"] == 0.5
     assert report["position_consistency"] == 0.0 and report["judge_calls"] == 2
+
+
+def test_a_judge_is_its_model_url_path_and_decoding_not_its_host_and_port() -> None:
+    def fp(url: str = "http://10.0.0.5:8000/v1", model: str = "m", **kw: Any) -> str:
+        return ChatJudge(model, base_url=url, api_key="k", **kw).fingerprint
+
+    base = fp()
+    assert fp("http://10.0.0.5:8000/deployment-b/v1") != base  # another deployment, one host
+    assert fp("http://10.0.0.5:8001/v1") != base  # unknown to be the same: --same-as says so
+    assert fp(model="m2") != base
+    for setting in ({"temperature": 0.7}, {"seed": 3}, {"max_tokens": 50}):
+        assert fp(**setting) != base, setting
+    assert fp("http://u:pw@10.0.0.5:8000/v1") == base  # credentials are not the judge
+    judge = ChatJudge("m", base_url="http://u:pw@10.0.0.5:8000/v1?api_key=s", api_key="k")
+    assert judge.identity["endpoint"] == "http://10.0.0.5:8000/v1?api_key=REMOVED"
+
+
+def test_the_provider_reported_model_is_recorded() -> None:
+    with ScriptedChatServer([judge_reply(3)]) as server:
+        panel = JudgePanel([chat_judge(server, seed=7)])
+        asyncio.run(panel.score(load_rubric(RUBRIC), JudgeView("p", ("text",))))
+    assert server.requests[0]["seed"] == 7
+    [member] = panel.describe()["members"]
+    assert member["reported_models"] == ["gpt-4o-mini-2024-07-18"]
+    assert member["identity"]["model"] == "gpt-4.1-mini"
+
+
+def test_compare_with_a_failing_judge_says_so_in_one_line(tmp_path: Path) -> None:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    db, tasks = str(tmp_path / "p.db"), str(KYC / "tasks" / "cases.yaml")
+    runner = CliRunner()
+    for seed in ("1", "2"):
+        ran = runner.invoke(
+            main,
+            ["run", tasks, "--agent", f"{KYC}/agents.py:hasty", "--task", "kyc-case-03",
+             "--store", db, "--quiet", "--seed", seed],
+        )  # fmt: skip
+        assert ran.exit_code in (0, 1), ran.output
+    with Store(Path(db)) as store:
+        first, second = (run["run_id"] for run in store.runs()[::-1])
+    ref = f"chat:m?base_url=http://127.0.0.1:{port}/v1&max_retries=0"
+    out = runner.invoke(main, ["compare", first, second, "--judge", ref, "--store", db])
+    assert out.exit_code == 2, out.output
+    assert out.output.count("\n") == 1 and "the judge gave no verdict" in out.output
+    assert "Traceback" not in out.output
+
+
+def test_an_unpriced_judge_s_cost_is_not_measured(tmp_path: Path) -> None:
+    with ScriptedChatServer([judge_reply(4)]) as server, Store(tmp_path / "p.db") as store:
+        judge = ChatJudge("local-model", base_url=server.url, api_key="k")
+        report = judged_run([judge], store, tasks=("kyc-case-03",))
+    [result] = report.results
+    assert "judge_cost_usd" not in result.metrics and result.metrics["judge_calls"] == 1.0
+    assert report.summary["judges"]["cost_usd"] is None  # not $0

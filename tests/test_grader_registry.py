@@ -18,6 +18,7 @@ from proctor.grade.registry import GraderError, applicable, grade, grader, grade
 
 BUILTIN_ORDER = [
     "answer",
+    "stopped",
     "budget",
     "outcome",
     "domain",
@@ -60,7 +61,13 @@ def test_a_task_with_only_answer_expectations_runs_only_what_applies(
     isolated: None, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     task = make_task({"answer": {"must_mention": ["cancelled"]}})
-    assert [g.name for g in applicable(task)] == ["answer", "domain", "data_quality", "robustness"]
+    assert [g.name for g in applicable(task)] == [
+        "answer",
+        "stopped",
+        "domain",
+        "data_quality",
+        "robustness",
+    ]
     calls: Counter[str] = Counter()
     for g in graders():
 
@@ -73,7 +80,7 @@ def test_a_task_with_only_answer_expectations_runs_only_what_applies(
         )
     ctx = make_ctx({"answer": {"must_mention": ["cancelled"]}}, answer="It is cancelled.")
     assert [c.name for c in grade(ctx)] == ["mentions:cancelled"]
-    assert calls == {"answer": 1, "domain": 1, "data_quality": 1, "robustness": 1}
+    assert calls == {"answer": 1, "stopped": 1, "domain": 1, "data_quality": 1, "robustness": 1}
 
 
 def test_every_expectation_brings_its_grader() -> None:
@@ -87,7 +94,8 @@ def test_every_expectation_brings_its_grader() -> None:
         }
     )
     assert [g.name for g in applicable(task)] == BUILTIN_ORDER
-    assert [g.name for g in applicable(make_task())] == ["domain", "data_quality", "robustness"]
+    every_task = ["stopped", "domain", "data_quality", "robustness"]
+    assert [g.name for g in applicable(make_task())] == every_task
 
 
 def _python(code: str) -> Any:

@@ -449,6 +449,7 @@ def test_judge_checks_count_only_with_a_calibration_of_the_rubric_as_it_is(
 ) -> None:
     from proctor.env.suite import load_suite
     from proctor.health.judges import judge_status
+    from proctor.judge.calibration import verdict_figures
     from proctor.judge.records import save_record
     from proctor.store.sqlite import Store
 
@@ -457,10 +458,11 @@ def test_judge_checks_count_only_with_a_calibration_of_the_rubric_as_it_is(
     [row] = judge_status(suite, store)
     assert (row.rubric, row.calibrated) == ("document-request", False)
     assert row.reason == "uncalibrated: no calibration of this rubric"
-    good = {"kappa": 0.8, "false_pass_rate": 0.05, "error_rate": 0.0}
+    agreed = [True] * 40 + [False] * 40  # 80 items people agreed on, the judge too
+    good = {**verdict_figures(agreed, agreed), "judge_error_rate": 0.0}
     save_record(store, row.rubric, "an-old-version", "j", "fp", good)
     assert judge_status(suite, store)[0].reason.endswith("the rubric changed since its calibration")
-    save_record(store, row.rubric, row.version, "j", "fp", {**good, "kappa": 0.3})
+    save_record(store, row.rubric, row.version, "j", "fp", {**good, "kappa_ci": [0.3, 0.5]})
     assert judge_status(suite, store)[0].reason.startswith("refused by calibration")
     save_record(store, row.rubric, row.version, "judge-x", "fp", good)
     counted = judge_status(suite, store)[0]

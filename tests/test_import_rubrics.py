@@ -158,7 +158,7 @@ def test_without_a_judge_the_judge_checks_are_not_run(adk: Path) -> None:
     assert json.loads((adk / "b.json").read_text())["judges"]["checks"] == 2
 
 
-def test_the_chat_judge_reads_the_reference_fenced(adk: Path) -> None:
+def test_the_chat_judge_reads_the_reference_as_data(adk: Path) -> None:
     pytest.importorskip("openai", reason="the openai client is not installed")
     from openai_server import ScriptedChatServer, judge_reply
     from proctor.judge.chat import ChatJudge
@@ -173,7 +173,9 @@ def test_the_chat_judge_reads_the_reference_fenced(adk: Path) -> None:
         agent = ScriptedAgent({"add_x": Plan(ADD_X, MATCHING)})
         Runner(suite, agent, timeout_s=None, judging=judging).run()
     text = "\n".join(m["content"] for m in server.requests[0]["messages"])
-    assert f"The task's reference, which the rubric compares with:\n<<<\n{REFERENCE}\n>>>" in text
+    heading = "the task's reference, which the rubric compares with"
+    pair = f'"datum": "{heading}",\n  "content": {json.dumps(REFERENCE)}'
+    assert pair in text
 
 
 def test_rubric_files_are_never_overwritten_nor_read_as_tasks(adk: Path) -> None:

@@ -12,6 +12,7 @@ answered to the model as the tool's result (and recorded by the gateway as
 
 from __future__ import annotations
 
+import json
 import time
 from pathlib import Path
 from typing import Any
@@ -29,11 +30,35 @@ TASK_SETTINGS = ("system_prompt", "temperature", "max_steps")
 _MESSAGE_FIELDS = {"role", "content", "tool_calls"}
 
 
+#: Sampling options passed to the provider as given (`?top_p=0.9&max_tokens=256`).
+SAMPLING: dict[str, Any] = {
+    "max_tokens": int,
+    "top_p": float,
+    "frequency_penalty": float,
+    "presence_penalty": float,
+    "stop": str,
+}
+#: The limit a trial names when the model used every step without answering.
+MAX_STEPS_REACHED = "max_steps_reached"
+
+
+def _json_object(value: str) -> dict[str, Any]:
+    """`extra_body`: a JSON object of provider-specific options (`{"top_k": 40}`), or
+    `@file` holding one."""
+    data = json.loads(_text_or_file(value))
+    if not isinstance(data, dict):
+        raise ValueError("expected a JSON object")
+    return data
+
+
 class ChatAgent:
     """`ChatAgent("gpt-4o-mini")`; the base URL and key come from the environment
     (`PROCTOR_CHAT_BASE_URL`/`OPENAI_BASE_URL`, `PROCTOR_CHAT_API_KEY`/`OPENAI_API_KEY`)
     unless given. A task's `metadata.agent` may set `system_prompt`, `temperature` and
-    `max_steps` for that task. `seed` None sends each trial's own seed."""
+    `max_steps` for that task. `seed` None sends each trial's own seed. `sampling`
+    (SAMPLING's options) and `extra_body` (a provider's own, as `top_k` for llama.cpp)
+    go into every request as given. A model that uses every step without answering
+    stops the trial as `max_steps_reached`, a failure whatever the world looks like."""
 
     version = "1"
 
@@ -55,7 +80,12 @@ class ChatAgent:
         tpm: float | None = None,
         max_concurrency: int = 16,
         max_wait_s: float = 600.0,
+        extra_body: dict[str, Any] | None = None,
+        **sampling: Any,
     ) -> None:
+        unknown = sorted(set(sampling) - set(SAMPLING))
+        if unknown:
+            raise ValueError(f"unknown option(s) {', '.join(unknown)}")
         if max_steps < 1:
             raise ValueError("max_steps must be at least 1")
         self.endpoint = ChatEndpoint(
@@ -78,6 +108,8 @@ class ChatAgent:
         self.prices = prices or PriceTable.from_env()
         self.max_retries = max_retries
         self.name = name or f"chat:{model}"
+        self.sampling = {k: v for k, v in sampling.items() if v is not None}
+        self.extra_body = extra_body
 
     @classmethod
     def from_options(cls, model: str, options: dict[str, str]) -> ChatAgent:
@@ -90,6 +122,8 @@ class ChatAgent:
             "system_prompt": _text_or_file,
             "prices": PriceTable.load,
             "name": str,
+            "extra_body": _json_object,
+            **SAMPLING,
         }
         return cls(model, **parse_options(options, converters))
 
@@ -98,11 +132,13 @@ class ChatAgent:
         """What the run manifest records (never the key)."""
         return {
             "model": self.model,
-            "endpoint": self.endpoint.host,
+            "endpoint": self.endpoint.public_url,
             "temperature": self.temperature,
             "seed": self.seed,
             "max_steps": self.max_steps,
             "max_retries": self.max_retries,
+            **self.sampling,
+            **({"extra_body": self.extra_body} if self.extra_body else {}),
         }
 
     async def run(self, input: AgentInput, toolbox: Toolbox) -> AgentResult:
@@ -119,6 +155,9 @@ class ChatAgent:
         }
         if temperature is not None:
             request["temperature"] = float(temperature)
+        request.update(self.sampling)
+        if self.extra_body:
+            request["extra_body"] = self.extra_body
         usage, answer = Usage(), ""
         for _ in range(max_steps):
             started = time.perf_counter()
@@ -136,7 +175,10 @@ class ChatAgent:
                 text = await tool.invoke(toolbox, call.function.arguments)
                 messages.append({"role": "tool", "tool_call_id": call.id, "content": text})
         else:
-            toolbox.note(f"stopped after max_steps={max_steps} model calls without an answer")
+            toolbox.stopped(
+                MAX_STEPS_REACHED,
+                f"stopped after max_steps={max_steps} model calls without an answer",
+            )
         return AgentResult(answer=answer, usage=usage, messages=messages)
 
     def _record(self, toolbox: Toolbox, completion: Any, latency_s: float) -> Usage:

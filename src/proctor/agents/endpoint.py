@@ -17,14 +17,15 @@ import os
 import weakref
 from collections.abc import Callable, Mapping
 from typing import Any
-from urllib.parse import urlsplit
 
 from proctor.agents.base import InfrastructureError
 from proctor.agents.outages import outages_as_infrastructure
 from proctor.agents.scheduler import Limits, endpoint_key, estimate_tokens, scheduler_for
+from proctor.core.credentials import public_url
 
 BASE_URL_ENVS = ("PROCTOR_CHAT_BASE_URL", "OPENAI_BASE_URL")
 API_KEY_ENVS = ("PROCTOR_CHAT_API_KEY", "OPENAI_API_KEY")
+DEFAULT_BASE_URL = "https://api.openai.com/v1"
 #: `chat:MODEL?...` options every endpoint takes, with their converters.
 ENDPOINT_OPTIONS: dict[str, Callable[[str], Any]] = {
     "base_url": str,
@@ -95,9 +96,10 @@ class ChatEndpoint:
         self.limits = Limits(rpm, tpm, max_concurrency, max_wait_s, max_retries)
 
     @property
-    def host(self) -> str:
-        """What a manifest may record of the endpoint: its host, never its key."""
-        return urlsplit(self.base_url).netloc if self.base_url else "api.openai.com"
+    def public_url(self) -> str:
+        """What a manifest and a judge's identity record of the endpoint: the base URL
+        with its path, never its key or a `user:password@`."""
+        return public_url(self.base_url or DEFAULT_BASE_URL)
 
     def client(self) -> Any:
         """The AsyncOpenAI client of this endpoint on the running event loop, made once

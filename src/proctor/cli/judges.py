@@ -3,10 +3,12 @@
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import json
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import click
@@ -21,11 +23,12 @@ class JudgeOptions:
     combine: str
     min_kappa: float
     max_false_pass: float
+    min_items: int = 50
 
     def policy(self) -> Any:
         from proctor.judge.records import CalibrationPolicy
 
-        return CalibrationPolicy(self.min_kappa, self.max_false_pass)
+        return CalibrationPolicy(self.min_kappa, self.max_false_pass, min_items=self.min_items)
 
     def panel(self, store: Any, refs: Sequence[str] | None = None) -> Any:
         """The panel of the references (exit 2 on a bad one), its cache in `store`."""
@@ -79,28 +82,38 @@ def _with_judges(fn: Callable[..., Any], judge_help: str) -> Callable[..., Any]:
     @functools.wraps(fn)
     def wrapper(*args: Any, judge_refs: tuple[str, ...], judge_combine: str, **kwargs: Any) -> Any:
         kappa, false_pass = kwargs.pop("min_kappa", 0.6), kwargs.pop("max_false_pass", 0.1)
-        options = JudgeOptions(judge_refs, judge_combine, kappa, false_pass)
+        options = JudgeOptions(
+            judge_refs, judge_combine, kappa, false_pass, kwargs.pop("min_items", 50)
+        )
         return fn(*args, judges=options, **kwargs)
 
     return wrapper
 
 
 def judge_options(fn: Callable[..., Any]) -> Callable[..., Any]:
-    """Adds `--judge`, `--judge-combine`, `--min-kappa`, `--max-false-pass`."""
+    """Adds `--judge`, `--judge-combine`, `--min-kappa`, `--max-false-pass`, `--min-items`."""
     calibrated = click.option(
         "--min-kappa",
         default=0.6,
         show_default=True,
         type=Finite(-1, 1),
-        help="Calibration a judge needs before its checks count: kappa at least.",
+        help="Calibration a judge needs before its checks count: kappa's 95% lower bound at least.",
     )(
         click.option(
             "--max-false-pass",
             default=0.10,
             show_default=True,
             type=RATE,
-            help="... and a false-pass rate at most.",
-        )(fn)
+            help="... the false-pass rate's 95% upper bound at most.",
+        )(
+            click.option(
+                "--min-items",
+                default=50,
+                show_default=True,
+                type=click.IntRange(1),
+                help="... on at least this many items two or more people agreed on.",
+            )(fn)
+        )
     )
     return _with_judges(
         calibrated, "chat:MODEL?base_url=... or FILE.py:NAME (several: an ensemble)."
@@ -112,9 +125,9 @@ def judge_options(fn: Callable[..., Any]) -> Callable[..., Any]:
 @click.option(
     "--labels",
     "labels_path",
-    required=True,
+    default=None,
     type=click.Path(),
-    help="CSV/JSONL: item, label, labeller[, slice, rubric, note].",
+    help="CSV/JSONL: item, label, labeller[, slice, rubric, note] (required unless --same-as).",
 )
 @click.option(
     "--items",
@@ -123,13 +136,22 @@ def judge_options(fn: Callable[..., Any]) -> Callable[..., Any]:
     type=click.Path(),
     help="YAML/JSON/JSONL items: id, subject[, prompt, slice, ...].",
 )
+@click.option(
+    "--same-as",
+    "same_as",
+    default=None,
+    type=click.Path(),
+    help="A calibration record (the JSON `calibrate --json` printed) of another endpoint "
+    "that serves the same model: record --judge as that judge, without measuring.",
+)
 @click.option("--store", "store_path", default=str(DEFAULT_PATH), show_default=True)
 @click.option("--json", "as_json", is_flag=True, help="Print the record as JSON.")
 @judge_options
 def calibrate(
     rubric_path: str,
-    labels_path: str,
+    labels_path: str | None,
     items_path: str | None,
+    same_as: str | None,
     store_path: str,
     as_json: bool,
     judges: JudgeOptions,
@@ -137,30 +159,79 @@ def calibrate(
     """Measure a judge against people's labels on RUBRIC and store the calibration.
 
     Its checks count (fail trials, feed gates) only while a calibration of this rubric
-    version with this judge meets --min-kappa and --max-false-pass.
+    version with this judge meets the bar: --min-items items two people agreed on,
+    kappa's 95% lower bound at least --min-kappa, the false-pass rate's 95% upper bound
+    at most --max-false-pass.
     """
-    import asyncio
-
     from rich.console import Console
 
     from proctor.core.documents import SpecError
-    from proctor.judge.calibration import LabelError
-    from proctor.judge.calibration import calibrate as measure
-    from proctor.judge.items import TRIAL_ITEM, Subject, read_items, trial_subject
-    from proctor.judge.labels import read_labels
     from proctor.judge.records import records, save_record
     from proctor.report.judges import print_calibration
     from proctor.tasks.rubrics import load_rubric
 
     if not judges.refs:
         fail("calibrate needs --judge REF")
+    if (labels_path is None) == (same_as is None):
+        fail("calibrate needs --labels FILE (to measure) or --same-as FILE (to copy), not both")
     try:
         rubric = load_rubric(rubric_path)
+    except SpecError as exc:
+        fail(exc.lines())
+    store = open_store(store_path)
+    panel = judges.panel(store)
+    if same_as is not None:
+        figures, source = _copied(store, same_as, rubric, panel), str(same_as)
+    else:
+        assert labels_path is not None
+        figures, source = (
+            _measured(store, rubric, labels_path, items_path, panel, judges),
+            str(labels_path),
+        )
+    previous = records(store, rubric.id)
+    record = save_record(store, rubric.id, rubric.version, panel.name, panel.fingerprint, figures)
+    refused = judges.policy().refusals(figures)
+    out = {
+        **record,
+        "judge": panel.describe(),
+        "labels": source,
+        "accepted": not refused,
+        "refusals": refused,
+        "policy": judges.policy().to_dict(),
+        "previous": _against(previous[0], figures, rubric.version, panel.fingerprint)
+        if previous
+        else None,
+        "cache": {"hits": panel.cache.hits, "misses": panel.cache.misses},
+    }
+    store.close()
+    if as_json:
+        click.echo(json.dumps(out, indent=2, default=str))
+    else:
+        print_calibration(out, Console())
+
+
+def _measured(
+    store: Any,
+    rubric: Any,
+    labels_path: str,
+    items_path: str | None,
+    panel: Any,
+    judges: JudgeOptions,
+) -> dict[str, Any]:
+    """The figures of `panel` against the labels (exit 2 with file:line on bad input)."""
+    import asyncio
+
+    from proctor.core.documents import SpecError
+    from proctor.judge.calibration import LabelError
+    from proctor.judge.calibration import calibrate as measure
+    from proctor.judge.items import TRIAL_ITEM, Subject, read_items, trial_subject
+    from proctor.judge.labels import read_labels
+
+    try:
         labels = read_labels(labels_path)
         items = read_items(items_path) if items_path else {}
     except SpecError as exc:
         fail(exc.lines())
-    store = open_store(store_path)
     subjects: dict[str, Subject] = {}
     other: set[str] = set()  # items labelled on another rubric (the review desk's, say)
     for label in labels:
@@ -186,31 +257,41 @@ def calibrate(
             "people and judge may not have answered the same question",
             err=True,
         )
-    panel = judges.panel(store)
     try:
-        figures = asyncio.run(measure(panel, rubric, subjects, labels))
+        figures: dict[str, Any] = asyncio.run(
+            measure(panel, rubric, subjects, labels, judges.min_items)
+        )
     except LabelError as exc:
         fail(f"{labels_path}:{exc}")
-    previous = records(store, rubric.id)
-    record = save_record(store, rubric.id, rubric.version, panel.name, panel.fingerprint, figures)
-    refused = judges.policy().refusals(figures)
-    out = {
-        **record,
-        "judge": panel.describe(),
-        "labels": str(labels_path),
-        "accepted": not refused,
-        "refusals": refused,
-        "policy": judges.policy().to_dict(),
-        "previous": _against(previous[0], figures, rubric.version, panel.fingerprint)
-        if previous
-        else None,
-        "cache": {"hits": panel.cache.hits, "misses": panel.cache.misses},
+    return figures
+
+
+def _copied(store: Any, path: str, rubric: Any, panel: Any) -> dict[str, Any]:
+    """The figures of the stored record FILE names, for `panel` stated to be the same
+    model: the record must be in this store, of this rubric version, of another judge."""
+    from proctor.judge.records import records
+
+    try:
+        stated = json.loads(Path(path).read_text(encoding="utf-8"))
+        record_id, fingerprint = int(stated["id"]), str(stated["judge_fingerprint"])
+    except (OSError, ValueError, KeyError, TypeError) as exc:
+        fail(f"{path}:1: --same-as: not the JSON of `proctor calibrate --json` ({exc})")
+    found = [r for r in records(store, rubric.id) if r["id"] == record_id]
+    if not found or found[0]["judge_fingerprint"] != fingerprint:
+        fail(f"{path}:1: id: calibration #{record_id} of this judge is not in the store")
+    original = found[0]
+    if original["rubric_version"] != rubric.version:
+        fail(f"{path}:1: rubric_version: #{record_id} is of another version of {rubric.id}")
+    if fingerprint == panel.fingerprint:
+        fail(f"{path}:1: judge_fingerprint: #{record_id} is already this judge's calibration")
+    figures = dict(original["figures"])
+    figures["same_as"] = {
+        "record": record_id,
+        "judge": original["judge"],
+        "judge_fingerprint": fingerprint,
+        "statement": "a person stated that this judge serves the same model",
     }
-    store.close()
-    if as_json:
-        click.echo(json.dumps(out, indent=2, default=str))
-    else:
-        print_calibration(out, Console())
+    return figures
 
 
 def _against(
@@ -280,6 +361,7 @@ def pairwise_report(
     import asyncio
 
     from proctor.cli.common import suite_or_exit
+    from proctor.judge.base import JudgeError
     from proctor.judge.pairwise import compare_pairwise
     from proctor.store import RunNotFound
 
@@ -295,9 +377,12 @@ def pairwise_report(
     if not rubrics:
         fail("compare --judge: no task of the suite has `expect.judge` rubrics")
     panel = judges.panel(store)
-    report = asyncio.run(
-        compare_pairwise(
-            panel, rubrics, _views(store, base, suite), _views(store, cand, suite), seed=seed
+    try:
+        report = asyncio.run(
+            compare_pairwise(
+                panel, rubrics, _views(store, base, suite), _views(store, cand, suite), seed=seed
+            )
         )
-    )
+    except JudgeError as exc:
+        fail(f"compare --judge: the judge gave no verdict: {exc}")
     return {"baseline": base["run_id"], "candidate": cand["run_id"], **report}

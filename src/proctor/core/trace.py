@@ -11,6 +11,9 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Any, Literal, TextIO
 
+#: Key of a `note` event saying the agent stopped on a limit before answering; its value
+#: names the limit (`max_steps_reached`) and is the name of the check that fails it.
+STOPPED_KEY = "stopped"
 EventKind = Literal[
     "model_call",
     "tool_proposal",

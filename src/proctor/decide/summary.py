@@ -222,7 +222,10 @@ def _judges(results: Sequence[TrialResult]) -> dict[str, Any]:
         "cache_hits": int(spent["cache_hits"]),
         "input_tokens": int(spent["input_tokens"]),
         "output_tokens": int(spent["output_tokens"]),
-        "cost_usd": spent["cost_usd"],
+        # judge calls none of which was priced: not measured, never $0
+        "cost_usd": spent["cost_usd"]
+        if any("judge_cost_usd" in r.metrics for r in results) or not spent["calls"]
+        else None,
         "errors": int(spent["error"]),
     }
 

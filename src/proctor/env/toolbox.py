@@ -16,6 +16,7 @@ import math
 from typing import Any
 from weakref import WeakKeyDictionary
 
+from proctor.core.trace import STOPPED_KEY
 from proctor.env import protocol
 from proctor.env.environment import Environment
 from proctor.env.gateway import ToolResult
@@ -98,6 +99,11 @@ class ToolboxBase:
 
     def note(self, text: str) -> None:
         self._emit("note", {"text": text})
+
+    def stopped(self, limit: str, text: str) -> None:
+        """Record that the agent stopped on `limit` (`max_steps_reached`) without an
+        answer: the trial fails with a check of that name (proctor.grade.answer)."""
+        self._emit("note", {"text": text, STOPPED_KEY: limit})
 
     def _emit(self, kind: Any, data: dict[str, Any]) -> None:
         """Record free text; `str()` of what the agent passed runs in its own thread."""

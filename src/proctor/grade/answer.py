@@ -1,4 +1,5 @@
-"""Answer graders: what the agent told the user, and whether it made anything up.
+"""Answer graders: what the agent told the user, and whether it made anything up; and
+whether it answered at all (an agent stopped by its step limit did not: `max_steps_reached`).
 
 How answers are read (whole-token mentions, grounding) is proctor.grade.language; how a
 term matches its spellings and inflections is proctor.grade.terms; the task's regexes run
@@ -8,6 +9,7 @@ on RE2 (proctor.tasks.regex), in time linear in the answer.
 from __future__ import annotations
 
 from proctor.core.results import Check
+from proctor.core.trace import STOPPED_KEY
 from proctor.grade.context import GradeContext
 from proctor.grade.grounding import ungrounded
 from proctor.grade.language import mention, mentions
@@ -75,3 +77,20 @@ def grade_answer(ctx: GradeContext) -> list[Check]:
             )
         )
     return checks
+
+
+@grader("stopped")
+def grade_stopped(ctx: GradeContext) -> list[Check]:
+    """A trial whose agent stopped on a limit before answering (a `note` event carrying
+    STOPPED_KEY, as ChatAgent writes on `max_steps`) never passes, whatever the world
+    looks like: the gating check is named after the limit; no check otherwise."""
+    return [
+        Check(
+            str(event.data[STOPPED_KEY]),
+            "answer",
+            False,
+            evidence={"seq": event.seq, "note": event.data.get("text", "")},
+        )
+        for event in ctx.trace.of_kind("note")
+        if event.data.get(STOPPED_KEY)
+    ][:1]

@@ -67,6 +67,7 @@ class Judgment:
     confidence: float = 1.0
     usage: Usage = field(default_factory=Usage)
     attempts: int = 1
+    note: str = ""  # what was corrected in the answer (a confidence clamped to 0–1)
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -75,6 +76,7 @@ class Judgment:
             "confidence": self.confidence,
             "usage": self.usage.to_dict(),
             "attempts": self.attempts,
+            **({"note": self.note} if self.note else {}),
         }
 
     @classmethod
@@ -85,6 +87,7 @@ class Judgment:
             float(data["confidence"]),
             Usage(**data["usage"]),
             int(data["attempts"]),
+            str(data.get("note", "")),
         )
 
 
@@ -96,6 +99,7 @@ class Preference:
     justification: str
     confidence: float = 1.0
     usage: Usage = field(default_factory=Usage)
+    note: str = ""
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -103,6 +107,7 @@ class Preference:
             "justification": self.justification,
             "confidence": self.confidence,
             "usage": self.usage.to_dict(),
+            **({"note": self.note} if self.note else {}),
         }
 
     @classmethod
@@ -110,7 +115,11 @@ class Preference:
         winner = data["winner"]
         assert winner in ("1", "2", "tie")
         return cls(
-            winner, str(data["justification"]), float(data["confidence"]), Usage(**data["usage"])
+            winner,
+            str(data["justification"]),
+            float(data["confidence"]),
+            Usage(**data["usage"]),
+            str(data.get("note", "")),
         )
 
 

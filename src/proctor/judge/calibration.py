@@ -1,16 +1,19 @@
 """Calibration: how far a judge agrees with people on a labelled set.
 
-People's labels (pass/fail, or scores read against the rubric's threshold) give each
-item a human verdict: the majority of its labellers; an item they split on has none and
-is left out (and counted). On the items with a verdict the judge is measured by:
+People's labels (pass/fail, or scores read against the rubric's threshold) give an item
+a human verdict only when at least two people labelled it and all of them agreed: one
+person's label is an opinion, a split is a question the rubric leaves open. Both kinds
+are left out of the figures and counted. On the agreed items the judge is measured by:
 
 - agreement (the share of items on which it gives people's verdict) and Cohen's kappa
   (agreement beyond chance), with a 95% interval from the large-sample variance of
   Fleiss, Cohen & Everitt (1969) (with perfect agreement, where that variance is 0, the
   Wilson interval of the agreement mapped to kappa);
 - the confusion matrix, the false-pass rate (of the items people fail, the share the
-  judge passes: the error that lets bad output through) and the false-fail rate;
-- the same per slice, and per labeller (kappa against each person);
+  judge passes: the error that lets bad output through) with its one-sided 95% upper
+  bound (Clopper–Pearson), and the false-fail rate;
+- the same per slice (a slice with fewer items than the policy's minimum says so: its
+  figures describe, they do not decide), and per labeller (kappa against each person);
 - people's agreement with each other (kappa per pair of labellers on the items both
   labelled): the ceiling a judge can be held to.
 
@@ -26,6 +29,7 @@ from itertools import combinations
 from typing import Any
 
 from proctor.decide.agreement import cohen_kappa, kappa_interval
+from proctor.decide.stats import clopper_pearson
 from proctor.judge.base import JudgeError
 from proctor.judge.items import Subject
 from proctor.judge.labels import Label
@@ -38,6 +42,14 @@ class LabelError(ValueError):
 
     def __init__(self, label: Label, message: str) -> None:
         super().__init__(f"{label.line}: label: {message}")
+
+
+def false_pass_upper(false_passes: int, people_fail: int) -> float | None:
+    """The one-sided 95% upper bound of the false-pass rate (Clopper–Pearson): what the
+    rate may be, given how few failed items measured it (0 of 10 still allows 26%)."""
+    if not people_fail:
+        return None
+    return clopper_pearson(false_passes / people_fail, people_fail, 0.90)[1]
 
 
 def verdict_figures(human: Sequence[bool], judge: Sequence[bool]) -> dict[str, Any]:
@@ -59,6 +71,7 @@ def verdict_figures(human: Sequence[bool], judge: Sequence[bool]) -> dict[str, A
             "human_fail_judge_fail": tn,
         },
         "false_pass_rate": fp / (fp + tn) if fp + tn else None,
+        "false_pass_upper": false_pass_upper(fp, fp + tn),
         "false_fail_rate": fn / (tp + fn) if tp + fn else None,
     }
 
@@ -131,26 +144,35 @@ async def _judge_items(
 
 
 async def calibrate(
-    panel: JudgePanel, rubric: Rubric, subjects: Mapping[str, Subject], labels: Sequence[Label]
+    panel: JudgePanel,
+    rubric: Rubric,
+    subjects: Mapping[str, Subject],
+    labels: Sequence[Label],
+    min_items: int = 1,
 ) -> dict[str, Any]:
-    """The calibration figures of `panel` on `rubric` against `labels` of `subjects`."""
+    """The calibration figures of `panel` on `rubric` against `labels` of `subjects`; a
+    slice with fewer than `min_items` agreed items is marked too small to decide."""
     verdicts = human_verdicts(rubric, labels)
     judged = await _judge_items(panel, rubric, subjects)
     errors = {item: why for item, why in judged.items() if isinstance(why, str)}
+    votes: dict[str, list[bool]] = defaultdict(list)
+    for (item, _), value in verdicts.items():
+        votes[item].append(value)
     consensus: dict[str, bool] = {}
-    split = 0
+    split = single = 0
     for item in subjects:
-        votes = [v for (i, _), v in verdicts.items() if i == item]
-        yes = sum(votes)
-        if 2 * yes == len(votes):
+        if len(votes[item]) < 2:
+            single += 1
+        elif len(set(votes[item])) > 1:
             split += 1
         elif item not in errors:
-            consensus[item] = 2 * yes > len(votes)
+            consensus[item] = votes[item][0]
     judge = {item: bool(v) for item, v in judged.items() if not isinstance(v, str)}
     items = sorted(consensus)
     figures: dict[str, Any] = {
         "labelled_items": len(subjects),
         "split_items": split,
+        "single_labelled_items": single,
         "judge_errors": len(errors),
         "judge_error_rate": len(errors) / len(subjects) if subjects else 0.0,
         "errors": dict(sorted(errors.items())[:5]),
@@ -160,11 +182,14 @@ async def calibrate(
     slices: dict[str, list[str]] = defaultdict(list)
     for item in items:
         slices[subjects[item].slice].append(item)
-    figures["slices"] = {
-        name: verdict_figures([consensus[i] for i in members], [judge[i] for i in members])
-        for name, members in sorted(slices.items())
-        if name
-    }
+    figures["slices"] = {}
+    for name, members in sorted(slices.items()):
+        if not name:
+            continue
+        row = verdict_figures([consensus[i] for i in members], [judge[i] for i in members])
+        if len(members) < min_items:
+            row["too_few"] = f"{len(members)} items; needs {min_items}"
+        figures["slices"][name] = row
     people = sorted({person for _, person in verdicts})
     figures["labellers"] = {
         person: cohen_kappa(

@@ -5,7 +5,16 @@ endpoint's scheduler (shared with agents on the same endpoint); answers must be 
 JSON of proctor.judge.prompt. A malformed answer is shown back to the model with what is
 wrong, at most `max_attempts` times in all; then, or when the endpoint keeps failing, the
 judgment is a JudgeError: the harness's, counted as such, never a pass. Tokens and cost
-are the judge's own, apart from the agent's (docs/architecture.md, Judges).
+are the judge's own, apart from the agent's.
+
+Its identity (the fingerprint calibration records, cache keys and manifests use) is the
+model name, the endpoint's base URL with its path but without credentials, the decoding
+settings that change answers (temperature, seed, max tokens, response format) and the
+prompt's hash; with the rubric version beside it wherever it is used. Another deployment
+on the same host is another judge; the same one behind another port is too, unless
+`proctor calibrate --same-as` records that they serve the same model. The model id the
+provider reports is kept (`reported_models`) for the record (docs/architecture.md,
+Judges).
 """
 
 from __future__ import annotations
@@ -43,6 +52,7 @@ class ChatJudge:
         model: str,
         *,
         temperature: float = 0.0,
+        seed: int | None = None,
         max_attempts: int = 3,
         max_tokens: int = 400,
         response_format: str = "json_schema",
@@ -58,6 +68,8 @@ class ChatJudge:
         self.model = model
         self.name = name or f"chat:{model}"
         self.temperature = temperature
+        self.seed = seed
+        self.reported_models: set[str] = set()
         self.max_attempts = max_attempts
         self.max_tokens = max_tokens
         self.response_format = response_format
@@ -68,6 +80,7 @@ class ChatJudge:
         converters: dict[str, Callable[[str], Any]] = {
             **ENDPOINT_OPTIONS,
             "temperature": float,
+            "seed": int,
             "max_attempts": int,
             "max_tokens": int,
             "response_format": str,
@@ -77,18 +90,22 @@ class ChatJudge:
         return cls(model, **parse_options(options, converters))
 
     @property
+    def identity(self) -> dict[str, Any]:
+        """What the judge is: everything that changes its answers, no credential."""
+        return {
+            "kind": "chat",
+            "model": self.model,
+            "endpoint": self.endpoint.public_url,
+            "temperature": self.temperature,
+            "seed": self.seed,
+            "max_tokens": self.max_tokens,
+            "response_format": self.response_format,
+            "prompt": PROMPT_HASH,
+        }
+
+    @property
     def fingerprint(self) -> str:
-        return digest(
-            {
-                "kind": "chat",
-                "model": self.model,
-                "endpoint": self.endpoint.host,
-                "temperature": self.temperature,
-                "max_tokens": self.max_tokens,
-                "response_format": self.response_format,
-                "prompt": PROMPT_HASH,
-            }
-        )
+        return digest(self.identity)
 
     def _format(self, schema: dict[str, Any]) -> dict[str, Any] | None:
         if self.response_format == "json_schema":
@@ -103,6 +120,8 @@ class ChatJudge:
     ) -> tuple[Any, Usage, int]:
         """(parsed answer, usage of every attempt, attempts); JudgeError when none is valid."""
         request: dict[str, Any] = {"temperature": self.temperature, "max_tokens": self.max_tokens}
+        if self.seed is not None:
+            request["seed"] = self.seed
         response_format = self._format(schema)
         if response_format is not None:
             request["response_format"] = response_format
@@ -110,6 +129,8 @@ class ChatJudge:
         try:
             for attempt in range(1, self.max_attempts + 1):
                 completion = await self.endpoint.complete(messages, **request)
+                if completion.model:
+                    self.reported_models.add(str(completion.model))
                 usage += self._usage(completion)
                 text = completion.choices[0].message.content or ""
                 try:
@@ -135,19 +156,21 @@ class ChatJudge:
         tokens = completion.usage
         prompt = getattr(tokens, "prompt_tokens", 0) or 0
         output = getattr(tokens, "completion_tokens", 0) or 0
-        cost = self.prices.cost(self.model, prompt, output)
-        return Usage(prompt, output, cost or 0.0, 1)
+        cost = self.prices.cost(self.model, prompt, output)  # None: not measured, never $0
+        return Usage(prompt, output, cost, 1)
 
     async def score(self, rubric: Rubric, view: JudgeView) -> Judgment:
-        (score, why, confidence), usage, attempts = await self._ask(
+        answer, usage, attempts = await self._ask(
             score_messages(rubric, view),
             score_schema(rubric),
             lambda text: parse_score(text, rubric),
         )
-        return Judgment(score, why, confidence, usage, attempts)
+        a = answer
+        return Judgment(a.verdict, a.justification, a.confidence, usage, attempts, a.note)
 
     async def prefer(self, rubric: Rubric, first: JudgeView, second: JudgeView) -> Preference:
-        (winner, why, confidence), usage, _ = await self._ask(
+        answer, usage, _ = await self._ask(
             pair_messages(rubric, first, second), pair_schema(), parse_preference
         )
-        return Preference(winner, why, confidence, usage)
+        a = answer
+        return Preference(a.verdict, a.justification, a.confidence, usage, a.note)

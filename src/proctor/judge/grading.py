@@ -8,7 +8,9 @@ judge metrics, and its evidence says it is advisory and why. A trial with nothin
 judge (no answer, no message) fails the check without a call: no pass from silence.
 Judge tokens and cost are the trial's `judge_*` metrics, apart from the agent's usage
 (docs/architecture.md, Judges). A check the task's `expect.judge` entry marks `advisory`
-has no severity even when calibrated: it is shown, and never decides.
+has no severity even when calibrated: it is shown, and never decides. A JudgeError of a
+check that decides is the harness's (the trial is an `error`); of an advisory check it
+is counted (`judge_error`) and shown in the check's evidence, and the trial stands.
 """
 
 from __future__ import annotations
@@ -17,9 +19,11 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from proctor.core.credentials import scrub
 from proctor.core.outcome import Outcome
 from proctor.core.results import Check, Usage
 from proctor.core.trace import Trace
+from proctor.judge.base import JudgeError
 from proctor.judge.family import model_family
 from proctor.judge.panel import JudgePanel, Verdict
 from proctor.judge.prompt import PROMPT_HASH
@@ -91,21 +95,32 @@ class Judging:
         return cls(panel, list(refs), policy, standings, agent_model, warnings, by_version)
 
     def manifest(self) -> dict[str, Any]:
-        return {
-            "refs": self.refs,
-            **self.panel.describe(),
-            "prompt_hash": PROMPT_HASH,
-            "policy": self.policy.to_dict(),
-            "rubrics": {
-                r.id: {"version": r.version, **self.standings[v].to_dict()}
-                for v, r in sorted(self.rubrics.items(), key=lambda item: item[1].id)
-            },
-            "warnings": self.warnings,
-        }
+        """What the run manifest records of its judges (never a credential of theirs)."""
+        described: dict[str, Any] = scrub(
+            {
+                "refs": self.refs,
+                **self.panel.describe(),
+                "prompt_hash": PROMPT_HASH,
+                "policy": self.policy.to_dict(),
+                "rubrics": {
+                    r.id: {"version": r.version, **self.standings[v].to_dict()}
+                    for v, r in sorted(self.rubrics.items(), key=lambda item: item[1].id)
+                },
+                "warnings": self.warnings,
+            }
+        )
+        return described
 
-    def _check(self, rubric: Rubric, verdict: Verdict | None, advisory: bool) -> Check:
+    def decides(self, rubric: Rubric, advisory: bool) -> bool:
+        """Whether the rubric's check can fail a trial: calibrated, and not marked advisory."""
+        held = self.standings.get(rubric.version)
+        return held is not None and held.calibrated and not advisory
+
+    def _check(
+        self, rubric: Rubric, verdict: Verdict | None, advisory: bool, error: str = ""
+    ) -> Check:
         held = self.standings.get(rubric.version) or Standing(False, "uncalibrated")
-        severity = rubric.severity if held.calibrated and not advisory else None
+        severity = rubric.severity if self.decides(rubric, advisory) else None
         evidence: dict[str, Any] = {
             "rubric": rubric.id,
             "rubric_version": rubric.version,
@@ -116,6 +131,9 @@ class Judging:
         }
         if advisory:
             evidence["advisory"] = "the task's judge entry is advisory: it never decides"
+        if error:
+            evidence["judge_error"] = error
+            return Check(check_name(rubric), "judge", False, 0.0, None, evidence)
         if verdict is None:
             evidence["nothing_to_judge"] = f"the trial has no {rubric.describe_subject()}"
             return Check(check_name(rubric), "judge", False, 0.0, severity, evidence)
@@ -143,14 +161,26 @@ class Judging:
         trace: Trace,
         outcome: Outcome | None,
     ) -> tuple[list[Check], dict[str, float]]:
-        """The judge checks of one trial and its judge metrics. Raises JudgeError."""
+        """The judge checks of one trial and its judge metrics. Raises JudgeError when a
+        check that decides has no verdict; an advisory one's error is a check saying so."""
         checks: list[Check] = []
-        usage, calls, hits = Usage(), 0, 0
+        usage, calls, hits, errors = Usage(), 0, 0, 0
         entries = judge_entries(task, rubrics)
         for rubric in rubrics:
             entry = entries[rubric.id]
             view = trial_view(rubric, task, trace, outcome, self.agent_model, entry.reference)
-            verdict = None if view is None else await self.panel.score(rubric, view)
+            try:
+                verdict = None if view is None else await self.panel.score(rubric, view)
+            except JudgeError as exc:
+                if self.decides(rubric, entry.advisory):
+                    raise JudgeError(str(exc), usage + exc.usage) from exc
+                usage, calls, errors = (
+                    usage + exc.usage,
+                    calls + (exc.usage.model_calls or 0),
+                    errors + 1,
+                )
+                checks.append(self._check(rubric, None, entry.advisory, str(exc)))
+                continue
             if verdict is not None:
                 usage, calls, hits = (
                     usage + verdict.usage,
@@ -162,6 +192,7 @@ class Judging:
             "judge_calls": float(calls),
             "judge_cache_hits": float(hits),
             **judge_usage(usage),
+            **({"judge_error": float(errors)} if errors else {}),
         }
         return checks, metrics
 

@@ -35,6 +35,7 @@ class Member:
     justification: str
     confidence: float
     cached: bool
+    note: str = ""
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -44,6 +45,7 @@ class Member:
             "justification": self.justification,
             "confidence": self.confidence,
             "cached": self.cached,
+            **({"note": self.note} if self.note else {}),
         }
 
 
@@ -66,6 +68,20 @@ class Verdict:
     @property
     def unanimous(self) -> bool:
         return len({m.passed for m in self.members}) == 1
+
+
+def _member(judge: Judge) -> dict[str, Any]:
+    """A member as a manifest records it: name, model, fingerprint, and what the judge
+    says of itself (its identity, the model ids its provider reported) when it does."""
+    identity = getattr(judge, "identity", None)
+    reported = getattr(judge, "reported_models", None)
+    return {
+        "name": judge.name,
+        "model": judge.model,
+        "fingerprint": judge.fingerprint,
+        **({"identity": identity} if identity is not None else {}),
+        **({"reported_models": sorted(reported)} if reported else {}),
+    }
 
 
 class JudgePanel:
@@ -107,10 +123,7 @@ class JudgePanel:
             "name": self.name,
             "fingerprint": self.fingerprint,
             "combine": self.combine,
-            "members": [
-                {"name": j.name, "model": j.model, "fingerprint": j.fingerprint}
-                for j in self.judges
-            ],
+            "members": [_member(j) for j in self.judges],
         }
 
     async def _member(self, judge: Judge, rubric: Rubric, view: JudgeView) -> tuple[Judgment, bool]:
@@ -125,7 +138,15 @@ class JudgePanel:
         """Every member's judgment of `view`, combined. Raises JudgeError."""
         found = await asyncio.gather(*(self._member(j, rubric, view) for j in self.judges))
         members = tuple(
-            Member(j.name, g.score, rubric.passes(g.score), g.justification, g.confidence, cached)
+            Member(
+                j.name,
+                g.score,
+                rubric.passes(g.score),
+                g.justification,
+                g.confidence,
+                cached,
+                g.note,
+            )
             for j, (g, cached) in zip(self.judges, found, strict=True)
         )
         mean = sum(m.score for m in members) / len(members)

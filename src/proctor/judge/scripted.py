@@ -28,6 +28,19 @@ Truth = Callable[[Rubric, JudgeView], float]
 REFERENCE_LENGTH = 200
 
 
+def _truth_identity(truth: Truth) -> dict[str, Any]:
+    """The truth function by name and by code (its bytecode, constants and defaults), so
+    an edited truth is another judge."""
+    code = getattr(truth, "__code__", None)
+    defaults = getattr(truth, "__defaults__", None)
+    return {
+        "name": f"{getattr(truth, '__module__', '')}.{getattr(truth, '__qualname__', '')}",
+        "code": None
+        if code is None
+        else digest([code.co_code.hex(), repr(code.co_consts), repr(defaults)]),
+    }
+
+
 class ScriptedJudge:
     """`truth(rubric, view)` is the score a careful person would give; the judge reports
     it with noise (standard deviation `noise`, in score points) and biases."""
@@ -64,6 +77,8 @@ class ScriptedJudge:
 
     @property
     def settings(self) -> dict[str, Any]:
+        """Every parameter: the judge's identity (two judges differing in any one of them,
+        the hidden truth's code included, are two judges)."""
         return {
             "model": self.model,
             "family": self.family,
@@ -74,12 +89,17 @@ class ScriptedJudge:
             "self_preference": self.self_preference,
             "tie_margin": self.tie_margin,
             "seed": self.seed,
-            "truth": getattr(self.truth, "__qualname__", repr(self.truth)),
+            "truth": _truth_identity(self.truth),
+            "usd_per_1m": list(self.prices),
         }
 
     @property
+    def identity(self) -> dict[str, Any]:
+        return {"kind": "scripted", **self.settings}
+
+    @property
     def fingerprint(self) -> str:
-        return digest({"kind": "scripted", **self.settings})
+        return digest(self.identity)
 
     def _latent(self, rubric: Rubric, view: JudgeView, salt: str) -> float:
         """The score the judge believes, before rounding: truth, biases and noise."""

@@ -95,6 +95,14 @@ def print_calibration(out: dict[str, Any], console: Console) -> None:
             f"{out['rubric_version']}) with judge {out['judge']['name']}, {out['date']}"
         )
     )
+    same = f.get("same_as")
+    if same:
+        console.print(
+            Text(
+                f"not measured: the figures of calibration #{same['record']} (judge "
+                f"{same['judge']}), copied on a person's statement that both serve the same model"
+            )
+        )
     table = Table(title="judge against people's verdicts")
     for column in ("slice", "items", "agreement", "kappa (95% CI)", "false pass", "false fail"):
         table.add_column(column)
@@ -102,13 +110,18 @@ def print_calibration(out: dict[str, Any], console: Console) -> None:
     for name, figures in f["slices"].items():
         table.add_row(*(Text(cell) for cell in _row(name, figures)))
     console.print(table)
+    for name, figures in f["slices"].items():
+        if figures.get("too_few"):
+            console.print(Text(f"slice {name}: {figures['too_few']}: its figures do not decide"))
     c = f["confusion"]
     console.print(
         Text(
             f"confusion (people × judge): pass×pass {c['human_pass_judge_pass']}, pass×fail "
             f"{c['human_pass_judge_fail']}, fail×pass {c['human_fail_judge_pass']}, fail×fail "
-            f"{c['human_fail_judge_fail']}; {f['split_items']} items people split on left out; "
-            f"{f['judge_errors']} judge errors"
+            f"{c['human_fail_judge_fail']}; left out: {f['split_items']} items people split "
+            f"on, {f.get('single_labelled_items', 0)} labelled by one person; "
+            f"{f['judge_errors']} judge errors; false-pass rate's 95% upper bound "
+            f"{pct(f.get('false_pass_upper'))}"
         )
     )
     people = f["human_agreement"]

@@ -4,8 +4,9 @@ The judge step comes after the deterministic graders, in the process that writes
 store (where the judge cache lives), for trials the agent finished (`passed` or `failed`,
 not crashed): a timeout or a harness error has nothing to judge. The judge checks join
 the trial's checks and the verdict is decided on all of them (a calibrated judge of
-blocking severity can fail a trial; an advisory one cannot). A JudgeError makes the trial
-an `error` whose message starts with JUDGE_ERROR, the harness's failure, which `regrade`
+blocking severity can fail a trial; an advisory one cannot). A JudgeError of a check
+that decides (an advisory one's is a check saying so) makes the trial an `error` whose
+message starts with JUDGE_ERROR, the harness's failure, which `regrade`
 retries (docs/architecture.md, Judges).
 """
 

@@ -1,4 +1,5 @@
-"""The run manifest: every version involved, so two runs can be compared honestly."""
+"""The run manifest: every version involved, so two runs can be compared honestly; never
+a credential (core/credentials.py: a key in the agent's reference or settings is removed)."""
 
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ import time
 from typing import Any
 
 from proctor.agents.base import agent_name, agent_version
+from proctor.core.credentials import scrub
 from proctor.core.jsonvalues import digest
 from proctor.env.suite import Suite
 from proctor.grade.registry import grader_versions
@@ -47,7 +49,7 @@ def build_manifest(
     # A run that touches holdout tasks is marked, and the digest lets `compare` count how
     # often the same holdout has been looked at (tuning on it spoils it).
     holdout = {t.id: t.task.digest for t in suite.tasks if t.task.split == "holdout"}
-    return {
+    manifest = {
         "run_id": run_id,
         "created_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
         "agent": {
@@ -90,3 +92,5 @@ def build_manifest(
             "platform": platform.platform(),
         },
     }
+    scrubbed: dict[str, Any] = scrub(manifest)
+    return scrubbed
