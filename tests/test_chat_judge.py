@@ -82,9 +82,9 @@ def test_an_advisory_judge_s_errors_are_counted_never_invalidate_the_run(tmp_pat
     assert check.severity is None and not check.passed
     assert "no valid answer in 3 attempts" in check.evidence["judge_error"]
     assert result.metrics["judge_error"] == 1.0 and result.metrics["judge_calls"] == 3.0
-    judges = report.summary["judges"]
-    assert judges["errors"] == 1 and report.summary["errors"] == 0
-    assert judges["advisory_checks"] == 1 and judges["calibrated_checks"] == 0
+    judges = report.summary.judges
+    assert judges.errors == 1 and report.summary.errors == 0
+    assert judges.advisory_checks == 1 and judges.calibrated_checks == 0
 
 
 def test_a_429_storm_with_retry_after_loses_no_judgment(tmp_path: Path) -> None:
@@ -270,4 +270,4 @@ def test_an_unpriced_judge_s_cost_is_not_measured(tmp_path: Path) -> None:
         report = judged_run([judge], store, tasks=("kyc-case-03",))
     [result] = report.results
     assert "judge_cost_usd" not in result.metrics and result.metrics["judge_calls"] == 1.0
-    assert report.summary["judges"]["cost_usd"] is None  # not $0
+    assert report.summary.judges.cost_usd is None  # not $0

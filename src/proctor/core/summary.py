@@ -97,7 +97,7 @@ class Judges(Record):
     cache_hits: int = 0
     input_tokens: int = 0
     output_tokens: int = 0
-    cost_usd: float = 0.0
+    cost_usd: float | None = 0.0  # None: judge calls none of which was priced
     errors: int = 0
 
 
