@@ -51,13 +51,19 @@ PLAN = [
 ]
 
 
+#: What judging equal requests spent: which of two concurrent trials reaches the judge cache
+#: first is the scheduler's order, not the verdict, so it is left out.
+JUDGE_SPEND = ("judge_cache_hits", "judge_calls", "judge_cost_usd", "judge_input_tokens")
+JUDGE_SPEND += ("judge_output_tokens",)
+
+
 def _trials(store: Store, run_id: str) -> dict[str, Any]:
     return {
         f"{r.task_id}#{r.trial}": {
             "status": r.status,
             "score": r.score,
             "error": r.error,
-            "metrics": {k: v for k, v in sorted(r.metrics.items()) if "latency" not in k},
+            "metrics": {k: v for k, v in sorted(r.metrics.items()) if k not in JUDGE_SPEND},
             "checks": [[c.name, c.kind, c.passed, c.score, c.severity] for c in r.checks],
         }
         for r in store.trial_results(run_id)
