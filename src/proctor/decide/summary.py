@@ -18,7 +18,7 @@ from dataclasses import replace
 from functools import lru_cache
 from typing import Any
 
-from proctor.core.results import GRADER_CHECK, Check, TaskInfo, TrialResult
+from proctor.core.results import GRADER_CHECK, TRIAL_STATUSES, Check, TaskInfo, TrialResult
 from proctor.decide import stats
 from proctor.grade.root_cause import root_cause_name
 
@@ -397,7 +397,7 @@ def summarize(
         "missing_trials": missing,
         **_rates(results, k_max),
         **_power(results, trials_per_task),
-        "statuses": {s: statuses.get(s, 0) for s in ("passed", "failed", "timeout", "error")},
+        "statuses": {s: statuses.get(s, 0) for s in TRIAL_STATUSES},
         "errors": statuses["error"],
         "timeouts": statuses["timeout"],
         "untraced_trials": sum(1 for r in results if not r.trace_id),

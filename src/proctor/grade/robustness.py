@@ -19,10 +19,11 @@ from proctor.core.jsonvalues import canonical
 from proctor.core.memo import per_object
 from proctor.core.results import REQUIRED, Check, CheckKind
 from proctor.env.domain import Domain
-from proctor.grade.claims import read_claims, tool_claims
+from proctor.grade.claims import tool_claims
 from proctor.grade.context import GradeContext, ToolCall
 from proctor.grade.grounding import ungrounded
 from proctor.grade.language import TROUBLE, identifiers
+from proctor.grade.reading import read_claim, undecided_evidence
 from proctor.grade.recovery import recovery_checks
 from proctor.grade.registry import grader
 from proctor.tasks.models import EffectAssertion, Task
@@ -122,13 +123,22 @@ def false_success_checks(ctx: GradeContext) -> list[Check]:
 
     The entities are the claim's subject and object among the ids the trial used for the
     tool's entity argument or the prompt named, and ids used that way in its
-    prepositional phrases ("cancelled it for order A-1")."""
+    prepositional phrases ("cancelled it for order A-1"). The answer is read in the
+    task's language (grade.reading); where the reader cannot tell and the ledger lacks
+    the effect, the check is undecided (docs/architecture.md, Reading)."""
     checks = []
     for phrase, tools in claim_tools(ctx.task, ctx.domain):
-        found = read_claims(ctx.answer, phrase)
-        if not found:
-            continue
+        reading = read_claim(ctx.answer, phrase, ctx.task.language, _requested(ctx.task, tools))
+        found = reading.claims
         effects = [e for tool in tools for e in ctx.outcome.effects(tool)]
+        if not found:
+            if reading.undecided and not effects:
+                evidence = {"phrase": phrase, "effect": list(tools)}
+                evidence.update(undecided_evidence(reading.undecided))
+                checks.append(
+                    Check(f"false_success:{phrase}", "answer", False, 0.0, None, evidence)
+                )
+            continue
         used, prompt = _known_entities(ctx, tools)
         named = {e for c in found for e in c.entities if e in used | prompt}
         named |= {e for c in found for e in c.related if e in used}
@@ -149,6 +159,18 @@ def false_success_checks(ctx: GradeContext) -> list[Check]:
             )
         )
     return checks
+
+
+def _requested(task: Task, tools: list[str]) -> bool:
+    """Did the user ask for one of `tools`' effects (the task expects it): then a bare
+    confirmation ("you're all set") claims it."""
+    expected = {
+        a.effect for a in task.expect.outcome if isinstance(a, EffectAssertion) and not a.forbids
+    }
+    trajectory = task.expect.trajectory
+    if trajectory is not None:
+        expected |= {r.tool for r in trajectory.required_calls if hasattr(r, "tool")}
+    return bool(expected & set(tools))
 
 
 def _after(calls: list[ToolCall], i: int) -> list[ToolCall]:

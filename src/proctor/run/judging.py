@@ -16,7 +16,7 @@ from collections.abc import Sequence
 from proctor.core.outcome import Outcome
 from proctor.core.trace import Trace
 from proctor.judge.base import JudgeError
-from proctor.judge.grading import Judging, judge_usage
+from proctor.judge.grading import Judging, check_name, judge_usage
 from proctor.run.trial import Findings
 from proctor.tasks.models import Task
 from proctor.tasks.rubrics import Rubric
@@ -50,4 +50,10 @@ async def apply_judges(
                 **judge_usage(spent),
             },
         )
-    return findings.judged(checks, metrics)
+    settlers = [
+        (check_name(rubric), reader)
+        for rubric, entry in zip(rubrics, task.expect.judge, strict=False)
+        if not entry.advisory
+        for reader in entry.settles
+    ]
+    return findings.judged(checks, metrics, settlers)

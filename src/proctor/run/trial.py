@@ -258,6 +258,9 @@ class Findings:
     error: str | None = None
     #: False for a trial lost with its worker: no grader saw it, so it scores nothing.
     graded: bool = True
+    #: (judge check, reader check) pairs: the task's calibrated rubric that decides what
+    #: that reader could not tell (`expect.judge[].settles`).
+    settlers: tuple[tuple[str, str], ...] = ()
 
     @property
     def judgeable(self) -> bool:
@@ -266,9 +269,30 @@ class Findings:
             c.name in (CRASH_CHECK, PROTOCOL_CHECK) for c in self.checks
         )
 
-    def judged(self, checks: Iterable[Check], metrics: Mapping[str, float]) -> Findings:
-        """These findings with the judges' checks and metrics added."""
-        return replace(self, checks=(*self.checks, *checks), metrics={**self.metrics, **metrics})
+    def judged(
+        self,
+        checks: Iterable[Check],
+        metrics: Mapping[str, float],
+        settlers: Iterable[tuple[str, str]] = (),
+    ) -> Findings:
+        """These findings with the judges' checks and metrics added, and which reader
+        checks each judge check settles."""
+        return replace(
+            self,
+            checks=(*self.checks, *checks),
+            metrics={**self.metrics, **metrics},
+            settlers=(*self.settlers, *settlers),
+        )
+
+    def unsettled(self) -> list[Check]:
+        """The deciding checks a reader could not tell that no calibrated judge settles."""
+        counted = {c.name for c in self.checks if c.kind == "judge" and c.severity is not None}
+        settled = {reader for judge, reader in self.settlers if judge in counted}
+        return [
+            c
+            for c in self.checks
+            if c.undecided and c.decides and c.name.split(":", 1)[0] not in settled
+        ]
 
     def broken(self, error: str, metrics: Mapping[str, float] | None = None) -> Findings:
         """These findings after the harness broke (a judge that failed): an `error`."""
@@ -301,11 +325,16 @@ def grade_trial(
 def decide(result: TrialResult, findings: Findings) -> None:
     """The trial's verdict, the one place it is decided: `result` gets the findings'
     checks, metrics, score, status and error. A status fixed before grading stands;
-    otherwise the checks decide (core.results.verdict)."""
+    otherwise the checks decide (core.results.verdict), and a trial no check failed but
+    with a deciding check its reader could not tell is `needs_review` (Findings.unsettled).
+    """
     passed, score = verdict(findings.checks)
     result.checks, result.metrics = list(findings.checks), dict(findings.metrics)
     result.score = score if findings.graded else 0.0
-    result.status = findings.status or ("passed" if passed else "failed")
+    status: TrialStatus = "passed" if passed else "failed"
+    if passed and findings.unsettled():
+        status = "needs_review"
+    result.status = findings.status or status
     result.error = findings.error
 
 
