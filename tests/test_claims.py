@@ -5,7 +5,8 @@ over many verbs, tenses, voices, contractions, interjections, dashes, status lin
 lists, quotations and negations at every distance. Every development row is read right
 or left undecided; the held-out part (written before the reader it measures) must reach
 issue 25's bar per language: 97% right on decided rows, at most 5% undecided. The
-false-success checks run an agent on a real : the failing case (a claim with no effect behind it) is written first.
+false-success checks run an agent on a real environment: the failing case (a claim with
+no effect behind it) is written first.
 """
 
 from __future__ import annotations
