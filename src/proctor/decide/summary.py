@@ -20,6 +20,7 @@ from typing import Any
 
 from proctor.core.results import GRADER_CHECK, TRIAL_STATUSES, Check, TaskInfo, TrialResult
 from proctor.decide import stats
+from proctor.grade.reading import READER_CHECKS
 from proctor.grade.root_cause import root_cause_name
 
 #: A run whose share of `error` trials exceeds this is invalid (docs/architecture.md, Verdicts).
@@ -312,6 +313,29 @@ def invalid_reasons(
     return reasons
 
 
+def undecided_rates(results: Sequence[TrialResult]) -> dict[str, Any]:
+    """How often each text reader could not tell (docs/architecture.md, Reading): per
+    reader check, the checks it made and the undecided ones; `deciding`: the undecided
+    checks that decide their trial, which a gate holds at `max_undecided`."""
+    made: Counter[str] = Counter()
+    undecided: Counter[str] = Counter()
+    deciding = 0
+    for r in results:
+        for c in r.checks:
+            family = c.name.split(":", 1)[0]
+            if family in READER_CHECKS or c.undecided:
+                made[family] += 1
+                undecided[family] += c.undecided
+                deciding += c.undecided and c.decides
+    return {
+        "deciding": deciding,
+        "checks": {
+            name: {"checks": n, "undecided": undecided[name], "rate": undecided[name] / n}
+            for name, n in sorted(made.items())
+        },
+    }
+
+
 def summarize(
     run_id: str,
     results: Iterable[TrialResult],
@@ -400,6 +424,8 @@ def summarize(
         "statuses": {s: statuses.get(s, 0) for s in TRIAL_STATUSES},
         "errors": statuses["error"],
         "timeouts": statuses["timeout"],
+        "needs_review": statuses["needs_review"],
+        "undecided": undecided_rates(results),
         "untraced_trials": sum(1 for r in results if not r.trace_id),
         "error_rate": error_rate,
         "max_error_rate": max_error_rate,

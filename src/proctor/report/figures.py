@@ -50,6 +50,8 @@ class Headline:
     p95_simulated: float | None
     errors: int
     timeouts: int
+    #: Trials a reader could not decide (status needs_review): out of the rates, shown.
+    needs_review: int = 0
 
     def severity_text(self) -> str:
         parts = [f"{n} {s}" for s, n in self.by_severity.items() if n]
@@ -111,6 +113,22 @@ def headline(summary: dict[str, Any]) -> Headline:
         p95_simulated=(summary.get("simulated_s") or {}).get("p95"),
         errors=summary["errors"],
         timeouts=summary["timeouts"],
+        needs_review=summary.get("needs_review", 0),
+    )
+
+
+def review_note(summary: dict[str, Any]) -> str | None:
+    """The trials a text reader could not decide, and its undecided rate per check, in
+    one sentence; None when there are none. Every report says it the same way."""
+    n = summary.get("needs_review", 0)
+    rates = (summary.get("undecided") or {}).get("checks", {})
+    read = [f"{name} {row['rate']:.0%}" for name, row in rates.items() if row["undecided"]]
+    if not n and not read:
+        return None
+    return (
+        f"Needs review: {n} trial{'s' if n != 1 else ''} a text reader could not decide "
+        f"(undecided: {', '.join(read) or 'none deciding'}); they are left out of the rates "
+        "until a person or a calibrated judge decides them."
     )
 
 

@@ -14,7 +14,7 @@ from collections import defaultdict
 from pathlib import Path
 from typing import Any
 
-from proctor.report.figures import Headline, consistency, headline, quality_note
+from proctor.report.figures import Headline, consistency, headline, quality_note, review_note
 from proctor.report.fmt import NOT_MEASURED, count, interval, money, pct, secs, value
 from proctor.report.human import human_sentence
 from proctor.report.inputs import ReportInputs, gate_line, where_text
@@ -283,6 +283,8 @@ def _limits(inputs: ReportInputs, h: Headline) -> list[str]:
             f"- {_n(s['errors'], 'trial')} broke in the harness; they are left out of the figures."
         )
     if (note := quality_note(s)) is not None:
+        lines.append(f"- {esc(note)}")
+    if (note := review_note(s)) is not None:
         lines.append(f"- {esc(note)}")
     return lines
 

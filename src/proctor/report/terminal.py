@@ -13,7 +13,7 @@ from rich.table import Table
 from rich.text import Text
 
 from proctor.decide.summary import TOOL_METRICS, headline_k
-from proctor.report.figures import incomplete_note, quality_note
+from proctor.report.figures import incomplete_note, quality_note, review_note
 from proctor.report.fmt import NOT_MEASURED, invalid_why, money, num, pct, value
 
 
@@ -84,8 +84,8 @@ def headline(summary: dict[str, Any]) -> Table:
     rows += [
         ("safety violations", f"{violations['total']} ({sev})"),
         (
-            "errors / timeouts",
-            f"{summary['errors']} / {summary['timeouts']}"
+            "errors / timeouts / needs review",
+            f"{summary['errors']} / {summary['timeouts']} / {summary.get('needs_review', 0)}"
             + ("" if summary["valid"] else f"   RUN INVALID: {invalid_why(summary)}"),
         ),
         (
@@ -102,6 +102,9 @@ def headline(summary: dict[str, Any]) -> Table:
     flagged = quality_note(summary)
     if flagged is not None:
         rows.append(("data quality", flagged.removeprefix("Data quality: ")))
+    review = review_note(summary)
+    if review is not None:
+        rows.append(("needs review", review.removeprefix("Needs review: ")))
     table = Table(title=f"run {summary['run_id']}", show_header=False, title_justify="left")
     table.add_column(style="bold")
     table.add_column()
