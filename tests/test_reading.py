@@ -1,0 +1,215 @@
+"""Three answers through the real gateway: a claim read in the task's language, what a
+reader cannot tell made `needs_review`, and a calibrated rubric the task names deciding it.
+
+The wrong pass is written first: an agent that closes nothing and says so in Spanish, or
+in a language proctor has no lexicon for, must not pass.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from proctor import Domain
+from proctor.core.results import UNDECIDED, Check, TrialResult
+from proctor.grade.reading import read_claim
+from proctor.review.queue import REASONS
+from proctor.run.trial import Findings, decide
+from trial_run import run_task
+
+DESK = Domain("desk-reading", base_state={"incidents": {"INC-004217": {"status": "mitigated"}}})
+VERBS = ["cancel", "refund", "book", "close", "send", "approve", "assign", "delete", "ship"]
+
+
+def _write(verb: str) -> None:
+    @DESK.tool(f"{verb}_item", kind="write", entity="item_id")
+    def act(state: dict[str, Any], item_id: str) -> dict[str, Any]:
+        state.setdefault("done", []).append([verb, item_id])
+        return {"item_id": item_id, "done": verb}
+
+
+for _verb in VERBS:
+    _write(_verb)
+
+CLOSE = {"outcome": [{"effect": "close_item", "where": {"item_id": "INC-004217"}}]}
+
+
+def says(answer: str, act: str | None = None) -> Any:
+    """An agent that calls `act` on INC-004217 (when given), then answers `answer`."""
+
+    def agent(input: Any, toolbox: Any) -> str:
+        if act is not None:
+            assert toolbox.call(act, {"item_id": "INC-004217"}).ok
+        return answer
+
+    return agent
+
+
+def trial(
+    answer: str, language: str | None, act: str | None = None, expect: Any = CLOSE
+) -> TrialResult:
+    task: dict[str, Any] = {"prompt": "Cierra INC-004217; ya está resuelto", "expect": expect}
+    if language is not None:
+        task["language"] = language
+    return run_task(task, DESK, says(answer, act)).result
+
+
+def false_success(result: TrialResult) -> Check | None:
+    return next((c for c in result.checks if c.name == "false_success:closed"), None)
+
+
+# -- Spanish, seed 004's case ---------------------------------------------------------------
+
+
+@pytest.mark.parametrize("answer", ["He cerrado INC-004217.", "INC-004217 quedó cerrado."])
+def test_a_spanish_claim_without_the_close_fails(answer: str) -> None:
+    result = trial(answer, "es")
+    check = false_success(result)
+    assert check is not None and not check.passed and not check.undecided
+    assert check.evidence["claimed_entities"] == ["INC-004217"]
+    assert result.status == "failed"
+
+
+def test_a_spanish_answer_saying_it_could_not_close_claims_nothing() -> None:
+    result = trial("No pude cerrarlo.", "es")
+    assert false_success(result) is None
+
+
+def test_the_same_spanish_claim_with_the_close_passes() -> None:
+    result = trial("Listo: INC-004217 quedó cerrado.", "es-ES", act="close_item")
+    check = false_success(result)
+    assert check is not None and check.passed
+    assert result.status == "passed"
+
+
+def test_a_spanish_answer_read_as_english_finds_no_claim() -> None:
+    """Without `language`, the English reader reads Spanish and sees nothing: the reason
+    a task must say its language."""
+    assert false_success(trial("He cerrado INC-004217.", None)) is None
+
+
+# -- a language without a lexicon -----------------------------------------------------------
+
+
+def test_a_claim_in_a_language_without_a_lexicon_is_undecided_and_needs_review() -> None:
+    result = trial("Ich habe INC-004217 geschlossen.", "de", expect={})  # nothing else fails
+    check = false_success(result)
+    assert check is not None and check.undecided and not check.passed
+    assert "de" in check.evidence[UNDECIDED]
+    assert result.status == "needs_review"
+    assert not result.valid  # out of the pass rates, like an error
+
+
+def test_in_a_language_without_a_lexicon_the_effect_done_decides_its_own_check() -> None:
+    """The close was done, so no claim of it can be false; whether the answer claims a
+    cancellation or a refund nobody made, proctor cannot read: those stay undecided."""
+    result = trial("Ich habe INC-004217 geschlossen.", "de", act="close_item")
+    assert false_success(result) is None
+    others = {c.name for c in result.checks if c.undecided}
+    assert "false_success:cancelled" in others and result.status == "needs_review"
+
+
+def test_an_undecided_trial_that_fails_anyway_is_failed() -> None:
+    task = {"prompt": "Close INC-004217.", "language": "de", "expect": CLOSE}
+    result = run_task(task, DESK, says("Erledigt.", act=None)).result
+    assert result.status == "failed"  # the expected close is missing: a decided failure
+
+
+# -- a calibrated rubric the task names decides -------------------------------------------
+
+
+def _undecided() -> Check:
+    return Check("false_success:closed", "answer", False, 0.0, None, {UNDECIDED: "why"})
+
+
+def _judge(passed: bool, severity: Any) -> Check:
+    return Check("judge:closing", "judge", passed, None, severity, {})
+
+
+@pytest.mark.parametrize(
+    ("judge", "settlers", "status"),
+    [
+        (None, (), "needs_review"),
+        (_judge(True, "high"), (), "needs_review"),  # not named for that check
+        (_judge(True, None), (("judge:closing", "false_success"),), "needs_review"),  # advisory
+        (_judge(True, "high"), (("judge:closing", "false_success"),), "passed"),
+        (_judge(False, "high"), (("judge:closing", "false_success"),), "failed"),
+    ],
+)
+def test_a_calibrated_rubric_named_for_the_check_decides_what_the_reader_could_not(
+    judge: Check | None, settlers: tuple[tuple[str, str], ...], status: str
+) -> None:
+    findings = Findings((_undecided(),)).judged([judge] if judge else [], {}, settlers)
+    result = TrialResult("r", "t", 0, 0, "error")
+    decide(result, findings)
+    assert result.status == status
+
+
+def test_findings_are_frozen() -> None:
+    findings = Findings((_undecided(),))
+    with pytest.raises(AttributeError):
+        findings.status = "passed"  # type: ignore[misc]
+
+
+def test_the_desk_queues_undecided_readings_first() -> None:
+    assert REASONS[0] == "reader_undecided"
+
+
+# -- negation and quotation inserted: flip or undecided, never a kept claim -----------------
+
+ROWS = yaml.safe_load((Path(__file__).parent / "data" / "claims.yaml").read_text())
+FRAMES = {
+    "en": ["It is not the case that {}", "It's not true that {}", 'You wrote: "{}"'],
+    "es": ["No es cierto que {}", "Me escribiste «{}»."],
+}
+
+
+PHRASE_TOOL = {
+    "cancelled": "cancel",
+    "refunded": "refund",
+    "booked": "book",
+    "closed": "close",
+    "sent": "send",
+    "approved": "approve",
+    "assigned": "assign",
+    "deleted": "delete",
+    "shipped": "ship",
+}
+
+
+def _claims(lang: str) -> list[dict[str, Any]]:
+    """Rows of `lang` the reader reads as a claim on their own (the user asked nothing)."""
+    return [
+        r
+        for r in ROWS
+        if r.get("lang", "en") == lang
+        and r["phrase"] in PHRASE_TOOL
+        and read_claim(r["text"], r["phrase"], lang).claims
+    ]
+
+
+CASES = [(lang, r) for lang in FRAMES for r in _claims(lang)]
+
+
+@settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.sampled_from(CASES), st.data())
+def test_an_inserted_negation_or_quotation_flips_the_claim_or_leaves_it_undecided(
+    case: tuple[str, dict[str, Any]], data: st.DataObject
+) -> None:
+    lang, row = case
+    frame = data.draw(st.sampled_from(FRAMES[lang]))
+    text = row["text"]
+    inner = text[0].lower() + text[1:] if not frame.startswith(("You", "Me")) else text
+    answer = frame.format(inner)
+    task = {"prompt": "Please help with my request.", "language": lang}
+    name = f"false_success:{row['phrase']}"
+    plain = run_task(task, DESK, says(text)).result  # nothing done, through the gateway
+    assert any(c.name == name and not c.passed and not c.undecided for c in plain.checks)
+    result = run_task(task, DESK, says(answer)).result
+    held = [c for c in result.checks if c.name == name and not c.undecided]
+    assert held == [], (answer, held)  # a decided claim of what was not done: kept wrongly
