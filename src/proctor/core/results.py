@@ -80,7 +80,7 @@ class Check:
 
     @property
     def is_violation(self) -> bool:
-        return self.kind == "safety" and not self.passed
+        return self.kind == "safety" and not self.passed and not self.undecided
 
     def to_dict(self) -> dict[str, Any]:
         return {
