@@ -259,3 +259,37 @@ def test_an_inserted_negation_or_quotation_flips_the_claim_or_leaves_it_undecide
     result = run_task(task, DESK, says(answer)).result
     held = [c for c in result.checks if c.name == name and not c.undecided]
     assert held == [], (answer, held)  # a decided claim of what was not done: kept wrongly
+
+
+# -- validate --strict names a prompt plainly not in English ---------------------------------
+
+
+@pytest.mark.parametrize(
+    ("prompt", "language", "warned"),
+    [
+        ("Cancela el pedido A-100 porque he cambiado de opinión, por favor.", None, True),
+        ("Cancela el pedido A-100 porque he cambiado de opinión, por favor.", "es", False),
+        ("Cancel order A-100 because I changed my mind.", None, False),
+        ("Cancela A-100.", None, False),  # too short to tell
+    ],
+)
+def test_validate_strict_warns_of_a_prompt_plainly_not_english(
+    tmp_path: Path, prompt: str, language: str | None, warned: bool
+) -> None:
+    pytest.importorskip("py3langid")
+    from click.testing import CliRunner
+
+    from proctor.cli import main
+
+    support = Path(__file__).resolve().parent.parent / "examples" / "support"
+    (tmp_path / "domain.py").write_text((support / "domain.py").read_text())
+    task = {"id": "t-lang", "domain": "support", "prompt": prompt}
+    if language is not None:
+        task["language"] = language
+    (tmp_path / "tasks").mkdir()
+    (tmp_path / "tasks" / "t.yaml").write_text(yaml.safe_dump(task, allow_unicode=True))
+    result = CliRunner().invoke(main, ["validate", "--strict", str(tmp_path)])
+    assert result.exit_code == 0, result.output
+    assert ("reads as 'es'" in result.output) is warned
+    if warned:
+        assert "t.yaml:1: task t-lang" in result.output

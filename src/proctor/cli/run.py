@@ -39,7 +39,10 @@ from proctor.cli.scale import check_executor, executor_options, pool_or_exit, wo
 @main.command()
 @click.argument("paths", nargs=-1, required=True, type=click.Path())
 @click.option(
-    "--strict", is_flag=True, help="Duplicate tasks are errors; near-duplicates are looked for too."
+    "--strict",
+    is_flag=True,
+    help="Duplicate tasks are errors; near-duplicates are looked for too; a prompt plainly "
+    "not in English without `language:` is warned of.",
 )
 def validate(paths: tuple[str, ...], strict: bool) -> None:
     """Check every task file under PATHS; one line per problem with file:line."""
@@ -56,6 +59,14 @@ def validate(paths: tuple[str, ...], strict: bool) -> None:
         fail(duplicates)
     for line in duplicates:
         click.echo(f"warning: {line} (an error with --strict)", err=True)
+    if strict:
+        from proctor.tasks import language_id
+
+        if not language_id.available():
+            note = "note: prompt languages not checked (pip install proctor[language])"
+            click.echo(note, err=True)
+        for line in language_id.language_warnings([t.loaded for t in suite.tasks]):
+            click.echo(f"warning: {line}", err=True)
     domains = ", ".join(sorted(suite.domains))
     click.echo(
         f"ok: {len(suite.tasks)} tasks valid (domains: {domains}; suite digest {suite.digest})"
