@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import re
 from functools import cache
+from typing import Literal
 
 from proctor.grade.claims import (
     TOO_LONG,
@@ -122,7 +123,7 @@ def _read(tokens: list[str], lows: list[str], i: int, kind: str, phrase: str) ->
     return Claim(phrase, " ".join(tokens[start:end]), ids, ())
 
 
-def _quoted(lows: list[str], i: int) -> str | bool | None:
+def _quoted(lows: list[str], i: int) -> str | Literal[False] | None:
     """None: not quoted; False: inside a closed quotation; a reason: one left open."""
     straight = lows[:i].count('"') % 2 == 1
     guillemets = lows[:i].count("«") > lows[:i].count("»")
@@ -151,7 +152,7 @@ def _clause(lows: list[str], i: int) -> tuple[int, int]:
     return start, end
 
 
-def _frame(lows: list[str], i: int) -> str | bool | None:
+def _frame(lows: list[str], i: int) -> str | Literal[False] | None:
     """A negation frame before the occurrence: False when it introduces its clause, a
     reason when a break lies between, None when there is none."""
     stops = _HARD | {","} | words("es", "breaks")

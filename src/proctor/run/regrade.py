@@ -236,7 +236,7 @@ def grade_share(
     findings = [f for _, f in graded]
     if judged is not None:
         findings = judged(list(zip(findings, stored_trials, strict=True)))
-    out = []
+    out: list[Regraded] = []
     for (result, _), decided_on, stored in zip(graded, findings, stored_trials, strict=True):
         decide(result, decided_on)
         out.append((encode_trial(result, None, None, stored.source), stored.result.status))
