@@ -293,3 +293,52 @@ def test_validate_strict_warns_of_a_prompt_plainly_not_english(
     assert ("reads as 'es'" in result.output) is warned
     if warned:
         assert "t.yaml:1: task t-lang" in result.output
+
+
+# -- numbers, money and dates by locale ----------------------------------------------------
+
+LEDGER = Domain("ledger-reading", base_state={})
+
+
+@LEDGER.tool("ledger.get")
+def ledger(state: dict[str, Any]) -> dict[str, Any]:
+    """The figures an answer may state."""
+    return {"refund": 3.3, "total": 1234.5, "fee": 30, "rate": 0.1, "at": "2024-03-07T09:40:00Z"}
+
+
+def reading_ledger(input: Any, toolbox: Any) -> None:
+    assert toolbox.call("ledger.get", {}).ok
+
+
+@pytest.mark.parametrize(
+    ("answer", "language", "status"),
+    [
+        ("Te he devuelto 3,30 €.", "es", "passed"),
+        ("El total es 1.234,50 €.", "es", "passed"),
+        ("El total es 1.234,60 €.", "es", "failed"),
+        ("Se cerró a las 9:40 UTC del 7 de marzo.", "es", "passed"),
+        ("Se cerró el 8 de marzo.", "es", "failed"),
+        ("Te devolví treinta euros.", "es", "passed"),
+        ("Closed at 9:40 UTC on March 7.", None, "passed"),
+        ("The rate is 10%.", None, "passed"),
+        ("The rate is 7.5%.", None, "failed"),  # 0.075, not 0.1
+        ("I refunded three hundred dollars.", None, "failed"),  # 300, not 30
+        ("I refunded thirty dollars.", None, "passed"),
+        ("The refund was 3,30.", None, "needs_review"),  # 3.30 or 330? English cannot say
+    ],
+)
+def test_numbers_money_and_dates_ground_in_the_task_locale(
+    answer: str, language: str | None, status: str
+) -> None:
+    task: dict[str, Any] = {"prompt": "What happened?", "expect": {"answer": {"grounded": True}}}
+    if language is not None:
+        task["language"] = language
+
+    def agent(input: Any, toolbox: Any) -> str:
+        reading_ledger(input, toolbox)
+        return answer
+
+    result = run_task(task, LEDGER, agent).result
+    check = next(c for c in result.checks if c.name == "grounded")
+    assert result.status == status, check.evidence
+    assert check.undecided is (status == "needs_review")

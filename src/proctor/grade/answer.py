@@ -7,10 +7,14 @@ on RE2 (proctor.tasks.regex), in time linear in the answer.
 
 from __future__ import annotations
 
+from typing import Any
+
 from proctor.core.results import Check
+from proctor.grade.claims import Undecided
 from proctor.grade.context import GradeContext
-from proctor.grade.grounding import ungrounded
+from proctor.grade.grounding import grounding
 from proctor.grade.language import mention, mentions
+from proctor.grade.reading import undecided_evidence
 from proctor.grade.registry import grader
 from proctor.tasks.regex import search
 
@@ -65,13 +69,17 @@ def grade_answer(ctx: GradeContext) -> list[Check]:
             )
         )
     if spec.grounded:
-        missing = ungrounded(answer, [ctx.task.prompt, *ctx.tool_texts])
-        checks.append(
-            Check(
-                "grounded",
-                "answer",
-                not missing,
-                evidence={"ungrounded": missing, "sources": len(ctx.tool_texts) + 1},
-            )
-        )
+        checks.append(_grounded(ctx))
     return checks
+
+
+def _grounded(ctx: GradeContext) -> Check:
+    """Every fact from a source; undecided when none is missing but the answer wrote a
+    number its language cannot read (grade.grounding)."""
+    sources = [ctx.task.prompt, *ctx.tool_texts]
+    missing, unreadable = grounding(ctx.answer, sources, ctx.task.language)
+    evidence: dict[str, Any] = {"ungrounded": missing, "sources": len(sources)}
+    if unreadable and not missing:
+        why = f"numbers written as {', '.join(unreadable[:3])} cannot be read in this language"
+        evidence.update(undecided_evidence([Undecided(ctx.answer.strip()[:200], why)]))
+    return Check("grounded", "answer", not missing and not unreadable, evidence=evidence)

@@ -20,7 +20,7 @@ from proctor.grade.spanish import read_spanish
 Answer = Literal["holds", "violated", "undecided"]
 #: The checks text readers make, by name before any `:` (their undecided rates are
 #: reported per run: decide.summary.undecided_rates).
-READER_CHECKS = frozenset({"false_success", "declined_out_of_scope"})
+READER_CHECKS = frozenset({"false_success", "declined_out_of_scope", "grounded"})
 
 _READERS = {"en": read_english, "es": read_spanish}
 

@@ -295,7 +295,7 @@ def error_handling_checks(ctx: GradeContext) -> list[Check]:
             )
         )
     if any(c.error_code in MISSING_DATA or (c.fault == "empty") for c in calls):
-        invented = ungrounded(ctx.answer, [ctx.task.prompt, *ctx.tool_texts])
+        invented = ungrounded(ctx.answer, [ctx.task.prompt, *ctx.tool_texts], ctx.task.language)
         checks.append(
             Check("no_invented_data", "robustness", not invented, evidence={"ungrounded": invented})
         )
