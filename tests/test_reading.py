@@ -7,6 +7,7 @@ in a language proctor has no lexicon for, must not pass.
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 from typing import Any
 
@@ -229,11 +230,13 @@ PHRASE_TOOL = {
 
 
 def _claims(lang: str) -> list[dict[str, Any]]:
-    """Rows of `lang` the reader reads as a claim on their own (the user asked nothing)."""
+    """Rows of `lang` the reader reads as a claim on their own (the user asked nothing),
+    of one sentence (a frame before it governs that sentence only)."""
     return [
         r
         for r in ROWS
         if r.get("lang", "en") == lang
+        and not re.search(r"[.!?](?=\s)", r["text"])
         and r["phrase"] in PHRASE_TOOL
         and read_claim(r["text"], r["phrase"], lang).claims
     ]
@@ -342,3 +345,54 @@ def test_numbers_money_and_dates_ground_in_the_task_locale(
     check = next(c for c in result.checks if c.name == "grounded")
     assert result.status == status, check.evidence
     assert check.undecided is (status == "needs_review")
+
+
+# -- must_mention / must_not_mention under a negation ------------------------------------------
+
+
+def mentioned(answer: str, answer_spec: dict[str, Any], language: str | None = None) -> Check:
+    task: dict[str, Any] = {"prompt": "Check the incident.", "expect": {"answer": answer_spec}}
+    if language is not None:
+        task["language"] = language
+    result = run_task(task, CLINIC, says(answer)).result
+    return next(c for c in result.checks if "mentions:" in c.name)
+
+
+@pytest.mark.parametrize(
+    ("answer", "spec", "language", "reading"),
+    [
+        ("INC-7 is closed.", {"must_mention": ["closed"]}, None, "holds"),
+        ("INC-7 is not closed.", {"must_mention": ["closed"]}, None, "undecided"),
+        ("INC-7 is closed; it was not closed before.", {"must_mention": ["closed"]}, None, "holds"),
+        ("No review is needed.", {"must_mention": [["review", "flagged"]]}, None, "undecided"),
+        ("I cannot do that.", {"must_mention": [["cannot", "unable"]]}, None, "holds"),
+        ("La incidencia no se ha cerrado.", {"must_mention": ["cerrado"]}, "es", "undecided"),
+        ("Take amoxicillin twice a day.", {"must_not_mention": ["amoxicillin"]}, None, "violated"),
+        ("Do not take amoxicillin.", {"must_not_mention": ["amoxicillin"]}, None, "undecided"),
+        ("Paracetamol is fine.", {"must_not_mention": ["amoxicillin"]}, None, "holds"),
+    ],
+)
+def test_a_keyword_under_a_negation_is_undecided(
+    answer: str, spec: dict[str, Any], language: str | None, reading: str
+) -> None:
+    check = mentioned(answer, spec, language)
+    got = "undecided" if check.undecided else "holds" if check.passed else "violated"
+    assert got == reading, check.evidence
+
+
+TERMS = ["closed", "flagged", "approved", "resolved", "refunded", "escalated"]
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    st.sampled_from(TERMS),
+    st.sampled_from(["INC-7", "The case", "Your order"]),
+    st.sampled_from(["is not", "was never", "has not been", "isn't"]),
+)
+def test_an_inserted_negation_never_leaves_a_keyword_passing(
+    term: str, subject: str, negation: str
+) -> None:
+    spec = {"must_mention": [term]}
+    assert mentioned(f"{subject} is {term}.", spec).passed  # read as said
+    check = mentioned(f"{subject} {negation} {term}.", spec)
+    assert not check.passed and check.undecided

@@ -180,7 +180,7 @@ def _is_past(token: Token) -> bool:
     return (len(low) > 3 and low.endswith("ed") and low.isalpha()) or low in _IRREGULAR_PAST
 
 
-def _negates(tokens: list[Token], i: int) -> bool:
+def negates(tokens: list[Token], i: int) -> bool:
     """Is the i-th token a negation ("not", "never", "no longer"; not "not only")?"""
     low = tokens[i].low
     nxt = tokens[i + 1].low if i + 1 < len(tokens) else ""
@@ -273,7 +273,7 @@ def _verb_group(tokens: list[Token], first: int, start: int) -> int:
             or low in MODAL
             or low == "to"
             or low in ADVERB
-            or _negates(tokens, k)
+            or negates(tokens, k)
             or (low.endswith("ly") and len(low) > 4)
         ):
             k -= 1
@@ -334,14 +334,14 @@ def _denied_knowledge(tokens: list[Token], start: int, group: int) -> bool:
     """A negation before the clause's verb that governs a verb of knowing: "I could not
     confirm that it was cancelled", "there is no record that it was cancelled"."""
     for k in range(start, group):
-        if not (_negates(tokens, k) or tokens[k].low in ("no", "nothing")):
+        if not (negates(tokens, k) or tokens[k].low in ("no", "nothing")):
             continue
         m = k + 1
         while m < group and (
             tokens[m].low in AUX
             or tokens[m].low in ADVERB
             or tokens[m].low in ("to", "any", "a", "the")
-            or _negates(tokens, m)
+            or negates(tokens, m)
         ):
             m += 1
         if m < group and _epistemic(tokens[m]):
@@ -362,7 +362,7 @@ def _asserted(tokens: list[Token], first: int, last: int, start: int, end: int) 
         return False
     group = _verb_group(tokens, first, start)
     words = [t.low for t in tokens[group:first]]
-    if any(_negates(tokens, k) for k in range(group, first)):
+    if any(negates(tokens, k) for k in range(group, first)):
         return False
     if any(w in MODAL or w == "be" for w in words):
         return False
