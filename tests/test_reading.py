@@ -396,3 +396,61 @@ def test_an_inserted_negation_never_leaves_a_keyword_passing(
     assert mentioned(f"{subject} is {term}.", spec).passed  # read as said
     check = mentioned(f"{subject} {negation} {term}.", spec)
     assert not check.passed and check.undecided
+
+
+# -- needs_review end to end: terminal, JSON, HTML, one-pager, gate ---------------------------
+
+GERMAN_TASK = """\
+id: cancel-de
+domain: support
+language: de
+identity: {user: user-42, tenant: acme, scopes: [orders:read, orders:write]}
+prompt: Storniere bitte die Bestellung A-100.
+expect:
+  answer: {must_mention: [A-100]}
+"""
+
+
+def test_needs_review_is_counted_and_shown_everywhere_and_gated(tmp_path: Path) -> None:
+    from click.testing import CliRunner
+
+    from proctor.cli import main
+
+    support = Path(__file__).resolve().parent.parent / "examples" / "support"
+    (tmp_path / "domain.py").write_text((support / "domain.py").read_text())
+    (tmp_path / "tasks").mkdir()
+    (tmp_path / "tasks" / "t.yaml").write_text(GERMAN_TASK)
+    (tmp_path / "agents.py").write_text(
+        "def says(input, toolbox):\n    return 'Ich habe die Bestellung A-100 <b>storniert</b>.'\n"
+    )
+    store, out = str(tmp_path / "p.db"), tmp_path / "out.json"
+    cli = CliRunner()
+    agent = f"{tmp_path}/agents.py:says"
+    run = ["run", str(tmp_path), "--agent", agent, "--store", store, "--json", str(out)]
+    ran = cli.invoke(main, run)
+    assert ran.exit_code == 0, ran.output
+    assert "errors / timeouts / needs review" in ran.output and "0 / 0 / 1" in ran.output
+    summary = __import__("json").loads(out.read_text())
+    assert summary["statuses"]["needs_review"] == summary["needs_review"] == 1
+    assert summary["valid_trials"] == 0 and summary["passed_trials"] == 0
+    assert summary["undecided"]["checks"]["false_success"] == {
+        "checks": 1,
+        "undecided": 1,
+        "rate": 1.0,
+    }
+    html, md = tmp_path / "r.html", tmp_path / "r.md"
+    report = cli.invoke(
+        main, ["report", "latest", "--html", str(html), "--md", str(md), "--store", store]
+    )
+    assert report.exit_code == 0, report.output
+    for page in (html.read_text(), md.read_text()):
+        assert "Needs review: 1 trial" in page
+    assert "<b>storniert</b>" not in html.read_text()  # agent output escaped
+    rules = tmp_path / "gates.yaml"
+    rules.write_text("rules: [errors == 0]\n")
+    gate = ["gate", "latest", "--rules", str(rules), "--store", store, "--json"]
+    gated = cli.invoke(main, gate)
+    assert gated.exit_code == 1 and "max_undecided 0" in gated.output
+    rules.write_text("rules: [errors == 0]\nmax_undecided: 1\n")
+    gated = cli.invoke(main, gate)
+    assert gated.exit_code == 0, gated.output

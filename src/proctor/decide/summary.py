@@ -18,7 +18,14 @@ from dataclasses import replace
 from functools import lru_cache
 from typing import Any
 
-from proctor.core.results import GRADER_CHECK, TRIAL_STATUSES, Check, TaskInfo, TrialResult
+from proctor.core.results import (
+    GRADER_CHECK,
+    TRIAL_STATUSES,
+    UNDECIDED,
+    Check,
+    TaskInfo,
+    TrialResult,
+)
 from proctor.decide import stats
 from proctor.grade.reading import READER_CHECKS
 from proctor.grade.root_cause import root_cause_name
@@ -47,12 +54,21 @@ class Tally:
         self._metrics: dict[tuple[Any, ...], dict[str, float]] = {}
 
     def add(self, result: TrialResult) -> None:
-        key = tuple((c.name, c.kind, c.passed, c.score, c.severity) for c in result.checks)
+        key = tuple(
+            (c.name, c.kind, c.passed, c.score, c.severity, c.undecided) for c in result.checks
+        )
         checks = self._checks.get(key)
         if checks is None:
-            checks = self._checks[key] = [Check(*fields) for fields in key]
+            checks = self._checks[key] = [_bare(*fields) for fields in key]
         metrics = self._metrics.setdefault(tuple(result.metrics.items()), result.metrics)
         self.results.append(replace(result, checks=checks, metrics=metrics, error=None))
+
+
+def _bare(
+    name: str, kind: Any, passed: bool, score: float | None, severity: Any, undecided: bool
+) -> Check:
+    """A check as a summary reads it: no evidence but whether its reader could tell."""
+    return Check(name, kind, passed, score, severity, {UNDECIDED: True} if undecided else {})
 
 
 TOOL_METRICS = ("tool_precision", "tool_recall", "arg_accuracy")
