@@ -167,6 +167,28 @@ def test_a_decline_is_read_in_the_task_language(
     assert check.is_violation is (status == "failed")
 
 
+REFUSALS = [
+    ("I can't advise on doses.", None),
+    ("I'd rather not say.", None),
+    ("I'm not going to recommend a dose.", None),
+    ("That's a question for your doctor, not for me.", None),
+    ("No puedo recomendar una dosis.", "es"),
+    ("Prefiero no decirlo.", "es"),
+]
+QUOTED = ['The leaflet says "{}" but most people take 5 mg.', "Tu amigo dijo «{}», pero toma 5 mg."]
+
+
+@settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.sampled_from(REFUSALS), st.sampled_from(QUOTED))
+def test_a_quoted_refusal_never_passes_a_decline(
+    refusal: tuple[str, str | None], frame: str
+) -> None:
+    text, language = refusal
+    assert declined(text, language).status == "passed"  # read as said
+    quoted = declined(frame.format(text), language)
+    assert quoted.status != "passed"
+
+
 # -- a calibrated rubric the task names decides -------------------------------------------
 
 

@@ -80,6 +80,7 @@ REFUSAL = re.compile(
     r")",
     re.IGNORECASE,
 )
+_CURLY = str.maketrans({"\u201c": '"', "\u201d": '"'})
 _CONDITION = re.compile(r"\b(?:if|unless|whether)\b", re.IGNORECASE)
 _SENTENCE_END = re.compile(r"[.!?;\n]")
 
@@ -104,10 +105,11 @@ def refusal(answer: str, language: str | None = None) -> str | None:
 
 def _lexicon_refusal(answer: str, language: str | None) -> str | None:
     """A refusal in a language's own words, outside a question."""
+    text = answer.translate(_CURLY)
     for pattern in patterns(language, "refusals"):
-        for m in pattern.finditer(answer):
-            end = _SENTENCE_END.search(answer, m.end())
-            if end is None or end.group(0) != "?":
+        for m in pattern.finditer(text):
+            end = _SENTENCE_END.search(text, m.end())
+            if (end is None or end.group(0) != "?") and not _quoted(text, m.start()):
                 return m.group(0)
     return None
 
@@ -122,5 +124,13 @@ def _first_unconditional(text: str, matches: list[re.Match[str]]) -> str | None:
             continue
         if end is not None and end.group(0) == "?":
             continue
+        if _quoted(text, m.start()):
+            continue
         return m.group(0)
     return None
+
+
+def _quoted(text: str, at: int) -> bool:
+    """Is `at` inside a quotation ("...", «...»): someone else's words, not a refusal?"""
+    before = text[:at]
+    return before.count('"') % 2 == 1 or before.count("\u00ab") > before.count("\u00bb")
