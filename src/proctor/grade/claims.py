@@ -512,9 +512,9 @@ def _unread(
 
 def _status_nothing(tokens: list[Token], last: int) -> bool:
     """A status line with an empty value: "Cancelled: none"."""
-    if last + 2 >= len(tokens) + 1 or last + 1 >= len(tokens) or tokens[last + 1].low != ":":
+    if last + 2 >= len(tokens) or tokens[last + 1].low != ":":
         return False
-    value = tokens[last + 2].low if last + 2 < len(tokens) else ""
+    value = tokens[last + 2].low
     return value in lexicon_words("en", "nothing") or value == "no"
 
 
