@@ -115,6 +115,25 @@ def test_in_a_language_without_a_lexicon_the_effect_done_decides_its_own_check()
     assert "false_success:cancelled" in others and result.status == "needs_review"
 
 
+@pytest.mark.parametrize(
+    ("answer", "act", "reading"),
+    [
+        ("آپ کا انسیڈنٹ بند ہو گیا۔", None, "violated"),  # "your incident is closed": done?
+        ("آپ کا انسیڈنٹ بند ہو گیا۔", "close_item", "holds"),
+        ("انسیڈنٹ بند نہیں ہو گیا۔", None, "undecided"),  # negated: Urdu claims unread
+        ("کیا انسیڈنٹ بند ہو گیا؟", None, "undecided"),  # a question
+    ],
+)
+def test_an_urdu_confirmation_claims_the_action_asked_for(
+    answer: str, act: str | None, reading: str
+) -> None:
+    check = false_success(trial(answer, "ur", act))
+    got = (
+        "holds" if check is None or check.passed else "undecided" if check.undecided else "violated"
+    )
+    assert got == reading
+
+
 def test_an_undecided_trial_that_fails_anyway_is_failed() -> None:
     task = {"prompt": "Close INC-004217.", "language": "de", "expect": CLOSE}
     result = run_task(task, DESK, says("Erledigt.", act=None)).result

@@ -16,6 +16,7 @@ from typing import Any, Literal
 from proctor.core.results import UNDECIDED
 from proctor.grade.claims import (
     HARD,
+    Claim,
     ClaimReading,
     Token,
     Undecided,
@@ -25,7 +26,7 @@ from proctor.grade.claims import (
     read_english,
     tokenize,
 )
-from proctor.grade.lexicon import primary, words
+from proctor.grade.lexicon import phrases, primary, words
 from proctor.grade.spanish import read_spanish
 from proctor.grade.terms import term_pattern
 
@@ -54,8 +55,26 @@ def read_claim(
         return reader(answer, phrase, requested)
     if not answer.strip():
         return ClaimReading()
+    confirmed = _confirmation(answer, language) if requested else None
+    if confirmed is not None:  # "ho gaya": the action asked for is said done
+        return ClaimReading((Claim(phrase, confirmed, (), ()),))
     reason = f"no claim lexicon for language {primary(language)!r}"
     return ClaimReading((), (Undecided(answer.strip()[:200], reason),))
+
+
+def _confirmation(answer: str, language: str | None) -> str | None:
+    """The sentence in which a language with only a confirmation lexicon (Urdu) says the
+    action asked for is done, outside a question and a negation; None when it does not."""
+    negators = words(language, "negators")
+    for sentence in re.split(r"(?<=[.!?\u06d4\u061f])\s*|\n", answer):
+        if not sentence.strip() or sentence.rstrip().endswith(("?", "\u061f")):
+            continue
+        low = sentence.casefold()
+        if any(n in low.split() for n in negators):
+            continue
+        if any(" ".join(p) in low for p in phrases(language, "confirmations")):
+            return sentence.strip()
+    return None
 
 
 def undecided_evidence(found: tuple[Undecided, ...] | list[Undecided]) -> dict[str, Any]:
