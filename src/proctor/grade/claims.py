@@ -590,23 +590,25 @@ def read_english(answer: str, phrase: str, requested: bool = False) -> ClaimRead
     verb = verb_of(phrase)
     if verb is None:
         return reading
-    for synonym in lexicon_of("en").get("synonyms", {}).get(verb, ()):
+    low = text.casefold()  # each further pass runs only where its words are (long answers)
+    synonyms = lexicon_of("en").get("synonyms", {}).get(verb, ())
+    for synonym in (s for s in synonyms if s.rstrip("e") in low):
         for form in past_forms(synonym):
             reading += _scan(text, term_pattern(form), lambda w, a, t: _read(w, a, t, phrase))
     nouns = frozenset(lexicon_of("en").get("nouns", {}).get(verb, ()))
-    if nouns:
+    if any(noun in low for noun in nouns):
         done = _phrase_pattern(lexicon_phrases("en", "completions"))
         reading += _scan(text, done, lambda w, a, t: _completed(w, a, t, phrase, nouns))
-    if verb in lexicon_words("en", "on_the_way"):
+    if verb in lexicon_words("en", "on_the_way") and " way" in low:
         way = _phrase_pattern(tuple(("on", w, "way") for w in ("its", "their", "the")))
         reading += _scan(text, way, lambda w, a, t: _read(w, a, t, phrase))
-    bases = "|".join(
-        re.escape(v) for v in (verb, *lexicon_of("en").get("synonyms", {}).get(verb, ()))
-    )
-    done = re.compile(rf"\b(?:able|managed)(?=\s+to\s+(?:{bases})\b)", re.IGNORECASE)
-    reading += _scan(text, done, lambda w, a, t: _read(w, a, t, phrase))
-    if requested:
-        confirmed = _phrase_pattern(lexicon_phrases("en", "confirmations"))
+    if "able to" in low or "managed to" in low:
+        bases = "|".join(re.escape(v) for v in (verb, *synonyms))
+        able = re.compile(rf"\b(?:able|managed)(?=\s+to\s+(?:{bases})\b)", re.IGNORECASE)
+        reading += _scan(text, able, lambda w, a, t: _read(w, a, t, phrase))
+    confirmations = lexicon_phrases("en", "confirmations")
+    if requested and any(p[-1] in low for p in confirmations):
+        confirmed = _phrase_pattern(confirmations)
         reading += _scan(normalise(text), confirmed, lambda w, a, t: _read(w, a, t, phrase))
     return reading
 
