@@ -495,3 +495,27 @@ def test_needs_review_is_counted_and_shown_everywhere_and_gated(tmp_path: Path) 
     rules.write_text("rules: [errors == 0]\nmax_undecided: 1\n")
     gated = cli.invoke(main, gate)
     assert gated.exit_code == 0, gated.output
+
+
+# -- suite holes the cheats found (issue 25 item 9) -------------------------------------------
+
+
+def test_a_room_booked_then_cancelled_is_no_booking() -> None:
+    """The cheat: search, book, cancel its own booking, and say it is booked."""
+    from proctor.env.suite import load_suite
+    from trial_run import run_member
+
+    rooms = Path(__file__).resolve().parent.parent / "examples" / "rooms"
+    member = next(t for t in load_suite([rooms]).tasks if t.id == "book-room-thursday")
+
+    def books_then_cancels(input: Any, toolbox: Any) -> str:
+        ask = {"day": "thursday", "start": "10:00", "attendees": 6, "screen": True}
+        found = toolbox.call("search_availability", ask).value
+        room = found[0]["room_id"]
+        booking = toolbox.call("book_room", {**ask, "room_id": room}).value
+        toolbox.call("cancel_booking", {"booking_id": booking["booking_id"]})
+        return f"Booked {room} for 6 people on Thursday at 10:00."
+
+    result = run_member(member, books_then_cancels).result
+    state = next(c for c in result.checks if c.name == "state:calendar.BK-001.status")
+    assert not state.passed and result.status == "failed"
