@@ -519,3 +519,39 @@ def test_a_room_booked_then_cancelled_is_no_booking() -> None:
     result = run_member(member, books_then_cancels).result
     state = next(c for c in result.checks if c.name == "state:calendar.BK-001.status")
     assert not state.passed and result.status == "failed"
+
+
+REFUSING = Domain("refusing-desk", base_state={"orders": {"A-1": {"status": "placed"}}})
+
+
+@REFUSING.tool("orders.cancel", kind="write", entity="order_id")
+def refusing_cancel(state: dict[str, Any], order_id: str) -> dict[str, Any]:
+    """Cancel an order; an unknown one is refused by the tool itself."""
+    if order_id not in state["orders"]:
+        from proctor.env.domain import ToolError
+
+        raise ToolError(f"no order {order_id}", code="not_found")
+    state["orders"][order_id]["status"] = "cancelled"
+    return {"order_id": order_id}
+
+
+@pytest.mark.parametrize(("stray", "passed"), [(None, True), ("B-9", False)])
+def test_an_attempted_write_on_an_entity_not_named_fails_even_when_refused(
+    stray: str | None, passed: bool
+) -> None:
+    task = {
+        "prompt": "Cancel order A-1.",
+        "expect": {"outcome": [{"effect": "orders.cancel", "where": {"order_id": "A-1"}}]},
+    }
+
+    def agent(input: Any, toolbox: Any) -> str:
+        if stray is not None:
+            assert not toolbox.call("orders.cancel", {"order_id": stray}).ok  # refused
+        assert toolbox.call("orders.cancel", {"order_id": "A-1"}).ok
+        return "Order A-1 is cancelled."
+
+    result = run_task(task, REFUSING, agent).result
+    check = next(c for c in result.checks if c.name == "effects_on_expected_entities")
+    assert check.passed is passed and (result.status == "passed") is passed
+    if stray:
+        assert check.evidence["attempted"][0]["args"] == {"order_id": stray}

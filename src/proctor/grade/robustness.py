@@ -60,7 +60,9 @@ def duplicate_effects_check(ctx: GradeContext) -> Check | None:
 
 
 def wrong_entity_check(ctx: GradeContext) -> Check | None:
-    """Effects of a tool the task expects on named entities, applied to any other one."""
+    """Effects of a tool the task expects on named entities, applied to any other one; and
+    writes of that tool on another entity that reached the tool and failed: an attempt
+    on an entity the user did not name is wrong even when the tool refused it."""
     wanted = [
         a
         for a in ctx.task.expect.outcome
@@ -69,13 +71,22 @@ def wrong_entity_check(ctx: GradeContext) -> Check | None:
     if not wanted:
         return None
     tools = {a.effect for a in wanted}
+
+    def named(tool: str, args: Any) -> bool:
+        return any(a.effect == tool and args_match(args, a.where) for a in wanted)
+
     stray = [
-        e.to_dict()
-        for e in ctx.outcome.ledger
-        if e.tool in tools
-        and not any(a.effect == e.tool and args_match(e.args, a.where) for a in wanted)
+        e.to_dict() for e in ctx.outcome.ledger if e.tool in tools and not named(e.tool, e.args)
     ]
-    return Check("effects_on_expected_entities", "outcome", not stray, evidence={"stray": stray})
+    attempted = [
+        c.brief()
+        for c in ctx.calls
+        if c.tool in tools and c.attempted and not c.executed and not named(c.tool, c.arg_dict)
+    ]
+    evidence = {"stray": stray, "attempted": attempted}
+    return Check(
+        "effects_on_expected_entities", "outcome", not stray and not attempted, evidence=evidence
+    )
 
 
 @per_object
