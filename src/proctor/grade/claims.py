@@ -85,7 +85,7 @@ BE = _words("be been being is are was were am 's 're 'm")
 HAVE = _words("has have had having 've 'd")
 AUX = BE | HAVE | _words("get gets got gotten getting do does did")
 MODAL = _words("can could will would shall should may might must 'll ought")
-NEGATOR = _words("not never unable failed fail fails nor")
+NEGATOR = lexicon_words("en", "negators")
 ADVERB = _words(
     "already now just also all both yet still finally indeed actually really fully even "
     "ever only again since previously earlier then successfully certainly definitely "
@@ -104,15 +104,12 @@ SUBJECT_START = _words(
     "each every"
 )
 #: A negative word in the subject: "nothing was cancelled", "no order was refunded".
-NEGATIVE_SUBJECT = _words("nothing none nobody noone neither")
+NEGATIVE_SUBJECT = lexicon_words("en", "negative_words")
 NOT_NEGATING_NO = _words("longer later more less sooner doubt")
 #: After "not" in a subject: "not a single order", "not one of them".
 NOT_QUANTIFIER = _words("a one any all every everything even")
 #: Verbs and nouns of knowing: a negation above them denies what they introduce.
-EPISTEMIC = _words(
-    "confirm verify see find know think believe sure certain say tell guarantee record "
-    "evidence sign indication trace confirmation proof clear aware seem appear show case true"
-)
+EPISTEMIC = lexicon_words("en", "knowing")
 PREPOSITION = _words(
     "for of from with by to in on at per via through under during without within into "
     "onto over against like than about regarding concerning re after before since"
