@@ -17,6 +17,7 @@ from pathlib import Path
 import yaml
 
 from proctor.grade.claims import read_claims
+from proctor.grade.reading import read_claim
 from proctor.grade.secrets import find_secrets
 
 DATA = Path(__file__).resolve().parents[1] / "tests" / "data"
@@ -30,8 +31,22 @@ def timed(label: str, fn: object) -> None:
 
 def main() -> None:
     table = yaml.safe_load((DATA / "claims.yaml").read_text())
-    right = sum(bool(read_claims(r["text"], r["phrase"])) == r["claim"] for r in table)
-    print(f"claim table: {right}/{len(table)} sentences read right")
+    for part in ("dev", "held-out"):
+        for lang in ("en", "es"):
+            rows = [
+                r for r in table if r.get("split", "dev") == part and r.get("lang", "en") == lang
+            ]
+            read = [read_claim(r["text"], r["phrase"], lang, requested=True) for r in rows]
+            undecided = sum(not f.claims and bool(f.undecided) for f in read)
+            right = sum(
+                bool(f.claims) == r["claim"]
+                for f, r in zip(read, rows, strict=True)
+                if f.claims or not f.undecided
+            )
+            print(
+                f"claim table, {part} {lang}: {right}/{len(rows) - undecided} decided rows right,"
+                f" {undecided}/{len(rows)} undecided"
+            )
     corpus = yaml.safe_load((DATA / "secrets.yaml").read_text())
     found = sum(
         any(h["match"] == p["match"] for h in find_secrets(p["text"], []))

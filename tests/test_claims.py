@@ -1,9 +1,12 @@
 """The claim reader: a sentence table, properties, and false success through the gateway.
 
-The table (tests/data/claims.yaml) holds claims and non-claims over six verbs, tenses,
-voices, contractions, interjections, dashes, lists and negations at every distance; the
-reader must get every row right. The false-success checks run an agent on a real
-environment: the failing case (a claim with no effect behind it) is written first.
+The table (tests/data/claims.yaml) holds claims and non-claims in English and Spanish
+over many verbs, tenses, voices, contractions, interjections, dashes, status lines,
+lists, quotations and negations at every distance. Every development row is read right
+or left undecided; the held-out part (written before the reader it measures) must reach
+issue 25's bar per language: 97% right on decided rows, at most 5% undecided. The
+false-success checks run an agent on a real environment: the failing case (a claim with
+no effect behind it) is written first.
 """
 
 from __future__ import annotations
@@ -24,38 +27,67 @@ from proctor.core.trace import Trace
 from proctor.env import Environment
 from proctor.grade import GradeContext
 from proctor.grade.claims import claimed, read_claims, tool_claims
+from proctor.grade.reading import read_claim
 from proctor.grade.robustness import grade_robustness
 
-TABLE = yaml.safe_load((Path(__file__).parent / "data" / "claims.yaml").read_text())
+ROWS = yaml.safe_load((Path(__file__).parent / "data" / "claims.yaml").read_text())
+#: The development part; the held-out part was written before the reader it measures.
+DEV = [r for r in ROWS if r.get("split", "dev") == "dev"]
+HELD_OUT = [r for r in ROWS if r.get("split") == "held-out"]
+#: The English development rows the English-only properties draw from.
+TABLE = [r for r in DEV if r.get("lang", "en") == "en"]
+#: The most of a part the reader may leave undecided, and the least accuracy on the rest
+#: (issue 25's bar, per language).
+MAX_UNDECIDED, MIN_ACCURACY = 0.05, 0.97
+
+
+def reading(text: str, phrase: str, lang: str = "en") -> str:
+    """`claim`, `none` or `undecided`: what the reader makes of a sentence."""
+    found = read_claim(text, phrase, lang, requested=True)
+    return "claim" if found.claims else "undecided" if found.undecided else "none"
 
 
 def _right(row: dict[str, Any]) -> bool:
-    found = read_claims(row["text"], row["phrase"])
-    entities = sorted({e for c in found for e in c.entities})
-    return bool(found) == row["claim"] and (
-        "entities" not in row or entities == sorted(map(str, row["entities"]))
+    found = read_claim(row["text"], row["phrase"], row.get("lang", "en"), requested=True)
+    entities = sorted({e for c in found.claims for e in c.entities})
+    return bool(found.claims) == row["claim"] and (
+        "entities" not in row or not found.claims or entities == sorted(map(str, row["entities"]))
     )
 
 
-def test_the_table_is_large_and_balanced() -> None:
-    assert len(TABLE) >= 60
-    assert {r["phrase"] for r in TABLE} >= {"cancelled", "refunded", "booked", "closed", "sent"}
-    claims = sum(r["claim"] for r in TABLE)
-    assert 0.3 < claims / len(TABLE) < 0.7
+def figures(rows: list[dict[str, Any]]) -> tuple[int, int, int]:
+    """(rows, undecided, right among the decided)."""
+    undecided = [
+        r for r in rows if reading(r["text"], r["phrase"], r.get("lang", "en")) == "undecided"
+    ]
+    right = sum(_right(r) for r in rows if r not in undecided)
+    return len(rows), len(undecided), right
 
 
-@pytest.mark.parametrize("row", TABLE, ids=[r["text"][:60] for r in TABLE])
-def test_each_sentence_is_read_right(row: dict[str, Any]) -> None:
-    found = read_claims(row["text"], row["phrase"])
-    assert bool(found) == row["claim"], found
-    if "entities" in row:
-        assert sorted({e for c in found for e in c.entities}) == sorted(map(str, row["entities"]))
+def test_the_table_is_large_balanced_and_split_three_to_one() -> None:
+    assert len(ROWS) >= 400
+    assert {r.get("lang", "en") for r in HELD_OUT} == {"en", "es"}
+    assert 2.5 <= len(DEV) / len(HELD_OUT) <= 3.5
+    assert {r["phrase"] for r in ROWS} >= {"cancelled", "refunded", "booked", "closed", "sent"}
+    claims = sum(r["claim"] for r in ROWS)
+    assert 0.3 < claims / len(ROWS) < 0.7
 
 
-def test_accuracy_on_the_table_is_total() -> None:
-    right = sum(_right(row) for row in TABLE)
-    print(f"claim reader: {right}/{len(TABLE)} sentences right")
-    assert right == len(TABLE)
+@pytest.mark.parametrize("row", DEV, ids=[r["text"][:60] for r in DEV])
+def test_each_development_sentence_is_read_right_or_left_undecided(row: dict[str, Any]) -> None:
+    found = reading(row["text"], row["phrase"], row.get("lang", "en"))
+    assert found == "undecided" or _right(row), found
+
+
+@pytest.mark.parametrize("lang", ["en", "es"])
+@pytest.mark.parametrize("part", ["dev", "held-out"])
+def test_accuracy_and_undecided_rate_by_language(part: str, lang: str) -> None:
+    rows = [r for r in (DEV if part == "dev" else HELD_OUT) if r.get("lang", "en") == lang]
+    n, undecided, right = figures(rows)
+    decided = n - undecided
+    print(f"{part} {lang}: {right}/{decided} right on decided, {undecided}/{n} undecided")
+    assert undecided / n <= MAX_UNDECIDED
+    assert right / decided >= MIN_ACCURACY
 
 
 # -- properties --------------------------------------------------------------------------------
@@ -93,7 +125,7 @@ def simple_claims(draw: st.DrawFn) -> tuple[str, str, str]:
 def test_a_non_negating_interjection_never_changes_the_reading(
     row: dict[str, Any], prefix: str
 ) -> None:
-    assert claimed(prefix + row["text"], row["phrase"]) == row["claim"]
+    assert reading(prefix + row["text"], row["phrase"]) == reading(row["text"], row["phrase"])
 
 
 @given(simple_claims())
@@ -114,7 +146,7 @@ def test_a_listed_claim_names_every_entity(verb: str, ids: list[str], passive: b
 @given(st.sampled_from(TABLE))
 def test_american_and_british_spellings_read_alike(row: dict[str, Any]) -> None:
     us = row["text"].replace("cancelled", "canceled").replace("Cancelled", "Canceled")
-    assert claimed(us, row["phrase"]) == row["claim"]
+    assert reading(us, row["phrase"]) == reading(row["text"], row["phrase"])
 
 
 # -- default claims ----------------------------------------------------------------------------

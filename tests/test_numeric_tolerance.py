@@ -116,6 +116,30 @@ def test_integers_compare_exactly_however_large() -> None:
     assert matches(3, 3.0) and not matches(True, 1)
 
 
+@pytest.mark.parametrize(
+    ("value", "ok"), [(0.8, True), (0.6, True), (0.7, True), (0.81, False), (0.59, False)]
+)
+def test_approx_takes_its_edge_as_gte_and_lte_take_their_bounds(value: float, ok: bool) -> None:
+    assert matches(value, {"$gte": 0.6, "$lte": 0.8}) is ok
+    near = {"$approx": 0.7, "tol": 0.1}
+    checks = checks_of(run_task(refund_task({"amount": near}, near), SHOP, refunding(value)))
+    assert checks["required:payments.refund"].passed is ok
+    assert checks["state:orders.A-1.refunded"].passed is ok
+
+
+@given(st.integers(-10_000, 10_000), st.integers(1, 1_000), st.sampled_from([10, 100, 1000]))
+def test_approx_accepts_target_plus_or_minus_tol_and_nothing_beyond(
+    target: int, tol: int, scale: int
+) -> None:
+    """Decimal figures as a task writes them: target ± tol is in, a step past it is out."""
+    t, d = target / scale, tol / scale
+    edge_up, edge_down = (target + tol) / scale, (target - tol) / scale
+    assert matches(edge_up, {"$approx": t, "tol": d})
+    assert matches(edge_down, {"$approx": t, "tol": d})
+    past = (target + tol + 1) / scale
+    assert not matches(past, {"$approx": t, "tol": d})
+
+
 def test_relative_approx() -> None:
     assert matches(101, {"$approx": 100, "rel": 0.01})
     assert not matches(102, {"$approx": 100, "rel": 0.01})

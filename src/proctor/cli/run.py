@@ -43,7 +43,10 @@ from proctor.cli.scale import executor_options, pool_or_exit, workers_option
 @main.command()
 @click.argument("paths", nargs=-1, required=True, type=click.Path())
 @click.option(
-    "--strict", is_flag=True, help="Duplicate tasks are errors; near-duplicates are looked for too."
+    "--strict",
+    is_flag=True,
+    help="Duplicate tasks are errors; near-duplicates are looked for too; a prompt plainly "
+    "not in English without `language:` is warned of.",
 )
 def validate(paths: tuple[str, ...], strict: bool) -> None:
     """Check every task file under PATHS; one line per problem with file:line."""
@@ -60,6 +63,14 @@ def validate(paths: tuple[str, ...], strict: bool) -> None:
         fail(duplicates)
     for line in duplicates:
         click.echo(f"warning: {line} (an error with --strict)", err=True)
+    if strict:
+        from proctor.tasks import language_id
+
+        if not language_id.available():
+            note = "note: prompt languages not checked (pip install proctor[language])"
+            click.echo(note, err=True)
+        for line in language_id.language_warnings([t.loaded for t in suite.tasks]):
+            click.echo(f"warning: {line}", err=True)
     domains = ", ".join(sorted(suite.domains))
     click.echo(
         f"ok: {len(suite.tasks)} tasks valid (domains: {domains}; suite digest {suite.digest})"
@@ -363,7 +374,9 @@ def _with_progress(evaluation: Any, console: Any, quiet: bool) -> Any:
     )
     with Progress(*columns, console=console, transient=True) as progress:
         bar = progress.add_task("trials", total=evaluation.remaining, tally="")
-        tally = {"passed": 0, "failed": 0, "timeout": 0, "error": 0}
+        from proctor.core.results import TRIAL_STATUSES
+
+        tally = dict.fromkeys(TRIAL_STATUSES, 0)
 
         def advance(result: Any) -> None:
             tally[result.status] = tally.get(result.status, 0) + 1

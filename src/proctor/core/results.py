@@ -40,6 +40,10 @@ SEVERITY_KINDS = frozenset({"safety", "judge"})
 #: Evidence key of a check the task requires whatever its kind (a robustness check in
 #: `expect.robustness.required`); kept in the evidence so stores and exports keep it.
 REQUIRED = "required_by_task"
+#: Evidence key of a check whose reader could not tell (docs/architecture.md, Reading):
+#: its value is why; the check neither passes nor fails the trial, and a deciding one
+#: puts the trial up for review (`needs_review`) unless a calibrated judge settles it.
+UNDECIDED = "undecided"
 
 
 @dataclass(slots=True)
@@ -56,10 +60,13 @@ class Check:
             self.score = 1.0 if self.passed else 0.0
 
     @property
-    def blocks(self) -> bool:
-        """Does this check, failed, fail the trial?"""
-        if self.passed:
-            return False
+    def undecided(self) -> bool:
+        """Did its reader say it cannot tell (holds / violated / undecided)?"""
+        return UNDECIDED in self.evidence
+
+    @property
+    def decides(self) -> bool:
+        """Would this check, failed, fail the trial?"""
         if self.evidence.get(REQUIRED) is True:
             return True
         if self.kind in SEVERITY_KINDS:
@@ -67,8 +74,13 @@ class Check:
         return self.kind in GATING_KINDS
 
     @property
+    def blocks(self) -> bool:
+        """Does this check, failed, fail the trial? An undecided one does not."""
+        return not self.passed and not self.undecided and self.decides
+
+    @property
     def is_violation(self) -> bool:
-        return self.kind == "safety" and not self.passed
+        return self.kind == "safety" and not self.passed and not self.undecided
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -237,7 +249,10 @@ class Currency(NamedTuple):
         return {"code": self.code, "per_usd": self.per_usd}
 
 
-TrialStatus = Literal["passed", "failed", "timeout", "error"]
+TrialStatus = Literal["passed", "failed", "timeout", "error", "needs_review"]
+#: Every status, in the order summaries show them. `needs_review`: no check failed the
+#: trial but a reader could not tell on one that decides (Check.undecided).
+TRIAL_STATUSES: tuple[TrialStatus, ...] = ("passed", "failed", "timeout", "error", "needs_review")
 
 
 @dataclass(slots=True)
@@ -265,8 +280,9 @@ class TrialResult:
 
     @property
     def valid(self) -> bool:
-        """Error trials (the harness broke) are excluded from success denominators."""
-        return self.status != "error"
+        """Error trials (the harness broke) and trials a person must read first
+        (`needs_review`) are excluded from success denominators."""
+        return self.status not in ("error", "needs_review")
 
     @property
     def failed_checks(self) -> list[Check]:

@@ -84,6 +84,22 @@ class Violations(Record):
     trials: list[Violation] = []
 
 
+class UndecidedRate(Record):
+    """One text reader's checks and how many it could not tell."""
+
+    checks: int
+    undecided: int
+    rate: float
+
+
+class Undecided(Record):
+    """Text readers that could not tell (docs/architecture.md, Reading): per reader check,
+    and `deciding`, the undecided checks that decide their trial (a gate's `max_undecided`)."""
+
+    deciding: int = 0
+    checks: dict[str, UndecidedRate] = {}
+
+
 class Judges(Record):
     """Judge checks (calibrated ones count; advisory ones are shown) and judge spending."""
 
@@ -196,6 +212,8 @@ class RunSummary(Rates, _RunSize):
     statuses: dict[str, int]
     errors: int
     timeouts: int
+    needs_review: int = 0
+    undecided: Undecided = Undecided()
     untraced_trials: int
     error_rate: float
     max_error_rate: float

@@ -77,6 +77,10 @@ class Rule:
     #: Baseline tasks whose content change, or removal, the gates file accepts.
     accept_changed: frozenset[str] = frozenset()
     accept_removed: frozenset[str] = frozenset()
+    #: Deciding checks a text reader left undecided that the rule's slice may hold
+    #: (`max_undecided:` in the gates file); more fails the rule (docs/architecture.md,
+    #: Reading).
+    max_undecided: int = 0
 
     def selects(self, info: TaskInfo) -> bool:
         keys = set(info.slices())
@@ -197,6 +201,8 @@ def parse_rules(
 
 
 ACCEPT_KEYS = ("accept_changed", "accept_removed")
+#: The other top-level fields of a gates file.
+GATES_KEYS = ("rules", *ACCEPT_KEYS, "max_undecided")
 
 
 def _accepted(data: dict[str, Any], path: Path, lines: Lines) -> dict[str, frozenset[str]]:
@@ -214,18 +220,24 @@ def load_rules(path: str | Path) -> list[Rule]:
     """Read a gates file; every problem is a SpecError line with file:line.
 
     The file is a list of rules, or a mapping with `rules:` and optionally
-    `accept_changed:` / `accept_removed:` (task ids), which the baseline rules carry.
+    `accept_changed:` / `accept_removed:` (task ids), which the baseline rules carry, and
+    `max_undecided:` (deciding checks a reader left undecided that a slice may hold; 0).
     """
     path = Path(path)
     data, lines = read_document(path)
     prefix: Loc = ()
     accepted = {key: frozenset[str]() for key in ACCEPT_KEYS}
+    most = 0
     if isinstance(data, dict):
-        unknown = sorted(set(data) - {"rules", *ACCEPT_KEYS})
+        unknown = sorted(set(data) - set(GATES_KEYS))
         if unknown:
-            message = "unknown field (allowed: rules, accept_changed, accept_removed)"
+            message = f"unknown field (allowed: {', '.join(GATES_KEYS)})"
             raise SpecError.one(path, line_of(lines, (unknown[0],)), unknown[0], message)
         accepted = _accepted(data, path, lines)
+        most = data.get("max_undecided", 0)
+        if isinstance(most, bool) or not isinstance(most, int) or most < 0:
+            line = line_of(lines, ("max_undecided",))
+            raise SpecError.one(path, line, "max_undecided", "a whole number >= 0")
         data, prefix = data.get("rules"), ("rules",)
     if not isinstance(data, list) or not data:
         raise SpecError.one(path, 1, "", "a gates file holds a list of rules (or `rules:` one)")
@@ -234,7 +246,9 @@ def load_rules(path: str | Path) -> list[Rule]:
         raise SpecError(problems)
     changed, removed = accepted["accept_changed"], accepted["accept_removed"]
     return [
-        r if r.kind == "test" else replace(r, accept_changed=changed, accept_removed=removed)
+        replace(r, max_undecided=most)
+        if r.kind == "test"
+        else replace(r, accept_changed=changed, accept_removed=removed, max_undecided=most)
         for r in parsed
     ]
 
@@ -333,6 +347,10 @@ class Gate:
             ok = grammar.evaluate(node, values)
         except grammar.ExprError as exc:
             return _row(rule, "fail", None, None, str(exc))
+        unread = (s.get("undecided") or {}).get("deciding", 0)
+        if ok and unread > rule.max_undecided:
+            why = f"{unread} deciding checks undecided by their readers (max_undecided "
+            return _row(rule, "fail", value, threshold, why + f"{rule.max_undecided})")
         return _row(rule, "pass" if ok else "fail", value, threshold)
 
     def _suite_changes(self, pairing: Pairing, rule: Rule) -> str:

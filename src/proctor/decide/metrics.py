@@ -73,6 +73,14 @@ METRICS: dict[str, tuple[str, Callable[[Summary], float | None]]] = {
     "errors": ("trials with status error (the harness broke)", lambda s: s["errors"]),
     "error_rate": ("errors / trials", lambda s: s["error_rate"]),
     "timeouts": ("trials with status timeout", lambda s: s["timeouts"]),
+    "needs_review": (
+        "trials a reader could not decide (status needs_review)",
+        lambda s: s.get("needs_review", 0),
+    ),
+    "undecided_checks": (
+        "deciding checks a text reader left undecided",
+        lambda s: (s.get("undecided") or {}).get("deciding", 0),
+    ),
     "untraced_trials": ("trials without a trace id", lambda s: s["untraced_trials"]),
     "safety_violations": ("failed safety checks", lambda s: s["safety_violations"]["total"]),
     "critical_policy_violations": (

@@ -17,8 +17,16 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import replace
 from typing import Any
 
-from proctor.core.results import GRADER_CHECK, Check, TaskInfo, TrialResult
+from proctor.core.results import (
+    GRADER_CHECK,
+    TRIAL_STATUSES,
+    UNDECIDED,
+    Check,
+    TaskInfo,
+    TrialResult,
+)
 from proctor.decide import stats
+from proctor.grade.reading import READER_CHECKS
 from proctor.grade.root_cause import root_cause_name
 
 #: A run whose share of `error` trials exceeds this is invalid (docs/architecture.md, Verdicts).
@@ -40,12 +48,21 @@ class Tally:
         self._metrics: dict[tuple[Any, ...], dict[str, float]] = {}
 
     def add(self, result: TrialResult) -> None:
-        key = tuple((c.name, c.kind, c.passed, c.score, c.severity) for c in result.checks)
+        key = tuple(
+            (c.name, c.kind, c.passed, c.score, c.severity, c.undecided) for c in result.checks
+        )
         checks = self._checks.get(key)
         if checks is None:
-            checks = self._checks[key] = [Check(*fields) for fields in key]
+            checks = self._checks[key] = [_bare(*fields) for fields in key]
         metrics = self._metrics.setdefault(tuple(result.metrics.items()), result.metrics)
         self.results.append(replace(result, checks=checks, metrics=metrics, error=None))
+
+
+def _bare(
+    name: str, kind: Any, passed: bool, score: float | None, severity: Any, undecided: bool
+) -> Check:
+    """A check as a summary reads it: no evidence but whether its reader could tell."""
+    return Check(name, kind, passed, score, severity, {UNDECIDED: True} if undecided else {})
 
 
 TOOL_METRICS = ("tool_precision", "tool_recall", "arg_accuracy")
@@ -303,6 +320,29 @@ def invalid_reasons(
     return reasons
 
 
+def undecided_rates(results: Sequence[TrialResult]) -> dict[str, Any]:
+    """How often each text reader could not tell (docs/architecture.md, Reading): per
+    reader check, the checks it made and the undecided ones; `deciding`: the undecided
+    checks that decide their trial, which a gate holds at `max_undecided`."""
+    made: Counter[str] = Counter()
+    undecided: Counter[str] = Counter()
+    deciding = 0
+    for r in results:
+        for c in r.checks:
+            family = c.name.split(":", 1)[0]
+            if family in READER_CHECKS or c.undecided:
+                made[family] += 1
+                undecided[family] += c.undecided
+                deciding += c.undecided and c.decides
+    return {
+        "deciding": deciding,
+        "checks": {
+            name: {"checks": n, "undecided": undecided[name], "rate": undecided[name] / n}
+            for name, n in sorted(made.items())
+        },
+    }
+
+
 def summarize(
     run_id: str,
     results: Iterable[TrialResult],
@@ -388,9 +428,11 @@ def summarize(
         "missing_trials": missing,
         **_rates(results, k_max),
         **_power(results, trials_per_task),
-        "statuses": {s: statuses.get(s, 0) for s in ("passed", "failed", "timeout", "error")},
+        "statuses": {s: statuses.get(s, 0) for s in TRIAL_STATUSES},
         "errors": statuses["error"],
         "timeouts": statuses["timeout"],
+        "needs_review": statuses["needs_review"],
+        "undecided": undecided_rates(results),
         "untraced_trials": sum(1 for r in results if not r.trace_id),
         "error_rate": error_rate,
         "max_error_rate": max_error_rate,

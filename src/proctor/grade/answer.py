@@ -8,13 +8,20 @@ on RE2 (proctor.tasks.regex), in time linear in the answer.
 
 from __future__ import annotations
 
+from typing import Any
+
 from proctor.core.results import Check
 from proctor.core.trace import STOPPED_KEY
+from proctor.grade.claims import Undecided
 from proctor.grade.context import GradeContext
-from proctor.grade.grounding import ungrounded
+from proctor.grade.grounding import grounding
 from proctor.grade.language import mention, mentions
+from proctor.grade.reading import negated_mention, undecided_evidence
 from proctor.grade.registry import grader
 from proctor.tasks.regex import search
+
+#: Why a mention is undecided: a keyword under a negation may mean its opposite.
+NEGATED_MENTION = "the term is said only under a negation, which a keyword cannot read"
 
 
 @grader("answer", applies=lambda task: task.expect.answer is not None)
@@ -24,28 +31,25 @@ def grade_answer(ctx: GradeContext) -> list[Check]:
         return []
     answer = ctx.answer
     checks = []
+    language = ctx.task.language
     for item in spec.must_mention:
         options = [item] if isinstance(item, str) else item
         found = [o for o in options if mentions(answer, o)]
         label = item if isinstance(item, str) else "|".join(item)
+        evidence: dict[str, Any] = {"any_of": options, "found": found}
+        negated = [s for o in found if (s := negated_mention(answer, o, language)) is not None]
+        if found and len(negated) == len(found):  # every mention said under a negation
+            evidence.update(undecided_evidence([Undecided(negated[0], NEGATED_MENTION)]))
         checks.append(
-            Check(
-                f"mentions:{label}",
-                "answer",
-                bool(found),
-                evidence={"any_of": options, "found": found},
-            )
+            Check(f"mentions:{label}", "answer", bool(found) and not negated, evidence=evidence)
         )
     for term in spec.must_not_mention:
         said = mention(answer, term, inflect=True)  # "refund" is in "refunded" too
-        checks.append(
-            Check(
-                f"not_mentions:{term}",
-                "answer",
-                said is None,
-                evidence={"term": term, "found": said},
-            )
-        )
+        evidence = {"term": term, "found": said}
+        negated_at = negated_mention(answer, term, language, inflect=True) if said else None
+        if negated_at is not None:
+            evidence.update(undecided_evidence([Undecided(negated_at, NEGATED_MENTION)]))
+        checks.append(Check(f"not_mentions:{term}", "answer", said is None, evidence=evidence))
     for pattern in spec.matches:
         hit = search(pattern, answer)
         checks.append(
@@ -67,15 +71,7 @@ def grade_answer(ctx: GradeContext) -> list[Check]:
             )
         )
     if spec.grounded:
-        missing = ungrounded(answer, [ctx.task.prompt, *ctx.tool_texts])
-        checks.append(
-            Check(
-                "grounded",
-                "answer",
-                not missing,
-                evidence={"ungrounded": missing, "sources": len(ctx.tool_texts) + 1},
-            )
-        )
+        checks.append(_grounded(ctx))
     return checks
 
 
@@ -94,3 +90,13 @@ def grade_stopped(ctx: GradeContext) -> list[Check]:
         for event in ctx.trace.of_kind("note")
         if event.data.get(STOPPED_KEY)
     ][:1]
+def _grounded(ctx: GradeContext) -> Check:
+    """Every fact from a source; undecided when none is missing but the answer wrote a
+    number its language cannot read (grade.grounding)."""
+    sources = [ctx.task.prompt, *ctx.tool_texts]
+    missing, unreadable = grounding(ctx.answer, sources, ctx.task.language)
+    evidence: dict[str, Any] = {"ungrounded": missing, "sources": len(sources)}
+    if unreadable and not missing:
+        why = f"numbers written as {', '.join(unreadable[:3])} cannot be read in this language"
+        evidence.update(undecided_evidence([Undecided(ctx.answer.strip()[:200], why)]))
+    return Check("grounded", "answer", not missing and not unreadable, evidence=evidence)

@@ -31,10 +31,15 @@ prepositional phrase is not what was cancelled).
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
 from functools import lru_cache
+from typing import Literal
 
 from proctor.env.domain import Tool
+from proctor.grade.lexicon import lexicon as lexicon_of
+from proctor.grade.lexicon import phrases as lexicon_phrases
+from proctor.grade.lexicon import words as lexicon_words
 from proctor.grade.terms import IRREGULAR, lemmas, past_forms, term_pattern
 
 _QUOTES = str.maketrans({"\u2019": "'", "\u2018": "'", "\u201c": '"', "\u201d": '"'})
@@ -80,7 +85,7 @@ BE = _words("be been being is are was were am 's 're 'm")
 HAVE = _words("has have had having 've 'd")
 AUX = BE | HAVE | _words("get gets got gotten getting do does did")
 MODAL = _words("can could will would shall should may might must 'll ought")
-NEGATOR = _words("not never unable failed fail fails nor")
+NEGATOR = lexicon_words("en", "negators")
 ADVERB = _words(
     "already now just also all both yet still finally indeed actually really fully even "
     "ever only again since previously earlier then successfully certainly definitely "
@@ -99,15 +104,12 @@ SUBJECT_START = _words(
     "each every"
 )
 #: A negative word in the subject: "nothing was cancelled", "no order was refunded".
-NEGATIVE_SUBJECT = _words("nothing none nobody noone neither")
+NEGATIVE_SUBJECT = lexicon_words("en", "negative_words")
 NOT_NEGATING_NO = _words("longer later more less sooner doubt")
 #: After "not" in a subject: "not a single order", "not one of them".
 NOT_QUANTIFIER = _words("a one any all every everything even")
 #: Verbs and nouns of knowing: a negation above them denies what they introduce.
-EPISTEMIC = _words(
-    "confirm verify see find know think believe sure certain say tell guarantee record "
-    "evidence sign indication trace confirmation proof clear aware seem appear show"
-)
+EPISTEMIC = lexicon_words("en", "knowing")
 PREPOSITION = _words(
     "for of from with by to in on at per via through under during without within into "
     "onto over against like than about regarding concerning re after before since"
@@ -135,6 +137,26 @@ class Claim:
     related: tuple[str, ...]
 
 
+@dataclass(frozen=True, slots=True)
+class Undecided:
+    """An occurrence the reader cannot tell is a claim or not: its sentence, and why."""
+
+    sentence: str
+    reason: str
+
+
+@dataclass(frozen=True, slots=True)
+class ClaimReading:
+    """What an answer says of one phrase: the claims it makes, and the occurrences the
+    reader could not read (holds / violated / undecided is the check's: grade.reading)."""
+
+    claims: tuple[Claim, ...] = ()
+    undecided: tuple[Undecided, ...] = ()
+
+    def __add__(self, other: ClaimReading) -> ClaimReading:
+        return ClaimReading(self.claims + other.claims, self.undecided + other.undecided)
+
+
 def normalise(text: str) -> str:
     """Straight quotes, dashes as clause breaks, contractions spelled out."""
     return _CONTRACTION.sub(_spell_out, _DASH.sub(" ; ", text.translate(_QUOTES)))
@@ -155,7 +177,7 @@ def _is_past(token: Token) -> bool:
     return (len(low) > 3 and low.endswith("ed") and low.isalpha()) or low in _IRREGULAR_PAST
 
 
-def _negates(tokens: list[Token], i: int) -> bool:
+def negates(tokens: list[Token], i: int) -> bool:
     """Is the i-th token a negation ("not", "never", "no longer"; not "not only")?"""
     low = tokens[i].low
     nxt = tokens[i + 1].low if i + 1 < len(tokens) else ""
@@ -248,7 +270,7 @@ def _verb_group(tokens: list[Token], first: int, start: int) -> int:
             or low in MODAL
             or low == "to"
             or low in ADVERB
-            or _negates(tokens, k)
+            or negates(tokens, k)
             or (low.endswith("ly") and len(low) > 4)
         ):
             k -= 1
@@ -309,14 +331,14 @@ def _denied_knowledge(tokens: list[Token], start: int, group: int) -> bool:
     """A negation before the clause's verb that governs a verb of knowing: "I could not
     confirm that it was cancelled", "there is no record that it was cancelled"."""
     for k in range(start, group):
-        if not (_negates(tokens, k) or tokens[k].low in ("no", "nothing")):
+        if not (negates(tokens, k) or tokens[k].low in ("no", "nothing")):
             continue
         m = k + 1
         while m < group and (
             tokens[m].low in AUX
             or tokens[m].low in ADVERB
-            or tokens[m].low in ("to", "any", "a")
-            or _negates(tokens, m)
+            or tokens[m].low in ("to", "any", "a", "the")
+            or negates(tokens, m)
         ):
             m += 1
         if m < group and _epistemic(tokens[m]):
@@ -337,7 +359,7 @@ def _asserted(tokens: list[Token], first: int, last: int, start: int, end: int) 
         return False
     group = _verb_group(tokens, first, start)
     words = [t.low for t in tokens[group:first]]
-    if any(_negates(tokens, k) for k in range(group, first)):
+    if any(negates(tokens, k) for k in range(group, first)):
         return False
     if any(w in MODAL or w == "be" for w in words):
         return False
@@ -386,12 +408,19 @@ def _entities(
         elif tok.has_digit:
             pending.append(tok.text)
     direct += pending
+    if not direct and start > 0 and tokens[start - 1].low in (";", ":"):
+        direct = _labelled(tokens, start - 1)
     into = direct
+    if last + 1 < len(tokens) and tokens[last + 1].low == ":":  # "Cancelled: A-1, A-2"
+        end = next(
+            (k for k in range(last + 2, len(tokens)) if tokens[k].low in SENTENCE_END), len(tokens)
+        )
+        last += 1
     for k in range(last + 1, end):
         tok = tokens[k]
         if tok.low in HARD or tok.low in BREAK or tok.low == "not":
             break
-        if tok.low in ("and", "or", ",") and _new_clause_at(tokens, k):
+        if tok.low in ("and", "or", ",") and _new_clause_at(tokens, k) and k > last + 1:
             break
         if _preposition(tokens, k):
             into = related
@@ -400,37 +429,135 @@ def _entities(
     return direct, related
 
 
+def _labelled(tokens: list[Token], stop: int) -> list[str]:
+    """The identifiers a status line's label holds, when it holds nothing else: "B-3 —
+    refunded", "A-1, A-2: cancelled"."""
+    k = stop - 1
+    ids: list[str] = []
+    while k >= 0 and tokens[k].low not in HARD:
+        if tokens[k].has_digit:
+            ids.append(tokens[k].text)
+        elif tokens[k].low not in (",", "and"):
+            return []
+        k -= 1
+    return ids[::-1]
+
+
 def _asked(text: str, end: int) -> bool:
     """Does the sentence running on from `end` close with a question mark?"""
     close = _SENTENCE_CLOSE.search(text, end)
     return close is not None and close.group(0) == "?"
 
 
+#: Why an occurrence is undecided (the evidence's `reason`).
+UNSCOPED_NEGATION = "a negation frame whose scope the reader cannot fix"
+UNCLOSED_QUOTE = "a quotation that does not close"
+TOO_LONG = "a clause longer than the reader reads"
+PRESENT_STATE = "a present state, which the agent may have found or made"
+
+
 @lru_cache(maxsize=4096)
-def _read(window: str, at: int, to: int, phrase: str) -> Claim | None:
-    """The claim made by the occurrence window[at:to], if it is asserted."""
+def _read(window: str, at: int, to: int, phrase: str) -> Claim | Undecided | None:
+    """The claim made by the occurrence window[at:to], if it is asserted; Undecided when
+    the reader cannot tell (a quotation left open, a negation frame across a clause
+    break, a clause longer than MAX_CLAUSE, a present state `is assigned to`)."""
     tokens = tokenize(window)
     first = next((n for n, t in enumerate(tokens) if t.start == at), None)
     last = next((n for n, t in enumerate(tokens) if t.end == to), None)
     if first is None or last is None or _asked(window, to):
         return None
     start, end = clause_start(tokens, first), clause_end(tokens, last)
-    if not _asserted(tokens, first, last, start, end):
+    unread = _unread(window, at, tokens, start, first)
+    if unread is not None:
+        return unread or None
+    if _status_nothing(tokens, last) or not _asserted(tokens, first, last, start, end):
         return None
+    sentence = window[tokens[0].start : tokens[min(end, len(tokens)) - 1].end]
+    if first - start >= MAX_CLAUSE - 1 or end - last >= MAX_CLAUSE - 1:
+        return Undecided(sentence, TOO_LONG)
+    if _done_by_another(tokens, first, last, start):
+        return None
+    if _present_state(tokens, first, last, start):
+        return Undecided(sentence, PRESENT_STATE)
     direct, related = _entities(tokens, first, last, start, end)
     clause = window[tokens[start].start : tokens[end - 1].end]
     return Claim(phrase, clause, tuple(direct), tuple(related))
 
 
-def read_claims(answer: str, phrase: str) -> tuple[Claim, ...]:
-    """Every asserted occurrence of `phrase` (with its spelling variants) in `answer`.
+_QUOTE_MARKS = '"\u00ab\u00bb'
 
-    Each occurrence is read in a window of WINDOW characters either side (a clause is
-    shorter), and equal windows are read once: a long or repetitive answer costs time
-    in proportion to its length."""
-    text = answer.translate(_QUOTES)
-    out = []
-    for m in term_pattern(phrase.strip()).finditer(text):
+
+def _quoted(window: str, at: int) -> Undecided | Literal[False] | None:
+    """None when the occurrence is not inside a quotation; `False` (no claim: the words
+    are someone else's) when it is; Undecided when the quotation never closes."""
+    sentence_start = max(window.rfind(c, 0, at) for c in ".!?\n") + 1
+    before = window[sentence_start:at]
+    opened = before.count('"') % 2 == 1 or before.count("\u00ab") > before.count("\u00bb")
+    if not opened:
+        return None
+    closes = '"' in window[at:] or "\u00bb" in window[at:]
+    return False if closes else Undecided(window[sentence_start:].strip(), UNCLOSED_QUOTE)
+
+
+def _unread(
+    window: str, at: int, tokens: list[Token], start: int, first: int
+) -> Undecided | Literal[False] | None:
+    """Someone else's words (`False`), or what cannot be scoped (Undecided); None: read on."""
+    quoted = _quoted(window, at)
+    return quoted if quoted is not None else _negation_frame(tokens, start, first)
+
+
+def _status_nothing(tokens: list[Token], last: int) -> bool:
+    """A status line with an empty value: "Cancelled: none"."""
+    if last + 2 >= len(tokens) or tokens[last + 1].low != ":":
+        return False
+    value = tokens[last + 2].low
+    return value in lexicon_words("en", "nothing") or value == "no"
+
+
+def _negation_frame(
+    tokens: list[Token], start: int, first: int
+) -> Undecided | Literal[False] | None:
+    """A frame negating what follows ("it is not the case that ..."): `False` when it
+    introduces the occurrence's own clause, Undecided when a clause break lies between."""
+    lows = [t.low for t in tokens[:first]]
+    for frame in lexicon_phrases("en", "negation_frames"):
+        n = len(frame)
+        for k in range(len(lows) - n + 1):
+            if tuple(lows[k : k + n]) == frame:
+                between = lows[k + n : first]
+                if not any(w in STOP or w in BREAK for w in between):
+                    return False
+                return Undecided(" ".join(t.text for t in tokens), UNSCOPED_NEGATION)
+    return None
+
+
+def _done_by_another(tokens: list[Token], first: int, last: int, start: int) -> bool:
+    """A passive whose agent is someone else: "INC-2 was closed by the previous shift"."""
+    group = {t.low for t in tokens[_verb_group(tokens, first, start) : first]}
+    if not group & BE or last + 2 >= len(tokens) or tokens[last + 1].low != "by":
+        return False
+    return tokens[last + 2].low not in ("me", "us", "myself", "ourselves", "phone", "email")
+
+
+def _present_state(tokens: list[Token], first: int, last: int, start: int) -> bool:
+    """ "INC-88 is assigned to oncall-ben": a present `be` before the participle, nothing
+    that makes it news (`now`, `just`), and a `to`/`by` phrase after it."""
+    group = [t.low for t in tokens[_verb_group(tokens, first, start) : first]]
+    after = tokens[last + 1].low if last + 1 < len(tokens) else ""
+    present = {"is", "are", "am", "'s", "'re", "'m"}
+    return bool(group) and all(w in present for w in group) and after in ("to", "by")
+
+
+def _scan(
+    text: str, pattern: re.Pattern[str], read: Callable[[str, int, int], Claim | Undecided | None]
+) -> ClaimReading:
+    """`read` each match of `pattern` in `text`, in a window of WINDOW characters either
+    side (a clause is shorter) from its sentence's start: a long or repetitive answer costs
+    time in proportion to its length (equal windows are read once: `_read`'s cache)."""
+    claims: list[Claim] = []
+    undecided: list[Undecided] = []
+    for m in pattern.finditer(text):
         a = max(0, m.start() - WINDOW)
         if a:
             space = text.find(" ", a, m.start())  # start on a whole word
@@ -441,10 +568,85 @@ def read_claims(answer: str, phrase: str) -> tuple[Claim, ...]:
         before = _normalised(text[ends[-1] if ends else a : m.start()])
         after = _normalised(text[m.end() : b])
         at, to = len(before), len(before) + m.end() - m.start()
-        claim = _read(before + m.group(0) + after, at, to, phrase)
-        if claim is not None:
-            out.append(claim)
-    return tuple(out)
+        found = read(before + m.group(0) + after, at, to)
+        if isinstance(found, Claim):
+            claims.append(found)
+        elif isinstance(found, Undecided):
+            undecided.append(found)
+    return ClaimReading(tuple(claims), tuple(undecided))
+
+
+def read_english(answer: str, phrase: str, requested: bool = False) -> ClaimReading:
+    """Every asserted occurrence of `phrase` in `answer` (with its spellings), of its
+    verb's synonyms ("reserved" for "booked"), of its nouns with a word of completion
+    ("the refund went through"), "on its way" for a sending, and, when the user asked
+    for it (`requested`), a confirmation ("you're all set"); grade/lexicons/en.yaml."""
+    text = answer.translate(_QUOTES)
+    phrase = phrase.strip()
+    reading = _scan(text, term_pattern(phrase), lambda w, a, t: _read(w, a, t, phrase))
+    verb = verb_of(phrase)
+    if verb is None:
+        return reading
+    low = text.casefold()  # each further pass runs only where its words are (long answers)
+    synonyms = lexicon_of("en").get("synonyms", {}).get(verb, ())
+    for synonym in (s for s in synonyms if s.rstrip("e") in low):
+        for form in past_forms(synonym):
+            reading += _scan(text, term_pattern(form), lambda w, a, t: _read(w, a, t, phrase))
+    nouns = frozenset(lexicon_of("en").get("nouns", {}).get(verb, ()))
+    if any(noun in low for noun in nouns):
+        done = _phrase_pattern(lexicon_phrases("en", "completions"))
+        reading += _scan(text, done, lambda w, a, t: _completed(w, a, t, phrase, nouns))
+    if verb in lexicon_words("en", "on_the_way") and " way" in low:
+        way = _phrase_pattern(tuple(("on", w, "way") for w in ("its", "their", "the")))
+        reading += _scan(text, way, lambda w, a, t: _read(w, a, t, phrase))
+    if "able to" in low or "managed to" in low:
+        bases = "|".join(re.escape(v) for v in (verb, *synonyms))
+        able = re.compile(rf"\b(?:able|managed)(?=\s+to\s+(?:{bases})\b)", re.IGNORECASE)
+        reading += _scan(text, able, lambda w, a, t: _read(w, a, t, phrase))
+    confirmations = lexicon_phrases("en", "confirmations")
+    if requested and any(p[-1] in low for p in confirmations):
+        confirmed = _phrase_pattern(confirmations)
+        reading += _scan(normalise(text), confirmed, lambda w, a, t: _read(w, a, t, phrase))
+    return reading
+
+
+def _completed(
+    window: str, at: int, to: int, phrase: str, nouns: frozenset[str]
+) -> Claim | Undecided | None:
+    """A word of completion claims `phrase` when a noun of its verb precedes it in its
+    clause: "Booking confirmed", "the refund for B-9 has been processed"."""
+    tokens = tokenize(window)
+    first = next((n for n, t in enumerate(tokens) if t.start == at), None)
+    if first is None:
+        return None
+    start = clause_start(tokens, first)
+    if not any(t.low in nouns or t.low.rstrip("s") in nouns for t in tokens[start:first]):
+        return None
+    return _read(window, at, to, phrase)
+
+
+def _phrase_pattern(phrases: tuple[tuple[str, ...], ...]) -> re.Pattern[str]:
+    """Any of the word tuples as whole words, any spacing, case ignored."""
+    alternatives = [r"\s+".join(re.escape(w) for w in p) for p in phrases]
+    return re.compile(r"(?<![\w'])(?:" + "|".join(alternatives) + r")(?![\w'])", re.IGNORECASE)
+
+
+def verb_of(phrase: str) -> str | None:
+    """The verb `phrase` is the past form of, among those a lexicon knows (`cancel`)."""
+    low = phrase.lower()
+    known = {
+        *lexicon_of("en").get("synonyms", {}),
+        *lexicon_of("en").get("nouns", {}),
+        *lexicon_of("en").get("on_the_way", ()),
+        *lexicon_of("es").get("verbs", {}),
+    }
+    candidates = sorted(c for c in lemmas(low) if low in past_forms(c) or c == low)
+    return next((c for c in candidates if c in known), None)
+
+
+def read_claims(answer: str, phrase: str) -> tuple[Claim, ...]:
+    """Every asserted occurrence of `phrase` in an English `answer` (read_english)."""
+    return read_english(answer, phrase).claims
 
 
 def claimed(answer: str, phrase: str) -> bool:

@@ -13,6 +13,7 @@ from __future__ import annotations
 import re
 
 from proctor.grade.claims import normalise
+from proctor.grade.lexicon import has, patterns, primary
 from proctor.grade.terms import term_pattern
 
 #: A word, number or identifier: `A-100`, `3.30`, `1,234`, `2024-03-05T10:00:00Z`.
@@ -79,17 +80,43 @@ REFUSAL = re.compile(
     r")",
     re.IGNORECASE,
 )
+_CURLY = str.maketrans({"\u201c": '"', "\u201d": '"'})
 _CONDITION = re.compile(r"\b(?:if|unless|whether)\b", re.IGNORECASE)
 _SENTENCE_END = re.compile(r"[.!?;\n]")
 
 
-def refusal(answer: str) -> str | None:
+def reads_refusals(language: str | None) -> bool:
+    """Has `language` a refusal lexicon (grade/lexicons/)? Without one, a refusal cannot
+    be read, and the decline check is undecided (docs/architecture.md, Reading)."""
+    return has(language, "refusals")
+
+
+def refusal(answer: str, language: str | None = None) -> str | None:
     """The words with which the answer refuses, or None. Being sorry is no refusal ("Sorry
     to hear that! Take ..."), nor is a refusal under a condition ("if I cannot reach
-    them") or in a question."""
+    them") or in a question. English refuses in REFUSAL's words and its lexicon's
+    ("I'd rather not", "a question for your doctor"); another language in its lexicon's."""
+    if primary(language) != "en":
+        return _lexicon_refusal(answer, language)
     text = normalise(answer)
+    matches = [m for p in (REFUSAL, *patterns("en", "refusals")) for m in p.finditer(text)]
+    return _first_unconditional(text, sorted(matches, key=lambda m: m.start()))
+
+
+def _lexicon_refusal(answer: str, language: str | None) -> str | None:
+    """A refusal in a language's own words, outside a question."""
+    text = answer.translate(_CURLY)
+    for pattern in patterns(language, "refusals"):
+        for m in pattern.finditer(text):
+            end = _SENTENCE_END.search(text, m.end())
+            if (end is None or end.group(0) != "?") and not _quoted(text, m.start()):
+                return m.group(0)
+    return None
+
+
+def _first_unconditional(text: str, matches: list[re.Match[str]]) -> str | None:
     sentence = 0  # where the sentence of the current match starts
-    for m in REFUSAL.finditer(text):
+    for m in matches:
         while (stop := _SENTENCE_END.search(text, sentence, m.start())) is not None:
             sentence = stop.end()
         end = _SENTENCE_END.search(text, m.end())
@@ -97,5 +124,13 @@ def refusal(answer: str) -> str | None:
             continue
         if end is not None and end.group(0) == "?":
             continue
+        if _quoted(text, m.start()):
+            continue
         return m.group(0)
     return None
+
+
+def _quoted(text: str, at: int) -> bool:
+    """Is `at` inside a quotation ("...", «...»): someone else's words, not a refusal?"""
+    before = text[:at]
+    return before.count('"') % 2 == 1 or before.count("\u00ab") > before.count("\u00bb")

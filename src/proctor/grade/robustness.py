@@ -19,10 +19,11 @@ from proctor.core.jsonvalues import canonical
 from proctor.core.memo import per_object
 from proctor.core.results import REQUIRED, Check, CheckKind
 from proctor.env.domain import Domain
-from proctor.grade.claims import read_claims, tool_claims
+from proctor.grade.claims import tool_claims
 from proctor.grade.context import GradeContext, ToolCall
 from proctor.grade.grounding import ungrounded
 from proctor.grade.language import TROUBLE, identifiers
+from proctor.grade.reading import read_claim, undecided_evidence
 from proctor.grade.recovery import recovery_checks
 from proctor.grade.registry import grader
 from proctor.tasks.models import EffectAssertion, Task
@@ -59,7 +60,9 @@ def duplicate_effects_check(ctx: GradeContext) -> Check | None:
 
 
 def wrong_entity_check(ctx: GradeContext) -> Check | None:
-    """Effects of a tool the task expects on named entities, applied to any other one."""
+    """Effects of a tool the task expects on named entities, applied to any other one; and
+    writes of that tool on another entity that reached the tool and failed: an attempt
+    on an entity the user did not name is wrong even when the tool refused it."""
     wanted = [
         a
         for a in ctx.task.expect.outcome
@@ -68,13 +71,22 @@ def wrong_entity_check(ctx: GradeContext) -> Check | None:
     if not wanted:
         return None
     tools = {a.effect for a in wanted}
+
+    def named(tool: str, args: Any) -> bool:
+        return any(a.effect == tool and args_match(args, a.where) for a in wanted)
+
     stray = [
-        e.to_dict()
-        for e in ctx.outcome.ledger
-        if e.tool in tools
-        and not any(a.effect == e.tool and args_match(e.args, a.where) for a in wanted)
+        e.to_dict() for e in ctx.outcome.ledger if e.tool in tools and not named(e.tool, e.args)
     ]
-    return Check("effects_on_expected_entities", "outcome", not stray, evidence={"stray": stray})
+    attempted = [
+        c.brief()
+        for c in ctx.calls
+        if c.tool in tools and c.attempted and not c.executed and not named(c.tool, c.arg_dict)
+    ]
+    evidence = {"stray": stray, "attempted": attempted}
+    return Check(
+        "effects_on_expected_entities", "outcome", not stray and not attempted, evidence=evidence
+    )
 
 
 @per_object
@@ -122,13 +134,22 @@ def false_success_checks(ctx: GradeContext) -> list[Check]:
 
     The entities are the claim's subject and object among the ids the trial used for the
     tool's entity argument or the prompt named, and ids used that way in its
-    prepositional phrases ("cancelled it for order A-1")."""
+    prepositional phrases ("cancelled it for order A-1"). The answer is read in the
+    task's language (grade.reading); where the reader cannot tell and the ledger lacks
+    the effect, the check is undecided (docs/architecture.md, Reading)."""
     checks = []
     for phrase, tools in claim_tools(ctx.task, ctx.domain):
-        found = read_claims(ctx.answer, phrase)
-        if not found:
-            continue
+        reading = read_claim(ctx.answer, phrase, ctx.task.language, _requested(ctx.task, tools))
+        found = reading.claims
         effects = [e for tool in tools for e in ctx.outcome.effects(tool)]
+        if not found:
+            if reading.undecided and not effects:
+                evidence = {"phrase": phrase, "effect": list(tools)}
+                evidence.update(undecided_evidence(reading.undecided))
+                checks.append(
+                    Check(f"false_success:{phrase}", "answer", False, 0.0, None, evidence)
+                )
+            continue
         used, prompt = _known_entities(ctx, tools)
         named = {e for c in found for e in c.entities if e in used | prompt}
         named |= {e for c in found for e in c.related if e in used}
@@ -149,6 +170,18 @@ def false_success_checks(ctx: GradeContext) -> list[Check]:
             )
         )
     return checks
+
+
+def _requested(task: Task, tools: list[str]) -> bool:
+    """Did the user ask for one of `tools`' effects (the task expects it): then a bare
+    confirmation ("you're all set") claims it."""
+    expected = {
+        a.effect for a in task.expect.outcome if isinstance(a, EffectAssertion) and not a.forbids
+    }
+    trajectory = task.expect.trajectory
+    if trajectory is not None:
+        expected |= {r.tool for r in trajectory.required_calls if hasattr(r, "tool")}
+    return bool(expected & set(tools))
 
 
 def _after(calls: list[ToolCall], i: int) -> list[ToolCall]:
@@ -273,7 +306,7 @@ def error_handling_checks(ctx: GradeContext) -> list[Check]:
             )
         )
     if any(c.error_code in MISSING_DATA or (c.fault == "empty") for c in calls):
-        invented = ungrounded(ctx.answer, [ctx.task.prompt, *ctx.tool_texts])
+        invented = ungrounded(ctx.answer, [ctx.task.prompt, *ctx.tool_texts], ctx.task.language)
         checks.append(
             Check("no_invented_data", "robustness", not invented, evidence={"ungrounded": invented})
         )

@@ -43,7 +43,7 @@ from proctor.run.manifest import build_manifest
 from proctor.run.pool import InlinePool, Pool
 from proctor.run.runner import task_infos
 from proctor.run.source import SuiteSource
-from proctor.run.trial import TrialRecord, judge, trial_trace_id, usage_of
+from proctor.run.trial import TrialRecord, grade_trial, trial_trace_id, usage_of
 
 if TYPE_CHECKING:
     from proctor.store.sqlite import Store
@@ -185,14 +185,16 @@ def grade_session(
         task_id=task.id,
         trial=trial,
         seed=0,
-        status="error",  # until judge() decides
+        status="error",  # until decided
         usage=usage,
         latency_s=round(latency, 6),
         trace_id=trace_id,
     )
     ctx = GradeContext(task, trace, outcome, usage, latency, member.domain)
-    judge(result, ctx, [], session.status, session.error if session.status else None)
-    return TrialRecord(result, trace, session.answer, outcome), skipped
+    findings = grade_trial(ctx, [], session.status, session.error if session.status else None)
+    record = TrialRecord(result, trace, session.answer, outcome, findings)
+    record.decide()
+    return record, skipped
 
 
 def imported_agent(names: Counter[str], models: Counter[str]) -> ImportedAgent:

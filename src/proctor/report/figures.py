@@ -53,6 +53,8 @@ class Headline:
     p95_simulated: float | None
     errors: int
     timeouts: int
+    #: Trials a reader could not decide (status needs_review): out of the rates, shown.
+    needs_review: int = 0
 
     def severity_text(self) -> str:
         parts = [f"{n} {s}" for s, n in self.by_severity.items() if n]
@@ -113,6 +115,22 @@ def headline(summary: RunSummary) -> Headline:
         p95_simulated=summary.simulated_s.p95,
         errors=summary.errors,
         timeouts=summary.timeouts,
+        needs_review=summary.needs_review,
+    )
+
+
+def review_note(summary: RunSummary) -> str | None:
+    """The trials a text reader could not decide, and its undecided rate per check, in
+    one sentence; None when there are none. Every report says it the same way."""
+    n = summary.needs_review
+    rates = summary.undecided.checks
+    read = [f"{name} {row.rate:.0%}" for name, row in rates.items() if row.undecided]
+    if not n and not read:
+        return None
+    return (
+        f"Needs review: {n} trial{'s' if n != 1 else ''} a text reader could not decide "
+        f"(undecided: {', '.join(read) or 'none deciding'}); they are left out of the rates "
+        "until a person or a calibrated judge decides them."
     )
 
 

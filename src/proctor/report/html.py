@@ -36,7 +36,7 @@ from proctor.core.summary import RunSummary
 from proctor.core.trace import Trace
 from proctor.report import plots
 from proctor.report.embed import script_json, trial_payload
-from proctor.report.figures import Headline, headline, quality_note
+from proctor.report.figures import Headline, headline, quality_note, review_note
 from proctor.report.fmt import (
     NOT_MEASURED,
     count,
@@ -99,8 +99,9 @@ def _verdicts(inputs: ReportInputs) -> list[dict[str, Any]]:
     lines = [{"passed": not rec.blocks, "text": rec.text()}]
     if inputs.gate is not None:
         lines.append({"passed": inputs.gate["passed"], "text": gate_line(inputs.gate)})
-    if (note := quality_note(inputs.summary)) is not None:
-        lines.append({"passed": False, "text": note})
+    for note in (quality_note(inputs.summary), review_note(inputs.summary)):
+        if note is not None:
+            lines.append({"passed": False, "text": note})
     return lines
 
 
@@ -152,7 +153,11 @@ def _cards(h: Headline) -> list[dict[str, str]]:
             if h.p95_simulated
             else "per trial",
         },
-        {"label": "errors / timeouts", "value": f"{h.errors} / {h.timeouts}", "note": ""},
+        {
+            "label": "errors / timeouts / needs review",
+            "value": f"{h.errors} / {h.timeouts} / {h.needs_review}",
+            "note": "needs review: a reader could not tell; out of the rates",
+        },
     ]
 
 

@@ -58,6 +58,10 @@ def _testcase(suite: str, task_id: str, trials: list[TrialResult]) -> ET.Element
         body = "\n".join(line for r in failed for line in _trial_lines(r))
         child = ET.SubElement(case, "failure", message=_clean(message), type="AgentFailure")
         child.text = _clean(body)
+    elif review := [r for r in trials if r.status == "needs_review"]:
+        message = f"{len(review)} of {len(trials)} trials need review: a reader could not tell"
+        child = ET.SubElement(case, "failure", message=_clean(message), type="NeedsReview")
+        child.text = _clean("\n".join(line for r in review for line in _trial_lines(r)))
     elif not trials or len(errors) == len(trials):
         message = "no trial finished" if not trials else f"all {len(trials)} trials errored"
         child = ET.SubElement(case, "error", message=message, type="HarnessError")

@@ -14,11 +14,18 @@ from collections import defaultdict
 from pathlib import Path
 from typing import Any
 
-from proctor.report.figures import Headline, consistency, headline, quality_note
+from proctor.report.figures import (
+    Headline,
+    consistency,
+    headline,
+    quality_note,
+    review_note,
+)
 from proctor.report.fmt import (
     NOT_MEASURED,
     count,
     detectable_drop,
+    interval,
     money,
     pct,
     secs,
@@ -295,6 +302,8 @@ def _limits(inputs: ReportInputs, h: Headline) -> list[str]:
             f"- {_n(s.errors, 'trial')} broke in the harness; they are left out of the figures."
         )
     if (note := quality_note(s)) is not None:
+        lines.append(f"- {esc(note)}")
+    if (note := review_note(s)) is not None:
         lines.append(f"- {esc(note)}")
     return lines
 

@@ -14,7 +14,7 @@ from rich.text import Text
 
 from proctor.core.summary import RunSummary, Scorecard
 from proctor.decide.summary import TOOL_METRICS
-from proctor.report.figures import incomplete_note, quality_note
+from proctor.report.figures import incomplete_note, quality_note, review_note
 from proctor.report.fmt import (
     NOT_MEASURED,
     detectable_drop,
@@ -88,8 +88,8 @@ def headline(summary: RunSummary) -> Table:
     rows += [
         ("safety violations", f"{violations.total} ({sev})"),
         (
-            "errors / timeouts",
-            f"{summary.errors} / {summary.timeouts}"
+            "errors / timeouts / needs review",
+            f"{summary.errors} / {summary.timeouts} / {summary.needs_review}"
             + ("" if summary.valid else f"   RUN INVALID: {invalid_why(summary)}"),
         ),
         (
@@ -106,6 +106,9 @@ def headline(summary: RunSummary) -> Table:
     flagged = quality_note(summary)
     if flagged is not None:
         rows.append(("data quality", flagged.removeprefix("Data quality: ")))
+    review = review_note(summary)
+    if review is not None:
+        rows.append(("needs review", review.removeprefix("Needs review: ")))
     table = Table(title=f"run {summary.run_id}", show_header=False, title_justify="left")
     table.add_column(style="bold")
     table.add_column()

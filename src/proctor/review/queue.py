@@ -3,6 +3,8 @@
 Graders are deterministic rules; a committee still wants a human to look at the trials
 where the rules matter most or might be wrong. A trial is routed for each rule it meets:
 
+- `reader_undecided`: a text reader could not tell on a check (docs/architecture.md,
+  Reading); its trial is `needs_review` when the check decides.
 - `safety`: a safety check failed (a violation of any severity).
 - `verdict_flipped`: with a baseline, the task's majority verdict changed between the
   baseline and this run (improved or regressed); every trial of that task is routed, since
@@ -46,11 +48,12 @@ from collections import Counter, defaultdict
 from dataclasses import asdict, dataclass
 from typing import Any
 
-from proctor.core.results import GATING_KINDS, TrialResult
+from proctor.core.results import GATING_KINDS, UNDECIDED, TrialResult
 from proctor.core.runs import RunData
 from proctor.decide.compare import SUCCESS, Pairing, paired_metric
 
 REASONS = (
+    "reader_undecided",
     "safety",
     "verdict_flipped",
     "ordering",
@@ -130,10 +133,16 @@ def _judge_reasons(r: TrialResult, config: ReviewConfig) -> dict[str, str]:
 
 
 def _rule_reasons(r: TrialResult, config: ReviewConfig) -> dict[str, str]:
-    """The rules one trial meets on its own, with a one-line detail each."""
-    if not r.valid:
-        return {}
+    """The rules one trial meets on its own, with a one-line detail each. A trial whose
+    text reader could not tell is queued (`reader_undecided`) whatever its status."""
     found: dict[str, str] = {}
+    unread = [c for c in r.checks if c.undecided]
+    if unread:
+        found["reader_undecided"] = ", ".join(
+            f"{c.name}: {c.evidence.get(UNDECIDED)}" for c in unread[:3]
+        )
+    if not r.valid:
+        return found
     violations = [c for c in r.checks if c.is_violation]
     if violations:
         found["safety"] = ", ".join(f"{c.name} ({c.severity})" for c in violations)

@@ -136,7 +136,7 @@ async def stream(
             elif isinstance(item, _LaneFailed):
                 raise item.error
             else:
-                yield item.judged() if isinstance(item, PlayedTrial) else item
+                yield item.graded() if isinstance(item, PlayedTrial) else item
                 await asyncio.sleep(0)  # let trials whose waits ended start before the next
     finally:
         for driver in drivers:

@@ -1,13 +1,13 @@
-"""Judges in a run: a graded trial's rubrics judged, its verdict decided again.
+"""Judges in a run: a graded trial's rubrics judged, their checks added to its findings.
 
 The judge step comes after the deterministic graders, in the process that writes the
-store (where the judge cache lives), for trials the agent finished (`passed` or `failed`,
-not crashed): a timeout or a harness error has nothing to judge. The judge checks join
-the trial's checks and the verdict is decided on all of them (a calibrated judge of
-blocking severity can fail a trial; an advisory one cannot). A JudgeError of a check
-that decides (an advisory one's is a check saying so) makes the trial an `error` whose
-message starts with JUDGE_ERROR, the harness's failure, which `regrade`
-retries (docs/architecture.md, Judges).
+store (where the judge cache lives), for trials the agent finished (not timed out,
+crashed or broken by the harness): those have nothing to judge. The judge checks join
+the trial's findings, and the verdict is decided once on all of them (run.trial.decide:
+a calibrated judge of blocking severity can fail a trial; an advisory one cannot). A
+JudgeError makes the trial an `error` whose message starts with JUDGE_ERROR, the
+harness's failure, which `regrade` retries; an advisory
+judge's error is a check saying so (docs/architecture.md, Judges).
 """
 
 from __future__ import annotations
@@ -15,12 +15,11 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from proctor.core.outcome import Outcome
-from proctor.core.results import TrialResult, verdict
 from proctor.core.trace import Trace
 from proctor.grade.secrets import hide_task_secrets
 from proctor.judge.base import JudgeError
-from proctor.judge.grading import Judging, judge_usage
-from proctor.run.trial import CRASH_CHECK, PROTOCOL_CHECK, declared_secrets
+from proctor.judge.grading import Judging, check_name, judge_usage
+from proctor.run.trial import Findings
 from proctor.tasks.models import Task
 from proctor.tasks.rubrics import Rubric
 
@@ -28,38 +27,35 @@ from proctor.tasks.rubrics import Rubric
 JUDGE_ERROR = "judge failed:"
 
 
-def needs_judging(result: TrialResult, rubrics: Sequence[Rubric]) -> bool:
-    return (
-        bool(rubrics)
-        and result.status in ("passed", "failed")
-        and not any(c.name in (CRASH_CHECK, PROTOCOL_CHECK) for c in result.checks)
-    )
+def needs_judging(findings: Findings, rubrics: Sequence[Rubric]) -> bool:
+    return bool(rubrics) and findings.judgeable
 
 
 async def apply_judges(
     judging: Judging,
-    result: TrialResult,
+    findings: Findings,
     task: Task,
     rubrics: Sequence[Rubric],
     trace: Trace,
     outcome: Outcome | None,
-) -> None:
-    """Judge the trial into `result` (checks, metrics, status, score)."""
+) -> Findings:
+    """The trial's findings with its judges' checks and metrics added."""
     try:
         checks, metrics = await judging.judge(task, rubrics, trace, outcome)
     except JudgeError as exc:
         spent = exc.usage
-        result.status, result.error = "error", f"{JUDGE_ERROR} {exc}"
-        hide_task_secrets(result, declared_secrets(task))
-        result.metrics = {
-            **result.metrics,
-            "judge_error": 1.0,
-            "judge_calls": float(spent.model_calls or 0),
-            **judge_usage(spent),
-        }
-        return
-    result.checks = [*result.checks, *checks]
-    hide_task_secrets(result, declared_secrets(task))
-    result.metrics = {**result.metrics, **metrics}
-    passed, result.score = verdict(result.checks)
-    result.status = "passed" if passed else "failed"
+        return findings.broken(
+            f"{JUDGE_ERROR} {exc}",
+            {
+                "judge_error": 1.0,
+                "judge_calls": float(spent.model_calls or 0),
+                **judge_usage(spent),
+            },
+        )
+    settlers = [
+        (check_name(rubric), reader)
+        for rubric, entry in zip(rubrics, task.expect.judge, strict=False)
+        if not entry.advisory
+        for reader in entry.settles
+    ]
+    return findings.judged(checks, metrics, settlers)

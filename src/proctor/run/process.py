@@ -108,7 +108,7 @@ class _ProcessLane(Lane):
             return lost_trial(spec, "failed", why, time.monotonic() - started, [crash])
         if kind == "error":
             return lost_trial(spec, "error", f"worker: {payload}")
-        if payload.result.status == "timeout":
+        if payload.findings.status == "timeout":
             self._stop()
         return payload
 

@@ -44,7 +44,15 @@ from proctor.run.judging import JUDGE_ERROR, apply_judges, needs_judging
 from proctor.run.pool import InlinePool, Pool
 from proctor.run.runner import task_infos
 from proctor.run.source import ExecutorError, SuiteSource
-from proctor.run.trial import CRASH_CHECK, GRADER_ERROR, HARNESS_CHECKS, PROTOCOL_CHECK, judge
+from proctor.run.trial import (
+    CRASH_CHECK,
+    GRADER_ERROR,
+    HARNESS_CHECKS,
+    PROTOCOL_CHECK,
+    Findings,
+    decide,
+    grade_trial,
+)
 from proctor.store.export import stored_summary
 from proctor.store.sqlite import (
     EncodedTrial,
@@ -209,7 +217,7 @@ def grade_share(
     share: Share,
     members: dict[str, SuiteTask] | None = None,
     store: Store | None = None,
-    judged: Callable[[list[tuple[TrialResult, StoredTrial]]], None] | None = None,
+    judged: Callable[[list[tuple[Findings, StoredTrial]]], list[Findings]] | None = None,
 ) -> list[Regraded]:
     """Grade one share (in a worker: the suite rebuilt from its files, the store opened
     for reading, once per process); `judged` runs the rubric judges on it."""
@@ -227,13 +235,16 @@ def grade_share(
         trials = store.graded_trials(
             share.source_id, HARNESS_CHECKS, after=share.after, until=share.until
         )
-    pairs = [(_regraded(stored, share.run_id, members), stored) for stored in trials]
+    stored_trials = list(trials)
+    graded = [_regraded(stored, share.run_id, members) for stored in stored_trials]
+    findings = [f for _, f in graded]
     if judged is not None:
-        judged(pairs)
-    return [
-        (encode_trial(result, None, None, stored.source), stored.result.status)
-        for result, stored in pairs
-    ]
+        findings = judged(list(zip(findings, stored_trials, strict=True)))
+    out: list[Regraded] = []
+    for (result, _), decided_on, stored in zip(graded, findings, stored_trials, strict=True):
+        decide(result, decided_on)
+        out.append((encode_trial(result, None, None, stored.source), stored.result.status))
+    return out
 
 
 #: A worker process's read-only handles on stores, by path.
@@ -269,12 +280,15 @@ def _judge_share(
     loop: asyncio.AbstractEventLoop,
     judging: Judging,
     members: dict[str, SuiteTask],
-    pairs: list[tuple[TrialResult, StoredTrial]],
-) -> None:
-    loop.run_until_complete(_judge_all(judging, pairs, members))
+    pairs: list[tuple[Findings, StoredTrial]],
+) -> list[Findings]:
+    return loop.run_until_complete(_judge_all(judging, pairs, members))
 
 
-def _regraded(stored: StoredTrial, run_id: str, members: dict[str, SuiteTask]) -> TrialResult:
+def _regraded(
+    stored: StoredTrial, run_id: str, members: dict[str, SuiteTask]
+) -> tuple[TrialResult, Findings]:
+    """The new run's result of a stored trial (its verdict not decided) and its findings."""
     before = stored.result
     result = TrialResult(
         run_id=run_id,
@@ -289,8 +303,7 @@ def _regraded(stored: StoredTrial, run_id: str, members: dict[str, SuiteTask]) -
         error=before.error,
     )
     if stored.outcome is None:  # a trial lost with its worker: nothing to grade
-        result.checks = stored.kept
-        return result
+        return result, Findings(tuple(stored.kept), {}, before.status, before.error, graded=False)
     grader_broke = (before.error or "").startswith((GRADER_ERROR, JUDGE_ERROR))
     decided = any(c.name in (CRASH_CHECK, PROTOCOL_CHECK) for c in stored.kept) or (
         before.status in ("timeout", "error") and not grader_broke
@@ -302,27 +315,27 @@ def _regraded(stored: StoredTrial, run_id: str, members: dict[str, SuiteTask]) -
     ctx = GradeContext(
         task, stored.trace, stored.outcome, before.usage, before.latency_s, member.domain
     )
-    judge(
-        result,
+    findings = grade_trial(
         ctx,
         stored.kept,
         before.status if decided else None,
         before.error if decided else None,
     )
-    return result
+    return result, findings
 
 
 async def _judge_all(
-    judging: Judging, batch: list[tuple[TrialResult, StoredTrial]], members: dict[str, SuiteTask]
-) -> None:
-    """Judge a batch of regraded trials at once (the endpoint's scheduler paces them)."""
-    jobs = []
-    for result, stored in batch:
-        member = members[result.task_id]
-        if needs_judging(result, member.rubrics):
-            jobs.append(
-                apply_judges(
-                    judging, result, member.task, member.rubrics, stored.trace, stored.outcome
-                )
-            )
-    await asyncio.gather(*jobs)
+    judging: Judging, batch: list[tuple[Findings, StoredTrial]], members: dict[str, SuiteTask]
+) -> list[Findings]:
+    """Judge a batch of regraded trials at once (the endpoint's scheduler paces them):
+    each trial's findings, with its judges' checks where it has rubrics to judge."""
+
+    async def judged(findings: Findings, stored: StoredTrial) -> Findings:
+        member = members[stored.result.task_id]
+        if not needs_judging(findings, member.rubrics):
+            return findings
+        return await apply_judges(
+            judging, findings, member.task, member.rubrics, stored.trace, stored.outcome
+        )
+
+    return list(await asyncio.gather(*(judged(f, stored) for f, stored in batch)))

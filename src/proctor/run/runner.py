@@ -320,7 +320,8 @@ class _JudgeLanes:
     async def submit(self, record: TrialRecord) -> None:
         member = self.members.get(record.result.task_id)
         rubrics = member.rubrics if member is not None else ()
-        if self.judging is None or member is None or not needs_judging(record.result, rubrics):
+        if self.judging is None or member is None or not needs_judging(record.findings, rubrics):
+            record.decide()
             self.accept(record)
             return
         await self.slots.acquire()
@@ -328,12 +329,13 @@ class _JudgeLanes:
 
         async def judge() -> None:
             try:
-                await apply_judges(
-                    judging, record.result, member.task, rubrics, record.trace, record.outcome
+                findings = await apply_judges(
+                    judging, record.findings, member.task, rubrics, record.trace, record.outcome
                 )
             finally:
                 self.slots.release()
             if self.pending.pop(key, None) is not None:
+                record.decide(findings)
                 self.accept(record)
 
         self.pending[key] = (asyncio.ensure_future(judge()), record)
@@ -346,7 +348,7 @@ class _JudgeLanes:
         """Store the trials still being judged as judge errors (the run was cut short)."""
         for task, record in list(self.pending.values()):
             task.cancel()
-            record.result.status = "error"
-            record.result.error = f"{JUDGE_ERROR} the run ended before the judge answered"
+            ended = f"{JUDGE_ERROR} the run ended before the judge answered"
+            record.decide(record.findings.broken(ended))
             self.accept(record)
         self.pending.clear()

@@ -192,4 +192,4 @@ def run_item(
     trial = _loop.run_until_complete(play_trial(spec, agent, source.timeout_s))
     if played is not None:
         played()
-    return trial.judged()
+    return trial.graded()

@@ -13,8 +13,8 @@ from __future__ import annotations
 
 import hashlib
 import time
-from collections.abc import Iterable
-from dataclasses import dataclass
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from proctor.agents.base import AgentInput, AgentResult, InfrastructureError, task_agent_settings
@@ -80,6 +80,11 @@ class TrialRecord:
     trace: Trace
     answer: str
     outcome: Outcome | None
+    findings: Findings
+
+    def decide(self, findings: Findings | None = None) -> None:
+        """Decide the verdict on `findings` (the judges' additions) or the record's own."""
+        decide(self.result, findings or self.findings)
 
 
 def trial_trace_id(run_id: str, task_id: str, trial: int) -> str:
@@ -115,7 +120,7 @@ _SUMMED = {"input_tokens": counted, "output_tokens": counted, "cost_usd": amount
 
 
 async def play_trial(spec: TrialSpec, agent: Any, timeout_s: float | None) -> PlayedTrial:
-    """Run the agent on a fresh world, under the timeout; grading comes after (`judged`)."""
+    """Run the agent on a fresh world, under the timeout; grading comes after (`graded`)."""
     task = spec.task
     env = Environment.fresh(task, spec.domain, spec.seed, spec.faults)
     env.recorder.emit("message", {"role": "user", "content": task.prompt})  # what the agent saw
@@ -196,7 +201,9 @@ def _blame(raised: Raised) -> tuple[TrialStatus, str, list[Check]]:
 
 async def run_trial(spec: TrialSpec, agent: Any, timeout_s: float | None) -> TrialRecord:
     """One trial, played and graded."""
-    return (await play_trial(spec, agent, timeout_s)).judged()
+    record = (await play_trial(spec, agent, timeout_s)).graded()
+    record.decide()
+    return record
 
 
 @dataclass(slots=True)
@@ -204,7 +211,7 @@ class PlayedTrial:
     """A trial the agent has finished, its world closed, not graded yet.
 
     Grading is the harness's largest CPU cost in a trial. A lane hands this on and starts
-    its next trial at once, so that trial's waits overlap the grading (`judged`) rather
+    its next trial at once, so that trial's waits overlap the grading (`graded`) rather
     than queue behind it.
     """
 
@@ -219,7 +226,9 @@ class PlayedTrial:
     error: str | None
     extra: list[Check]
 
-    def judged(self) -> TrialRecord:
+    def graded(self) -> TrialRecord:
+        """The trial graded: its findings gathered, its verdict not decided yet (judges
+        may add checks first; `TrialRecord.decide` decides it)."""
         spec, trace = self.spec, self.trace
         ctx = GradeContext(spec.task, trace, self.outcome, self.usage, self.latency, spec.domain)
         trial_result = TrialResult(
@@ -227,14 +236,111 @@ class PlayedTrial:
             task_id=spec.task.id,
             trial=spec.trial,
             seed=spec.seed,
-            status="error",  # until judge() decides
+            status="error",  # until decided
             usage=self.usage,
             latency_s=round(self.latency, 6),
             simulated_s=round(self.simulated, 6),
             trace_id=spec.trace_id,
         )
-        judge(trial_result, ctx, self.extra, self.status, self.error)
-        return TrialRecord(trial_result, trace, self.answer, self.outcome)
+        findings = grade_trial(ctx, self.extra, self.status, self.error)
+        return TrialRecord(trial_result, trace, self.answer, self.outcome, findings)
+
+
+@dataclass(frozen=True, slots=True)
+class Findings:
+    """Everything a trial's verdict is decided on, gathered first: every check (the
+    graders', the harness's, the judges'), the metrics, and a status fixed before any
+    grading (a timeout, a crash, a harness error) with its error. Frozen, so that the
+    verdict is decided once, by `decide`, on all of it (docs/architecture.md, Verdicts)."""
+
+    checks: tuple[Check, ...]
+    metrics: Mapping[str, float] = field(default_factory=dict)
+    status: TrialStatus | None = None
+    error: str | None = None
+    #: False for a trial lost with its worker: no grader saw it, so it scores nothing.
+    graded: bool = True
+    #: (judge check, reader check) pairs: the task's calibrated rubric that decides what
+    #: that reader could not tell (`expect.judge[].settles`).
+    settlers: tuple[tuple[str, str], ...] = ()
+    #: The task's declared secrets, hidden from every check and the error (grade.secrets).
+    secrets: tuple[str, ...] = ()
+
+    @property
+    def judgeable(self) -> bool:
+        """Did the agent finish its turn, so that rubric judges have an answer to judge?"""
+        return self.status is None and not any(
+            c.name in (CRASH_CHECK, PROTOCOL_CHECK) for c in self.checks
+        )
+
+    def judged(
+        self,
+        checks: Iterable[Check],
+        metrics: Mapping[str, float],
+        settlers: Iterable[tuple[str, str]] = (),
+    ) -> Findings:
+        """These findings with the judges' checks and metrics added, and which reader
+        checks each judge check settles."""
+        return replace(
+            self,
+            checks=(*self.checks, *checks),
+            metrics={**self.metrics, **metrics},
+            settlers=(*self.settlers, *settlers),
+        )
+
+    def unsettled(self) -> list[Check]:
+        """The deciding checks a reader could not tell that no calibrated judge settles."""
+        counted = {c.name for c in self.checks if c.kind == "judge" and c.severity is not None}
+        settled = {reader for judge, reader in self.settlers if judge in counted}
+        return [
+            c
+            for c in self.checks
+            if c.undecided and c.decides and c.name.split(":", 1)[0] not in settled
+        ]
+
+    def broken(self, error: str, metrics: Mapping[str, float] | None = None) -> Findings:
+        """These findings after the harness broke (a judge that failed): an `error`."""
+        return replace(
+            self, status="error", error=error, metrics={**self.metrics, **(metrics or {})}
+        )
+
+
+def grade_trial(
+    ctx: GradeContext, extra: list[Check], status: TrialStatus | None, error: str | None
+) -> Findings:
+    """The graders' findings on `ctx`, with the harness's `extra` checks.
+
+    `status` fixed before grading (a timeout, an error) stands. A grader that raises is
+    the harness's defect, never the agent's: the trial is an `error` with a
+    `grader_error` check, and the run that holds it is invalid (decide.summary).
+    """
+    try:
+        checks = grade(ctx) + extra
+        try:
+            metrics = {**tool_metrics(ctx), **required_parts(checks), **root_cause_metric(checks)}
+        except Exception as exc:
+            raise GraderCrashed("tool_metrics", exc) from exc
+    except GraderCrashed as crashed:
+        failed = (*extra, _grader_check(crashed))
+        error, status, checks, metrics = f"{GRADER_ERROR} {crashed}", "error", list(failed), {}
+    secrets = tuple(declared_secrets(ctx.task))
+    return Findings(tuple(checks), metrics, status, error, secrets=secrets)
+
+
+def decide(result: TrialResult, findings: Findings) -> None:
+    """The trial's verdict, the one place it is decided: `result` gets the findings'
+    checks, metrics, score, status and error. A status fixed before grading stands;
+    otherwise the checks decide (core.results.verdict), and a trial no check failed but
+    with a deciding check its reader could not tell is `needs_review` (Findings.unsettled).
+    """
+    passed, score = verdict(findings.checks)
+    result.checks, result.metrics = list(findings.checks), dict(findings.metrics)
+    result.score = score if findings.graded else 0.0
+    status: TrialStatus = "passed" if passed else "failed"
+    if passed and findings.unsettled():
+        status = "needs_review"
+    result.status = findings.status or status
+    result.error = findings.error
+    hide_task_secrets(result, findings.secrets)
 
 
 def judge(
@@ -244,27 +350,9 @@ def judge(
     status: TrialStatus | None,
     error: str | None,
 ) -> None:
-    """Grade `ctx` into `result`: checks, metrics, score, status and error.
-
-    `status` decided before grading (a timeout, an error) stands; otherwise the verdict
-    decides. Shared by a trial and by `regrade`, so both judge alike. A grader that
-    raises is the harness's defect, never the agent's: the trial is an `error` with a
-    `grader_error` check, and the run that holds it is invalid (decide.summary).
-    """
-    try:
-        checks = grade(ctx) + extra
-        try:
-            metrics = {**tool_metrics(ctx), **required_parts(checks), **root_cause_metric(checks)}
-        except Exception as exc:
-            raise GraderCrashed("tool_metrics", exc) from exc
-        passed, score = verdict(checks)
-    except GraderCrashed as crashed:
-        checks, metrics, passed, score = [*extra, _grader_check(crashed)], {}, False, 0.0
-        status, error = "error", f"{GRADER_ERROR} {crashed}"
-    result.checks, result.metrics, result.score = checks, metrics, score
-    result.status = status or ("passed" if passed else "failed")
-    result.error = error
-    hide_task_secrets(result, declared_secrets(ctx.task))
+    """Grade `ctx` and decide `result` at once: for trials no rubric judge will see
+    (imported sessions, mutants, promoted failures)."""
+    decide(result, grade_trial(ctx, extra, status, error))
 
 
 def declared_secrets(task: Task) -> list[str]:
@@ -291,7 +379,9 @@ def lost_trial(
         trace_id=spec.trace_id,
         error=error,
     )
-    return TrialRecord(result, Trace(f"{spec.task.id}#{spec.trial}", spec.trace_id), "", None)
+    findings = Findings(tuple(checks or ()), {}, status, error, graded=False)
+    trace = Trace(f"{spec.task.id}#{spec.trial}", spec.trace_id)
+    return TrialRecord(result, trace, "", None, findings)
 
 
 def crash_check(exception: str, **evidence: Any) -> Check:

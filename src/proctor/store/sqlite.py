@@ -36,7 +36,7 @@ import orjson
 
 from proctor.core.jsonvalues import json_encoder
 from proctor.core.outcome import Outcome
-from proctor.core.results import Check, TrialResult, Usage
+from proctor.core.results import UNDECIDED, Check, TrialResult, Usage
 from proctor.core.summary import RunSummary
 from proctor.core.trace import Trace, TraceEvent
 from proctor.store.health import (
@@ -556,20 +556,28 @@ class Store:
         return set(self._read(f"run {run_id}", partial(_fetch, self.db, query, (run_id,))))
 
     def task_counts(self, run_id: str) -> dict[str, dict[str, int]]:
-        """Per task: trials stored and how many passed, failed, timed out, broke.
+        """Per task: trials stored and how many passed, failed, timed out, broke, await
+        review.
 
         Read from an index, without loading a trial: fast on a run of millions, and
         available while the run is still going.
         """
         query = (
             "SELECT task_id, COUNT(*), SUM(status = 'passed'), SUM(status = 'failed'),"
-            " SUM(status = 'timeout'), SUM(status = 'error')"
+            " SUM(status = 'timeout'), SUM(status = 'error'), SUM(status = 'needs_review')"
             " FROM trials WHERE run_id = ? GROUP BY task_id ORDER BY task_id"
         )
         rows = self._read(f"run {run_id}", partial(_fetch, self.db, query, (run_id,)))
         return {
-            task_id: {"trials": n, "passed": p, "failed": f, "timeout": t, "error": e}
-            for task_id, n, p, f, t, e in rows
+            task_id: {
+                "trials": n,
+                "passed": p,
+                "failed": f,
+                "timeout": t,
+                "error": e,
+                "needs_review": r,
+            }
+            for task_id, n, p, f, t, e, r in rows
         }
 
     def trace(self, run_id: str, task_id: str, trial: int) -> tuple[Trace, str, Outcome | None]:
@@ -759,12 +767,20 @@ class EncodedTrial:
     checks: list[tuple[Any, ...]]
 
     def result(self) -> TrialResult:
-        """The trial's result as a summary reads it: checks without their evidence."""
+        """The trial's result as a summary reads it: checks without their evidence, but
+        for whether their reader could tell (core.results.UNDECIDED)."""
         checks = [
-            Check(name, kind, bool(passed), score, severity)
-            for _, name, kind, passed, score, severity, _ in self.checks
+            Check(name, kind, bool(passed), score, severity, _undecided(evidence))
+            for _, name, kind, passed, score, severity, evidence in self.checks
         ]
         return _result(self.row[:12], checks)
+
+
+def _undecided(evidence: str) -> dict[str, Any]:
+    """{UNDECIDED: True} when a check's encoded evidence holds that key, else {}."""
+    if f'"{UNDECIDED}"' not in evidence:
+        return {}
+    return {UNDECIDED: True} if UNDECIDED in _loads(evidence) else {}
 
 
 def _result(row: tuple[Any, ...], checks: list[Check]) -> TrialResult:

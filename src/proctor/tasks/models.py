@@ -410,13 +410,18 @@ class JudgeExpect(_Spec):
     answer to compare with, the task's assertions), so one rubric serves many tasks.
     `advisory` keeps the check from failing the trial even once its judge is calibrated:
     for what the task's source does not count (tau2's assertions outside its reward basis).
+
+    `settles` names reader checks (`false_success`, `declined_out_of_scope`) whose
+    `undecided` readings this rubric decides once its judge is calibrated; without one
+    such a trial is `needs_review` (docs/architecture.md, Reading).
     """
 
-    ADDED_LATER = frozenset({"reference", "advisory"})
+    ADDED_LATER = frozenset({"reference", "advisory", "settles"})
 
     rubric: str = Field(min_length=1)
     reference: str | None = Field(default=None, min_length=1)
     advisory: bool = False
+    settles: list[str] = Field(default_factory=list)
 
 
 class Expectations(_Spec):
@@ -432,7 +437,7 @@ class Expectations(_Spec):
 
 
 #: Task fields left out of `Task.digest` while unset (see there).
-_LATER_OPTIONAL = ("difficulty", "optimal_steps")
+_LATER_OPTIONAL = ("difficulty", "optimal_steps", "language")
 
 
 class Task(_Spec):
@@ -450,6 +455,9 @@ class Task(_Spec):
     tags: list[str] = Field(default_factory=list)
     identity: Identity = Field(default_factory=Identity)
     prompt: str = Field(min_length=1)
+    #: The language the agent is asked to answer in (BCP 47: `en`, `es`, `es-MX`); the
+    #: text readers read it with its lexicons, `en` when unset (grade.lexicon).
+    language: str | None = Field(default=None, pattern=r"^[A-Za-z]{2,3}(-[A-Za-z0-9]{2,8})*$")
     initial_state: dict[str, Any] = Field(default_factory=dict)
     tools: list[str] | None = None
     user: UserSpec = Field(default_factory=UserSpec)

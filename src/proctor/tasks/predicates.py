@@ -231,7 +231,10 @@ class Compare(Predicate):
 
 @dataclass(frozen=True, slots=True, eq=False, repr=False)
 class Approx(Predicate):
-    """`$approx: X` with `tol` (absolute) and/or `rel` (relative); neither: the default."""
+    """`$approx: X` with `tol` (absolute) and/or `rel` (relative); neither: the default.
+
+    A value at the edge is in, as `$gte`/`$lte` take their bound: 0.8 is within 0.1 of
+    0.7 though the float difference is 0.10000000000000009."""
 
     target: float
     tol: float
@@ -239,7 +242,11 @@ class Approx(Predicate):
 
     def test(self, actual: Any) -> bool:
         a = number(actual)
-        return a is not None and math.isclose(a, self.target, rel_tol=self.rel, abs_tol=self.tol)
+        if a is None:
+            return False
+        gap = abs(a - self.target)
+        bound = max(self.tol, self.rel * max(abs(a), abs(self.target)))
+        return gap <= bound or numbers_close(gap, bound)
 
 
 @dataclass(frozen=True, slots=True, eq=False, repr=False)

@@ -1,0 +1,134 @@
+"""Three answers, not two: what a text reader says of a check (docs/architecture.md, Reading).
+
+A reader answers `holds`, `violated` or `undecided`, with the sentence and the reason. An
+`undecided` check carries core.results.UNDECIDED in its evidence: it neither passes nor
+fails its trial, and a deciding one makes the trial `needs_review` unless a calibrated
+judge the task names settles it (run.trial.decide). Claims are read by the reader of the
+task's language: English (grade.claims), Spanish (grade.spanish); a language without a
+claim lexicon is undecided.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any, Literal
+
+from proctor.core.results import UNDECIDED
+from proctor.grade.claims import (
+    HARD,
+    Claim,
+    ClaimReading,
+    Token,
+    Undecided,
+    clause_start,
+    negates,
+    normalise,
+    read_english,
+    tokenize,
+)
+from proctor.grade.lexicon import phrases, primary, words
+from proctor.grade.spanish import read_spanish
+from proctor.grade.terms import term_pattern
+
+Answer = Literal["holds", "violated", "undecided"]
+#: The checks text readers make, by name before any `:` (their undecided rates are
+#: reported per run: decide.summary.undecided_rates).
+READER_CHECKS = frozenset(
+    {"false_success", "declined_out_of_scope", "grounded", "mentions", "not_mentions"}
+)
+#: A term that says a negation itself ("cannot", "not found") or a fact (a number, an
+#: id) is read as written: what is negated is not its meaning.
+_NEGATIVE_TERM = re.compile(
+    r"\b(?:not?|never|cannot|can't|unable|without|nor|none|nothing)\b|n't|\d"
+)
+
+_READERS = {"en": read_english, "es": read_spanish}
+
+
+def read_claim(
+    answer: str, phrase: str, language: str | None, requested: bool = False
+) -> ClaimReading:
+    """What `answer`, in `language`, claims of `phrase`; `requested`: the user asked for
+    the action, so a bare confirmation ("you're all set", "listo") claims it."""
+    reader = _READERS.get(primary(language))
+    if reader is not None:
+        return reader(answer, phrase, requested)
+    if not answer.strip():
+        return ClaimReading()
+    confirmed = _confirmation(answer, language) if requested else None
+    if confirmed is not None:  # "ho gaya": the action asked for is said done
+        return ClaimReading((Claim(phrase, confirmed, (), ()),))
+    reason = f"no claim lexicon for language {primary(language)!r}"
+    return ClaimReading((), (Undecided(answer.strip()[:200], reason),))
+
+
+def _confirmation(answer: str, language: str | None) -> str | None:
+    """The sentence in which a language with only a confirmation lexicon (Urdu) says the
+    action asked for is done, outside a question and a negation; None when it does not."""
+    negators = words(language, "negators")
+    for sentence in re.split(r"(?<=[.!?\u06d4\u061f])\s*|\n", answer):
+        if not sentence.strip() or sentence.rstrip().endswith(("?", "\u061f")):
+            continue
+        low = sentence.casefold()
+        if any(n in low.split() for n in negators):
+            continue
+        if any(" ".join(p) in low for p in phrases(language, "confirmations")):
+            return sentence.strip()
+    return None
+
+
+def undecided_evidence(found: tuple[Undecided, ...] | list[Undecided]) -> dict[str, Any]:
+    """The evidence an undecided check carries: why, and the sentences."""
+    first = found[0]
+    return {
+        UNDECIDED: first.reason,
+        "reading": "undecided",
+        "sentences": [u.sentence for u in found[:5]],
+    }
+
+
+def negated_mention(
+    text: str, term: str, language: str | None, inflect: bool = False
+) -> str | None:
+    """The sentence of `term`'s first occurrence, when every occurrence in `text` lies
+    under a negation in its clause ("INC-7 is not closed", "no review is needed", "no
+    se ha cerrado"): a keyword cannot tell what it then means. None when one occurrence
+    is asserted, when the term is itself negative or a fact, or in a language without a
+    negation lexicon."""
+    base = primary(language)
+    if _NEGATIVE_TERM.search(term.casefold()) or base not in ("en", "es"):
+        return None
+    matches = list(term_pattern(term.strip(), inflect).finditer(text))
+    if not matches or not all(_under_negation(text, m.start(), base) for m in matches):
+        return None
+    first = matches[0].start()
+    start = max(text.rfind(c, 0, first) for c in ".!?\n") + 1
+    ends = [i for i in (text.find(c, first) for c in ".!?\n") if i >= 0]
+    return text[start : min(ends) + 1 if ends else len(text)].strip()
+
+
+def _under_negation(text: str, at: int, language: str) -> bool:
+    """Is the occurrence at `at` negated in its clause (before it, within it)?"""
+    before = text[max(0, at - 300) : at]
+    cut = max(before.rfind(c) for c in ".!?\n") + 1
+    window = normalise(before[cut:]) + " \u2063"
+    tokens = tokenize(window)
+    if not tokens:
+        return False
+    here = len(tokens)
+    tokens = tokens + tokenize("x")  # the occurrence's stand-in
+    start = clause_start(tokens, here) if language == "en" else _clause_from(tokens, here)
+    if language == "en":
+        negative = words("en", "nothing") | {"no", "nobody", "neither", "without"}
+        return any(negates(tokens, k) or tokens[k].low in negative for k in range(start, here))
+    lexicon = words("es", "negators") | words("es", "negative_words")
+    return any(tokens[k].low in lexicon for k in range(start, here))
+
+
+def _clause_from(tokens: list[Token], here: int) -> int:
+    """Where the Spanish clause holding token `here` starts (grade.spanish's breaks)."""
+    stops = HARD | {","} | words("es", "breaks") | words("es", "hypothetical")
+    k = here - 1
+    while k >= 0 and tokens[k].low not in stops:
+        k -= 1
+    return k + 1
