@@ -14,7 +14,8 @@ SIGTERM and SIGHUP (a CI limit, a closed terminal), and after a failed start (a 
 failed half-way leaves its GCS running). What no handler sees (SIGKILL, a test run ended
 by its watchdog) is swept by the next cluster: every process of a cluster carries a tag
 naming the test process that started it (`TAG`), and a cluster whose test process is gone
-is killed before a new one starts.
+is killed before a new one starts, with every process of its sessions (each node, and
+each driver, runs in a session of its own).
 
 Drivers are subprocesses (`proctor run ... --executor ray --address ...`), never
 `ray.init` in the test process, whose Ray state other tests own.
@@ -121,24 +122,27 @@ def sweep() -> list[int]:
     killed: set[int] = set()
     give_up = time.monotonic() + 30
     while (orphans := _orphans()) and time.monotonic() < give_up:
-        for pid, tag in orphans.items():
+        for pid, root in orphans.items():
             with contextlib.suppress(ProcessLookupError):
                 os.kill(pid, signal.SIGKILL)
             killed.add(pid)
-            shutil.rmtree(tag.split(":", 2)[2], ignore_errors=True)
+            shutil.rmtree(root, ignore_errors=True)
         time.sleep(0.1)
     return sorted(killed)
 
 
 def _orphans() -> dict[int, str]:
-    """The tagged processes whose test process is gone, with their tags."""
-    found = {}
+    """The processes of clusters whose test process is gone, with their clusters'
+    folders: those tagged, and every other process of their sessions (Ray's Python
+    processes write their title over their environment, tag included)."""
+    sessions: dict[int, str] = {}
     for entry in os.listdir("/proc"):
         if entry.isdigit() and (tag := tag_of(int(entry))) is not None:
-            owner, start, _ = tag.split(":", 2)
+            owner, start, root = tag.split(":", 2)
             if started(int(owner)) != start:
-                found[int(entry)] = tag
-    return found
+                with contextlib.suppress(ProcessLookupError):
+                    sessions[os.getsid(int(entry))] = root
+    return {pid: root for sid, root in sessions.items() for pid in session_pids(sid)}
 
 
 class ClusterError(RuntimeError):
@@ -274,7 +278,13 @@ class RayCluster:
     def driver(self, args: list[str], cwd: Path | None = None) -> subprocess.Popen[str]:
         """A driver process (`ARGS`) in the cluster's environment, killed with the cluster."""
         proc = subprocess.Popen(
-            args, env=self.env, cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+            args,
+            env=self.env,
+            cwd=cwd,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            start_new_session=True,  # its session holds only it: `sweep` may kill all of it
         )
         self.drivers.append(proc)
         return proc

@@ -248,6 +248,13 @@ def run_on_node(source: TrialSource, item: TrialItem, starts: Any) -> TrialRecor
     return record
 
 
+def _retrieved(future: asyncio.Future[TrialRecord]) -> None:
+    """Mark a task's error as seen: after a timeout or an interrupted run it is only the
+    cancellation or the killed worker, and asyncio would log it as never retrieved."""
+    if not future.cancelled():
+        future.exception()
+
+
 class _RayLane(Lane):
     def __init__(self, executor: RayExecutor) -> None:
         self._ex = executor
@@ -256,11 +263,13 @@ class _RayLane(Lane):
         ex, ray = self._ex, self._ex.ray
         item = TrialItem.of(spec)
         ref = ex.task.remote(ex.source, item, ex.starts)
+        future = asyncio.wrap_future(ref.future())
+        future.add_done_callback(_retrieved)
         limit = ex.ctx.timeout_s
         try:
-            return await self._outcome(ref, item.key, limit)
+            return await self._outcome(future, item.key, limit)
         except TimeoutError:
-            await self._end(ref, item.key)
+            await self._end(ref, future, item.key)
             why = f"agent ran past its {limit} s limit; its Ray worker was killed"
             return lost_trial(spec, "timeout", why, limit or 0.0)
         except ray.exceptions.RayError as exc:
@@ -272,9 +281,10 @@ class _RayLane(Lane):
         finally:
             ex.starts.forget.remote(item.key)
 
-    async def _outcome(self, ref: Any, key: str, limit: float | None) -> TrialRecord:
+    async def _outcome(
+        self, future: asyncio.Future[TrialRecord], key: str, limit: float | None
+    ) -> TrialRecord:
         """The task's record; TimeoutError once it has run `grace_s` past the limit."""
-        future = asyncio.wrap_future(ref.future())
         if limit is None:
             return await future
         allowed = limit + self._ex.grace_s
@@ -288,14 +298,13 @@ class _RayLane(Lane):
                 raise TimeoutError
             wait_s = allowed - (age or 0.0)
 
-    async def _end(self, ref: Any, key: str) -> None:
+    async def _end(self, ref: Any, future: asyncio.Future[TrialRecord], key: str) -> None:
         """Cancel the trial's task; kill its worker from its node if it does not end
         itself, then wait until Ray has seen the task end (its CPU is free again)."""
         from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 
         ray = self._ex.ray
         ray.cancel(ref, force=True)
-        future = asyncio.wrap_future(ref.future())
         done, _ = await asyncio.wait({future}, timeout=KILL_WAIT_S)
         if not done:
             # a node that died with the worker cannot run the reaper: nothing is left to kill
@@ -310,9 +319,7 @@ class _RayLane(Lane):
                     await asyncio.wait_for(
                         asyncio.wrap_future(reap.remote(pid, started).future()), REAP_S
                     )
-            done, _ = await asyncio.wait({future}, timeout=REAP_S)
-        for finished in done:
-            finished.exception()  # retrieved: the task was cancelled or its worker died
+            await asyncio.wait({future}, timeout=REAP_S)
 
     async def _age(self, key: str) -> float | None:
         """How long the trial has run; as long as allowed when the board is gone."""
