@@ -82,16 +82,27 @@ def free_port() -> int:
 
 def session_pids(sid: int) -> list[int]:
     """Every live process of session `sid` (task workers set their own process group,
-    so `killpg` would miss them; the session id they keep)."""
+    so `killpg` would miss them; the session id they keep). Not zombies: they have
+    exited, and one whose parent is this process (a `ray start` killed during its start)
+    is reaped only once this process waits for it."""
     found = []
     for entry in os.listdir("/proc"):
         if entry.isdigit():
             try:
-                if os.getsid(int(entry)) == sid:
+                if os.getsid(int(entry)) == sid and state(int(entry)) not in ("", "Z"):
                     found.append(int(entry))
             except (ProcessLookupError, PermissionError):
                 continue
     return found
+
+
+def state(pid: int) -> str:
+    """A process's state letter (R running, S sleeping, T stopped, Z zombie...), or ""
+    once it is gone."""
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except (FileNotFoundError, ProcessLookupError):
+        return ""
 
 
 def started(pid: int) -> str | None:
@@ -119,22 +130,28 @@ def tag_of(pid: int) -> str | None:
 def sweep() -> list[int]:
     """Kill every process of a test cluster whose test process is gone, until none is
     left, and remove its folder; the processes killed."""
+    sessions: dict[int, str] = {}
     killed: set[int] = set()
     give_up = time.monotonic() + 30
-    while (orphans := _orphans()) and time.monotonic() < give_up:
-        for pid, root in orphans.items():
+    while time.monotonic() < give_up:
+        sessions.update(_orphaned_sessions())
+        left = [pid for sid in sessions for pid in session_pids(sid)]
+        if not left:
+            break
+        for pid in left:
             with contextlib.suppress(ProcessLookupError):
                 os.kill(pid, signal.SIGKILL)
-            killed.add(pid)
-            shutil.rmtree(root, ignore_errors=True)
+        killed.update(left)
         time.sleep(0.1)
+    for root in set(sessions.values()):
+        shutil.rmtree(root, ignore_errors=True)
     return sorted(killed)
 
 
-def _orphans() -> dict[int, str]:
-    """The processes of clusters whose test process is gone, with their clusters'
-    folders: those tagged, and every other process of their sessions (Ray's Python
-    processes write their title over their environment, tag included)."""
+def _orphaned_sessions() -> dict[int, str]:
+    """The sessions of clusters whose test process is gone, with their clusters'
+    folders. Found by their tagged processes, the GCS and raylet; Ray's Python processes
+    write their title over their environment, tag included, but keep the session."""
     sessions: dict[int, str] = {}
     for entry in os.listdir("/proc"):
         if entry.isdigit() and (tag := tag_of(int(entry))) is not None:
@@ -142,7 +159,7 @@ def _orphans() -> dict[int, str]:
             if started(int(owner)) != start:
                 with contextlib.suppress(ProcessLookupError):
                     sessions[os.getsid(int(entry))] = root
-    return {pid: root for sid, root in sessions.items() for pid in session_pids(sid)}
+    return sessions
 
 
 class ClusterError(RuntimeError):

@@ -34,6 +34,7 @@ from ray_cluster import (
     ClusterError,
     RayCluster,
     session_pids,
+    state,
     sweep,
     tag_of,
     unavailable,
@@ -274,14 +275,6 @@ def test_an_agent_stopping_its_worker_is_killed_at_the_limit(
     (tmp_path / "again").mkdir()
     again, _ = run_in_process("meets", tmp_path / "again", trials=2, timeout_s=RUN_TIMEOUT_S / 2)
     assert [r.status for r in again.results] == ["passed"] * 2
-
-
-def state(pid: int) -> str:
-    """A process's state letter (R running, S sleeping, T stopped...), or "" once gone."""
-    try:
-        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
-    except FileNotFoundError:
-        return ""
 
 
 # -- drivers in other processes: kill and resume --------------------------------------------
