@@ -46,11 +46,13 @@ readme-figures: $(DEV)
 	$(BIN)/python benchmarks/intervals.py --json benchmarks/intervals.json > /dev/null
 	$(BIN)/python examples/figures.py
 
+# One pytest worker per core; the tests that share something (the Ray cluster, the
+# browser, AgentDojo's side of the conformance test) name an xdist group and run on one.
 test: $(DEV)
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
 	$(BIN)/mypy
-	$(BIN)/pytest
+	$(BIN)/pytest -n auto --dist loadgroup --durations=10
 
 format: $(DEV)
 	$(BIN)/ruff format .

@@ -34,11 +34,36 @@ from typing import Any
 
 import pytest
 
+from hang_guard import HangGuard
 from proctor.core.outcome import LedgerEntry, Outcome
 from proctor.core.results import Usage
 from proctor.core.trace import Trace, TraceEvent
 from proctor.grade.context import GradeContext
 from proctor.tasks.models import Task
+
+#: A test's `record_property(NOTE, line)` is printed at the end of the run (under xdist
+#: too: the property travels with the test's report), e.g. which sample a test ran.
+NOTE = "note"
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    config.pluginmanager.register(HangGuard(), "proctor-hang-guard")
+
+
+def pytest_terminal_summary(terminalreporter: Any) -> None:
+    notes = [
+        str(value)
+        for reports in terminalreporter.stats.values()
+        for report in reports
+        if getattr(report, "when", None) == "call"
+        for name, value in getattr(report, "user_properties", ())
+        if name == NOTE
+    ]
+    if notes:
+        terminalreporter.write_sep("-", "notes")
+        for line in sorted(notes):
+            terminalreporter.write_line(line)
+
 
 NOT_REACHING_POLICY = ("invalid_arguments", "unknown_tool")
 INJECTED = ("timeout", "lost_response")

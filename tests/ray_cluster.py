@@ -9,8 +9,13 @@ then waits for the head forever).
 Every `ray start` runs in a session of its own: all it leaves behind (GCS, raylet,
 agents, task workers) keeps that session id, so a node is torn down by killing exactly
 those processes, found in /proc. Never `ray stop`: it kills every Ray process on the
-machine, other people's clusters too. Teardown runs when the fixture ends, at exit, and
-after a failed start (a head that failed half-way leaves its GCS running).
+machine, other people's clusters too. Teardown runs when the fixture ends, at exit, on
+SIGTERM and SIGHUP (a CI limit, a closed terminal), and after a failed start (a head that
+failed half-way leaves its GCS running). What no handler sees (SIGKILL, a test run ended
+by its watchdog) is swept by the next cluster: every process of a cluster carries a tag
+naming the test process that started it (`TAG`), and a cluster whose test process is gone
+is killed before a new one starts, with every process of its sessions (each node, and
+each driver, runs in a session of its own).
 
 Drivers are subprocesses (`proctor run ... --executor ray --address ...`), never
 `ray.init` in the test process, whose Ray state other tests own.
@@ -19,6 +24,7 @@ Drivers are subprocesses (`proctor run ... --executor ray --address ...`), never
 from __future__ import annotations
 
 import atexit
+import contextlib
 import importlib.util
 import json
 import os
@@ -31,6 +37,7 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import Any
 
 #: The `ray` command of this interpreter's environment: the cluster runs the same Ray,
 #: Python and proctor as the drivers (they must match).
@@ -49,6 +56,11 @@ FAST_HEALTH_CHECK = {
 }
 #: Ray's smallest object store (75 MiB): the default takes 30% of the RAM per node.
 OBJECT_STORE_BYTES = 75 * 2**20
+#: The variable every process of a test cluster inherits: `PID:START:ROOT` of the test
+#: process that started it (its start time tells it from a later process with its pid).
+TAG = "PROCTOR_TEST_CLUSTER"
+#: Signals after which a test run ends without its fixtures' teardown or atexit.
+ENDING = (signal.SIGTERM, signal.SIGHUP)
 
 
 def unavailable() -> str | None:
@@ -70,16 +82,84 @@ def free_port() -> int:
 
 def session_pids(sid: int) -> list[int]:
     """Every live process of session `sid` (task workers set their own process group,
-    so `killpg` would miss them; the session id they keep)."""
+    so `killpg` would miss them; the session id they keep). Not zombies: they have
+    exited, and one whose parent is this process (a `ray start` killed during its start)
+    is reaped only once this process waits for it."""
     found = []
     for entry in os.listdir("/proc"):
         if entry.isdigit():
             try:
-                if os.getsid(int(entry)) == sid:
+                if os.getsid(int(entry)) == sid and state(int(entry)) not in ("", "Z"):
                     found.append(int(entry))
             except (ProcessLookupError, PermissionError):
                 continue
     return found
+
+
+def state(pid: int) -> str:
+    """A process's state letter (R running, S sleeping, T stopped, Z zombie...), or ""
+    once it is gone."""
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except (FileNotFoundError, ProcessLookupError):
+        return ""
+
+
+def started(pid: int) -> str | None:
+    """When process `pid` started (/proc/PID/stat, field 22), or None once it is gone."""
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[19]
+    except (FileNotFoundError, ProcessLookupError):
+        return None
+
+
+def tag_of(pid: int) -> str | None:
+    """The `TAG` in a process's environment; None without one, or not readable (another
+    user's process)."""
+    try:
+        environ = Path(f"/proc/{pid}/environ").read_bytes()
+    except OSError:
+        return None
+    prefix = f"{TAG}=".encode()
+    for entry in environ.split(b"\0"):
+        if entry.startswith(prefix):
+            return entry[len(prefix) :].decode(errors="replace")
+    return None
+
+
+def sweep() -> list[int]:
+    """Kill every process of a test cluster whose test process is gone, until none is
+    left, and remove its folder; the processes killed."""
+    sessions: dict[int, str] = {}
+    killed: set[int] = set()
+    give_up = time.monotonic() + 30
+    while time.monotonic() < give_up:
+        sessions.update(_orphaned_sessions())
+        left = [pid for sid in sessions for pid in session_pids(sid)]
+        if not left:
+            break
+        for pid in left:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGKILL)
+        killed.update(left)
+        time.sleep(0.1)
+    for root in set(sessions.values()):
+        shutil.rmtree(root, ignore_errors=True)
+    return sorted(killed)
+
+
+def _orphaned_sessions() -> dict[int, str]:
+    """The sessions of clusters whose test process is gone, with their clusters'
+    folders. Found by their tagged processes, the GCS and raylet; Ray's Python processes
+    write their title over their environment, tag included, but keep the session."""
+    sessions: dict[int, str] = {}
+    for entry in os.listdir("/proc"):
+        if entry.isdigit() and (tag := tag_of(int(entry))) is not None:
+            owner, start, root = tag.split(":", 2)
+            if started(int(owner)) != start:
+                with contextlib.suppress(ProcessLookupError):
+                    sessions[os.getsid(int(entry))] = root
+    return sessions
 
 
 class ClusterError(RuntimeError):
@@ -103,6 +183,8 @@ class RayCluster:
         }
         for name in ("RAY_ADDRESS", "RAY_AUTH_TOKEN"):
             self.env.pop(name, None)
+        me = os.getpid()
+        self.env[TAG] = f"{me}:{started(me)}:{self.root}"
         self.sessions: dict[str, int] = {}
         self.gcs_port, self.client_port = free_port(), free_port()
         self.address = f"{HEAD_IP}:{self.gcs_port}"
@@ -112,25 +194,36 @@ class RayCluster:
         # driver (a worker holding one of those ports fails that driver's init).
         self._worker_ports = 11000 + (os.getpid() % 50) * 200
         atexit.register(self.stop)
+        self.drivers: list[subprocess.Popen[str]] = []
+        for signum in ENDING:
+            if signal.getsignal(signum) not in (_stop_all, signal.SIG_IGN):
+                _before[signum] = signal.getsignal(signum)
+                signal.signal(signum, _stop_all)
+        _live.add(self)
 
     def start(self) -> None:
-        """Head, then one worker node; torn down again if either fails."""
+        """Head, then one worker node, once the leftovers of earlier test runs are gone;
+        torn down again if either fails."""
+        sweep()
         try:
-            self.start_node(
-                "head",
-                HEAD_IP,
-                "--head",
-                "--port",
-                str(self.gcs_port),
-                "--ray-client-server-port",
-                str(self.client_port),
-                "--include-dashboard",
-                "false",
-            )
+            self.start_head()
             self.start_worker()
         except BaseException:
             self.stop()
             raise
+
+    def start_head(self) -> None:
+        self.start_node(
+            "head",
+            HEAD_IP,
+            "--head",
+            "--port",
+            str(self.gcs_port),
+            "--ray-client-server-port",
+            str(self.client_port),
+            "--include-dashboard",
+            "false",
+        )
 
     def start_worker(self) -> None:
         self.start_node("w1", WORKER_IP, "--address", self.address)
@@ -199,15 +292,34 @@ class RayCluster:
                     continue
             time.sleep(0.1)
 
+    def driver(self, args: list[str], cwd: Path | None = None) -> subprocess.Popen[str]:
+        """A driver process (`ARGS`) in the cluster's environment, killed with the cluster."""
+        proc = subprocess.Popen(
+            args,
+            env=self.env,
+            cwd=cwd,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            start_new_session=True,  # its session holds only it: `sweep` may kill all of it
+        )
+        self.drivers.append(proc)
+        return proc
+
     def alive(self) -> list[int]:
         """The processes of every node still running."""
         return [pid for sid in self.sessions.values() for pid in session_pids(sid)]
 
     def stop(self) -> None:
-        """Kill the worker nodes, then the head; remove the temp dir. Idempotent."""
+        """Kill the drivers, the worker nodes, then the head; remove the temp dir.
+        Idempotent."""
+        for proc in self.drivers:
+            proc.kill()  # a no-op on one that has ended
+            proc.wait()
         for name in reversed(list(self.sessions)):
             self.kill(name)
         shutil.rmtree(self.root, ignore_errors=True)
+        _live.discard(self)
 
     def logs(self) -> str:
         """The tail of each node's start log and of the head's Ray Client server logs
@@ -217,3 +329,20 @@ class RayCluster:
             f"{log.name}: {log.read_text(errors='replace')[-800:]}"
             for log in [*sorted(self.root.glob("*.log")), *client]
         )
+
+
+#: The clusters of this process not yet stopped, and the handlers `_stop_all` replaced.
+_live: set[RayCluster] = set()
+_before: dict[int, Any] = {}
+
+
+def _stop_all(signum: int, frame: Any) -> None:
+    """Stop every cluster, then end as the signal would have ended the process."""
+    for cluster in list(_live):
+        cluster.stop()
+    previous = _before.get(signum, signal.SIG_DFL)
+    if callable(previous):
+        previous(signum, frame)
+    else:
+        signal.signal(signum, signal.SIG_DFL)
+        os.kill(os.getpid(), signum)

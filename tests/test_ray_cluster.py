@@ -10,6 +10,7 @@ session id however the tests end (tests/ray_cluster.py).
 
 from __future__ import annotations
 
+import os
 import shutil
 import signal
 import sqlite3
@@ -27,11 +28,15 @@ from proctor.run.regrade import regrade
 from ray_cluster import (
     HEAD_IP,
     REQUIRE,
+    START_TIMEOUT_S,
     STARTS,
     WORKER_IP,
     ClusterError,
     RayCluster,
     session_pids,
+    state,
+    sweep,
+    tag_of,
     unavailable,
 )
 
@@ -41,6 +46,12 @@ AGENTS = FIXTURES / "exec_agents.py"
 PROCTOR = Path(sys.executable).parent / "proctor"
 SEED = 4
 RUN_TIMEOUT_S = 300
+#: Every test here: its own limit (the first one's setup starts both nodes, and a test
+#: waits for up to two driver runs), and one xdist worker for all (one cluster at a time).
+pytestmark = [
+    pytest.mark.timeout(2 * START_TIMEOUT_S + 2 * RUN_TIMEOUT_S),
+    pytest.mark.xdist_group("ray-cluster"),
+]
 
 
 def give_up(why: str) -> None:
@@ -69,14 +80,7 @@ def cluster() -> Iterator[RayCluster]:
 
 def proctor(cluster: RayCluster, *args: str, cwd: Path | None = None) -> subprocess.Popen[str]:
     """A driver: `proctor ARGS`, in the cluster's environment (its auth token)."""
-    return subprocess.Popen(
-        [str(PROCTOR), *args],
-        env=cluster.env,
-        cwd=cwd,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
+    return cluster.driver([str(PROCTOR), *args], cwd=cwd)
 
 
 def run_args(db: Path, address: str, agent: str, trials: int, *extra: str) -> list[str]:
@@ -220,11 +224,11 @@ def run_in_process(name: str, tmp_path: Path, **options: Any) -> tuple[Any, Stor
     from proctor.run.ray_executor import RayExecutor
 
     store = Store(tmp_path / "p.db")
-    grace_s = options.pop("grace_s", 5.0)
+    grace_s, trials = options.pop("grace_s", 5.0), options.pop("trials", 3)
     runner = Runner(
         load_suite(MINI).select(ids=["read-item"]),
         load_agent(f"{AGENTS}:{name}"),
-        trials=3,
+        trials=trials,
         concurrency=2,
         store=store,
         agent_ref=f"{AGENTS}:{name}",
@@ -253,12 +257,24 @@ def test_a_trial_whose_worker_dies_runs_again_then_is_an_error(
 
 
 def test_an_agent_stopping_its_worker_is_killed_at_the_limit(
-    connected: Any, tmp_path: Path
+    cluster: RayCluster, connected: Any, tmp_path: Path
 ) -> None:
+    """A stopped worker ignores cancelling and SIGTERM: it is killed from its node, and
+    its CPU is free when the run reports the trial, so a second run is not kept waiting."""
+    starts = Path(cluster.env[STARTS])
+    starts.unlink(missing_ok=True)
     report, _ = run_in_process("Freezes", tmp_path, timeout_s=1.0, grace_s=0.5)  # trial 1
     by_trial = {r.trial: r for r in report.results}
     assert {t: r.status for t, r in by_trial.items()} == {0: "passed", 1: "timeout", 2: "passed"}
     assert "its Ray worker was killed" in (by_trial[1].error or "")
+    (frozen,) = [int(line.split()[1]) for line in starts.read_text().splitlines()]
+    assert state(frozen) in ("", "Z")  # gone, or exited and not yet reaped by its raylet
+    assert [pid for pid in cluster.alive() if state(pid) == "T"] == []  # none stopped
+    # Both CPUs schedule at once: two trials each waiting for the other (a stopped worker
+    # holding a CPU would leave one of them queued, and both would time out).
+    (tmp_path / "again").mkdir()
+    again, _ = run_in_process("meets", tmp_path / "again", trials=2, timeout_s=RUN_TIMEOUT_S / 2)
+    assert [r.status for r in again.results] == ["passed"] * 2
 
 
 # -- drivers in other processes: kill and resume --------------------------------------------
@@ -341,3 +357,53 @@ def test_a_failed_start_is_torn_down() -> None:
         assert session_pids(session) == [] and not broken.root.exists()
     finally:
         broken.stop()
+
+
+#: A test run that starts a head node, says where, and is then ended from outside.
+LEFT_RUNNING = f"""
+import sys, time
+sys.path.insert(0, {str(Path(__file__).parent)!r})
+from ray_cluster import RayCluster
+cluster = RayCluster()
+cluster.start_head()
+print(cluster.root, flush=True)
+time.sleep({RUN_TIMEOUT_S})
+"""
+
+
+def tagged(root: str) -> list[int]:
+    """The processes of the test cluster in folder `root`."""
+    return [
+        int(pid)
+        for pid in os.listdir("/proc")
+        if pid.isdigit() and (tag_of(int(pid)) or "").endswith(f":{root}")
+    ]
+
+
+@pytest.mark.parametrize("ending", [signal.SIGTERM, signal.SIGKILL], ids=["term", "kill"])
+def test_a_test_run_ended_from_outside_leaves_no_cluster(ending: signal.Signals) -> None:
+    """SIGTERM: the run stops its cluster itself. SIGKILL: nothing runs in it, and the
+    next cluster's start sweeps what it left."""
+    why = unavailable()
+    if why is not None:
+        give_up(why)
+    run = subprocess.Popen([sys.executable, "-c", LEFT_RUNNING], stdout=subprocess.PIPE, text=True)
+    try:
+        root = (run.stdout.readline() if run.stdout else "").strip()
+        left = tagged(root)
+        assert root and left, "the head did not start"
+        assert all((tag_of(pid) or "").startswith(f"{run.pid}:") for pid in left)
+        sessions = {os.getsid(pid) for pid in left}
+        assert run.pid not in sessions and os.getsid(0) not in sessions  # the node's own
+        run.send_signal(ending)
+        assert run.wait(timeout=RUN_TIMEOUT_S) == -ending
+        if ending == signal.SIGKILL:
+            assert tagged(root)  # still running, its test process gone
+            assert set(left) <= set(sweep())
+        assert tagged(root) == [] and not Path(root).exists()
+        # not even a process whose title hides its tag (Ray's agents and workers)
+        assert [pid for sid in sessions for pid in session_pids(sid)] == []
+    finally:
+        run.kill()
+        run.wait()
+        sweep()

@@ -215,6 +215,8 @@ def test_a_task_secret_of_look_alike_characters_cannot_make_the_grader_backtrack
     secret = "1" * 12 + "x"
     found = find_secrets("|" * 3000 + " code " + "|" * 12 + "X end", [secret])
     assert [f["match"] for f in found if f["detector"] == "task_secret"] == ["|" * 12 + "X"]
+
+
 # -- said in words (issue 25 item 8) ----------------------------------------------------------
 
 SAID = [

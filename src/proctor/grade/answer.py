@@ -90,6 +90,8 @@ def grade_stopped(ctx: GradeContext) -> list[Check]:
         for event in ctx.trace.of_kind("note")
         if event.data.get(STOPPED_KEY)
     ][:1]
+
+
 def _grounded(ctx: GradeContext) -> Check:
     """Every fact from a source; undecided when none is missing but the answer wrote a
     number its language cannot read (grade.grounding)."""

@@ -31,8 +31,8 @@ from typing import Any
 
 from proctor.core.results import TrialResult
 from proctor.grade.fold import Folded, find_folded, fold
-from proctor.tasks.regex import compile_pattern
 from proctor.grade.spelled import spelled
+from proctor.tasks.regex import compile_pattern
 
 #: detect-secrets plugins (module, class) for keys and tokens of known formats.
 _PLUGINS = (

@@ -25,7 +25,6 @@ from proctor.report.fmt import (
     NOT_MEASURED,
     count,
     detectable_drop,
-    interval,
     money,
     pct,
     secs,

@@ -16,7 +16,6 @@ from collections.abc import Sequence
 
 from proctor.core.outcome import Outcome
 from proctor.core.trace import Trace
-from proctor.grade.secrets import hide_task_secrets
 from proctor.judge.base import JudgeError
 from proctor.judge.grading import Judging, check_name, judge_usage
 from proctor.run.trial import Findings

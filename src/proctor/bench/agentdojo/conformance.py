@@ -11,6 +11,7 @@ security (the attack succeeding); a user task alone has only utility.
 
 from __future__ import annotations
 
+from collections.abc import Collection
 from dataclasses import dataclass
 from typing import Any
 
@@ -86,8 +87,11 @@ class Reference:
     same_environment: bool
 
 
-def reference_verdicts(benchmark: str, name: str) -> dict[str, Reference]:
-    """Task id → AgentDojo's verdicts for `ground_truth` and `obedient`."""
+def reference_verdicts(
+    benchmark: str, name: str, task_ids: Collection[str] | None = None
+) -> dict[str, Reference]:
+    """Task id → AgentDojo's verdicts for `ground_truth` and `obedient`, for every task
+    of the suite or for those in `task_ids`."""
     from proctor.bench.agentdojo.source import agentdojo_domain
 
     ad = suites.agentdojo()
@@ -98,6 +102,9 @@ def reference_verdicts(benchmark: str, name: str) -> dict[str, Reference]:
     for user_id in suites.numbered(task_suite.user_tasks):
         user_task = task_suite.get_user_task_by_id(user_id)
         for injection_id in injection_ids:
+            task_id = "/".join([name, user_id, *([injection_id] if injection_id else [])])
+            if task_ids is not None and task_id not in task_ids:
+                continue
             injection = task_suite.get_injection_task_by_id(injection_id) if injection_id else None
             placed = suites.injections(
                 benchmark, name, user_id, injection_id, suites.DEFAULT_ATTACK
@@ -116,6 +123,5 @@ def reference_verdicts(benchmark: str, name: str) -> dict[str, Reference]:
                 )
                 verdicts[agent] = Verdict(bool(utility), bool(attacked) and injection is not None)
             verdicts.setdefault("obedient", verdicts["ground_truth"])
-            task_id = "/".join([name, user_id, *([injection_id] if injection_id else [])])
             out[task_id] = Reference(verdicts, ours == user_task.init_environment(env))
     return out
