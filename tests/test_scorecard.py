@@ -306,10 +306,13 @@ def test_custom_weights_and_thresholds_from_yaml(tmp_path: Path) -> None:
         trial("t", "failed", n=3),
     ]
     card = card_of(results, {"t": ["clear"]}, config)
-    # success 2/4, security 3/4, observability 3/4; tool use, robustness and efficiency 1.
-    w = config.weights
+    # success 2/4, security 3/4, observability 3/4, tool use 1; no budget or robustness
+    # check ran, so efficiency and robustness are not measured and left out (never 1).
+    w = {k: v for k, v in config.weights.items() if k not in ("robustness", "efficiency")}
     scores = {"task_success": 0.5, "security": 0.75, "observability": 0.75}
     expected = sum(w[k] * scores.get(k, 1.0) for k in w) / sum(w.values())
+    assert card["components"]["robustness"]["score"] is None
+    assert card["components"]["efficiency"]["score"] is None
     assert card["score"] == pytest.approx(expected)
     assert card["components"]["efficiency"]["weight"] == DEFAULT_WEIGHTS["efficiency"]
     assert [g["rule"] for g in card["gates"]] == texts

@@ -266,7 +266,8 @@ def run(
         Path(json_path).parent.mkdir(parents=True, exist_ok=True)
         Path(json_path).write_text(json.dumps(out, indent=2, default=str) + "\n")
     if not quiet:
-        print_summary(summary, Console(), all_checks=all_checks)
+        # with --gate, the gate's recommendation is the last line; without, the summary's
+        print_summary(summary, Console(), all_checks=all_checks, recommendation=rules is None)
         print_judges(report.manifest, summary, Console())
     click.echo(
         f"run {report.run_id}: {summary['trials']} trials in {elapsed:.2f} s, status "
@@ -283,8 +284,9 @@ def run(
 
         data = RunData(report.run_id, report.manifest, summary, report.results, summary["status"])
         health = required_health(data, rules, store, health_path) if require_health else None
-        if not gate_verdict(data, rules, baseline, as_json=False, health=health):
-            sys.exit(EXIT_INVALID)
+        code = gate_verdict(data, rules, baseline, as_json=False, health=health)
+        if code:
+            sys.exit(code)
     store.close()
     if summary["status"] != "completed":
         sys.exit(EXIT_INVALID)

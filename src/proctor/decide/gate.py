@@ -311,13 +311,15 @@ class Gate:
                 value: Any = grammar.evaluate(node.left, values)
                 bound = grammar.evaluate(node.right, values)
                 threshold: Any = f"{node.op} {bound:g}"
+                why = f"{value:.4g} is not {threshold}"
             else:  # a compound test: show what it read
                 value = ", ".join(f"{name}={v:.4g}" for name, v in sorted(values.items()))
                 threshold = "the rule"
+                why = "the rule is false for these values"
             ok = grammar.evaluate(node, values)
         except grammar.ExprError as exc:
             return _row(rule, "fail", None, None, str(exc))
-        return _row(rule, "pass" if ok else "fail", value, threshold)
+        return _row(rule, "pass" if ok else "fail", value, threshold, "" if ok else why)
 
     def _suite_changes(self, pairing: Pairing, rule: Rule) -> str:
         """The baseline tasks of the rule's slice the candidate no longer measures as they

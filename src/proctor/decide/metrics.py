@@ -100,9 +100,9 @@ METRICS: dict[str, tuple[str, Callable[[Summary], float | None]]] = {
     **{
         f"{name}_score": (meaning, _quality_of(name))
         for name, meaning in (
-            ("robustness", "share of robustness and duplicate-effect checks passed (1: none)"),
+            ("robustness", "share of robustness and duplicate-effect checks passed"),
             ("security", "share of valid trials without a safety violation"),
-            ("budget", "share of budget checks passed (1: none)"),
+            ("budget", "share of budget checks passed (none ran: not measured)"),
             ("observability", "share of trials with a trace id"),
         )
     },
@@ -188,6 +188,10 @@ def metric_value(summary: Summary, name: str, currency: Currency | None = None) 
     return None if value is None else float(value)
 
 
+#: Shares of checks that are undefined when no such check ran, and the checks they count.
+_CHECKED = {"robustness_score": "robustness", "budget_score": "budget"}
+
+
 def undefined_reason(summary: Summary, name: str, currency: Currency | None) -> str:
     """Why `metric_value` is None: an incomplete pass@k, a missing rate, or no data."""
     base, _, index = name.partition("[")
@@ -200,6 +204,8 @@ def undefined_reason(summary: Summary, name: str, currency: Currency | None) -> 
     money = money_metric(name)
     if money is not None and (currency is None or currency.code != money[1]):
         return f"{name}: no {money[1]} rate (`currency:` in the price table)"
+    if name in _CHECKED:
+        return f"{name} is not measured: no {_CHECKED[name]} check ran"
     flagged = ", ".join(f"{k} {n}" for k, n in summary.get("data_quality", {}).items())
     if flagged:
         return f"{name} is undefined for this run (imported data flagged: {flagged})"

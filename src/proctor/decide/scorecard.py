@@ -9,7 +9,10 @@ scorecard file). The default (docs/architecture.md, Metrics): task success 30% (
 0.90` on tasks tagged `clear`), robustness 15% (gate: no duplicate side effects), security
 20% (gate: no critical violation), efficiency 10% (budget checks passed), observability 5%
 (gate: every trial has a trace id). A category or gate on a slice with no task has nothing
-to measure: not applicable, neither passing nor failing, and left out of the weights.
+to measure: not applicable, neither passing nor failing, and left out of the weights; a
+category nothing measured (no budget or robustness check ran) is `not measured`, never
+100%, and a scorecard with no category measured has no score at all. The scorecard is no
+verdict of its own: it is one input to the recommendation (proctor.report.recommendation).
 
 The scorecard is computed from a finished RunSummary, in a step of its own: the gates
 read summaries, so the summary cannot compute them itself.
@@ -173,7 +176,7 @@ def scorecard(run: RunData, config: ScorecardConfig | None = None) -> dict[str, 
         if score is not None and config.weights[name] > 0
     }
     total = sum(w for _, w in counted.values())
-    score = sum(s * w for s, w in counted.values()) / total if total else 0.0
+    score = sum(s * w for s, w in counted.values()) / total if total else None
     categories = {
         name: {
             "score": scores[name],

@@ -254,9 +254,11 @@ def _tool_use(results: Sequence[TrialResult]) -> dict[str, float | None]:
     return out
 
 
-def _share_passed(results: Iterable[TrialResult], select: Callable[[Check], bool]) -> float:
+def _share_passed(results: Iterable[TrialResult], select: Callable[[Check], bool]) -> float | None:
+    """The share of the selected checks that passed; None when none ran (not measured:
+    a run without budgets has no efficiency to score, never a perfect one)."""
     checks = [c for r in results for c in r.checks if select(c)]
-    return sum(c.passed for c in checks) / len(checks) if checks else 1.0
+    return sum(c.passed for c in checks) / len(checks) if checks else None
 
 
 def _quality(results: Sequence[TrialResult]) -> dict[str, float | None]:

@@ -13,8 +13,8 @@ from rich.table import Table
 from rich.text import Text
 
 from proctor.report.fmt import metric_interval, metric_text, pct
-from proctor.report.recommendation import Recommendation
-from proctor.report.terminal import plain, rules_table
+from proctor.report.recommendation import PROCEED, Recommendation
+from proctor.report.terminal import plain, recommendation_line, rules_table
 
 
 def metrics_table(report: dict[str, Any]) -> Table:
@@ -173,14 +173,18 @@ def print_gate(result: dict[str, Any], console: Console | None = None) -> None:
         console.print(Text(f"warning: {warning}", style="yellow"))
     console.print(rules_table(title, result["rules"]))
     total = len(result["rules"])
-    if result["passed"]:
+    rec = result.get("recommendation")
+    line = None if rec is None else Recommendation(rec["decision"], rec["reasons"])
+    if not result["passed"]:
+        console.print(Text(f"gate FAILED ({result['failed']} of {total} rules)", style="bold red"))
+    elif line is not None and line.decision != PROCEED:  # the rules passed; the run did not
+        console.print(
+            Text(f"gate rules passed ({total} rules), but: {line.decision}", style="bold red")
+        )
+    else:
         skipped = f", {result['skipped']} skipped" if result["skipped"] else ""
         console.print(
             Text(f"gate PASSED ({total - result['skipped']} rules{skipped})", style="bold green")
         )
-    else:
-        console.print(Text(f"gate FAILED ({result['failed']} of {total} rules)", style="bold red"))
-    rec = result.get("recommendation")
-    if rec is not None:
-        line = Recommendation(rec["decision"], rec["reasons"])
-        console.print(Text(line.text(), style="bold red" if line.blocks else "bold green"))
+    if line is not None:  # last: it names the failed rules
+        console.print(recommendation_line(line))
