@@ -222,7 +222,6 @@ BASE_STATE: State = {
 }
 
 
-
 class Patient(BaseModel):
     name: str
     birth_year: int

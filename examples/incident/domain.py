@@ -98,7 +98,6 @@ BASE_STATE: State = {
 }
 
 
-
 class Note(BaseModel):
     author: str | None
     text: str

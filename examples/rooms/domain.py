@@ -66,7 +66,6 @@ BASE_STATE: State = {
 }
 
 
-
 class Room(BaseModel):
     name: str
     capacity: int

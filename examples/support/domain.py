@@ -50,7 +50,6 @@ BASE_STATE: State = {
 }
 
 
-
 class Item(BaseModel):
     sku: str
     qty: int
