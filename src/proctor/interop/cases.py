@@ -19,7 +19,7 @@ lives: `paths:` maps a case key to a dotted domain path (null: not state, as
 `authenticated_user`, which is the identity), with `{name}` filled from the case's own
 state values or from `ids:`, patterns found in `user_input`:
 
-    ids: {incident: 'INC-\d{6}'}
+    ids: {incident: 'INC-[0-9]{6}'}
     paths:
       incident_status: incidents.{incident}.status
       user_can_close: users.{authenticated_user}.can_close
