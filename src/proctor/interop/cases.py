@@ -206,7 +206,7 @@ def _task(case: Case, domain: Domain, problems: Found, path: Path, smap: StateMa
     ).items():
         _set(initial, where, copy_json(value))
     start = deep_merge(copy_json(domain.base_state), copy_json(initial))
-    wanted = {CONFIRMATION: v for k, v in case.expected_outcome.items() if k == CONFIRMATION}
+    wanted = {k: v for k, v in case.expected_outcome.items() if k == CONFIRMATION}
     rest = {k: v for k, v in case.expected_outcome.items() if k != CONFIRMATION}
     wanted |= _mapped(case, "expected_outcome", rest, domain, smap, problems)
     outcome, confirm = [], []
