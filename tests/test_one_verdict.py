@@ -133,13 +133,16 @@ def test_nothing_measured_is_not_measured_never_a_pass(tmp_path: Path) -> None:
     default = cli("run", str(MINI), "--agent", agent, "--store", db)
     assert default.returncode in (0, 1), default.stderr
     summary = json.loads(cli("show", "latest", "--json", "--store", db).stdout)
-    # the mini suite has no budget: no efficiency to score, never 100% (a budget check
-    # nothing ran for was scored 1.0 before)
-    scores = {n: c["score"] for n, c in summary["scorecard"]["components"].items()}
-    assert scores["efficiency"] is None and scores["robustness"] is not None
-    shown = cli("show", "latest", "--store", db).stdout
-    rows = {line.split("│")[1].strip(): line for line in shown.splitlines() if "│" in line}
-    assert "not measured" in rows["efficiency"] and "not measured" not in rows["robustness"]
+    # the mini suite has no budget: the share of budget checks passed is not measured
+    # (it was 1.0 before), and seed 004's "defined and measured budget" gate fails
+    assert summary["quality"]["budget"] is None
+    [budget] = [g for g in summary["scorecard"]["gates"] if "budget" in g["rule"]]
+    assert budget["status"] == "fail" and budget["value"] == summary["valid_trials"]
+    budgets = tmp_path / "budgets.yaml"
+    budgets.write_text("categories:\n  efficiency: {weight: 1, metric: budget_score}\n")
+    shown = cli("run", str(MINI), "--agent", agent, "--store", db, "--scorecard", str(budgets))
+    rows = {line.split("│")[1].strip(): line for line in shown.stdout.splitlines() if "│" in line}
+    assert rows["efficiency"].split("│")[4].strip() == "not measured"  # the score column
 
 
 CRASHING_GRADER = """

@@ -65,6 +65,14 @@ METRICS: dict[str, tuple[str, Callable[[Summary], float | None]]] = {
         "mean over tasks of optimal steps / tool calls in passed trials (capped at 1)",
         lambda s: s["efficiency"]["score"],
     ),
+    "efficiency_score": (
+        "mean over tasks of seed 003's 0.4 steps + 0.3 tokens + 0.3 latency in passed trials",
+        lambda s: s["efficiency"].get("combined"),
+    ),
+    "budget_unmeasured_trials": (
+        "valid trials whose task defines no budget, or with a budget limit not measured",
+        lambda s: s.get("budget_unmeasured_trials"),
+    ),
     "mde": ("smallest drop in success a run this size detects (80% power)", lambda s: s["mde"]),
     "tasks": ("tasks in the run (or slice)", lambda s: s["tasks"]),
     "trials": ("trials run", lambda s: s["trials"]),
@@ -139,6 +147,7 @@ SHARES = (
     "success_ci_low",
     "partial_rate",
     "step_efficiency",
+    "efficiency_score",
     *TOOL_METRICS,
     "tool_use_score",
     "robustness_score",
