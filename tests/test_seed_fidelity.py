@@ -45,7 +45,9 @@ def runs(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, list[str]]:
 
 def gate_json(where: Path, run: str, rules: Path) -> dict[str, Any]:
     baseline, db = str(where / "baseline.jsonl"), str(where / "p.db")
-    done = proctor("gate", run, "--rules", str(rules), "--baseline", baseline, "--store", db, "--json")
+    done = proctor(
+        "gate", run, "--rules", str(rules), "--baseline", baseline, "--store", db, "--json"
+    )
     verdict: dict[str, Any] = json.loads(done.stdout)
     return verdict
 

@@ -126,9 +126,7 @@ def _test(text: Any, loc: Loc) -> tuple[str, grammar.Node]:
         node = grammar.parse(text)
     except grammar.ExprError as exc:
         raise _RuleError(loc, f"{text!r}: {exc}") from None
-    unknown = sorted(
-        n for n in grammar.names(node) if not metric_known(n.removeprefix(BASELINE))
-    )
+    unknown = sorted(n for n in grammar.names(node) if not metric_known(n.removeprefix(BASELINE)))
     if unknown and unknown[0] in RENAMED:
         raise _RuleError(loc, f"metric {unknown[0]!r} is now {RENAMED[unknown[0]]!r}")
     if unknown:
