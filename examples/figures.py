@@ -317,6 +317,24 @@ def kyc(lab: Lab) -> str:
     return report + "\n" + table(header, breakdown)
 
 
+def mutation(name: str, agent: str, *trials: str) -> Callable[[Lab], str]:
+    """The block stating how many mutants of the reference agent's passes the example's
+    suite kills (`proctor mutate`): counts that change with every task edit."""
+
+    def write(lab: Lab) -> str:
+        out = lab.folder / f"mutate-{name}.json"
+        command = ("mutate", f"examples/{name}", "--agent", f"examples/{name}/agents.py:{agent}")
+        lab.proctor(*command, *trials, "--json", str(out))
+        found = json.loads(out.read_text())
+        return (
+            f"Tests of these tests: `proctor {shlex.join([*command, *trials])}` kills "
+            f"{found['killed']} of {found['applicable']} mutants ({found['equivalent']} "
+            "equivalent: the world itself stops them).\n"
+        )
+
+    return write
+
+
 #: Each block: the README it lives in, and what writes it.
 BLOCKS: dict[str, tuple[Path, Callable[[Lab], str]]] = {
     "demo": (ROOT / "README.md", demo),
@@ -327,6 +345,16 @@ BLOCKS: dict[str, tuple[Path, Callable[[Lab], str]]] = {
     "incident": (EXAMPLES / "incident" / "README.md", incident),
     "kyc": (EXAMPLES / "kyc" / "README.md", kyc),
     "adversarial": (EXAMPLES / "adversarial" / "README.md", adversarial),
+    **{
+        f"{name}-mutation": (EXAMPLES / name / "README.md", mutation(name, agent, *trials))
+        for name, agent, *trials in (
+            ("support", "scripted"),
+            ("clinical", "perfect"),
+            ("incident", "careful"),
+            ("adversarial", "guarded"),
+            ("kyc", "mistake_proofed", "--trials", "3"),
+        )
+    },
 }
 
 
