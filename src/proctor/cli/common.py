@@ -20,7 +20,8 @@ EXIT_BAD_INPUT = 2
 all_checks_option = click.option(
     "--all-checks",
     is_flag=True,
-    help="Per task, every root cause and failing check (default: the most frequent).",
+    help="Per task, every root cause and failing check, and every tag slice (default: the "
+    "most frequent checks and the six weakest tag slices).",
 )
 
 

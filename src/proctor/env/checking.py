@@ -103,10 +103,11 @@ def argument_problems(tool: Tool, loc: Loc, args: dict[str, Predicate]) -> list[
             value = _literal(predicate)
         except _NotLiteral:
             continue
-        if value is None:
+        annotation = fields[name].annotation
+        if value is None or annotation is None:
             continue
         try:
-            TypeAdapter(fields[name].annotation).validate_python(value)
+            TypeAdapter(annotation).validate_python(value)
         except ValidationError as exc:
             why = exc.errors(include_url=False)[0]["msg"]
             problems.append(

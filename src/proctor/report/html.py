@@ -33,6 +33,7 @@ from markupsafe import Markup
 
 from proctor.core.results import TrialResult
 from proctor.core.trace import Trace
+from proctor.decide.compare import paired_metric
 from proctor.decide.summary import headline_k
 from proctor.report import plots
 from proctor.report.embed import script_json, trial_payload
@@ -91,6 +92,13 @@ def _manifest_rows(inputs: ReportInputs) -> list[tuple[str, str]]:
         ("judge model", str(m.get("judge_model") or "none (deterministic graders)")),
         *(("judge", line) for line in judge_statements(m, inputs.summary)),
     ]
+
+
+def interval_method(metric: str) -> str:
+    """The interval a compared metric gets (decide/compare.py): Newcombe's paired interval
+    for a rate, the paired t for any other figure."""
+    paired = paired_metric(metric)
+    return "Newcombe (paired rate)" if paired is not None and paired.units else "paired t"
 
 
 def _verdicts(inputs: ReportInputs) -> list[dict[str, Any]]:
@@ -210,6 +218,7 @@ def _comparison(report: dict[str, Any]) -> dict[str, Any]:
                 "candidate": metric_text(m["metric"], m["candidate"]),
                 "difference": metric_text(m["metric"], m["difference"], signed=True),
                 "ci": metric_interval(m["metric"], m["ci"]),
+                "method": interval_method(m["metric"]),
             }
             for m in report["metrics"]
         ],

@@ -167,8 +167,10 @@ def root_cause_table(summary: dict[str, Any]) -> Table | None:
     return table
 
 
-def slice_table(summary: dict[str, Any], max_tags: int = 6) -> Table:
-    """Suite, risk and split slices, then the weakest tag slices (all are in --json)."""
+def slice_table(summary: dict[str, Any], max_tags: int | None = 6) -> Table:
+    """Suite, risk and split slices, then the weakest tag slices (every one with
+    `max_tags` None, as `--all-checks` asks: a per-category breakdown by tag, such as
+    KYC's, is not left to --json)."""
     k = headline_k(summary)
     slices = summary["slices"]
     fixed = [name for name in slices if not name.startswith("tag:")]
@@ -179,8 +181,10 @@ def slice_table(summary: dict[str, Any], max_tags: int = 6) -> Table:
             n,
         ),
     )
-    hidden = len(tags) - max_tags
-    title = "slices" + (f" ({hidden} stronger tag slices in --json)" if hidden > 0 else "")
+    hidden = 0 if max_tags is None else len(tags) - max_tags
+    title = "slices" + (
+        f" ({hidden} stronger tag slices: --all-checks or --json)" if hidden > 0 else ""
+    )
     table = Table(title=title, title_justify="left")
     for col in ("slice", "tasks", "success", f"pass^{k}", "violations", "failed: root cause"):
         table.add_column(col, overflow="fold")
@@ -286,7 +290,7 @@ def print_summary(
     if causes is not None:
         console.print(causes)
     if slices and summary["slices"]:
-        console.print(slice_table(summary))
+        console.print(slice_table(summary, None if all_checks else 6))
     console.print(*scorecard_tables(summary))
     console.print(headline(summary))
     if recommendation:
