@@ -10,6 +10,7 @@ weights by the support example's tasks.
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 from typing import Any
 
@@ -102,3 +103,29 @@ def test_the_support_tasks_carry_the_customer_service_kinds() -> None:
     readme = (SUPPORT / "README.md").read_text()
     assert "--scorecard examples/scorecards/customer-service.yaml" in readme
     assert yaml.safe_load((SUPPORT / "gates.yaml").read_text())
+
+
+def test_one_command_prints_seed_001s_six_figures(runs: tuple[Path, list[str]]) -> None:
+    """Issue 29 item 8: the source's six lines came from three commands assembled by
+    examples/figures.py; the gate prints them beside its verdict."""
+    where, ids = runs
+    rules, baseline = str(SUPPORT / "gates.yaml"), str(where / "baseline.jsonl")
+    done = proctor("gate", ids[1], "--rules", rules, "--baseline", baseline,
+                   "--store", str(where / "p.db"))  # fmt: skip
+    assert done.returncode == 0, done.stdout + done.stderr
+    lines = done.stdout.splitlines()
+    start = lines.index("task success: 100.0%")
+    assert lines[start : start + 5] == [
+        "task success: 100.0%",
+        "tool precision: 100.0%",
+        "tool recall: 100.0%",
+        "argument accuracy: 100.0%",
+        lines[start + 4],
+    ]
+    # the source's review line, with the random sample counted apart
+    assert re.fullmatch(r"human review: cancel-eligible-order( \(\+\d+ sampled trials?\))?",
+                        lines[start + 4])  # fmt: skip
+    assert lines[start + 5].startswith("gate PASSED")
+    careless = proctor("gate", ids[2], "--rules", rules, "--baseline", baseline,
+                       "--store", str(where / "p.db"))  # fmt: skip
+    assert "task success: 0.0%" in careless.stdout and "gate FAILED" in careless.stdout

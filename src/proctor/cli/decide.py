@@ -52,6 +52,22 @@ def check_rules(rules_path: str, rules: list[Any], *, baseline: bool, currency: 
         )
 
 
+def decision_figures(summary: dict[str, Any], queue: dict[str, Any]) -> dict[str, Any]:
+    """What seed 001's harness prints beside its gate: task success, tool precision,
+    recall and argument accuracy, and the tasks a person must review (routed by a rule;
+    the random sample counted apart, as the source samples none)."""
+    tool = summary["tool_use"]
+    routed = sorted({i["task_id"] for i in queue["items"] if i["reasons"] != ["sample"]})
+    return {
+        "task_success_rate": summary["success_rate"],
+        "tool_precision": tool["tool_precision"],
+        "tool_recall": tool["tool_recall"],
+        "arg_accuracy": tool["arg_accuracy"],
+        "human_review": routed,
+        "sampled": sum(i["reasons"] == ["sample"] for i in queue["items"]),
+    }
+
+
 def gate_verdict(
     run: Any,
     rules: list[Any],
@@ -84,7 +100,9 @@ def gate_verdict(
     # the run's own summary, as the reports read it (its scorecard is an input)
     summary = run.summary if run.summary is not None else gate.summary(None)
     assert summary is not None
-    rec = recommend(summary, result, review_queue(run, baseline)["queued"])
+    queue = review_queue(run, baseline)
+    rec = recommend(summary, result, queue["queued"])
+    result["figures"] = decision_figures(summary, queue)
     result["recommendation"] = {"decision": rec.decision, "reasons": rec.reasons}
     result["exit_code"] = rec.exit_code
     if as_json:

@@ -162,6 +162,23 @@ def print_comparison(report: dict[str, Any], console: Console | None = None) -> 
     )
 
 
+def figures_text(figures: dict[str, Any]) -> Text:
+    """Seed 001's lines beside the gate: success, tool precision, recall, argument
+    accuracy and the tasks queued for a person (proctor.cli.decide.decision_figures)."""
+    review = ", ".join(figures["human_review"]) or "none"
+    sampled = figures["sampled"]
+    if sampled:
+        review += f" (+{sampled} sampled trial{'' if sampled == 1 else 's'})"
+    lines = [
+        f"task success: {pct(figures['task_success_rate'])}",
+        f"tool precision: {pct(figures['tool_precision'])}",
+        f"tool recall: {pct(figures['tool_recall'])}",
+        f"argument accuracy: {pct(figures['arg_accuracy'])}",
+        f"human review: {review}",
+    ]
+    return Text("\n").join(plain(line) for line in lines)
+
+
 def print_gate(result: dict[str, Any], console: Console | None = None) -> None:
     """The rules table, the pairing's warnings, the verdict and the recommendation (the
     reports' own, from `proctor.report.recommendation`)."""
@@ -172,6 +189,8 @@ def print_gate(result: dict[str, Any], console: Console | None = None) -> None:
     for warning in result.get("warnings", []):
         console.print(Text(f"warning: {warning}", style="yellow"))
     console.print(rules_table(title, result["rules"]))
+    if "figures" in result:
+        console.print(figures_text(result["figures"]))
     total = len(result["rules"])
     rec = result.get("recommendation")
     line = None if rec is None else Recommendation(rec["decision"], rec["reasons"])
