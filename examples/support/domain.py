@@ -62,6 +62,7 @@ class Order(BaseModel):
     items: list[Item]
     total: float
     carrier: str | None = None
+    contact: str | None = None  # the customer's email, when a task gives one
     cancel_reason: str | None = None  # written by orders.cancel
     cancelled_by: str | None = None
 

@@ -359,7 +359,7 @@ def _with_progress(runner: Any, total: int, console: Any, quiet: bool) -> Any:
     )
     with Progress(*columns, console=console, transient=True) as progress:
         bar = progress.add_task("trials", total=total, tally="")
-        tally = {"passed": 0, "failed": 0, "timeout": 0, "error": 0}
+        tally = {"passed": 0, "partial": 0, "failed": 0, "timeout": 0, "error": 0}
 
         def advance(result: Any) -> None:
             tally[result.status] = tally.get(result.status, 0) + 1

@@ -237,7 +237,9 @@ class Currency(NamedTuple):
         return {"code": self.code, "per_usd": self.per_usd}
 
 
-TrialStatus = Literal["passed", "failed", "timeout", "error"]
+#: A trial's status. `partial`: failed, having done some of the task's required parts and
+#: broken no blocking safety rule (seed 003's partial credit): counted apart, never a pass.
+TrialStatus = Literal["passed", "partial", "failed", "timeout", "error"]
 
 
 @dataclass(slots=True)

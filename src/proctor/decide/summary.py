@@ -102,15 +102,9 @@ def task_counts(results: Iterable[TrialResult]) -> dict[str, tuple[int, int]]:
 
 
 def is_partial(result: TrialResult) -> bool:
-    """A failed trial that did some required parts and broke no blocking safety rule.
-
-    Parts are counted at grading (`proctor.grade.parts`); a critical or high safety failure
-    keeps the trial plainly failed, and `partial` never counts as a pass
-    (docs/architecture.md, Verdicts).
-    """
-    if result.status != "failed" or result.metrics.get("parts_done", 0.0) < 1:
-        return False
-    return not any(c.kind == "safety" and c.blocks for c in result.checks)
+    """A `partial` trial: failed, having done some required parts (its status, decided
+    at grading by `proctor.grade.parts.failed_status`); never a pass."""
+    return result.status == "partial"
 
 
 def step_efficiency(result: TrialResult, optimal_steps: int | None) -> float | None:
@@ -432,7 +426,9 @@ def summarize(
         "missing_trials": missing,
         **_rates(results, k_max),
         **_power(results, trials_per_task),
-        "statuses": {s: statuses.get(s, 0) for s in ("passed", "failed", "timeout", "error")},
+        "statuses": {
+            s: statuses.get(s, 0) for s in ("passed", "partial", "failed", "timeout", "error")
+        },
         "errors": statuses["error"],
         "timeouts": statuses["timeout"],
         "untraced_trials": sum(1 for r in results if not r.trace_id),

@@ -57,8 +57,8 @@ def headline(summary: dict[str, Any]) -> Table:
         ),
         (
             "partial",
-            f"{pct(summary.get('partial_rate'))}  ({summary.get('partial_trials', 0)} failed "
-            "trials did some required parts)",
+            f"{pct(summary.get('partial_rate'))}  ({summary.get('partial_trials', 0)} trials "
+            "partial: failed, having done some required parts; never a pass)",
         ),
         (
             "minimal detectable drop",

@@ -16,6 +16,7 @@ from collections.abc import Sequence
 from proctor.core.outcome import Outcome
 from proctor.core.results import TrialResult, verdict
 from proctor.core.trace import Trace
+from proctor.grade.parts import failed_status
 from proctor.judge.base import JudgeError
 from proctor.judge.grading import Judging, judge_usage
 from proctor.run.trial import CRASH_CHECK, PROTOCOL_CHECK
@@ -29,7 +30,7 @@ JUDGE_ERROR = "judge failed:"
 def needs_judging(result: TrialResult, rubrics: Sequence[Rubric]) -> bool:
     return (
         bool(rubrics)
-        and result.status in ("passed", "failed")
+        and result.status in ("passed", "partial", "failed")
         and not any(c.name in (CRASH_CHECK, PROTOCOL_CHECK) for c in result.checks)
     )
 
@@ -58,4 +59,4 @@ async def apply_judges(
     result.checks = [*result.checks, *checks]
     result.metrics = {**result.metrics, **metrics}
     passed, result.score = verdict(result.checks)
-    result.status = "passed" if passed else "failed"
+    result.status = "passed" if passed else failed_status(result.checks, result.metrics)

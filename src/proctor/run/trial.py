@@ -39,7 +39,7 @@ from proctor.env.integrity import INTEGRITY_CHECK
 from proctor.env.protocol import ProtocolError
 from proctor.grade.context import GradeContext
 from proctor.grade.metrics import tool_metrics
-from proctor.grade.parts import required_parts
+from proctor.grade.parts import failed_status, required_parts
 from proctor.grade.registry import GraderCrashed, grade
 from proctor.grade.root_cause import root_cause_metric
 from proctor.run.turn import Raised, last_frames, take_turn
@@ -261,7 +261,7 @@ def judge(
         checks, metrics, passed, score = [*extra, _grader_check(crashed)], {}, False, 0.0
         status, error = "error", f"{GRADER_ERROR} {crashed}"
     result.checks, result.metrics, result.score = checks, metrics, score
-    result.status = status or ("passed" if passed else "failed")
+    result.status = status or ("passed" if passed else failed_status(checks, metrics))
     result.error = error
 
 

@@ -552,20 +552,27 @@ class Store:
         return set(self._read(f"run {run_id}", partial(_fetch, self.db, query, (run_id,))))
 
     def task_counts(self, run_id: str) -> dict[str, dict[str, int]]:
-        """Per task: trials stored and how many passed, failed, timed out, broke.
+        """Per task: trials stored and how many passed, were partial, failed, timed out, broke.
 
         Read from an index, without loading a trial: fast on a run of millions, and
         available while the run is still going.
         """
         query = (
-            "SELECT task_id, COUNT(*), SUM(status = 'passed'), SUM(status = 'failed'),"
-            " SUM(status = 'timeout'), SUM(status = 'error')"
+            "SELECT task_id, COUNT(*), SUM(status = 'passed'), SUM(status = 'partial'),"
+            " SUM(status = 'failed'), SUM(status = 'timeout'), SUM(status = 'error')"
             " FROM trials WHERE run_id = ? GROUP BY task_id ORDER BY task_id"
         )
         rows = self._read(f"run {run_id}", partial(_fetch, self.db, query, (run_id,)))
         return {
-            task_id: {"trials": n, "passed": p, "failed": f, "timeout": t, "error": e}
-            for task_id, n, p, f, t, e in rows
+            task_id: {
+                "trials": n,
+                "passed": p,
+                "partial": pa,
+                "failed": f,
+                "timeout": t,
+                "error": e,
+            }
+            for task_id, n, p, pa, f, t, e in rows
         }
 
     def trace(self, run_id: str, task_id: str, trial: int) -> tuple[Trace, str, Outcome | None]:
