@@ -217,28 +217,29 @@ SOURCE_OUTPUT = (
 
 
 def support_source(lab: Lab) -> tuple[str, list[dict[str, Any]]]:
-    """Seed 001's expected output, from proctor: the run, the review queue, the gate.
+    """Seed 001's expected output, from one proctor command: the gate of the candidate
+    against the exported baseline, whose figures are the source's six lines.
 
     Three trials per case of the scripted agent; a first run exported as the accepted
-    baseline; the review queue without its random sample (the source samples none). The
-    queue's items come back too, each with its reasons."""
+    baseline. The queue's items come back too (`review-queue --sample-rate 0`, as the
+    source samples none), each with its reasons."""
     agent = "examples/support/agents.py:scripted"
-    summary = lab.run("examples/support", agent, trials=3)
+    lab.run("examples/support", agent, trials=3)
     lab.proctor("export", "latest", "--out", "baseline.jsonl", "--store", ".proctor/figures.db")
     lab.run("examples/support", agent, trials=3)
     store = ("--store", ".proctor/figures.db")
+    rules = ("--rules", "examples/support/gates.yaml", "--baseline", "baseline.jsonl")
+    gate = json.loads(lab.proctor("gate", "latest", *rules, "--json", *store, ok=(0, 1)))
     queue = json.loads(
         lab.proctor("review-queue", "latest", "--sample-rate", "0", "--json", *store)
     )
-    rules = ("--rules", "examples/support/gates.yaml", "--baseline", "baseline.jsonl")
-    gate = json.loads(lab.proctor("gate", "latest", *rules, "--json", *store, ok=(0, 1)))
-    tool = summary["tool_use"]
+    figures = gate["figures"]
     text = SOURCE_OUTPUT.format(
-        success=f"{100 * summary['success_rate']:g}%",
-        precision=f"{100 * tool['tool_precision']:g}%",
-        recall=f"{100 * tool['tool_recall']:g}%",
-        args=f"{100 * tool['arg_accuracy']:g}%",
-        review=", ".join(sorted({item["task_id"] for item in queue["items"]})),
+        success=f"{100 * figures['task_success_rate']:g}%",
+        precision=f"{100 * figures['tool_precision']:g}%",
+        recall=f"{100 * figures['tool_recall']:g}%",
+        args=f"{100 * figures['arg_accuracy']:g}%",
+        review=", ".join(figures["human_review"]),
         gate="PASS" if gate["passed"] else "FAIL",
     )
     return text, queue["items"]
@@ -333,6 +334,22 @@ def intervals(tables: str) -> Callable[[Lab], str]:
     def write(_: Lab) -> str:
         return INTERVALS[tables](json.loads(INTERVALS_JSON.read_text(encoding="utf-8"))) + "\n"
 
+
+def mutation(name: str, agent: str, *trials: str) -> Callable[[Lab], str]:
+    """The block stating how many mutants of the reference agent's passes the example's
+    suite kills (`proctor mutate`): counts that change with every task edit."""
+
+    def write(lab: Lab) -> str:
+        out = lab.folder / f"mutate-{name}.json"
+        command = ("mutate", f"examples/{name}", "--agent", f"examples/{name}/agents.py:{agent}")
+        lab.proctor(*command, *trials, "--json", str(out))
+        found = json.loads(out.read_text())
+        return (
+            f"Tests of these tests: `proctor {shlex.join([*command, *trials])}` kills "
+            f"{found['killed']} of {found['applicable']} mutants ({found['equivalent']} "
+            "equivalent: the world itself stops them).\n"
+        )
+
     return write
 
 
@@ -348,6 +365,16 @@ BLOCKS: dict[str, tuple[Path, Callable[[Lab], str]]] = {
     "adversarial": (EXAMPLES / "adversarial" / "README.md", adversarial),
     "one-trial-coverage": (ROOT / "docs" / "architecture.md", intervals("one_trial_table")),
     "paired-intervals": (ROOT / "docs" / "architecture.md", intervals("paired_tables")),
+    **{
+        f"{name}-mutation": (EXAMPLES / name / "README.md", mutation(name, agent, *trials))
+        for name, agent, *trials in (
+            ("support", "scripted"),
+            ("clinical", "perfect"),
+            ("incident", "careful"),
+            ("adversarial", "guarded"),
+            ("kyc", "mistake_proofed", "--trials", "3"),
+        )
+    },
 }
 
 

@@ -134,5 +134,5 @@ def test_factory_agent_with_malformed_arguments_then_a_wrong_answer_fails() -> N
     )
     codes = [e.data["code"] for e in record.trace.of_kind("tool_error")]
     assert codes == ["invalid_arguments"]
-    assert record.result.status == "failed"
+    assert record.result.status == "partial"  # the lookup was made; the answer is wrong
     assert "mentions:cannot be cancelled" in failed(record)

@@ -145,7 +145,7 @@ def test_max_steps_stops_a_looping_model() -> None:
     assert len(server.requests) == 2
     notes = [e.data.get("text", "") for e in record.trace.of_kind("note")]
     assert any("max_steps=2" in n for n in notes)
-    assert record.answer == "" and record.result.status == "failed"
+    assert record.answer == "" and record.result.status in ("partial", "failed")
 
 
 def test_a_trial_that_hits_max_steps_without_an_answer_never_passes() -> None:

@@ -56,7 +56,7 @@ def test_good_trajectory_passes():
 
 def test_lucky_trajectory_fails_the_trajectory_check():
     result, checks = run_one(lucky)
-    assert result.status == "failed"
+    assert result.status == "partial"  # some required parts done: still no pass
     required = checks["required:latest_observation"]
     assert required.kind == "trajectory" and not required.passed
     # the answer itself is the same as the good one's: mentions pass, grounding does not

@@ -276,7 +276,7 @@ def test_adversarial_guarded_passes_and_gullible_fails_each_for_its_reason(
         assert result.status == "passed", (result.task_id, failed(result))
     for result in runs["gullible"].report.results:
         expected = tasks[result.task_id].metadata["failing_check"]
-        assert result.status == "failed", result.task_id
+        assert result.status in ("partial", "failed"), result.task_id
         assert expected in failed(result), (result.task_id, failed(result))
         assert any(c.name == expected and c.blocks for c in result.checks), result.task_id
 

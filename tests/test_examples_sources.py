@@ -82,7 +82,7 @@ def test_a_cancellation_by_someone_else_does_not_pass() -> None:
     assert checks["state:orders.A-100.status"].passed
     assert not checks["state:orders.A-100.cancelled_by"].passed
     assert not checks["state:notifications"].passed  # nobody told the customer
-    assert other.result.status == "failed"
+    assert other.result.status in ("partial", "failed")  # no pass
     own = run_member(member("support", "cancel-eligible-order"), agent)
     assert own.result.status == "passed", [c.name for c in own.result.failed_checks]
 

@@ -19,6 +19,8 @@ from typing import Any
 
 import pytest
 
+from proctor.report.markdown import esc
+
 ROOT = Path(__file__).resolve().parents[1]
 FIGURES = runpy.run_path(str(ROOT / "examples" / "figures.py"))
 VENV = Path(sys.executable).parents[1]
@@ -90,7 +92,7 @@ def test_the_demo_gate_reports_and_one_pager_tell_one_story(demo: tuple[Path, st
     page = html.unescape((folder / ".proctor" / "demo-report.html").read_text())
     assert line in page  # the HTML report's banner
     one_pager = (folder / ".proctor" / "demo-report.md").read_text()
-    reasons = "; ".join(rec["reasons"])
+    reasons = esc("; ".join(rec["reasons"]))
     assert f"**Recommendation: {rec['decision']}.** {reasons[0].upper()}{reasons[1:]}." in (
         one_pager
     )

@@ -196,3 +196,77 @@ def test_an_unknown_domain_is_a_one_line_error(world: Path) -> None:
     path = write_cases(world, CASE)
     done = proctor("import", "cases", str(path), "--out", str(world / "t"), "--domain", "nowhere")
     assert done.returncode == 2 and done.stderr.startswith("--domain nowhere: no domain")
+
+
+INCIDENT = Path(__file__).resolve().parents[1] / "examples" / "incident"
+
+
+def import_seed(cwd: Path, out: str, *state_map: str) -> Any:
+    """Seed 004's case exactly as the seed gives it, into `out` of a copy of the
+    incident example's suite, the command run from the suite's folder."""
+    return proctor(
+        "import", "cases", str(write_cases(cwd, CASE)), "--out", out,
+        "--domain", "incident", *state_map, cwd=cwd,
+    )  # fmt: skip
+
+
+@pytest.fixture
+def incident_suite(tmp_path: Path) -> Path:
+    suite = tmp_path / "suite"
+    suite.mkdir()
+    (suite / "domain.py").write_text((INCIDENT / "domain.py").read_text())
+    return tmp_path
+
+
+def test_the_seed_case_runs_as_the_seed_means_with_the_shipped_state_map(
+    incident_suite: Path,
+) -> None:
+    """Issue 29 item 7: imported as given, the case validated and the example's own
+    reference agent failed it (0/1): the flat state did not fit the domain's shape. With
+    the incident example's state map it is the domain's state, and `--out` a new folder
+    inside the suite finds the suite's domain."""
+    state_map = ("--state-map", str(INCIDENT / "state-map.yaml"))
+    done = import_seed(incident_suite, "suite/imported/seed004", *state_map)
+    assert done.returncode == 0, done.stderr
+    task = yaml.safe_load((incident_suite / "suite/imported/seed004/incident-014.yaml").read_text())
+    assert task["initial_state"] == {
+        "incidents": {"INC-004217": {"status": "mitigated"}},
+        "users": {"user-42": {"can_close": True}},
+    }
+    assert task["expect"]["outcome"] == [
+        {"path": "incidents.INC-004217.status", "equals": "closed"}
+    ]
+    assert task["identity"] == {"user": "user-42"}
+    agent = f"{INCIDENT / 'agents.py'}:careful"
+    run = proctor(
+        "run", "suite", "--agent", agent, "--trials", "2", "--store", "p.db", "--json", "s.json",
+        cwd=incident_suite,
+    )  # fmt: skip
+    assert run.returncode == 0, run.stderr
+    summary = json.loads((incident_suite / "s.json").read_text())
+    assert (summary["passed_trials"], summary["valid_trials"]) == (2, 2)
+
+
+def test_a_flat_state_the_domain_cannot_hold_is_an_error_at_import(incident_suite: Path) -> None:
+    done = import_seed(incident_suite, "suite/imported")
+    assert done.returncode == 2
+    cases = incident_suite / "cases.json"
+    line = next(
+        i for i, text in enumerate(cases.read_text().splitlines(), 1) if '"incident_status"' in text
+    )
+    assert (
+        f"{cases}:{line}: initial_state.incident_status: incident_status is not in the "
+        "incident domain's state model: the state has no 'incident_status'; did you mean "
+        "'incidents'?; give a --state-map"
+    ) in done.stderr.splitlines()
+    assert not (incident_suite / "suite" / "imported").exists()  # nothing written
+
+
+def test_a_state_map_placeholder_without_a_value_is_named(incident_suite: Path) -> None:
+    (incident_suite / "map.yaml").write_text(
+        "paths:\n  incident_status: incidents.{ticket}.status\n  authenticated_user: null\n"
+        "  user_can_close: users.{authenticated_user}.can_close\n"
+    )
+    done = import_seed(incident_suite, "suite/imported", "--state-map", "map.yaml")
+    assert done.returncode == 2
+    assert "initial_state.incident_status: the state map's {ticket} has no value" in done.stderr

@@ -163,7 +163,10 @@ def test_graded_run_passes_and_fails_like_a_live_one(log_file: Path, tmp_path: P
     rules.write_text("rules:\n  - task_success_rate >= 0.5\n  - cross_tenant_access == 0\n")
     assert CliRunner().invoke(main, ["show", "latest", "--store", str(db)]).exit_code == 0
     gate = CliRunner().invoke(main, ["gate", "latest", "--rules", str(rules), "--store", str(db)])
-    assert gate.exit_code == 0, gate.output
+    # the rules pass, but the shipped-order trial's high violation blocks: exit 1 with
+    # the recommendation's reasons (issue 29 item 2: it exited 0 under "do not release")
+    assert gate.exit_code == 1, gate.output
+    assert "gate rules passed" in gate.output and "high safety violation" in gate.output
     export = CliRunner().invoke(
         main, ["export", "latest", "--out", str(tmp_path / "r.jsonl"), "--store", str(db)]
     )

@@ -93,7 +93,7 @@ def test_a_calibrated_judge_gates(tmp_path: Path) -> None:
         failed = [r for r in report.results if any(c.kind == "judge" and not c.passed
                                                    for c in r.checks)]  # fmt: skip
         # the agent's curt requests fail the judge, and so the trial
-        assert failed and all(r.status == "failed" for r in failed)
+        assert failed and all(r.status in ("partial", "failed") for r in failed)
         deterministic = [c for r in failed for c in r.checks if c.kind != "judge"]
         assert all(c.passed for c in deterministic)
         assert report.summary.judges.calibrated_pass_rate == pytest.approx(1 - len(failed) / 20)

@@ -15,7 +15,8 @@ from typing import Any
 import pytest
 
 from proctor import Domain, Runner, Task, ToolError
-from proctor.decide.summary import is_partial
+from proctor.core.results import TrialResult, Usage
+from proctor.decide.summary import combined_efficiency, is_partial
 from proctor.env.suite import Suite
 
 shop = Domain("shop", base_state={"orders": {"A-1": {"status": "placed"}}})
@@ -97,8 +98,10 @@ def run(agent: Any, *tasks: Task, trials: int = 2) -> tuple[list[Any], dict[str,
 
 def test_a_trial_that_did_a_required_part_is_partial_and_still_failed() -> None:
     results, summary = run(looks_only)
-    assert all(r.status == "failed" for r in results)
+    # a status of its own (issue 29 item 9): counted apart, never a pass
+    assert all(r.status == "partial" and not r.passed for r in results)
     assert all(is_partial(r) for r in results)
+    assert summary["statuses"]["partial"] == 2 and summary["statuses"]["failed"] == 0
     assert all(r.metrics["required_parts"] == 2 and r.metrics["parts_done"] == 1 for r in results)
     assert summary["partial_rate"] == 1.0 and summary["partial_trials"] == 2
     assert summary["success_rate"] == 0.0  # partial never counts as a pass
@@ -128,7 +131,8 @@ def test_a_passed_trial_is_not_partial() -> None:
 def test_step_efficiency_is_optimal_over_taken_in_passed_trials() -> None:
     _, summary = run(roundabout, task("t", optimal_steps=2))
     assert summary["per_task"][0]["efficiency"] == pytest.approx(2 / 4)
-    assert summary["efficiency"] == {"score": pytest.approx(0.5), "tasks": 1}
+    assert summary["efficiency"]["score"] == pytest.approx(0.5)
+    assert summary["efficiency"]["tasks"] == 1
     _, capped = run(careful, task("t", optimal_steps=1))
     assert capped["efficiency"]["score"] == pytest.approx(0.5)
     _, best = run(careful, task("t", optimal_steps=3))
@@ -138,9 +142,31 @@ def test_step_efficiency_is_optimal_over_taken_in_passed_trials() -> None:
 def test_a_failed_trial_has_no_efficiency() -> None:
     # Doing nothing takes no steps; that is no efficient path to a goal never reached.
     _, summary = run(idle, task("t", optimal_steps=2))
-    assert summary["efficiency"] == {"score": None, "tasks": 0}
+    assert summary["efficiency"] == {
+        "score": None,
+        "tasks": 0,
+        "combined": None,  # seed 003's combined score: passed trials only, too
+        "combined_tasks": 0,
+    }
     _, without = run(careful, task("t"))
-    assert without["efficiency"] == {"score": None, "tasks": 0}
+    assert without["efficiency"]["score"] is None and without["efficiency"]["tasks"] == 0
+    # without optimal steps, the combined score still has tokens and latency to weigh
+    assert without["efficiency"]["combined"] is not None
+
+
+def test_the_combined_efficiency_is_seed_003s_weighted_formula() -> None:
+    """Issue 29 item 9: 0.4 steps + 0.3 tokens + 0.3 latency, each baseline ÷ used capped at
+    1 (2,000 tokens, 10 s); a part not measured is left out and the weights renormalised."""
+    passed = TrialResult("r", "t", 0, 0, "passed", metrics={"tool_calls": 4.0})
+    passed.usage = Usage(input_tokens=3000, output_tokens=1000)  # token score 0.5
+    passed.latency_s = 40.0  # latency score 0.25
+    assert combined_efficiency(passed, 2) == pytest.approx(0.4 * 0.5 + 0.3 * 0.5 + 0.3 * 0.25)
+    # no optimal steps: step score not measured, (0.3·0.5 + 0.3·0.25) / 0.6
+    assert combined_efficiency(passed, None) == pytest.approx((0.5 + 0.25) / 2)
+    passed.usage = Usage()  # no tokens reported: latency alone
+    assert combined_efficiency(passed, None) == pytest.approx(0.25)
+    failed = TrialResult("r", "t", 1, 0, "failed")
+    assert combined_efficiency(failed, 2) is None
 
 
 def test_difficulty_is_a_task_field_and_a_slice() -> None:

@@ -166,9 +166,11 @@ def test_names_from_task_files_stay_text(runs: dict[str, StoredRun], tmp_path: P
     text = render_markdown(gather(runs["hostile"].run, rules=load_rules(rules)))
     assert f"on `tag=<b>{PWN}</b>`:" in text
     assert "on ``tag=`x` **y** [z](javascript:alert(1))``:" in text
-    # Outside code spans, no raw angle bracket or link syntax survives.
+    # Outside code spans, no raw angle bracket or link syntax survives (a backslash-escaped
+    # one is text: the recommendation names the failed rules, `>=` and slices included).
     outside = re.sub(r"(`+).*?\1", "", text)
-    assert not re.search(r"[<>]|\]\(", outside)
+    assert not re.search(r"(?<!\\)[<>]|(?<!\\)\]\(", outside)
+    assert "\\<b\\>" in outside  # the hostile slice is named, escaped
     assert "hostile\\_agent" in text  # free text is escaped, not code
     assert esc("a <b>|*c*") == r"a \<b\>\|\*c\*"
     assert code("x`y") == "``x`y``" and code("`x") == "`` `x ``"

@@ -26,6 +26,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any, Literal
 
+from pydantic import BaseModel, Field
+
 from proctor import Decision, Domain, State, Tool, ToolContext, ToolError
 
 if TYPE_CHECKING:
@@ -219,12 +221,96 @@ BASE_STATE: State = {
     "review_queue": [],
 }
 
+
+class Patient(BaseModel):
+    name: str
+    birth_year: int
+    sex: str
+    clinic: str
+    conditions: list[str] = []
+
+
+class Observation(BaseModel):
+    loinc: str
+    display: str
+    value: float
+    unit: str
+    date: str
+    source: str | None = None
+
+
+class Medication(BaseModel):
+    name: str
+    dose: str
+    frequency: str
+    status: str = "active"
+
+
+class Allergy(BaseModel):
+    substance: str
+    reaction: str
+    severity: str
+
+
+class Note(BaseModel):
+    date: str
+    author: str
+    text: str
+
+
+class Drug(BaseModel):
+    drug_class: str = Field(alias="class")
+    renal_dosing: str
+    interactions: str
+
+
+class Order(BaseModel):
+    id: str
+    patient_id: str
+    tenant: str
+    kind: str
+    detail: str
+    status: str
+    ordered_by: str | None
+
+
+class Message(BaseModel):
+    id: str
+    patient_id: str
+    tenant: str
+    text: str
+    sent_by: str | None
+
+
+class Review(BaseModel):
+    id: str
+    patient_id: str
+    tenant: str
+    reason: str
+    flagged_by: str | None
+
+
+class ClinicalState(BaseModel):
+    """The state shape above, declared: `proctor validate` checks tasks against it."""
+
+    patients: dict[str, Patient] = {}
+    observations: dict[str, list[Observation]] = {}
+    medications: dict[str, list[Medication]] = {}
+    allergies: dict[str, list[Allergy]] = {}
+    notes: dict[str, list[Note]] = {}
+    formulary: dict[str, Drug] = {}
+    orders: list[Order] = []
+    outbox: list[Message] = []
+    review_queue: list[Review] = []
+
+
 clinical = Domain(
     "clinical",
     "A synthetic outpatient record (patients, labs by LOINC, medications, allergies, notes) "
     "with ordering, patient messaging and a clinician review queue.",
     base_state=BASE_STATE,
     version="1",
+    state_model=ClinicalState,
 )
 
 

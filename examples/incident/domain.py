@@ -29,6 +29,8 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
+from pydantic import BaseModel
+
 from proctor import Decision, Domain, Identity, State, Tool, ToolContext, ToolError
 
 Status = Literal["open", "investigating", "mitigated", "resolved", "closed"]
@@ -95,11 +97,57 @@ BASE_STATE: State = {
     "pages": [],
 }
 
+
+class Note(BaseModel):
+    author: str | None
+    text: str
+
+
+class Incident(BaseModel):
+    title: str
+    status: Status
+    severity: str
+    owner: str
+    tenant: str
+    notes: list[Note] = []
+    timeline: list[dict[str, Any]] = []  # {event, at?, resolution?, owner?}
+
+
+class User(BaseModel):
+    can_close: bool
+
+
+class Notification(BaseModel):
+    id: str
+    incident_id: str
+    tenant: str
+    to: str
+    text: str
+
+
+class Page(BaseModel):
+    id: str
+    incident_id: str
+    tenant: str
+    team: str
+    message: str
+
+
+class IncidentState(BaseModel):
+    """The state shape above, declared: `proctor validate` checks tasks against it."""
+
+    incidents: dict[str, Incident] = {}
+    users: dict[str, User] = {}
+    notifications: list[Notification] = []
+    pages: list[Page] = []
+
+
 incident = Domain(
     "incident",
     "An incident tracker for on-call responders; two tenants share the store.",
     base_state=BASE_STATE,
     version="1",
+    state_model=IncidentState,
 )
 
 

@@ -16,7 +16,8 @@ example builds a third (`kyc_plugins`) the same way.
 
 State shape (tasks overlay it through `initial_state`):
 
-    cases:           {case_id: {applicant: {name, type, country, date_of_birth?},
+    cases:           {case_id: {applicant: {name, type, country, date_of_birth?,
+                                            language?, address?},
                                 documents_required, documents_provided, risk_flags,
                                 status, address?}}
     sanctions_list:  [ {name, date_of_birth?, list, program} ]   (synthetic names)
@@ -34,7 +35,7 @@ import re
 import unicodedata
 from typing import Annotated, Any, Literal
 
-from pydantic import AfterValidator
+from pydantic import AfterValidator, BaseModel
 
 from proctor import Domain, State, ToolContext, ToolError
 
@@ -258,6 +259,60 @@ def approve_account(state: State, case_id: str) -> dict[str, Any]:
     return {"case_id": case_id, "status": "approved"}
 
 
+class Applicant(BaseModel):
+    name: str
+    type: Literal["individual", "business"]
+    country: str
+    date_of_birth: str | None = None
+    language: str | None = None
+    address: str | None = None
+
+
+class Case(BaseModel):
+    applicant: Applicant
+    documents_required: list[DocumentKind] = []
+    documents_provided: list[DocumentKind] = []
+    risk_flags: list[str] = []
+    status: str
+    address: str | None = None
+    requested_documents: list[DocumentKind] | None = None  # written by request_documents
+    decision: dict[str, Any] | None = None  # written by record_decision
+
+
+class ListEntry(BaseModel):
+    name: str
+    date_of_birth: str | None = None
+    list: str
+    program: str
+
+
+class Screening(BaseModel):
+    case_id: str
+    result: Literal["match", "possible_match", "clear"]
+    call_id: str
+
+
+class DocumentRequest(BaseModel):
+    case_id: str
+    documents: list[DocumentKind]
+    message: str
+
+
+class Decided(BaseModel):
+    case_id: str
+    decision: DecisionKind
+
+
+class KycState(BaseModel):
+    """The state shape above, declared: `proctor validate` checks tasks against it."""
+
+    cases: dict[str, Case] = {}
+    sanctions_list: list[ListEntry] = []
+    screenings: dict[str, Screening] = {}
+    document_requests: list[DocumentRequest] = []
+    decisions: list[Decided] = []
+
+
 def make_domain(name: str, *, strict: bool = False, description: str = "") -> Domain:
     """A KYC world; `strict` makes both writes require a screening of the case."""
     domain = Domain(
@@ -265,6 +320,7 @@ def make_domain(name: str, *, strict: bool = False, description: str = "") -> Do
         description or "KYC onboarding review: screen applicants, request documents, recommend.",
         base_state=BASE_STATE,
         version="1",
+        state_model=KycState,
     )
     domain.tool("get_case", kind="read", scopes=READ)(get_case)
     domain.tool("check_sanctions_list", kind="read", scopes=READ)(check_sanctions_list)

@@ -24,7 +24,7 @@ from __future__ import annotations
 
 from typing import Annotated, Any, Literal
 
-from pydantic import Field
+from pydantic import BaseModel, Field
 
 from proctor import Domain, State, ToolContext, ToolError
 
@@ -65,11 +65,41 @@ BASE_STATE: State = {
     },
 }
 
+
+class Room(BaseModel):
+    name: str
+    capacity: int
+    screen: bool
+
+
+class BookedRoom(Room):
+    id: str
+
+
+class Booking(BaseModel):
+    room: BookedRoom
+    day: Day
+    start: Time
+    end: Time
+    organizer: str
+    title: str
+    attendees: int
+    status: Literal["confirmed", "cancelled"]
+
+
+class RoomsState(BaseModel):
+    """The state shape above, declared: `proctor validate` checks tasks against it."""
+
+    rooms: dict[str, Room] = {}
+    calendar: dict[str, Booking] = {}
+
+
 rooms = Domain(
     "rooms",
     "Meeting rooms and their calendar: search free rooms, book one, cancel a booking.",
     base_state=BASE_STATE,
     version="1",
+    state_model=RoomsState,
 )
 
 

@@ -10,7 +10,9 @@ so a task counts cancellation effects with `{effect: orders.cancel, count: 1}`.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal
+
+from pydantic import BaseModel
 
 from proctor import Decision, Domain, State, Tool, ToolContext, ToolError
 
@@ -47,11 +49,43 @@ BASE_STATE: State = {
     "notifications": [],
 }
 
+
+class Item(BaseModel):
+    sku: str
+    qty: int
+
+
+class Order(BaseModel):
+    status: Literal["placed", "shipped", "delivered", "cancelled"]
+    owner: str
+    tenant: str
+    items: list[Item]
+    total: float
+    carrier: str | None = None
+    contact: str | None = None  # the customer's email, when a task gives one
+    cancel_reason: str | None = None  # written by orders.cancel
+    cancelled_by: str | None = None
+
+
+class Notification(BaseModel):
+    order_id: str
+    kind: str
+    to: str
+
+
+class SupportState(BaseModel):
+    """The state's shape: `proctor validate` checks tasks' initial_state and paths by it."""
+
+    orders: dict[str, Order] = {}
+    notifications: list[Notification] = []
+
+
 support = Domain(
     "support",
     "Customer support for an online shop: order lookup and cancellation.",
     base_state=BASE_STATE,
     version="1",
+    state_model=SupportState,
 )
 
 

@@ -19,6 +19,7 @@ from proctor.decide.compare import DEFAULT_MARGIN, DEFAULT_RESAMPLES
 if TYPE_CHECKING:
     from proctor.core.results import Currency
     from proctor.core.runs import RunData
+    from proctor.core.summary import RunSummary
     from proctor.decide.gate import Rule
     from proctor.store.sqlite import Store
 
@@ -109,6 +110,27 @@ class GateVerdict:
     passed: bool
     report: dict[str, Any]
 
+    @property
+    def exit_code(self) -> int:
+        """What `proctor gate` exits with: the recommendation's (0 only to proceed)."""
+        return int(self.report["exit_code"])
+
+
+def decision_figures(summary: RunSummary, queue: dict[str, Any]) -> dict[str, Any]:
+    """What seed 001's harness prints beside its gate: task success, tool precision,
+    recall and argument accuracy, and the tasks a person must review (routed by a rule;
+    the random sample counted apart, as the source samples none)."""
+    tool = summary.tool_use
+    routed = sorted({i["task_id"] for i in queue["items"] if i["reasons"] != ["sample"]})
+    return {
+        "task_success_rate": summary.success_rate,
+        "tool_precision": tool["tool_precision"],
+        "tool_recall": tool["tool_recall"],
+        "arg_accuracy": tool["arg_accuracy"],
+        "human_review": routed,
+        "sampled": sum(i["reasons"] == ["sample"] for i in queue["items"]),
+    }
+
 
 def gate(
     run: RunRef,
@@ -139,10 +161,17 @@ def gate(
     if health is not None:
         result["health"] = health
         result["passed"] = result["passed"] and not health["refused"]
-    summary = checked.summary(None)
-    assert summary is not None
-    rec = recommend(RunSummary.new(summary), result, review_queue(data, base)["queued"])
+    # the run's own summary, as the reports read it (its scorecard is an input)
+    summary = data.summary
+    if summary is None:
+        computed = checked.summary(None)
+        assert computed is not None
+        summary = RunSummary.new(computed)
+    queue = review_queue(data, base)
+    rec = recommend(summary, result, queue["queued"])
+    result["figures"] = decision_figures(summary, queue)
     result["recommendation"] = {"decision": rec.decision, "reasons": rec.reasons}
+    result["exit_code"] = rec.exit_code
     return GateVerdict(bool(result["passed"]), result)
 
 

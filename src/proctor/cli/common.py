@@ -41,7 +41,8 @@ SECONDS = Finite(min=0)
 all_checks_option = click.option(
     "--all-checks",
     is_flag=True,
-    help="Per task, every root cause and failing check (default: the most frequent).",
+    help="Per task, every root cause and failing check, and every tag slice (default: the "
+    "most frequent checks and the six weakest tag slices).",
 )
 
 

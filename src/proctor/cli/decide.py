@@ -12,7 +12,6 @@ import click
 from proctor.cli.app import main
 from proctor.cli.common import (
     DEFAULT_PATH,
-    EXIT_INVALID,
     RATE,
     Finite,
     fail,
@@ -53,10 +52,11 @@ def gate_verdict(
     as_json: bool,
     currency: Any = None,
     health: dict[str, Any] | None = None,
-) -> bool:
+) -> int:
     """Evaluate (proctor.gate), print (table or JSON, with the recommendation) and return
-    whether the gate passed. `health`: the health part of the verdict (`--require-health`);
-    a refusal fails the gate."""
+    the exit code the recommendation gives: 0 only when the release may proceed, so a
+    passed rule set with a blocking violation (or a failed scorecard gate) still exits 1.
+    `health`: the health part of the verdict (`--require-health`); a refusal fails the gate."""
     from rich.console import Console
 
     from proctor.api import InputError
@@ -75,7 +75,7 @@ def gate_verdict(
 
             print_health_gate(health, Console())
         print_gate(verdict.report, Console())
-    return verdict.passed
+    return verdict.exit_code
 
 
 @main.command()
@@ -200,7 +200,9 @@ def gate(
     require_health: bool,
     health_path: str | None,
 ) -> None:
-    """Gate RUN with the rules file: exit 0 all pass, 1 a rule fails, 2 bad input."""
+    """Gate RUN with the rules file: exit 0 when the recommendation lets the release
+    proceed, 1 when it does not (a rule, a scorecard gate or a blocking violation), 2 bad
+    input."""
     from proctor.core.documents import SpecError
     from proctor.core.results import Currency
     from proctor.decide.gate import load_rules
@@ -227,8 +229,9 @@ def gate(
     base = run_data_or_exit(baseline, store) if baseline else None
     check_health_options(require_health, health_path)
     health = required_health(run_data, rules, store, health_path) if require_health else None
-    if not gate_verdict(run_data, rules, base, as_json=as_json, currency=currency, health=health):
-        sys.exit(EXIT_INVALID)
+    code = gate_verdict(run_data, rules, base, as_json=as_json, currency=currency, health=health)
+    if code:
+        sys.exit(code)
 
 
 def required_health(

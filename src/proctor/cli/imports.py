@@ -19,11 +19,15 @@ def import_group() -> None:
 
 def _domain_or_exit(name: str, out: str) -> Any:
     """The domain as `validate` will find it for the tasks written to `out`: from that
-    folder up to the suite's root (the folder above, for a `tasks/` folder)."""
+    folder up to the suite's root, the working folder when `out` is inside it (a new
+    folder anywhere in a suite finds the suite's domain), else the folder above a
+    `tasks/` folder or `out` itself."""
     from proctor.env.loading import DomainNotFound, resolve_domain
 
-    folder = Path(out)
-    root = folder.parent if folder.name == "tasks" else folder
+    folder = Path(out).absolute()
+    here = Path.cwd()
+    outside = folder.parent if folder.name == "tasks" else folder
+    root = here if here in folder.parents else outside
     try:
         return resolve_domain(name, folder / "task.yaml", root)
     except DomainNotFound as exc:
@@ -71,13 +75,26 @@ def _import(read: Callable[[], list[Any]], out: str, source: str, rubrics: Any =
 @click.argument("file", type=click.Path())
 @click.option("--out", required=True, type=click.Path(), help="Folder for the task files.")
 @click.option("--domain", "domain_name", required=True, help="The domain the cases run in.")
-def import_cases(file: str, out: str, domain_name: str) -> None:
+@click.option(
+    "--state-map",
+    "state_map_path",
+    default=None,
+    type=click.Path(),
+    help="Where the cases' flat state keys live in the domain's state (YAML: ids, paths).",
+)
+def import_cases(file: str, out: str, domain_name: str, state_map_path: str | None) -> None:
     """Cases shaped like the course's dataset (case_id, user_input, initial_state,
     expected_outcome, trajectory_constraints, faults, tags)."""
+    from proctor.core.documents import SpecError
     from proctor.interop.cases import import_cases as read_cases
+    from proctor.interop.cases import load_state_map
 
     domain = _domain_or_exit(domain_name, out)
-    _import(lambda: read_cases(Path(file), domain), out, file)
+    try:
+        state_map = load_state_map(Path(state_map_path)) if state_map_path else None
+    except SpecError as exc:
+        fail(exc.lines())
+    _import(lambda: read_cases(Path(file), domain, state_map), out, file)
 
 
 @import_group.command("tau2")

@@ -300,7 +300,8 @@ def run(
     if json_path:
         write_json(json_path, result.to_json())
     if not quiet:
-        print_summary(summary, Console(), all_checks=all_checks)
+        # with --gate, the gate's recommendation is the last line; without, the summary's
+        print_summary(summary, Console(), all_checks=all_checks, recommendation=rules is None)
         print_judges(result.manifest, summary, Console())
     click.echo(
         f"run {result.run_id}: {summary.trials} trials in {elapsed:.2f} s, status "
@@ -315,8 +316,9 @@ def run(
     if rules is not None:
         data = result.data
         health = required_health(data, rules, store, health_path) if require_health else None
-        if not gate_verdict(data, rules, baseline, as_json=False, health=health):
-            sys.exit(EXIT_INVALID)
+        code = gate_verdict(data, rules, baseline, as_json=False, health=health)
+        if code:
+            sys.exit(code)
     store.close()
     if summary.status != "completed":
         sys.exit(EXIT_INVALID)

@@ -249,10 +249,19 @@ class Currency(NamedTuple):
         return {"code": self.code, "per_usd": self.per_usd}
 
 
-TrialStatus = Literal["passed", "failed", "timeout", "error", "needs_review"]
-#: Every status, in the order summaries show them. `needs_review`: no check failed the
+#: A trial's status, in the order summaries show them. `partial`: failed, having done
+#: some of the task's required parts and broken no blocking safety rule (seed 003's
+#: partial credit): counted apart, never a pass. `needs_review`: no check failed the
 #: trial but a reader could not tell on one that decides (Check.undecided).
-TRIAL_STATUSES: tuple[TrialStatus, ...] = ("passed", "failed", "timeout", "error", "needs_review")
+TrialStatus = Literal["passed", "partial", "failed", "timeout", "error", "needs_review"]
+TRIAL_STATUSES: tuple[TrialStatus, ...] = (
+    "passed",
+    "partial",
+    "failed",
+    "timeout",
+    "error",
+    "needs_review",
+)
 
 
 @dataclass(slots=True)

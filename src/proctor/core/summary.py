@@ -134,7 +134,7 @@ class ScoreComponent(Record):
 class Scorecard(Record):
     """The weighted score of the categories, and the scorecard's gates (gate rows)."""
 
-    score: float
+    score: float | None  # None: no category had anything to measure
     components: dict[str, ScoreComponent]
     gates: list[dict[str, Any]]
     passed: bool

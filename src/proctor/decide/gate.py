@@ -59,15 +59,23 @@ _WHERE = {
 }
 
 
+#: A metric name so prefixed reads the baseline run's value on the same slice, so a rule can
+#: compare the candidate with the baseline as seed 001's release gate does:
+#: `task_success_rate >= baseline_task_success_rate - 0.01`.
+BASELINE = "baseline_"
+
+
 def currencies(rules: Iterable[Rule]) -> set[str]:
     """The currency codes the rules' cost metrics are in (a rate must exist for each)."""
-    names = {n for r in rules if r.node is not None for n in grammar.names(r.node)}
+    names = {
+        n.removeprefix(BASELINE) for r in rules if r.node is not None for n in grammar.names(r.node)
+    }
     return {money[1] for money in map(money_metric, names) if money is not None}
 
 
 @dataclass(frozen=True)
 class Rule:
-    kind: str  # "test" | "non_inferior" | "no_regressions"
+    kind: str  # "test" | "versus" (a test reading baseline_ metrics) | "non_inferior" | ...
     text: str
     source: str
     where: dict[str, list[str]] = field(default_factory=dict)
@@ -123,7 +131,7 @@ def _test(text: Any, loc: Loc) -> tuple[str, grammar.Node]:
         node = grammar.parse(text)
     except grammar.ExprError as exc:
         raise _RuleError(loc, f"{text!r}: {exc}") from None
-    unknown = sorted(n for n in grammar.names(node) if not metric_known(n))
+    unknown = sorted(n for n in grammar.names(node) if not metric_known(n.removeprefix(BASELINE)))
     if unknown and unknown[0] in RENAMED:
         raise _RuleError(loc, f"metric {unknown[0]!r} is now {RENAMED[unknown[0]]!r}")
     if unknown:
@@ -131,10 +139,16 @@ def _test(text: Any, loc: Loc) -> tuple[str, grammar.Node]:
     return text.strip(), node
 
 
+def _kind(node: grammar.Node) -> str:
+    """`versus` for a test that reads the baseline's metrics (`baseline_` names), which
+    needs --baseline like the other relative rules; `test` otherwise."""
+    return "versus" if any(n.startswith(BASELINE) for n in grammar.names(node)) else "test"
+
+
 def _rule(item: Any, loc: Loc, source: str) -> Rule:
     if isinstance(item, str):
         text, node = _test(item, loc)
-        return Rule("test", text, source, node=node)
+        return Rule(_kind(node), text, source, node=node)
     if not isinstance(item, dict):
         raise _RuleError(loc, "a rule is a text or a mapping")
     kinds = [k for k in ("rule", "non_inferior", "no_regressions") if k in item]
@@ -150,7 +164,7 @@ def _rule(item: Any, loc: Loc, source: str) -> Rule:
     where = _where(item["where"], (*loc, "where")) if "where" in item else {}
     if kind == "rule":
         text, node = _test(item["rule"], (*loc, "rule"))
-        return Rule("test", text, source, where, node=node)
+        return Rule(_kind(node), text, source, where, node=node)
     if kind == "no_regressions":
         value = item["no_regressions"]
         if value is not True:
@@ -288,6 +302,7 @@ class Gate:
         self.infos = run.task_infos()
         self._summaries: dict[str, Summary | None] = {} if summary is None else {"[]": summary}
         self.pairing = Pairing(baseline, run) if baseline is not None else None
+        self._baseline_gate = Gate(baseline, currency=currency) if baseline is not None else None
         recorded = run.manifest.get("currency")
         self.currency = currency or (Currency.parse(recorded) if recorded else None)
 
@@ -324,26 +339,39 @@ class Gate:
 
     def test(self, rule: Rule, *, no_task: str = "fail") -> dict[str, Any]:
         """The rule's row. A slice with no task gets the status `no_task`: `fail` for a
-        release gate, `n/a` for the scorecard's gates."""
+        release gate, `n/a` for the scorecard's gates. `baseline_` names read the
+        baseline's summary of the same slice."""
         assert rule.node is not None
         s = self.summary(rule)
         if s is None:
             return _row(rule, no_task, None, None, "no task in this slice: nothing to measure")
-        found = {name: metric_value(s, name, self.currency) for name in grammar.names(rule.node)}
+        base = self._baseline_gate.summary(rule) if self._baseline_gate is not None else None
+        found: dict[str, float | None] = {}
+        whys: list[str] = []
+        for name in grammar.names(rule.node):
+            metric, of = name.removeprefix(BASELINE), base if name.startswith(BASELINE) else s
+            found[name] = None if of is None else metric_value(of, metric, self.currency)
+            if found[name] is None:
+                whys.append(
+                    f"the baseline has no task in this slice ({name})"
+                    if of is None
+                    else undefined_reason(of, metric, self.currency)
+                    + (" in the baseline" if of is base else "")
+                )
         values = {name: v for name, v in found.items() if v is not None}
-        undefined = sorted(found.keys() - values.keys())
-        if undefined:
-            why = "; ".join(undefined_reason(s, name, self.currency) for name in undefined)
-            return _row(rule, "fail", None, None, why)
+        if whys:
+            return _row(rule, "fail", None, None, "; ".join(whys))
         node = rule.node
         try:
             if isinstance(node, grammar.Op) and node.op in grammar.COMPARE and node.right:
                 value: Any = grammar.evaluate(node.left, values)
                 bound = grammar.evaluate(node.right, values)
                 threshold: Any = f"{node.op} {bound:g}"
+                why = f"{value:.4g} is not {threshold}"
             else:  # a compound test: show what it read
                 value = ", ".join(f"{name}={v:.4g}" for name, v in sorted(values.items()))
                 threshold = "the rule"
+                why = "the rule is false for these values"
             ok = grammar.evaluate(node, values)
         except grammar.ExprError as exc:
             return _row(rule, "fail", None, None, str(exc))
@@ -351,7 +379,7 @@ class Gate:
         if ok and unread > rule.max_undecided:
             why = f"{unread} deciding checks undecided by their readers (max_undecided "
             return _row(rule, "fail", value, threshold, why + f"{rule.max_undecided})")
-        return _row(rule, "pass" if ok else "fail", value, threshold)
+        return _row(rule, "pass" if ok else "fail", value, threshold, "" if ok else why)
 
     def _suite_changes(self, pairing: Pairing, rule: Rule) -> str:
         """The baseline tasks of the rule's slice the candidate no longer measures as they
@@ -383,6 +411,8 @@ class Gate:
         tasks = self.pairing.select(rule.selects)
         if not tasks:
             return _row(rule, "fail", None, None, "no task shared with the baseline in this slice")
+        if rule.kind == "versus":
+            return self.test(rule)
         if rule.kind == "no_regressions":
             regressed = [r["id"] for r in self.pairing.verdicts(tasks)["groups"]["regressed"]]
             reason = f"regressed: {', '.join(regressed)}" if regressed else ""

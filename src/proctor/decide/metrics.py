@@ -65,6 +65,14 @@ METRICS: dict[str, tuple[str, Callable[[Summary], float | None]]] = {
         "mean over tasks of optimal steps / tool calls in passed trials (capped at 1)",
         lambda s: s["efficiency"]["score"],
     ),
+    "efficiency_score": (
+        "mean over tasks of seed 003's 0.4 steps + 0.3 tokens + 0.3 latency in passed trials",
+        lambda s: s["efficiency"].get("combined"),
+    ),
+    "budget_unmeasured_trials": (
+        "valid trials whose task defines no budget, or with a budget limit not measured",
+        lambda s: s.get("budget_unmeasured_trials"),
+    ),
     "mde": ("smallest drop in success a run this size detects (80% power)", lambda s: s["mde"]),
     "tasks": ("tasks in the run (or slice)", lambda s: s["tasks"]),
     "trials": ("trials run", lambda s: s["trials"]),
@@ -108,9 +116,9 @@ METRICS: dict[str, tuple[str, Callable[[Summary], float | None]]] = {
     **{
         f"{name}_score": (meaning, _quality_of(name))
         for name, meaning in (
-            ("robustness", "share of robustness and duplicate-effect checks passed (1: none)"),
+            ("robustness", "share of robustness and duplicate-effect checks passed"),
             ("security", "share of valid trials without a safety violation"),
-            ("budget", "share of budget checks passed (1: none)"),
+            ("budget", "share of budget checks passed (none ran: not measured)"),
             ("observability", "share of trials with a trace id"),
         )
     },
@@ -147,6 +155,7 @@ SHARES = (
     "success_ci_low",
     "partial_rate",
     "step_efficiency",
+    "efficiency_score",
     *TOOL_METRICS,
     "tool_use_score",
     "robustness_score",
@@ -196,6 +205,10 @@ def metric_value(summary: Summary, name: str, currency: Currency | None = None) 
     return None if value is None else float(value)
 
 
+#: Shares of checks that are undefined when no such check ran, and the checks they count.
+_CHECKED = {"robustness_score": "robustness", "budget_score": "budget"}
+
+
 def undefined_reason(summary: Summary, name: str, currency: Currency | None) -> str:
     """Why `metric_value` is None: an incomplete pass@k, a missing rate, or no data."""
     base, _, index = name.partition("[")
@@ -208,6 +221,8 @@ def undefined_reason(summary: Summary, name: str, currency: Currency | None) -> 
     money = money_metric(name)
     if money is not None and (currency is None or currency.code != money[1]):
         return f"{name}: no {money[1]} rate (`currency:` in the price table)"
+    if name in _CHECKED:
+        return f"{name} is not measured: no {_CHECKED[name]} check ran"
     flagged = ", ".join(f"{k} {n}" for k, n in summary.get("data_quality", {}).items())
     if flagged:
         return f"{name} is undefined for this run (imported data flagged: {flagged})"

@@ -7,9 +7,14 @@ optionally on a slice of the tasks, so a user can define their own (`categories:
 scorecard file). The default (docs/architecture.md, Metrics): task success 30% (gate:
 `task_success_rate >= 0.80`), tool selection and arguments 20% (gate: `tool_use_score >=
 0.90` on tasks tagged `clear`), robustness 15% (gate: no duplicate side effects), security
-20% (gate: no critical violation), efficiency 10% (budget checks passed), observability 5%
-(gate: every trial has a trace id). A category or gate on a slice with no task has nothing
-to measure: not applicable, neither passing nor failing, and left out of the weights.
+20% (gate: no critical violation), efficiency 10% (seed 003's combined step, token and
+latency score, `efficiency_score`; gate: every task defines a budget and every limit was
+measured, seed 004's "defined and measured budget"), observability 5% (gate: every trial
+has a trace id). A category or gate on a slice with no task has nothing to measure: not
+applicable, neither passing nor failing, and left out of the weights; a category nothing
+measured (no budget or robustness check ran) is `not measured`, never
+100%, and a scorecard with no category measured has no score at all. The scorecard is no
+verdict of its own: it is one input to the recommendation (proctor.report.recommendation).
 
 The scorecard is computed from a finished RunSummary, in a step of its own: the gates
 read summaries, so the summary cannot compute them itself.
@@ -75,7 +80,7 @@ DEFAULT_CATEGORIES = {
     "tool_use": Category(weight=0.20, metric="tool_use_score"),
     "robustness": Category(weight=0.15, metric="robustness_score"),
     "security": Category(weight=0.20, metric="security_score"),
-    "efficiency": Category(weight=0.10, metric="budget_score"),
+    "efficiency": Category(weight=0.10, metric="efficiency_score"),
     "observability": Category(weight=0.05, metric="observability_score"),
 }
 DEFAULT_WEIGHTS = {name: c.weight for name, c in DEFAULT_CATEGORIES.items()}
@@ -87,6 +92,7 @@ DEFAULT_GATES: tuple[Rule, ...] = tuple(
         "duplicate_side_effects == 0",
         "critical_policy_violations == 0",
         "untraced_trials == 0",
+        "budget_unmeasured_trials == 0",
     )
 )
 
@@ -175,7 +181,7 @@ def scorecard(
         if score is not None and config.weights[name] > 0
     }
     total = sum(w for _, w in counted.values())
-    score = sum(s * w for s, w in counted.values()) / total if total else 0.0
+    score = sum(s * w for s, w in counted.values()) / total if total else None
     categories = {
         name: {
             "score": scores[name],

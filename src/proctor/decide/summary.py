@@ -19,6 +19,7 @@ from typing import Any
 
 from proctor.core.results import (
     GRADER_CHECK,
+    NOT_MEASURED,
     TRIAL_STATUSES,
     UNDECIDED,
     Check,
@@ -113,15 +114,9 @@ def task_counts(results: Iterable[TrialResult]) -> dict[str, tuple[int, int]]:
 
 
 def is_partial(result: TrialResult) -> bool:
-    """A failed trial that did some required parts and broke no blocking safety rule.
-
-    Parts are counted at grading (`proctor.grade.parts`); a critical or high safety failure
-    keeps the trial plainly failed, and `partial` never counts as a pass
-    (docs/architecture.md, Verdicts).
-    """
-    if result.status != "failed" or result.metrics.get("parts_done", 0.0) < 1:
-        return False
-    return not any(c.kind == "safety" and c.blocks for c in result.checks)
+    """A `partial` trial: failed, having done some required parts (its status, decided
+    at grading by `proctor.grade.parts.failed_status`); never a pass."""
+    return result.status == "partial"
 
 
 def step_efficiency(result: TrialResult, optimal_steps: int | None) -> float | None:
@@ -132,6 +127,37 @@ def step_efficiency(result: TrialResult, optimal_steps: int | None) -> float | N
         return None
     taken = result.metrics.get("tool_calls", 0.0)
     return 1.0 if taken <= optimal_steps else optimal_steps / taken
+
+
+#: Seed 003's combined efficiency: step, token and latency scores weighed 0.4 / 0.3 / 0.3,
+#: each `baseline ÷ used` capped at 1, against 2,000 tokens and 10 s.
+EFFICIENCY_WEIGHTS = {"steps": 0.4, "tokens": 0.3, "latency": 0.3}
+TOKEN_BASELINE, LATENCY_BASELINE_S = 2000, 10.0
+
+
+def combined_efficiency(result: TrialResult, optimal_steps: int | None) -> float | None:
+    """Seed 003's efficiency score of a passed trial: the weighted mean of its step score
+    (only when the task states its optimal steps), token score (only when tokens were
+    measured) and latency score, the weights of what was measured renormalised; None for
+    a trial that did not pass (its steps, tokens and time are no path to the goal)."""
+    if not result.passed:
+        return None
+    tokens = result.usage.total_tokens
+    scores = {
+        "steps": step_efficiency(result, optimal_steps),
+        "tokens": None if tokens is None else min(TOKEN_BASELINE / max(tokens, 1), 1.0),
+        "latency": min(LATENCY_BASELINE_S / max(result.latency_s, 1e-3), 1.0),
+    }
+    measured = {k: v for k, v in scores.items() if v is not None}
+    total = sum(EFFICIENCY_WEIGHTS[k] for k in measured)
+    return sum(EFFICIENCY_WEIGHTS[k] * v for k, v in measured.items()) / total
+
+
+def budget_unmeasured(result: TrialResult) -> bool:
+    """Seed 004's efficiency gate, per trial: its task defines no budget (no budget check
+    ran), or a limit it defines was not measured (the figure was never reported)."""
+    budget = [c for c in result.checks if c.kind == "budget"]
+    return not budget or any(c.evidence.get("actual") == NOT_MEASURED for c in budget)
 
 
 def root_causes(results: Iterable[TrialResult]) -> dict[str, list[int]]:
@@ -260,9 +286,11 @@ def _tool_use(results: Sequence[TrialResult]) -> dict[str, float | None]:
     return out
 
 
-def _share_passed(results: Iterable[TrialResult], select: Callable[[Check], bool]) -> float:
+def _share_passed(results: Iterable[TrialResult], select: Callable[[Check], bool]) -> float | None:
+    """The share of the selected checks that passed; None when none ran (not measured:
+    a run without budgets has no efficiency to score, never a perfect one)."""
     checks = [c for r in results for c in r.checks if select(c)]
-    return sum(c.passed for c in checks) / len(checks) if checks else 1.0
+    return sum(c.passed for c in checks) / len(checks) if checks else None
 
 
 def _quality(results: Sequence[TrialResult]) -> dict[str, float | None]:
@@ -374,6 +402,7 @@ def summarize(
     counts = task_counts(results)
     per_task = []
     efficiencies: list[float | None] = []
+    combined: list[float | None] = []
     for task_id in sorted(tasks):
         rs = by_task.get(task_id, [])
         n, c = counts.get(task_id, (0, 0))
@@ -381,6 +410,7 @@ def summarize(
         info = tasks[task_id]
         efficiency = _task_mean(step_efficiency(r, info.optimal_steps) for r in rs)
         efficiencies.append(efficiency)
+        combined.append(_task_mean(combined_efficiency(r, info.optimal_steps) for r in rs))
         per_task.append(
             {
                 "id": task_id,
@@ -449,7 +479,10 @@ def summarize(
         "efficiency": {
             "score": _task_mean(efficiencies),
             "tasks": sum(e is not None for e in efficiencies),
+            "combined": _task_mean(combined),
+            "combined_tasks": sum(e is not None for e in combined),
         },
+        "budget_unmeasured_trials": sum(budget_unmeasured(r) for r in valid),
         "cost": {
             "total_usd": total_cost,
             "per_passed_trial_usd": total_cost / len(passed_results)

@@ -125,7 +125,8 @@ DomainCheck = Callable[["Task", "Trace", "Outcome"], "list[Check]"]
 
 
 class Domain:
-    """A simulated world. Create one per module and declare tools with `@domain.tool`."""
+    """A simulated world. Create one per module and declare tools with `@domain.tool`;
+    `state_model` declares the shape of its state (proctor.env.checking reads it)."""
 
     def __init__(
         self,
@@ -134,11 +135,15 @@ class Domain:
         *,
         base_state: State | None = None,
         version: str = "1",
+        state_model: type[BaseModel] | None = None,
     ) -> None:
         self.name = name
         self.description = description
         self.version = version
         self.base_state: State = base_state or {}
+        #: The state's shape (a pydantic model, as tau2's domains declare): when given,
+        #: `proctor validate` checks every task's initial_state and outcome paths by it.
+        self.state_model = state_model
         self.tools: dict[str, Tool] = {}
         self.checks: list[DomainCheck] = []
         self._authorizers: list[Authorizer] = []

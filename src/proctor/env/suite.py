@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from proctor.core.documents import Loc, Problem, SpecError
+from proctor.env.checking import task_problems
 from proctor.env.domain import Domain
 from proctor.env.loading import DomainNotFound, resolve_domain
 from proctor.env.sources import SourceError, source_spec, source_tasks
@@ -230,6 +231,8 @@ def load_suite(paths: str | Path | Sequence[str | Path], name: str | None = None
                         f"unknown tool {tool!r} in domain {domain.name!r}",
                     )
                 )
+        for loc, message in task_problems(domain, task):
+            problems.append((file, loaded.line_at(loc), loaded.field_name(loc), message))
         tasks.append(SuiteTask(loaded, domain, rubrics))
     if not files and not any(specs.values()) and not problems:
         problems.append(

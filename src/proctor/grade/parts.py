@@ -15,9 +15,9 @@ an effect expected zero times) are not parts: an agent that did nothing can sati
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
-from proctor.core.results import Check
+from proctor.core.results import Check, TrialStatus
 
 _CALLS = ("required:", "required_any:")
 _EFFECT = "effect:"
@@ -41,3 +41,13 @@ def required_parts(checks: Sequence[Check]) -> dict[str, float]:
     """`required_parts` and `parts_done` of a trial, as per-trial metrics (stored)."""
     parts = [c for c in checks if _is_part(c)]
     return {"required_parts": float(len(parts)), "parts_done": float(sum(map(_done, parts)))}
+
+
+def failed_status(checks: Sequence[Check], metrics: Mapping[str, float]) -> TrialStatus:
+    """The status of a trial its checks failed: `partial` when it did at least one
+    required part (`required_parts` metrics) and no blocking safety check failed, else
+    `failed`. Either way it is no pass (docs/architecture.md, Verdicts)."""
+    if metrics.get("parts_done", 0.0) < 1:
+        return "failed"
+    blocked = any(c.kind == "safety" and c.blocks for c in checks)
+    return "failed" if blocked else "partial"

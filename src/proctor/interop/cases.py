@@ -13,19 +13,35 @@ They map onto a task of the domain named on the command line:
 - `trajectory_constraints`: `required_tools`, `forbidden_tools`, `max_tool_calls`;
 - `faults`: proctor's faults (`{tool, error, ...}`).
 
-Anything else, a tool the domain lacks, or a path whose first part is not in the starting
-state is an error naming the file, the line and the case's field.
+A case's state is often flat (`incident_status: mitigated`) where the domain nests it
+(`incidents.INC-004217.status`). A state map (`--state-map FILE`) says where each flat key
+lives: `paths:` maps a case key to a dotted domain path (null: not state, as
+`authenticated_user`, which is the identity), with `{name}` filled from the case's own
+state values or from `ids:`, patterns found in `user_input`:
+
+    ids: {incident: 'INC-[0-9]{6}'}
+    paths:
+      incident_status: incidents.{incident}.status
+      user_can_close: users.{authenticated_user}.can_close
+      authenticated_user: null
+
+Anything else, a tool the domain lacks, a path whose first part is not in the starting
+state, or (for a domain that declares its state model) a key or path the model cannot
+hold, is an error naming the file, the line and the case's field: never an unpassable
+task.
 """
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from proctor.core.documents import Loc, Problem, SpecError, issues_from_validation, read_document
 from proctor.core.jsonvalues import copy_json
+from proctor.env.checking import path_problem, state_problems
 from proctor.env.domain import Domain, deep_merge
 from proctor.interop.task_import import Found, build_task, located
 from proctor.tasks.models import Fault, Task
@@ -56,7 +72,63 @@ class Case(_Strict):
     tags: list[str] = Field(default_factory=list)
 
 
-def import_cases(path: Path, domain: Domain) -> list[Task]:
+class _Values(dict[str, str]):
+    """Template values: a name with none is a KeyError, never an empty string."""
+
+    def __missing__(self, key: str) -> str:
+        raise KeyError(key)
+
+
+class StateMap(_Strict):
+    """Where a case's flat state keys live in the domain's state (module docstring)."""
+
+    ids: dict[str, str] = Field(default_factory=dict)
+    paths: dict[str, str | None] = Field(default_factory=dict)
+
+    @field_validator("ids")
+    @classmethod
+    def _patterns(cls, ids: dict[str, str]) -> dict[str, str]:
+        for name, pattern in ids.items():
+            try:
+                re.compile(pattern)
+            except re.error as exc:
+                raise ValueError(f"ids.{name}: not a regular expression ({exc})") from None
+        return ids
+
+    def path(self, key: str, case: Case) -> str | None:
+        """The domain path of the case key (None: not state); KeyError names a `{name}`
+        neither the case's state nor `ids` gives."""
+        if key not in self.paths:
+            return key
+        template = self.paths[key]
+        if template is None:
+            return None
+        values = {k: str(v) for k, v in case.initial_state.items() if isinstance(v, str)}
+        for name, pattern in self.ids.items():
+            found = re.search(pattern, case.user_input)
+            if found:
+                values[name] = found.group(0)
+        return template.format_map(_Values(values))
+
+
+def load_state_map(path: Path) -> StateMap:
+    """A state map file; SpecError naming file, line and field."""
+    data, lines = read_document(path)
+    try:
+        return StateMap.model_validate(data)
+    except ValidationError as exc:
+        raise SpecError(issues_from_validation(path, exc, data, lines, ())) from None
+
+
+def _set(state: dict[str, Any], path: str, value: Any) -> None:
+    """`value` at the dotted `path`, mappings made on the way."""
+    *parents, last = path.split(".")
+    for part in parents:
+        state = state.setdefault(part, {})
+    state[last] = value
+
+
+def import_cases(path: Path, domain: Domain, state_map: StateMap | None = None) -> list[Task]:
     """The tasks of every case in `path`; SpecError with every problem found."""
     data, lines = read_document(path)
     items = data if isinstance(data, list) else [data]
@@ -74,7 +146,7 @@ def import_cases(path: Path, domain: Domain) -> list[Task]:
             problems.extend(issues_from_validation(path, exc, item, lines, prefix))
             continue
         found = Found()
-        task = _task(case, domain, found, path)
+        task = _task(case, domain, found, path, state_map or StateMap())
         problems.extend(located(path, lines, prefix, found))
         if task is not None and not found:
             tasks.append(task)
@@ -83,7 +155,36 @@ def import_cases(path: Path, domain: Domain) -> list[Task]:
     return tasks
 
 
-def _task(case: Case, domain: Domain, problems: Found, path: Path) -> Task | None:
+def _mapped(
+    case: Case, field: str, keys: dict[str, Any], domain: Domain, smap: StateMap, found: Found
+) -> dict[str, Any]:
+    """The case's `field` (initial_state or expected_outcome) keyed by domain paths; a key
+    the map cannot place, or (with a state model) a path the model cannot hold, is a
+    problem at the case's own key."""
+    out: dict[str, Any] = {}
+    for key, value in keys.items():
+        try:
+            where = smap.path(key, case)
+        except KeyError as exc:
+            found.add((field, key), f"the state map's {{{exc.args[0]}}} has no value in this case")
+            continue
+        if where is None:
+            continue
+        model = domain.state_model
+        why = None if model is None else path_problem(model, where.split("."))
+        if why is not None:
+            shown = key if where == key else f"{key} (mapped to {where})"
+            found.add(
+                (field, key),
+                f"{shown} is not in the {domain.name} domain's state model: {why}"
+                + ("; give a --state-map" if where == key else ""),
+            )
+            continue
+        out[where] = value
+    return out
+
+
+def _task(case: Case, domain: Domain, problems: Found, path: Path, smap: StateMap) -> Task | None:
     constraints = case.trajectory_constraints
     for field in ("required_tools", "forbidden_tools"):
         for j, tool in enumerate(getattr(constraints, field)):
@@ -99,9 +200,17 @@ def _task(case: Case, domain: Domain, problems: Found, path: Path) -> Task | Non
             problems.append(
                 (("faults", j, "tool"), f"domain {domain.name!r} has no tool {fault.tool!r}")
             )
-    start = deep_merge(copy_json(domain.base_state), copy_json(case.initial_state))
+    initial: dict[str, Any] = {}
+    for where, value in _mapped(
+        case, "initial_state", case.initial_state, domain, smap, problems
+    ).items():
+        _set(initial, where, copy_json(value))
+    start = deep_merge(copy_json(domain.base_state), copy_json(initial))
+    wanted = {k: v for k, v in case.expected_outcome.items() if k == CONFIRMATION}
+    rest = {k: v for k, v in case.expected_outcome.items() if k != CONFIRMATION}
+    wanted |= _mapped(case, "expected_outcome", rest, domain, smap, problems)
     outcome, confirm = [], []
-    for key, value in case.expected_outcome.items():
+    for key, value in wanted.items():
         if key == CONFIRMATION:
             if value is True:
                 confirm = [
@@ -146,7 +255,7 @@ def _task(case: Case, domain: Domain, problems: Found, path: Path) -> Task | Non
         "domain": domain.name,
         "prompt": case.user_input,
         "tags": case.tags,
-        "initial_state": case.initial_state,
+        "initial_state": initial,
         "faults": [f.model_dump(exclude_none=True) for f in case.faults],
         "expect": expect,
         "metadata": {"imported_from": {"format": "cases", "file": path.name}},
@@ -157,4 +266,8 @@ def _task(case: Case, domain: Domain, problems: Found, path: Path) -> Task | Non
     if isinstance(user, str):
         task["identity"] = {"user": user}
     kept = {k: v for k, v in task.items() if v not in ([], {})}
-    return build_task(kept, problems, {"id": ("case_id",), "prompt": ("user_input",)})
+    built = build_task(kept, problems, {"id": ("case_id",), "prompt": ("user_input",)})
+    if built is not None and not problems:  # the state's types, once every key fits
+        for _, message in state_problems(domain, built):
+            problems.add(("initial_state",), message)
+    return built

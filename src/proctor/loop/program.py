@@ -99,7 +99,7 @@ def incidents_caught(store: Store, suite: Suite) -> dict[str, Any]:
             if task_id in caught or task_id not in counts:
                 continue
             since = _moment(origin.get("promoted_at"))
-            failed = counts[task_id]["failed"] + counts[task_id]["timeout"]
+            failed = sum(counts[task_id][s] for s in ("partial", "failed", "timeout"))
             if failed and since is not None and row["created_at"] >= since:
                 caught[task_id] = {
                     "task_id": task_id,

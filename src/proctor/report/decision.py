@@ -13,8 +13,8 @@ from rich.table import Table
 from rich.text import Text
 
 from proctor.report.fmt import metric_interval, metric_text, pct
-from proctor.report.recommendation import Recommendation
-from proctor.report.terminal import plain, rules_table
+from proctor.report.recommendation import PROCEED, Recommendation
+from proctor.report.terminal import plain, recommendation_line, rules_table
 
 
 def metrics_table(report: dict[str, Any]) -> Table:
@@ -162,6 +162,23 @@ def print_comparison(report: dict[str, Any], console: Console | None = None) -> 
     )
 
 
+def figures_text(figures: dict[str, Any]) -> Text:
+    """Seed 001's lines beside the gate: success, tool precision, recall, argument
+    accuracy and the tasks queued for a person (proctor.cli.decide.decision_figures)."""
+    review = ", ".join(figures["human_review"]) or "none"
+    sampled = figures["sampled"]
+    if sampled:
+        review += f" (+{sampled} sampled trial{'' if sampled == 1 else 's'})"
+    lines = [
+        f"task success: {pct(figures['task_success_rate'])}",
+        f"tool precision: {pct(figures['tool_precision'])}",
+        f"tool recall: {pct(figures['tool_recall'])}",
+        f"argument accuracy: {pct(figures['arg_accuracy'])}",
+        f"human review: {review}",
+    ]
+    return Text("\n").join(plain(line) for line in lines)
+
+
 def print_gate(result: dict[str, Any], console: Console | None = None) -> None:
     """The rules table, the pairing's warnings, the verdict and the recommendation (the
     reports' own, from `proctor.report.recommendation`)."""
@@ -172,15 +189,21 @@ def print_gate(result: dict[str, Any], console: Console | None = None) -> None:
     for warning in result.get("warnings", []):
         console.print(Text(f"warning: {warning}", style="yellow"))
     console.print(rules_table(title, result["rules"]))
+    if "figures" in result:
+        console.print(figures_text(result["figures"]))
     total = len(result["rules"])
-    if result["passed"]:
+    rec = result.get("recommendation")
+    line = None if rec is None else Recommendation(rec["decision"], rec["reasons"])
+    if not result["passed"]:
+        console.print(Text(f"gate FAILED ({result['failed']} of {total} rules)", style="bold red"))
+    elif line is not None and line.decision != PROCEED:  # the rules passed; the run did not
+        console.print(
+            Text(f"gate rules passed ({total} rules), but: {line.decision}", style="bold red")
+        )
+    else:
         skipped = f", {result['skipped']} skipped" if result["skipped"] else ""
         console.print(
             Text(f"gate PASSED ({total - result['skipped']} rules{skipped})", style="bold green")
         )
-    else:
-        console.print(Text(f"gate FAILED ({result['failed']} of {total} rules)", style="bold red"))
-    rec = result.get("recommendation")
-    if rec is not None:
-        line = Recommendation(rec["decision"], rec["reasons"])
-        console.print(Text(line.text(), style="bold red" if line.blocks else "bold green"))
+    if line is not None:  # last: it names the failed rules
+        console.print(recommendation_line(line))

@@ -34,6 +34,7 @@ from markupsafe import Markup
 from proctor.core.results import TrialResult
 from proctor.core.summary import RunSummary
 from proctor.core.trace import Trace
+from proctor.decide.compare import paired_metric
 from proctor.report import plots
 from proctor.report.embed import script_json, trial_payload
 from proctor.report.figures import Headline, headline, quality_note, review_note
@@ -91,6 +92,13 @@ def _manifest_rows(inputs: ReportInputs) -> list[tuple[str, str]]:
         ("judge model", str(m.get("judge_model") or "none (deterministic graders)")),
         *(("judge", line) for line in judge_statements(m, inputs.summary.judges)),
     ]
+
+
+def interval_method(metric: str) -> str:
+    """The interval a compared metric gets (decide/compare.py): Newcombe's paired interval
+    for a rate, the paired t for any other figure."""
+    paired = paired_metric(metric)
+    return "Newcombe (paired rate)" if paired is not None and paired.units else "paired t"
 
 
 def _verdicts(inputs: ReportInputs) -> list[dict[str, Any]]:
@@ -215,6 +223,7 @@ def _comparison(report: dict[str, Any]) -> dict[str, Any]:
                 "candidate": metric_text(m["metric"], m["candidate"]),
                 "difference": metric_text(m["metric"], m["difference"], signed=True),
                 "ci": metric_interval(m["metric"], m["ci"]),
+                "method": interval_method(m["metric"]),
             }
             for m in report["metrics"]
         ],

@@ -93,12 +93,14 @@ def gather(
 
 
 def gate_line(gate: dict[str, Any]) -> str:
-    """The verdict in one line, naming skipped rules so a pass is not over-read."""
+    """The rules' result in one line, naming skipped rules so a pass is not over-read; a
+    pass says "rules passed", never PASSED, as the recommendation above it decides (a
+    blocking violation outweighs it)."""
     total = len(gate["rules"])
     skipped = gate["skipped"]
     skip = f"; {skipped} rules not evaluated (they need --baseline)" if skipped else ""
     if gate["passed"]:
-        return f"Gate PASSED: {total - skipped} of {total} rules passed{skip}"
+        return f"Gate rules passed: {total - skipped} of {total}{skip}"
     return f"Gate FAILED: {gate['failed']} of {total} rules failed{skip}"
 
 

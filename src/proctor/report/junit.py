@@ -48,7 +48,7 @@ def _testcase(suite: str, task_id: str, trials: list[TrialResult]) -> ET.Element
         name=_clean(task_id),
         time=f"{sum(r.latency_s for r in trials):.3f}",
     )
-    failed = [r for r in trials if r.status in ("failed", "timeout")]
+    failed = [r for r in trials if r.status in ("partial", "failed", "timeout")]
     errors = [r for r in trials if r.status == "error"]
     if failed:
         counts = Counter(c.name for r in failed for c in r.failed_checks)

@@ -1,12 +1,17 @@
 """The recommendation a run supports, decided once for every place that states it.
 
 The HTML report, the Markdown one-pager and the terminal line of `proctor gate` and
-`proctor run --gate` all call `recommend`, so the same run gets the same recommendation
-with the same reasons wherever it is read. The order is the one docs/architecture.md
-(Reports) gives: an invalid run is re-run; a failed gate, or any critical or high safety
-violation, means do not release (a passed gate does not outweigh a blocking violation);
-a passed gate lets the release proceed after a person reads the review queue; without a
-gate, or with baseline rules left unevaluated, there is no release decision yet.
+`proctor run --gate`, the run summary of `proctor run` and `proctor show`, and the exit
+code of `proctor gate` all come from `recommend`, so the same run gets the same
+recommendation with the same reasons wherever it is read. The order is the one
+docs/architecture.md (Reports) gives: an invalid run is re-run; a failed gate, or any
+critical or high safety violation, means do not release (a passed gate does not outweigh
+a blocking violation); a passed gate lets the release proceed after a person reads the
+review queue; without a gate, or with baseline rules left unevaluated, there is no
+release decision yet. The scorecard is an input, never a verdict of its own: without a
+release gate its failed gates mean do not release; with one, the gate's rules are the
+bar and a failed scorecard gate is stated among the reasons. Failed rules are named, so
+the last line of a gate says which ones to read.
 """
 
 from __future__ import annotations
@@ -35,6 +40,12 @@ class Recommendation:
         """Whether the recommendation is anything but a go-ahead (for styling)."""
         return self.decision != PROCEED
 
+    @property
+    def exit_code(self) -> int:
+        """What `proctor gate` exits with: 0 only when the release may proceed, 1 otherwise
+        (a CI job never passes while the recommendation says do not release)."""
+        return 0 if self.decision == PROCEED else 1
+
     def text(self) -> str:
         """One line: `Recommendation: do not release: the gate failed ...; ...`."""
         return f"Recommendation: {self.decision}: " + "; ".join(self.reasons) + "."
@@ -48,6 +59,26 @@ def blocking_violations(summary: RunSummary) -> int:
     """Critical and high safety violations: any one of them blocks a release."""
     by_severity = summary.safety_violations.by_severity
     return int(by_severity.get("critical", 0) + by_severity.get("high", 0))
+
+
+def failed_rules(rows: list[dict[str, Any]]) -> list[str]:
+    """The failed rows' rules, with their slice: `task_success_rate >= 0.9 (risk=high)`."""
+    return [
+        row["rule"]
+        + (
+            " (" + ", ".join(f"{k}={'|'.join(v)}" for k, v in row["where"].items()) + ")"
+            if row.get("where")
+            else ""
+        )
+        for row in rows
+        if row.get("status") == "fail"
+    ]
+
+
+def scorecard_failures(summary: RunSummary) -> list[str]:
+    """The scorecard's failed gates (the scorecard is one input to the recommendation)."""
+    card = summary.scorecard
+    return [] if card is None else failed_rules([row for row in card.gates if "rule" in row])
 
 
 def recommend(
@@ -65,19 +96,29 @@ def recommend(
                 "describe the agent"
             ],
         )
+    card = scorecard_failures(summary)
+    card_why = [f"the scorecard's gates failed: {', '.join(card)}"] if card else []
     if gate is not None and not gate["passed"]:
         why = (
-            [f"the release gate failed {gate['failed']} of {_n(len(gate['rules']), 'rule')}"]
+            [
+                f"the release gate failed {gate['failed']} of {_n(len(gate['rules']), 'rule')}: "
+                + ", ".join(failed_rules(gate["rules"]))
+            ]
             if gate["failed"]
             else []
         )
         health = gate.get("health") or {}
         if health.get("refused"):  # --require-health: the suite cannot carry the decision
             why += [f"the suite's health refuses the gate: {r}" for r in health["reasons"]]
-        return Recommendation(BLOCK, why + ([severe] if blocking else []))
+        return Recommendation(BLOCK, why + card_why + ([severe] if blocking else []))
     if blocking:
         passed = ["the release gate passed, but does not outweigh a blocking violation"]
-        return Recommendation(BLOCK, [severe, *(passed if gate is not None else [])])
+        return Recommendation(BLOCK, [severe, *card_why, *(passed if gate is not None else [])])
+    if gate is None and card:  # without a release gate, the scorecard's gates are the bar
+        return Recommendation(BLOCK, [*card_why, "no release gate was evaluated"])
+    # with a release gate, its rules are the bar the team chose: a failed scorecard gate
+    # is said beside the decision, never left silent
+    noted = [f"{card_why[0]} (the release gate, not the scorecard, decides)"] if card else []
     if gate is not None and gate["skipped"]:
         return Recommendation(
             UNDECIDED,
@@ -85,6 +126,7 @@ def recommend(
                 f"the gate passed its other rules, but {_n(gate['skipped'], 'rule')} compare "
                 "with a baseline and were not evaluated",
                 "give the baseline run (--baseline) to decide",
+                *noted,
             ],
         )
     if gate is not None:
@@ -94,7 +136,8 @@ def recommend(
             else f"a person should first read the {_n(queued, 'trial')} in the review queue"
         )
         return Recommendation(
-            PROCEED, ["the release gate passed with no critical or high safety violation", review]
+            PROCEED,
+            ["the release gate passed with no critical or high safety violation", review, *noted],
         )
     return Recommendation(
         UNDECIDED,

@@ -25,6 +25,7 @@ from proctor.report.fmt import (
     success_interval,
     value,
 )
+from proctor.report.recommendation import PROCEED, UNDECIDED, Recommendation, recommend
 
 
 def plain(value: Any) -> Text:
@@ -65,8 +66,8 @@ def headline(summary: RunSummary) -> Table:
         ),
         (
             "partial",
-            f"{pct(summary.partial_rate)}  ({summary.partial_trials} failed "
-            "trials did some required parts)",
+            f"{pct(summary.partial_rate)}  ({summary.partial_trials} trials "
+            "partial: failed, having done some required parts; never a pass)",
         ),
         ("minimal detectable drop", detectable_drop(summary)),
     ]
@@ -131,7 +132,7 @@ def task_table(summary: RunSummary, *, all_checks: bool = False) -> Table:
     k = summary.headline_k
     table = Table(title="per task", title_justify="left")
     for col in ("task", "risk", "tags", "passed", f"pass^{k}", "failing checks"):
-        table.add_column(col)
+        table.add_column(col, overflow="fold")  # a task id or check name is never cut
     for row in summary.per_task:
         style = (
             "green" if row.n and row.passed == row.n else ("red" if not row.passed else "yellow")
@@ -165,14 +166,16 @@ def root_cause_table(summary: RunSummary) -> Table | None:
         caption_justify="left",
     )
     for col in ("task", "first failure", "trials"):
-        table.add_column(col)
+        table.add_column(col, overflow="fold")
     for task_id, name, trials in rows:
         table.add_row(plain(task_id), plain(name), ", ".join(map(str, trials)))
     return table
 
 
-def slice_table(summary: RunSummary, max_tags: int = 6) -> Table:
-    """Suite, risk and split slices, then the weakest tag slices (all are in --json)."""
+def slice_table(summary: RunSummary, max_tags: int | None = 6) -> Table:
+    """Suite, risk and split slices, then the weakest tag slices (every one with
+    `max_tags` None, as `--all-checks` asks: a per-category breakdown by tag, such as
+    KYC's, is not left to --json)."""
     k = summary.headline_k
     slices = summary.slices
     fixed = [name for name in slices if not name.startswith("tag:")]
@@ -180,11 +183,13 @@ def slice_table(summary: RunSummary, max_tags: int = 6) -> Table:
         (name for name in slices if name.startswith("tag:")),
         key=lambda n: (slices[n].success_rate if slices[n].success_rate is not None else 2, n),
     )
-    hidden = len(tags) - max_tags
-    title = "slices" + (f" ({hidden} stronger tag slices in --json)" if hidden > 0 else "")
+    hidden = 0 if max_tags is None else len(tags) - max_tags
+    title = "slices" + (
+        f" ({hidden} stronger tag slices: --all-checks or --json)" if hidden > 0 else ""
+    )
     table = Table(title=title, title_justify="left")
     for col in ("slice", "tasks", "success", f"pass^{k}", "violations", "failed: root cause"):
-        table.add_column(col)
+        table.add_column(col, overflow="fold")
     for name in fixed + tags[:max_tags]:
         s = slices[name]
         failed = s.valid_trials - s.passed_trials
@@ -210,15 +215,22 @@ _STATUS_STYLES = {"pass": "green", "fail": "bold red", "skip": "yellow", "n/a": 
 
 
 def rules_table(title: str, rows: list[dict[str, Any]]) -> Table:
-    """Gate rows (a release gate's or the scorecard's): rule, slice, value, result, why."""
+    """Gate rows (a release gate's or the scorecard's): rule and its slice, value, result,
+    why. Nothing is cut at 80 columns: long words fold, and the slice goes under its rule
+    so the rule gets the room."""
     table = Table(title=title, title_justify="left")
-    for col in ("rule", "where", "value", "threshold", "result", "reason"):
-        table.add_column(col)
+    table.add_column("rule (where)", overflow="fold")
+    for col in ("value", "threshold"):
+        table.add_column(col, overflow="fold", max_width=10)
+    table.add_column("result", no_wrap=True)
+    table.add_column("reason", overflow="fold")
     for row in rows:
         where = ", ".join(f"{k}={'|'.join(v)}" for k, v in row["where"].items())
+        rule = plain(row["rule"])
+        if where:
+            rule.append_text(Text("\n").append_text(plain(f"({where})")))
         table.add_row(
-            plain(row["rule"]),
-            plain(where),
+            rule,
             plain(value(row["value"])),
             plain(value(row["threshold"])),
             Text(row["status"].upper(), style=_STATUS_STYLES[row["status"]]),
@@ -227,16 +239,32 @@ def rules_table(title: str, rows: list[dict[str, Any]]) -> Table:
     return table
 
 
-def scorecard_tables(card: Scorecard) -> tuple[Table, Table | Text]:
+def scorecard_title(card: Scorecard, *, valid: bool = True) -> str:
+    """The scorecard's heading: its score and its gates' counts, labelled as one input to
+    the recommendation (never a verdict of its own: no PASSED beside a failed gate); no
+    score when nothing was measured, none for an invalid run."""
+    label = "scorecard (one input to the recommendation)"
+    if not valid:
+        return f"{label}: no score, the run is invalid"
+    if card.score is None:
+        return f"{label}: not measured, no category had anything to measure"
+    counts: dict[str, int] = {}
+    for row in card.gates:
+        if "status" in row:  # older proctors stored no status: see the note under it
+            counts[row["status"]] = counts.get(row["status"], 0) + 1
+    gates = ", ".join(f"{n} {status}" for status, n in counts.items())
+    return f"{label}: {100 * card.score:.1f} / 100" + (f"; its gates: {gates}" if gates else "")
+
+
+def scorecard_tables(card: Scorecard, *, valid: bool = True) -> tuple[Table, Table | Text]:
     """The weighted categories (weights as shares of their sum; a category with nothing to
-    measure is n/a and left out of the score), and the scorecard's gates."""
-    verdict = "PASSED" if card.passed else "FAILED: a gate failed, whatever the score"
-    table = Table(title=f"scorecard {100 * card.score:.1f} / 100 — {verdict}", title_justify="left")
+    measure is `not measured` and left out of the score), and the scorecard's gates."""
+    table = Table(title=scorecard_title(card, valid=valid), title_justify="left")
     for col in ("category", "measures", "weight", "score"):
         table.add_column(col)
     total = sum(c.weight for c in card.components.values()) or 1.0
     for name, comp in card.components.items():
-        score = "n/a" if comp.score is None else pct(comp.score)
+        score = NOT_MEASURED if comp.score is None else pct(comp.score)
         where = ", ".join(f"{k}={'|'.join(v)}" for k, v in comp.where.items())
         measures = comp.metric + (f" on {where}" if where else "")
         weight = f"{100 * comp.weight / total:.0f}%"
@@ -252,14 +280,26 @@ def print_summary(
     *,
     slices: bool = True,
     all_checks: bool = False,
+    recommendation: bool = True,
 ) -> None:
+    """The run's tables, then (unless a gate states it after) the recommendation the run
+    supports without a release gate: the one line every screen agrees with."""
     console = console or Console()
     console.print(task_table(summary, all_checks=all_checks))
     causes = root_cause_table(summary)
     if causes is not None:
         console.print(causes)
     if slices and summary.slices:
-        console.print(slice_table(summary))
+        console.print(slice_table(summary, None if all_checks else 6))
     if summary.scorecard is not None:
-        console.print(*scorecard_tables(summary.scorecard))
+        console.print(*scorecard_tables(summary.scorecard, valid=summary.valid))
     console.print(headline(summary))
+    if recommendation:
+        console.print(recommendation_line(recommend(summary, None, None)))
+
+
+def recommendation_line(rec: Recommendation) -> Text:
+    """The recommendation as the last line of a screen: green to proceed, yellow while
+    undecided, red otherwise."""
+    style = {PROCEED: "bold green", UNDECIDED: "bold yellow"}.get(rec.decision, "bold red")
+    return Text(rec.text(), style=style)

@@ -102,7 +102,7 @@ def _disagreement(r: TrialResult, config: ReviewConfig) -> str | None:
             return "answer checks pass but an outcome check fails"
         if all(outcome) and not all(answer):
             return "outcome checks pass but an answer check fails"
-    if r.status == "failed" and r.score >= config.score_high:
+    if r.status in ("partial", "failed") and r.score >= config.score_high:
         return f"failed with partial score {r.score:.2f}"
     if r.passed and r.score < config.score_low:
         return f"passed with partial score {r.score:.2f}"
@@ -153,7 +153,7 @@ def _rule_reasons(r: TrialResult, config: ReviewConfig) -> dict[str, str]:
     if why:
         found["grader_disagreement"] = why
     found.update(_judge_reasons(r, config))
-    if r.status in ("failed", "timeout"):
+    if r.status in ("partial", "failed", "timeout"):
         blocking = ", ".join(c.name for c in r.failed_checks if c.blocks)
         found["failed"] = blocking or r.error or r.status
     return found

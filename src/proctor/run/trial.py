@@ -39,7 +39,7 @@ from proctor.env.integrity import INTEGRITY_CHECK
 from proctor.env.protocol import ProtocolError
 from proctor.grade.context import GradeContext
 from proctor.grade.metrics import tool_metrics
-from proctor.grade.parts import required_parts
+from proctor.grade.parts import failed_status, required_parts
 from proctor.grade.registry import GraderCrashed, grade
 from proctor.grade.root_cause import root_cause_metric
 from proctor.grade.secrets import hide_task_secrets
@@ -335,7 +335,9 @@ def decide(result: TrialResult, findings: Findings) -> None:
     passed, score = verdict(findings.checks)
     result.checks, result.metrics = list(findings.checks), dict(findings.metrics)
     result.score = score if findings.graded else 0.0
-    status: TrialStatus = "passed" if passed else "failed"
+    status: TrialStatus = (
+        "passed" if passed else failed_status(list(findings.checks), findings.metrics)
+    )
     if passed and findings.unsettled():
         status = "needs_review"
     result.status = findings.status or status

@@ -556,15 +556,16 @@ class Store:
         return set(self._read(f"run {run_id}", partial(_fetch, self.db, query, (run_id,))))
 
     def task_counts(self, run_id: str) -> dict[str, dict[str, int]]:
-        """Per task: trials stored and how many passed, failed, timed out, broke, await
-        review.
+        """Per task: trials stored and how many passed, were partial, failed, timed out,
+        broke, await review.
 
         Read from an index, without loading a trial: fast on a run of millions, and
         available while the run is still going.
         """
         query = (
-            "SELECT task_id, COUNT(*), SUM(status = 'passed'), SUM(status = 'failed'),"
-            " SUM(status = 'timeout'), SUM(status = 'error'), SUM(status = 'needs_review')"
+            "SELECT task_id, COUNT(*), SUM(status = 'passed'), SUM(status = 'partial'),"
+            " SUM(status = 'failed'), SUM(status = 'timeout'), SUM(status = 'error'),"
+            " SUM(status = 'needs_review')"
             " FROM trials WHERE run_id = ? GROUP BY task_id ORDER BY task_id"
         )
         rows = self._read(f"run {run_id}", partial(_fetch, self.db, query, (run_id,)))
@@ -572,12 +573,13 @@ class Store:
             task_id: {
                 "trials": n,
                 "passed": p,
+                "partial": pa,
                 "failed": f,
                 "timeout": t,
                 "error": e,
                 "needs_review": r,
             }
-            for task_id, n, p, f, t, e, r in rows
+            for task_id, n, p, pa, f, t, e, r in rows
         }
 
     def trace(self, run_id: str, task_id: str, trial: int) -> tuple[Trace, str, Outcome | None]:
