@@ -63,7 +63,7 @@ def test_evaluate_agrees_with_the_cli(example: str, tmp_path: Path) -> None:
     assert len(result.trials) == by_cli["trials"] == 2 * by_cli["tasks"]
     assert _named_out(result.to_json()) == _named_out(by_cli)
     assert _trials(result.trials) == _trials(list(cli_trials))
-    assert {r.status for r in result.trials} >= {"failed"}, "the agent fails something"
+    assert {r.status for r in result.trials} & {"failed", "partial"}, "the agent fails something"
 
 
 @pytest.fixture(scope="module")

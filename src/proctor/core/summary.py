@@ -118,8 +118,13 @@ class Judges(Record):
 
 
 class Efficiency(Record):
+    """Steps against the task's optimum (`score`), and seed 003's combined score of steps,
+    tokens and latency (`combined`), each a mean over the tasks that measured it."""
+
     score: float | None = None
     tasks: int = 0
+    combined: float | None = None
+    combined_tasks: int = 0
 
 
 class ScoreComponent(Record):
@@ -228,6 +233,8 @@ class RunSummary(Rates, _RunSize):
     data_quality: dict[str, int] = {}
     quality: dict[str, float | None] = {}
     efficiency: Efficiency = Efficiency()
+    #: Trials whose task set no budget, or whose budget nothing measured (seed 004's gate).
+    budget_unmeasured_trials: int = 0
     cost: Cost
     tokens: Tokens
     tool_calls: Distribution
