@@ -411,7 +411,7 @@ def test_summary_fields() -> None:
     assert (s["tasks"], s["trials"], s["expected_trials"], s["missing_trials"]) == (2, 6, 6, 0)
     assert (s["valid_trials"], s["passed_trials"]) == (6, 4)
     assert s["success_rate"] == pytest.approx(4 / 6)
-    assert s["statuses"] == {"passed": 4, "failed": 2, "timeout": 0, "error": 0}
+    assert s["statuses"] == {"passed": 4, "failed": 2, "timeout": 0, "error": 0, "sim_error": 0}
     assert list(s["pass_at_k"]) == ["1", "2", "3"]
     assert list(s["pass_hat_k"]) == ["1", "2", "3"]
     # Per task (c of n): read-item 3/3, dated-item 1/3.

@@ -142,6 +142,20 @@ def schema() -> None:
     "--resume", "resume_id", default=None, help="Continue this interrupted run (same options)."
 )
 @judge_options
+@click.option(
+    "--user-model",
+    "user_model_ref",
+    default=None,
+    help="A model plays the users of tasks with a `user:` scenario: chat:MODEL?base_url=... "
+    "or FILE.py:NAME.",
+)
+@click.option(
+    "--user-cache",
+    type=click.Choice(["use", "require", "off"]),
+    default="use",
+    show_default=True,
+    help="Replay user replies cached on the conversation so far; require: a miss is an error.",
+)
 def run(
     paths: tuple[str, ...],
     agent_ref: str,
@@ -172,6 +186,8 @@ def run(
     working_dir: str | None,
     resume_id: str | None,
     judges: JudgeOptions,
+    user_model_ref: str | None,
+    user_cache: str,
 ) -> None:
     """Run the tasks under PATHS with an agent, k trials each, and print the summary."""
     from rich.console import Console
@@ -225,6 +241,7 @@ def run(
     settings = getattr(agent, "settings", None)
     agent_model = settings.get("model") if isinstance(settings, dict) else None
     judging = judges.judging(store, selected, agent_model)
+    user = _user_player(user_model_ref, user_cache, store, executor_name, isolation)
     try:
         runner = Runner(
             selected,
@@ -244,6 +261,7 @@ def run(
             executor=_executor(executor_name, isolation, address, working_dir),
             resume=resume_id is not None,
             judging=judging,
+            user=user,
         )
     except (ResumeError, RunNotFound, ExecutorError) as exc:
         fail(str(exc))
@@ -326,6 +344,25 @@ def _junit(
         write_junit(path, run_id, suite, task_ids, results, problem=problem)
     except OSError as exc:
         click.echo(f"cannot write {path}: {exc}", err=True)
+
+
+def _user_player(
+    ref: str | None, cache: str, store: Any, executor: str, isolation: str
+) -> Any:
+    """The run's model user (None without `--user-model`); exit 2 on a bad reference."""
+    if ref is None:
+        return None
+    if executor != "local" or isolation != "thread":
+        fail("--user-model runs with the local executor and thread isolation only")
+    from proctor.run.simulator import UserPlayer
+    from proctor.run.usercache import UserCache
+    from proctor.run.usermodel import UserModelNotFound, load_user_model
+
+    try:
+        model = load_user_model(ref)
+    except UserModelNotFound as exc:
+        fail(str(exc))
+    return UserPlayer(model, None if cache == "off" else UserCache(store, cache))  # type: ignore[arg-type]
 
 
 def _executor(name: str, isolation: str, address: str | None, working_dir: str | None) -> Any:

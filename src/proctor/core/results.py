@@ -237,7 +237,8 @@ class Currency(NamedTuple):
         return {"code": self.code, "per_usd": self.per_usd}
 
 
-TrialStatus = Literal["passed", "failed", "timeout", "error"]
+#: `sim_error`: the model playing the user broke its guards (proctor.run.simulator).
+TrialStatus = Literal["passed", "failed", "timeout", "error", "sim_error"]
 
 
 @dataclass(slots=True)
@@ -265,8 +266,9 @@ class TrialResult:
 
     @property
     def valid(self) -> bool:
-        """Error trials (the harness broke) are excluded from success denominators."""
-        return self.status != "error"
+        """Error trials (the harness or the simulated user broke) are excluded from
+        success denominators."""
+        return self.status not in ("error", "sim_error")
 
     @property
     def failed_checks(self) -> list[Check]:

@@ -16,9 +16,9 @@ from collections import Counter, defaultdict
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import replace
 from functools import lru_cache
-from typing import Any
+from typing import Any, get_args
 
-from proctor.core.results import GRADER_CHECK, Check, TaskInfo, TrialResult
+from proctor.core.results import GRADER_CHECK, Check, TaskInfo, TrialResult, TrialStatus
 from proctor.decide import stats
 from proctor.grade.root_cause import root_cause_name
 
@@ -397,8 +397,9 @@ def summarize(
         "missing_trials": missing,
         **_rates(results, k_max),
         **_power(results, trials_per_task),
-        "statuses": {s: statuses.get(s, 0) for s in ("passed", "failed", "timeout", "error")},
+        "statuses": {s: statuses.get(s, 0) for s in get_args(TrialStatus)},
         "errors": statuses["error"],
+        "sim_errors": statuses["sim_error"],
         "timeouts": statuses["timeout"],
         "untraced_trials": sum(1 for r in results if not r.trace_id),
         "error_rate": error_rate,

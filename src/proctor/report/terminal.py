@@ -83,6 +83,11 @@ def headline(summary: dict[str, Any]) -> Table:
         )
     rows += [
         ("safety violations", f"{violations['total']} ({sev})"),
+        *(
+            [("simulated-user errors", f"{summary['sim_errors']} (out of pass rates)")]
+            if summary.get("sim_errors")
+            else []
+        ),
         (
             "errors / timeouts",
             f"{summary['errors']} / {summary['timeouts']}"

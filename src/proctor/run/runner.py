@@ -27,6 +27,7 @@ from proctor.run.judging import JUDGE_ERROR, apply_judges, needs_judging
 from proctor.run.manifest import build_manifest
 from proctor.run.resume import resumed_manifest
 from proctor.run.source import TrialSource
+from proctor.run.simulator import UserPlayer
 from proctor.run.trial import TrialRecord, TrialSpec, trial_seed
 from proctor.store.health import StoreError
 from proctor.tasks.models import Fault
@@ -96,11 +97,13 @@ class Runner:
         executor: Executor | None = None,
         resume: bool = False,
         judging: Judging | None = None,
+        user: UserPlayer | None = None,
     ) -> None:
         """`faults` are injected into every task on top of its own (`--faults`).
         `currency`: the price table's reporting currency, recorded in the manifest for
         gates, scorecards and reports (costs stay recorded in USD). `judging` judges the
-        trials of tasks with rubrics (proctor.run.judging).
+        trials of tasks with rubrics (proctor.run.judging). `user`: the model that plays
+        the users of tasks with a scenario (proctor.run.simulator), in the manifest.
 
         `resume`: continue the stored run `run_id` (a unique prefix will do): its stored
         trials are kept and the others run. Raises ResumeError (one line) when that run is
@@ -153,6 +156,8 @@ class Runner:
             self.manifest = resumed_manifest(stored, self.manifest)
             self.done = store.trial_keys(self.run_id)
         self.judging = judging
+        self.user = user
+        self.manifest["user_model"] = user.identity() if user is not None else None
         if judging is not None:  # a resumed run records the judges of its new trials too
             self.manifest["judges"] = judging.manifest()
             self.manifest["judge_model"] = ", ".join(judging.panel.models)
@@ -176,7 +181,7 @@ class Runner:
                 if (t.id, i) not in self.done:
                     seed = trial_seed(self.seed, t.id, i)
                     domain = self._domains[id(t.domain)]
-                    yield TrialSpec(self.run_id, t.task, domain, i, seed, self.faults)
+                    yield TrialSpec(self.run_id, t.task, domain, i, seed, self.faults, self.user)
 
     async def run_async(self, progress: ProgressFn | None = None) -> RunReport:
         """Run the trials not stored yet. A run that cannot finish (the agent's process

@@ -1,0 +1,198 @@
+"""Guards on a model user's reply, before the agent sees it.
+
+The field's user simulators fail in known ways (docs/architecture.md, Simulated users):
+they swap roles ("as an AI…"), leak their instructions or reasoning, start the
+conversation over, invent identifiers, say a fact before the agent asked for it, rescue
+the agent (correct it, name its tools), or stop before their goals could be done. Each
+guard is a deterministic reading of the reply against the scenario and the conversation
+so far; a reply that breaks one is regenerated (proctor.run.simulator), never delivered.
+"""
+
+from __future__ import annotations
+
+import inspect
+import re
+import sys
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+
+from proctor.core.jsonvalues import digest
+from proctor.grade.language import identifiers, mentions
+from proctor.tasks.models import UserSpec
+
+#: Stop reasons a model user may give; `max_turns` is the harness's, never the model's.
+STOP_REASONS = ("done", "declined")
+#: Consecutive words of the instructions that, found in a reply, are a leak (or a restart).
+SHINGLE = 6
+
+_ROLE_SWAP = re.compile(
+    r"\bas an? (ai|assistant|language model|chatbot)\b|\bi('m| am) (an? )?(ai|assistant|"
+    r"language model|chatbot|virtual agent)\b|\bhow (can|may) i (help|assist) you\b"
+    r"|\bi('m| am) here to help\b",
+    re.IGNORECASE,
+)
+_REASONING = re.compile(
+    r"</?think>|\b(my|the) (goals?|sub-?goals?|persona|scenario|instructions|system prompt|"
+    r"stance)\b|\bstop_reason\b|\bdisclos(e|ed|ure) (policy|rule)\b|\bas the (simulated )?user\b"
+    r"|\bi('m| am) (playing|simulating|role-?playing)\b|\bsimulated user\b",
+    re.IGNORECASE,
+)
+_RESTART = re.compile(
+    r"\b(start (over|again)|new conversation|from the (top|beginning))\b"
+    r"|^\W*(hi|hello|hey|good (morning|afternoon|evening))\b.*\b(i need|i want|i'd like|"
+    r"can you|could you)\b",
+    re.IGNORECASE,
+)
+_RESCUE = re.compile(
+    r"\b(you (should|need to|have to|must|forgot|missed)|try (calling|using|to call)"
+    r"|instead,? (call|use)|that('s| is) (wrong|incorrect|not right)|the (correct|right) "
+    r"(tool|function|way|step)|(call|use) the \w+ (tool|function)|tool call|function call)\b",
+    re.IGNORECASE,
+)
+_WORD = re.compile(r"[a-z0-9]+(?:[-'][a-z0-9]+)*")
+
+
+@dataclass(frozen=True, slots=True)
+class Draft:
+    """A model user's reply as parsed: the JSON fields it must answer with."""
+
+    message: str
+    stop: bool
+    stop_reason: str | None
+    disclosed: tuple[str, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class Conversation:
+    """What the guards read: the scenario, the opening, and the turns so far."""
+
+    spec: UserSpec
+    opening: str
+    #: The scenario's instruction text (persona, goals, the prompt's rules): not facts.
+    instructions: str
+    tools: tuple[str, ...]
+    agent: tuple[str, ...]
+    user: tuple[str, ...]
+
+
+def rejections(draft: Draft, conv: Conversation) -> list[str]:
+    """Why `draft` may not be delivered (empty: it may), one line per broken guard."""
+    text = draft.message
+    found = [
+        *_role_swap(text),
+        *_leak(text, conv),
+        *_restart(text, conv),
+        *_invented(text, conv),
+        *_early_disclosure(draft, conv),
+        *_rescue(text, conv),
+        *_early_stop(draft, conv),
+    ]
+    if not text.strip() and not draft.stop:
+        found.append("empty: an empty message without stopping")
+    return found
+
+
+def _role_swap(text: str) -> Iterable[str]:
+    found = _ROLE_SWAP.search(text)
+    if found:
+        yield f"role_swap: speaks as the assistant ({found.group(0)!r})"
+
+
+def _leak(text: str, conv: Conversation) -> Iterable[str]:
+    found = _REASONING.search(text)
+    if found:
+        yield f"leak: reasoning or scenario talk ({found.group(0)!r})"
+    copied = _shared_words(text, conv.instructions)
+    if copied:
+        yield f"leak: repeats its instructions ({copied!r})"
+
+
+def _restart(text: str, conv: Conversation) -> Iterable[str]:
+    if not conv.user and not conv.agent:
+        return
+    found = _RESTART.search(text)
+    copied = _shared_words(text, conv.opening) if len(_words(conv.opening)) >= SHINGLE else None
+    if found or copied or _words(text) == _words(conv.opening):
+        yield f"restart: starts the conversation over ({(found and found.group(0)) or copied!r})"
+
+
+def _invented(text: str, conv: Conversation) -> Iterable[str]:
+    known = {
+        i.casefold()
+        for source in (
+            conv.opening,
+            conv.instructions,
+            *(f.value for f in conv.spec.facts),
+            *conv.agent,
+            *conv.user,
+        )
+        for i in identifiers(source)
+    }
+    new = sorted(i for i in identifiers(text) if i.casefold() not in known)
+    if new:
+        yield f"invented_id: {', '.join(new)} is in none of its facts or the conversation"
+
+
+def _early_disclosure(draft: Draft, conv: Conversation) -> Iterable[str]:
+    said = (conv.opening, *conv.user)
+    for fact in conv.spec.facts:
+        if fact.disclose == "upfront" or any(mentions(s, fact.value) for s in said):
+            continue
+        asked = any(mentions(a, term, True) for a in conv.agent for term in _asks(fact))
+        if asked:
+            continue
+        if mentions(draft.message, fact.value) or fact.name in draft.disclosed:
+            yield f"early_disclosure: says {fact.name!r} before the agent asked for it"
+
+
+def _asks(fact: object) -> Sequence[str]:
+    asked_by: list[str] = getattr(fact, "asked_by", [])
+    return asked_by or [getattr(fact, "name", "")]
+
+
+def _rescue(text: str, conv: Conversation) -> Iterable[str]:
+    if conv.spec.helpful:
+        return
+    found = _RESCUE.search(text)
+    tool = next((t for t in conv.tools if mentions(text, t)), None)
+    if found or tool:
+        yield f"rescue: corrects or directs the agent ({(found and found.group(0)) or tool!r})"
+
+
+def _early_stop(draft: Draft, conv: Conversation) -> Iterable[str]:
+    if not draft.stop:
+        return
+    if draft.stop_reason not in STOP_REASONS:
+        yield f"early_stop: stop_reason {draft.stop_reason!r} (expected done or declined)"
+        return
+    if draft.stop_reason == "declined":
+        return
+    goals = conv.spec.goals
+    unmet = [
+        g.goal
+        for g in goals
+        if g.done_when is not None and not any(re.search(g.done_when, a, re.I) for a in conv.agent)
+    ]
+    if unmet:
+        yield f"early_stop: done before the agent said {unmet[0]!r} was done"
+    elif len(conv.agent) < len(goals):
+        yield f"early_stop: done after {len(conv.agent)} agent turns for {len(goals)} goals"
+
+
+def _words(text: str) -> list[str]:
+    return _WORD.findall(text.lower())
+
+
+def _shared_words(text: str, source: str) -> str | None:
+    """The first run of SHINGLE words of `source` that `text` repeats, if any."""
+    words = _words(text)
+    runs = {tuple(words[i : i + SHINGLE]) for i in range(len(words) - SHINGLE + 1)}
+    mine = _words(source)
+    for i in range(len(mine) - SHINGLE + 1):
+        if tuple(mine[i : i + SHINGLE]) in runs:
+            return " ".join(mine[i : i + SHINGLE])
+    return None
+
+
+#: The guards' version for the manifest: a changed guard is a different simulator.
+GUARD_VERSION = digest(inspect.getsource(sys.modules[__name__]), 12)
