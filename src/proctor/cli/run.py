@@ -346,9 +346,7 @@ def _junit(
         click.echo(f"cannot write {path}: {exc}", err=True)
 
 
-def _user_player(
-    ref: str | None, cache: str, store: Any, executor: str, isolation: str
-) -> Any:
+def _user_player(ref: str | None, cache: str, store: Any, executor: str, isolation: str) -> Any:
     """The run's model user (None without `--user-model`); exit 2 on a bad reference."""
     if ref is None:
         return None

@@ -26,8 +26,8 @@ from proctor.run.executor import Executor, LocalExecutor, RunContext, stream
 from proctor.run.judging import JUDGE_ERROR, apply_judges, needs_judging
 from proctor.run.manifest import build_manifest
 from proctor.run.resume import resumed_manifest
-from proctor.run.source import TrialSource
 from proctor.run.simulator import UserPlayer
+from proctor.run.source import TrialSource
 from proctor.run.trial import TrialRecord, TrialSpec, trial_seed
 from proctor.store.health import StoreError
 from proctor.tasks.models import Fault

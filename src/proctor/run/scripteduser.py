@@ -51,16 +51,14 @@ class ScriptedUserModel:
 
     @property
     def fingerprint(self) -> str:
-        return digest(
-            {"kind": "scripted", "script": self.script, "fail": self.fail, "at": self.at}
-        )
+        return digest({"kind": "scripted", "script": self.script, "fail": self.fail, "at": self.at})
 
     def complete(self, messages: list[dict[str, str]], seed: int) -> str:
         self.calls += 1
         turn = sum(m["role"] == "user" for m in messages) - 1
         retry = sum(m["role"] == "system" for m in messages) > 1
         if self.fail is not None and turn == self.at and (self.persist or not retry):
-            return self._failure(self.fail, messages[0]["content"])
+            return self._failure(self.fail, messages)
         if turn < len(self.script):
             line = self.script[turn]
             reply = line if isinstance(line, dict) else {"message": line, "stop": False}
@@ -69,7 +67,9 @@ class ScriptedUserModel:
         return json.dumps({"stop_reason": None, "disclosed": [], **reply})
 
     @staticmethod
-    def _failure(kind: str, prompt: str) -> str:
+    def _failure(kind: str, messages: list[dict[str, str]]) -> str:
+        prompt = messages[0]["content"]
+        asked = " ".join(m["content"] for m in messages if m["role"] == "user").lower()
         if kind == "malformed":
             return "Sure, go ahead."
         message = {
@@ -79,7 +79,7 @@ class ScriptedUserModel:
             "rescues": "You should look the order up before you cancel it.",
             "swaps_roles": "As an AI assistant, I can help you with that.",
             "restarts": _after(prompt, OPENING),
-            "discloses": f"By the way, it is {_first_fact(prompt)}.",
+            "discloses": f"By the way, it is {_unasked_fact(prompt, asked)}.",
         }[kind]
         stop = kind == "ends_early"
         return json.dumps(
@@ -97,7 +97,13 @@ def _after(prompt: str, marker: str) -> str:
     return line[len(marker) :].strip()
 
 
-def _first_fact(prompt: str) -> str:
+def _unasked_fact(prompt: str, asked: str) -> str:
+    """The value of the first fact whose name the agent's messages do not hold."""
     lines = prompt.splitlines()
-    fact = lines[lines.index(FACTS) + 1]
-    return fact.split(": ", 1)[1].removesuffix(" (say it at the start)")
+    for line in lines[lines.index(FACTS) + 1 :]:
+        if not line.startswith("- "):
+            break
+        name, value = line[2:].split(": ", 1)
+        if name.lower() not in asked:
+            return value.removesuffix(" (say it at the start)")
+    raise ValueError("every fact was asked for: nothing to disclose early")

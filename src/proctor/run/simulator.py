@@ -29,11 +29,11 @@ from proctor.tasks.models import Task, UserSpec
 OPENING = "You opened the conversation with:"
 #: The heading over the known facts, one `- name: value` line each.
 FACTS = "Facts you know:"
-_RULES = f"""You are a person writing to a customer assistant (an AI agent). You are the \
+_RULES = """You are a person writing to a customer assistant (an AI agent). You are the \
 user, never the assistant. Write as this person would, briefly, in plain words.
 
-Answer with one JSON object only: {{"message": "what you say", "stop": false, \
-"stop_reason": null, "disclosed": []}}. "disclosed" lists the names of the facts your \
+Answer with one JSON object only: {"message": "what you say", "stop": false, \
+"stop_reason": null, "disclosed": []}. "disclosed" lists the names of the facts your \
 message states. Set "stop" to true, with "stop_reason" "done" when the assistant has told \
 you that every goal is done, or "declined" when you give up on what is left; your \
 message then ends the conversation.
@@ -57,8 +57,7 @@ def user_prompt(spec: UserSpec, opening: str) -> str:
     if spec.facts:
         lines.append(FACTS)
         lines += [
-            f"- {f.name}: {f.value}"
-            + (" (say it at the start)" if f.disclose == "upfront" else "")
+            f"- {f.name}: {f.value}" + (" (say it at the start)" if f.disclose == "upfront" else "")
             for f in spec.facts
         ]
     if spec.unknown:
