@@ -3,16 +3,31 @@
 from __future__ import annotations
 
 from proctor.run.scripteduser import FAILURES, ScriptedUserModel
+from proctor.run.simulator import user_seed
 
 SCRIPT = ["It is sam.k@example.com."]
+TASK = "cancel-eligible-order"
 
 good = ScriptedUserModel(SCRIPT)
-#: Every attempt at the first turn fails this way (the trial is sim_error).
-persistent = {mode: ScriptedUserModel(SCRIPT, fail=mode, persist=True) for mode in FAILURES}
-#: Only the first attempt fails: a guard rejects it, the retry is delivered.
-once = {mode: ScriptedUserModel(SCRIPT, fail=mode) for mode in FAILURES}
-globals().update({f"{mode}_always": m for mode, m in persistent.items()})
-globals().update({f"{mode}_once": m for mode, m in once.items()})
+
+
+class FailureByTrial(ScriptedUserModel):
+    """Trial i of TASK fails the i-th way of FAILURES (read from its user seed): one run
+    injects every failure. `persist`: every attempt fails (sim_error), else the first."""
+
+    def __init__(self, persist: bool) -> None:
+        super().__init__(SCRIPT, name="failure-by-trial")
+        self.models = {
+            user_seed(TASK, i): ScriptedUserModel(SCRIPT, fail=mode, persist=persist)
+            for i, mode in enumerate(FAILURES)
+        }
+
+    def complete(self, messages: list[dict[str, str]], seed: int) -> str:
+        return self.models[seed].complete(messages, seed)
+
+
+always = FailureByTrial(persist=True)
+once = FailureByTrial(persist=False)
 
 
 class Replayed(ScriptedUserModel):

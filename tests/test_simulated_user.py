@@ -10,9 +10,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+
 from conftest import proctor
 from openai_server import ScriptedChatServer, completion
-
 from proctor.core.trace import Recorder, SimClock
 from proctor.env.user import SimulatedUser
 from proctor.run.scripteduser import FAILURES, ScriptedUserModel
@@ -98,36 +98,46 @@ def test_a_cooperative_user_model_plays_the_converted_task_and_is_in_the_manifes
     assert not notes(trace, "user_rejected")
 
 
-@pytest.mark.parametrize("mode", FAILURES)
+@pytest.fixture(scope="module")
+def injected(tmp_path_factory: pytest.TempPathFactory) -> dict[str, tuple[Any, dict, Path]]:
+    """One run per kind: trial i of the task fails the i-th way (tests/sim_users.py)."""
+    out = {}
+    for kind in ("always", "once"):
+        where = tmp_path_factory.mktemp(kind)
+        out[kind] = (*run(where, kind, "--trials", str(len(FAILURES))), where)
+    return out
+
+
+@pytest.mark.parametrize(("trial", "mode"), list(enumerate(FAILURES)))
 def test_a_failure_that_persists_is_sim_error_counted_shown_and_out_of_pass_rates(
-    tmp_path: Path, mode: str
+    injected: dict[str, tuple[Any, dict, Path]], trial: int, mode: str
 ) -> None:
-    done, summary = run(tmp_path, f"{mode}_always")
-    assert summary["statuses"]["sim_error"] == 1 and summary["sim_errors"] == 1
+    done, summary, where = injected["always"]
+    assert summary["statuses"]["sim_error"] == summary["sim_errors"] == len(FAILURES)
     assert summary["statuses"]["passed"] == summary["statuses"]["failed"] == 0
-    assert summary["success_rate"] in (None, 0.0) and summary["per_task"][0]["n"] == 0
+    assert summary["success_rate"] is None and summary["per_task"][0]["n"] == 0
     assert "simulated-user errors" in done.stdout
-    trace = trace_of(tmp_path, summary)
+    trace = trace_of(where, summary, trial)
     rejected = notes(trace, "user_rejected")
     assert [r["attempt"] for r in rejected] == [1, 2, 3]  # bounded, every one recorded
     assert all(any(w.startswith(CAUGHT_BY[mode]) for w in r["why"]) for r in rejected)
-    with Store(tmp_path / "p.db") as db:
-        result = next(r for r in db.trial_results(summary["run_id"]))
+    with Store(where / "p.db") as db:
+        result = next(r for r in db.trial_results(summary["run_id"]) if r.trial == trial)
     assert result.status == "sim_error" and "no acceptable reply" in (result.error or "")
     assert not any(c.name == "agent_crashed" for c in result.checks)
 
 
-@pytest.mark.parametrize("mode", ["leaks", "invents_id", "rescues", "ends_early"])
+@pytest.mark.parametrize(("trial", "mode"), list(enumerate(FAILURES)))
 def test_a_failure_once_is_rejected_in_the_trace_and_never_delivered(
-    tmp_path: Path, mode: str
+    injected: dict[str, tuple[Any, dict, Path]], trial: int, mode: str
 ) -> None:
-    done, summary = run(tmp_path, f"{mode}_once")
+    done, summary, where = injected["once"]
     assert done.returncode == 0, done.stderr
-    assert summary["statuses"]["passed"] == 1
-    trace = trace_of(tmp_path, summary)
+    assert summary["statuses"]["passed"] == len(FAILURES)
+    trace = trace_of(where, summary, trial)
     (rejected,) = notes(trace, "user_rejected")
     assert any(w.startswith(CAUGHT_BY[mode]) for w in rejected["why"])
-    bad = json.loads(rejected["reply"])["message"]
+    bad = rejected["reply"] if mode == "malformed" else json.loads(rejected["reply"])["message"]
     assert bad not in said_by_user(trace)
     assert "It is sam.k@example.com." in said_by_user(trace)
 
@@ -151,20 +161,14 @@ def test_a_rerun_from_the_cache_is_byte_identical_and_require_makes_a_miss_an_er
     assert "--user-cache require" in (result.error or "")
 
 
-def test_the_prompt_is_built_from_the_scenario_and_never_holds_expectations(
-    tmp_path: Path,
-) -> None:
+def test_the_prompt_is_built_from_the_scenario_and_never_holds_expectations() -> None:
     task = support_task()
+    assert task.expect.answer is not None
+    answer = task.expect.answer.model_copy(update={"must_mention": ["SECRET-REF-77"]})
     marked = task.model_copy(
         update={
             "description": "SECRET-DESCRIPTION-41",
-            "expect": task.expect.model_copy(
-                update={
-                    "answer": task.expect.answer.model_copy(
-                        update={"must_mention": ["SECRET-REF-77"]}
-                    )
-                }  # type: ignore[union-attr]
-            ),
+            "expect": task.expect.model_copy(update={"answer": answer}),
             "metadata": {"reference_answer": "SECRET-ANSWER-13"},
         }
     )
