@@ -306,3 +306,14 @@ def test_a_bad_scenario_names_file_line_and_field(tmp_path: Path) -> None:
 def test_a_bad_user_model_reference_is_one_line(tmp_path: Path) -> None:
     done, _ = run(tmp_path, "nothing_here")
     assert done.returncode == 2 and "--user-model" in done.stderr
+
+
+def test_regrade_keeps_sim_error(injected: dict[str, tuple[Any, dict, Path]]) -> None:
+    _, summary, where = injected["always"]
+    out = where / "regraded.json"
+    done = proctor(
+        "regrade", summary["run_id"], "--store", str(where / "p.db"), "--json", str(out), "-q"
+    )
+    assert "Traceback" not in done.stderr, done.stderr
+    again = json.loads(out.read_text())
+    assert again["statuses"]["sim_error"] == len(FAILURES) and again["statuses"]["passed"] == 0

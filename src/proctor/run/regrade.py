@@ -289,7 +289,7 @@ def _regraded(stored: StoredTrial, run_id: str, members: dict[str, SuiteTask]) -
         return result
     grader_broke = (before.error or "").startswith((GRADER_ERROR, JUDGE_ERROR))
     decided = any(c.name in (CRASH_CHECK, PROTOCOL_CHECK) for c in stored.kept) or (
-        before.status in ("timeout", "error") and not grader_broke
+        before.status in ("timeout", "error", "sim_error") and not grader_broke
     )
     member = members[before.task_id]
     task = member.task

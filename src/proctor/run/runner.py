@@ -143,6 +143,8 @@ class Runner:
             filters=filters or {},
             faults=[f.model_dump(exclude_none=True) for f in self.faults],
         )
+        if user is not None:  # before a resumption compares it with the stored run's
+            self.manifest["user_model"] = user.identity()
         # Copies made before any agent runs: an agent that reaches a domain's module
         # (sys.modules) and changes its Domain cannot change another trial's world.
         self._domains = {id(t.domain): t.domain for t in suite.tasks}
@@ -157,7 +159,6 @@ class Runner:
             self.done = store.trial_keys(self.run_id)
         self.judging = judging
         self.user = user
-        self.manifest["user_model"] = user.identity() if user is not None else None
         if judging is not None:  # a resumed run records the judges of its new trials too
             self.manifest["judges"] = judging.manifest()
             self.manifest["judge_model"] = ", ".join(judging.panel.models)
