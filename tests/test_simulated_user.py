@@ -306,6 +306,8 @@ def test_a_bad_scenario_names_file_line_and_field(tmp_path: Path) -> None:
 def test_a_bad_user_model_reference_is_one_line(tmp_path: Path) -> None:
     done, _ = run(tmp_path, "nothing_here")
     assert done.returncode == 2 and "--user-model" in done.stderr
+    done, _ = run(tmp_path, "good", "--isolation", "process")
+    assert done.returncode == 2 and "thread isolation only" in done.stderr
 
 
 def test_regrade_keeps_sim_error(injected: dict[str, tuple[Any, dict, Path]]) -> None:
@@ -317,3 +319,40 @@ def test_regrade_keeps_sim_error(injected: dict[str, tuple[Any, dict, Path]]) ->
     assert "Traceback" not in done.stderr, done.stderr
     again = json.loads(out.read_text())
     assert again["statuses"]["sim_error"] == len(FAILURES) and again["statuses"]["passed"] == 0
+
+
+def test_a_chat_user_model_plays_through_the_cli_and_replays_from_the_cache(
+    tmp_path: Path,
+) -> None:
+    answers = [
+        {"message": "It is sam.k@example.com.", "stop": False, "disclosed": ["email"]},
+        {"message": "No, thanks.", "stop": True, "stop_reason": "done"},
+    ]
+    with ScriptedChatServer([completion(json.dumps(a)) for a in answers]) as server:
+        ref = f"chat:user-llm?base_url={server.url}"
+        done = proctor(*cli_run(tmp_path, ref))
+        assert done.returncode == 0, done.stderr
+    assert [r["seed"] for r in server.requests] == [user_seed(TASK, 0)] * 2
+    first = server.requests[0]["messages"]
+    assert first[0]["role"] == "system" and "desk lamp" in first[0]["content"]
+    assert first[1:] == [{"role": "user", "content": "What is the email address on your account?"}]
+    # the same endpoint (the fingerprint holds its host), now closed: only the cache answers
+    again = proctor(*cli_run(tmp_path, ref, "--user-cache", "require"))
+    assert again.returncode == 0, again.stderr
+
+
+def cli_run(tmp_path: Path, ref: str, *extra: str) -> list[str]:
+    return [
+        "run",
+        str(SUPPORT),
+        "--task",
+        TASK,
+        "--agent",
+        f"{SUPPORT}/agents.py:conversational",
+        "--user-model",
+        ref,
+        "--store",
+        str(tmp_path / "chat.db"),
+        "-q",
+        *extra,
+    ]
