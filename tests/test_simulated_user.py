@@ -10,6 +10,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from conftest import proctor
 from openai_server import ScriptedChatServer, completion
@@ -356,3 +358,16 @@ def cli_run(tmp_path: Path, ref: str, *extra: str) -> list[str]:
         "-q",
         *extra,
     ]
+
+
+ID = st.from_regex(r"[A-Z]{1,3}-[0-9]{2,5}", fullmatch=True)
+
+
+@given(said=st.lists(ID, min_size=1, max_size=4), new=ID)
+def test_an_identifier_is_invented_exactly_when_nobody_said_it(said: list[str], new: str) -> None:
+    asked = conv(SPEC, (f"Is it about {' or '.join(said)}?",))
+    repeated = rejections(draft(f"Yes, {said[-1]}."), asked)
+    assert not any(w.startswith("invented_id") for w in repeated)
+    fresh = rejections(draft(f"No, it is {new}."), asked)
+    known = {s.casefold() for s in said} | {"a-100"}  # the opening's
+    assert any(w.startswith("invented_id") for w in fresh) == (new.casefold() not in known)

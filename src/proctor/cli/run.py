@@ -242,6 +242,13 @@ def run(
     agent_model = settings.get("model") if isinstance(settings, dict) else None
     judging = judges.judging(store, selected, agent_model)
     user = _user_player(user_model_ref, user_cache, store, executor_name, isolation)
+    scenarios = sum(t.task.user.scenario for t in selected.tasks)
+    if scenarios and user is None and not quiet:
+        click.echo(
+            f"note: {scenarios} tasks have a `user:` scenario but no --user-model: their "
+            "users say only their scripted lines",
+            err=True,
+        )
     try:
         runner = Runner(
             selected,

@@ -15,6 +15,7 @@ same (docs/architecture.md, Simulated users).
 from __future__ import annotations
 
 import hashlib
+import inspect
 import json
 from dataclasses import dataclass, field
 from typing import Any, Protocol, runtime_checkable
@@ -71,9 +72,9 @@ def _instructions(spec: UserSpec) -> str:
     return "\n".join([_RULES, _NOT_HELPFUL, spec.persona or "", *(g.goal for g in spec.goals)])
 
 
-#: The prompt's version for the manifest and the cache key: a changed prompt is a
-#: different simulator.
-PROMPT_VERSION = digest([_RULES, _NOT_HELPFUL, _HELPFUL, OPENING, FACTS], 12)
+#: The prompt's version for the manifest and the cache key (its text and the code that
+#: lays it out): a changed prompt is a different simulator.
+PROMPT_VERSION = digest([_RULES, _NOT_HELPFUL, _HELPFUL, inspect.getsource(user_prompt)], 12)
 
 
 @runtime_checkable
