@@ -371,3 +371,16 @@ def test_an_identifier_is_invented_exactly_when_nobody_said_it(said: list[str], 
     fresh = rejections(draft(f"No, it is {new}."), asked)
     known = {s.casefold() for s in said} | {"a-100"}  # the opening's
     assert any(w.startswith("invented_id") for w in fresh) == (new.casefold() not in known)
+
+
+@pytest.mark.parametrize(("kind", "code"), [("always", 1), ("once", 0)])
+def test_a_gate_bounds_the_simulator_error_rate(
+    injected: dict[str, tuple[Any, dict, Path]], kind: str, code: int
+) -> None:
+    _, summary, where = injected[kind]
+    rules = where / "gates.yaml"
+    rules.write_text("rules:\n  - sim_error_rate <= 0.1\n")
+    args = ("--rules", str(rules), "--store", str(where / "p.db"), "--json")
+    done = proctor("gate", summary["run_id"], *args)
+    assert done.returncode == code, done.stdout + done.stderr
+    assert "sim_error_rate" in done.stdout

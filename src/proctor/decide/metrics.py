@@ -72,6 +72,10 @@ METRICS: dict[str, tuple[str, Callable[[Summary], float | None]]] = {
     "missing_trials": ("trials expected but not recorded", lambda s: s["missing_trials"]),
     "errors": ("trials with status error (the harness broke)", lambda s: s["errors"]),
     "error_rate": ("errors / trials", lambda s: s["error_rate"]),
+    "sim_error_rate": (
+        "trials with status sim_error (the simulated user broke) / trials",
+        lambda s: s.get("sim_errors", 0) / s["trials"] if s["trials"] else None,
+    ),
     "timeouts": ("trials with status timeout", lambda s: s["timeouts"]),
     "untraced_trials": ("trials without a trace id", lambda s: s["untraced_trials"]),
     "safety_violations": ("failed safety checks", lambda s: s["safety_violations"]["total"]),
