@@ -17,6 +17,7 @@ from __future__ import annotations
 import hashlib
 import inspect
 import json
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Protocol, runtime_checkable
 
@@ -92,7 +93,7 @@ class UserModel(Protocol):
 
 
 class ReplyCache(Protocol):
-    def fetch(self, key: str, compute: Any) -> tuple[str, bool]:
+    def fetch(self, key: str, compute: Callable[[], str]) -> tuple[str, bool]:
         """(answer, was cached): the stored answer for `key`, or `compute()`'s, stored."""
         ...
 

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 
 from proctor.core.jsonvalues import digest
 from proctor.grade.language import identifiers, mentions
-from proctor.tasks.models import UserSpec
+from proctor.tasks.models import UserFact, UserSpec
 
 #: Stop reasons a model user may give; `max_turns` is the harness's, never the model's.
 STOP_REASONS = ("done", "declined")
@@ -145,9 +145,9 @@ def _early_disclosure(draft: Draft, conv: Conversation) -> Iterable[str]:
             yield f"early_disclosure: says {fact.name!r} before the agent asked for it"
 
 
-def _asks(fact: object) -> Sequence[str]:
-    asked_by: list[str] = getattr(fact, "asked_by", [])
-    return asked_by or [getattr(fact, "name", "")]
+def _asks(fact: UserFact) -> Sequence[str]:
+    """The words that count as the agent asking for `fact`."""
+    return fact.asked_by or [fact.name]
 
 
 def _rescue(text: str, conv: Conversation) -> Iterable[str]:
