@@ -13,17 +13,17 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from conftest import proctor
+from conftest import proctor, shared_data
 from openai_server import ScriptedChatServer, completion
 from proctor.core.trace import Recorder, SimClock
 from proctor.env.user import SimulatedUser
 from proctor.run.scripteduser import FAILURES, ScriptedUserModel
-from proctor.run.simulator import UserPlayer, parse_reply, user_prompt, user_seed
+from proctor.run.simulator import RULES, UserPlayer, parse_reply, user_prompt, user_seed
 from proctor.run.userguards import Conversation, Draft, rejections
 from proctor.run.usermodel import ChatUserModel
 from proctor.store import Store
 from proctor.tasks.loader import load_task_file
-from proctor.tasks.models import Task, UserSpec
+from proctor.tasks.models import SubGoal, Task, UserSpec
 
 ROOT = Path(__file__).resolve().parents[1]
 SUPPORT = ROOT / "examples" / "support"
@@ -384,3 +384,62 @@ def test_a_gate_bounds_the_simulator_error_rate(
     done = proctor("gate", summary["run_id"], *args)
     assert done.returncode == code, done.stdout + done.stderr
     assert "sim_error_rate" in done.stdout
+
+
+def test_what_users_say_in_their_own_right_is_no_guard_failure() -> None:
+    """Cases the tau-bench user turns showed: ordinals and times are no identifiers, a tool
+    named by a plain word (`think`) is no rescue, a goal said in its own words is no leak,
+    a sentence of the opening said again is no restart (the whole opening is)."""
+    spec = SPEC.model_copy(update={"goals": [SubGoal(goal="move the flight to the 24th")]})
+    c = Conversation(
+        spec,
+        "Cancel order A-100. Thanks a lot for your help.",
+        RULES,
+        ("think", "book_room"),
+        ("Which day?",),
+        ("Hi.",),
+    )
+    for text in ("I think the 24th at 11am, please.", "Please move the flight to the 24th."):
+        assert rejections(draft(text), c) == []
+    assert rejections(draft("Thanks a lot for your help, really."), c) == []
+    assert any(w.startswith("restart") for w in rejections(draft(c.opening), c))
+    assert any(w.startswith("rescue") for w in rejections(draft("Use book_room."), c))
+    assert any(w.startswith("leak") for w in rejections(draft(RULES.split(".")[1]), c))
+
+
+TAU = shared_data("tau-bench") / "tau-bench_historical_trajectories_gpt-4o-airline.json"
+
+
+@pytest.mark.skipif(not TAU.exists(), reason="needs ../shared/data/tau-bench")
+def test_guards_on_real_simulated_user_turns_reject_few_and_catch_an_invented_email() -> None:
+    """tau-bench's 200 gpt-4o airline trajectories: every user turn after the opening,
+    guarded against its task's instruction (as the goal) and the agent's messages."""
+    rejected: list[tuple[int, str]] = []
+    turns = 0
+    for trajectory in json.loads(TAU.read_text()):
+        task = trajectory["info"]["task"]
+        spec = UserSpec(goals=[SubGoal(goal=task["instruction"])])
+        tools = tuple(
+            call["function"]["name"]
+            for m in trajectory["traj"]
+            for call in m.get("tool_calls") or ()
+        )
+        said = [
+            m for m in trajectory["traj"] if m["role"] in ("user", "assistant") and m["content"]
+        ]
+        agent: list[str] = []
+        user: list[str] = []
+        for m in said[1:]:
+            if m["role"] == "assistant":
+                agent.append(m["content"])
+                continue
+            stop = "###STOP###" in m["content"]  # tau-bench's end of the conversation
+            text = m["content"].replace("###STOP###", "").strip()
+            reply = draft(text, stop, "done" if stop else None)
+            c = Conversation(spec, said[0]["content"], RULES, tools, tuple(agent), tuple(user))
+            turns += 1
+            rejected += [(trajectory["task_id"], w) for w in rejections(reply, c)]
+            user.append(text)
+    assert turns > 1000
+    assert len(rejected) <= turns // 100, rejected  # at most 1% of real turns
+    assert any(t == 27 and "aarav.ahmed6699" in w for t, w in rejected)  # made-up email

@@ -68,9 +68,8 @@ def user_prompt(spec: UserSpec, opening: str) -> str:
     return "\n".join(lines)
 
 
-def _instructions(spec: UserSpec) -> str:
-    """The prompt's text a reply must not repeat: rules, persona, goals (not facts)."""
-    return "\n".join([_RULES, _NOT_HELPFUL, spec.persona or "", *(g.goal for g in spec.goals)])
+#: The prompt's text a reply must not repeat (proctor.run.userguards: leak).
+RULES = "\n".join([_RULES, _NOT_HELPFUL, _HELPFUL])
 
 
 #: The prompt's version for the manifest and the cache key (its text and the code that
@@ -205,7 +204,7 @@ class ModelUser:
         conv = Conversation(
             self.spec,
             self.opening,
-            _instructions(self.spec),
+            RULES,
             self.tools,
             tuple(self.agent),
             tuple(self.user),

@@ -50,6 +50,10 @@ _RESCUE = re.compile(
     re.IGNORECASE,
 )
 _WORD = re.compile(r"[a-z0-9]+(?:[-'][a-z0-9]+)*")
+#: Tokens with a digit and a letter that name no record: ordinals (the 24th), times (11am).
+_NOT_AN_ID = re.compile(r"\d+(st|nd|rd|th|am|pm)", re.IGNORECASE)
+#: A tool name a user could not say by chance (`book_room`, `orders.cancel`; not `think`).
+_NAMED = re.compile(r"[^A-Za-z]")
 
 
 @dataclass(frozen=True, slots=True)
@@ -68,8 +72,9 @@ class Conversation:
 
     spec: UserSpec
     opening: str
-    #: The scenario's instruction text (persona, goals, the prompt's rules): not facts.
-    instructions: str
+    #: The prompt's own rules: a reply that repeats them leaks (goals and persona are the
+    #: user's to say in their words, and so are sometimes said in the same words).
+    rules: str
     tools: tuple[str, ...]
     agent: tuple[str, ...]
     user: tuple[str, ...]
@@ -102,7 +107,7 @@ def _leak(text: str, conv: Conversation) -> Iterable[str]:
     found = _REASONING.search(text)
     if found:
         yield f"leak: reasoning or scenario talk ({found.group(0)!r})"
-    copied = _shared_words(text, conv.instructions)
+    copied = _shared_words(text, conv.rules)
     if copied:
         yield f"leak: repeats its instructions ({copied!r})"
 
@@ -111,24 +116,29 @@ def _restart(text: str, conv: Conversation) -> Iterable[str]:
     if not conv.user and not conv.agent:
         return
     found = _RESTART.search(text)
-    copied = _shared_words(text, conv.opening) if len(_words(conv.opening)) >= SHINGLE else None
-    if found or copied or _words(text) == _words(conv.opening):
-        yield f"restart: starts the conversation over ({(found and found.group(0)) or copied!r})"
+    if found:
+        yield f"restart: starts the conversation over ({found.group(0)!r})"
+    elif _words(text) == _words(conv.opening) or _repeated_share(conv.opening, text) >= 0.5:
+        yield "restart: says its opening again"
 
 
 def _invented(text: str, conv: Conversation) -> Iterable[str]:
+    spec = conv.spec
     known = {
         i.casefold()
         for source in (
             conv.opening,
-            conv.instructions,
-            *(f.value for f in conv.spec.facts),
+            spec.persona or "",
+            *(g.goal for g in spec.goals),
+            *(f.value for f in spec.facts),
             *conv.agent,
             *conv.user,
         )
         for i in identifiers(source)
     }
-    new = sorted(i for i in identifiers(text) if i.casefold() not in known)
+    new = sorted(
+        i for i in identifiers(text) if i.casefold() not in known and not _NOT_AN_ID.fullmatch(i)
+    )
     if new:
         yield f"invented_id: {', '.join(new)} is in none of its facts or the conversation"
 
@@ -154,7 +164,7 @@ def _rescue(text: str, conv: Conversation) -> Iterable[str]:
     if conv.spec.helpful:
         return
     found = _RESCUE.search(text)
-    tool = next((t for t in conv.tools if mentions(text, t)), None)
+    tool = next((t for t in conv.tools if _NAMED.search(t) and mentions(text, t)), None)
     if found or tool:
         yield f"rescue: corrects or directs the agent ({(found and found.group(0)) or tool!r})"
 
@@ -181,6 +191,17 @@ def _early_stop(draft: Draft, conv: Conversation) -> Iterable[str]:
 
 def _words(text: str) -> list[str]:
     return _WORD.findall(text.lower())
+
+
+def _shingles(text: str) -> set[tuple[str, ...]]:
+    words = _words(text)
+    return {tuple(words[i : i + SHINGLE]) for i in range(len(words) - SHINGLE + 1)}
+
+
+def _repeated_share(source: str, text: str) -> float:
+    """The share of `source`'s runs of SHINGLE words that `text` repeats (0 when short)."""
+    mine = _shingles(source)
+    return len(mine & _shingles(text)) / len(mine) if mine else 0.0
 
 
 def _shared_words(text: str, source: str) -> str | None:
