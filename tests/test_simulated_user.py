@@ -106,7 +106,8 @@ def injected(tmp_path_factory: pytest.TempPathFactory) -> dict[str, tuple[Any, d
     out = {}
     for kind in ("always", "once"):
         where = tmp_path_factory.mktemp(kind)
-        out[kind] = (*run(where, kind, "--trials", str(len(FAILURES))), where)
+        junit = str(where / "junit.xml")
+        out[kind] = (*run(where, kind, "--trials", str(len(FAILURES)), "--junit", junit), where)
     return out
 
 
@@ -443,3 +444,11 @@ def test_guards_on_real_simulated_user_turns_reject_few_and_catch_an_invented_em
     assert turns > 1000
     assert len(rejected) <= turns // 100, rejected  # at most 1% of real turns
     assert any(t == 27 and "aarav.ahmed6699" in w for t, w in rejected)  # made-up email
+
+
+def test_junit_shows_sim_errors_as_errors_not_agent_failures(
+    injected: dict[str, tuple[Any, dict, Path]],
+) -> None:
+    xml = (injected["always"][2] / "junit.xml").read_text()
+    assert "<failure" not in xml and 'type="HarnessError"' in xml
+    assert f"all {len(FAILURES)} trials errored" in xml
