@@ -148,9 +148,11 @@ def test_a_failure_once_is_rejected_in_the_trace_and_never_delivered(
 def test_a_rerun_from_the_cache_is_byte_identical_and_require_makes_a_miss_an_error(
     tmp_path: Path,
 ) -> None:
-    _, first = run(tmp_path, "good")
+    done, first = run(tmp_path, "good")
+    assert "user cache: 0 replayed, 2 new user-model replies" in done.stdout
     done, again = run(tmp_path, "replayed", "--user-cache", "require", "--seed", "7")
     assert done.returncode == 0, done.stderr
+    assert "user cache: 2 replayed, 0 new user-model replies" in done.stdout
     a, b = trace_of(tmp_path, first), trace_of(tmp_path, again)
     messages = [e.data for e in a.of_kind("message")], [e.data for e in b.of_kind("message")]
     assert json.dumps(messages[0]) == json.dumps(messages[1])

@@ -293,6 +293,9 @@ def run(
     if not quiet:
         print_summary(summary, Console(), all_checks=all_checks)
         print_judges(report.manifest, summary, Console())
+    if user is not None and user.cache is not None and not quiet:
+        cache = user.cache
+        click.echo(f"user cache: {cache.hits} replayed, {cache.misses} new user-model replies")
     click.echo(
         f"run {report.run_id}: {summary['trials']} trials in {elapsed:.2f} s, status "
         f"{summary['status']}; stored in {store_path}"
