@@ -119,6 +119,7 @@ def test_a_failure_that_persists_is_sim_error_counted_shown_and_out_of_pass_rate
     assert summary["statuses"]["sim_error"] == summary["sim_errors"] == len(FAILURES)
     assert summary["statuses"]["passed"] == summary["statuses"]["failed"] == 0
     assert summary["success_rate"] is None and summary["per_task"][0]["n"] == 0
+    assert summary["per_task"][0]["sim_errors"] == len(FAILURES)
     assert "simulated-user errors" in done.stdout
     trace = trace_of(where, summary, trial)
     rejected = notes(trace, "user_rejected")

@@ -357,6 +357,7 @@ def summarize(
                 "passed": c,
                 "partial": sum(map(is_partial, rs)),
                 "errors": sum(r.status == "error" for r in rs),
+                "sim_errors": sum(r.status == "sim_error" for r in rs),
                 "timeouts": sum(r.status == "timeout" for r in rs),
                 "success_rate": c / n if n else None,
                 "pass_hat_k": {str(k): _pass_hat_k(n, c, k) for k in range(1, n + 1)},
