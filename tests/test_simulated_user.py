@@ -18,7 +18,7 @@ from openai_server import ScriptedChatServer, completion
 from proctor.core.trace import Recorder, SimClock
 from proctor.env.user import SimulatedUser
 from proctor.run.scripteduser import FAILURES, ScriptedUserModel
-from proctor.run.simulator import RULES, UserPlayer, parse_reply, user_prompt, user_seed
+from proctor.run.simulator import HEADINGS, RULES, UserPlayer, parse_reply, user_prompt, user_seed
 from proctor.run.userguards import Conversation, Draft, rejections
 from proctor.run.usermodel import ChatUserModel
 from proctor.store import Store
@@ -409,6 +409,8 @@ def test_what_users_say_in_their_own_right_is_no_guard_failure() -> None:
     assert any(w.startswith("restart") for w in rejections(draft(c.opening), c))
     assert any(w.startswith("rescue") for w in rejections(draft("Use book_room."), c))
     assert any(w.startswith("leak") for w in rejections(draft(RULES.split(".")[1]), c))
+    for heading in HEADINGS:  # reading its prompt out, however short the quote
+        assert any(w.startswith("leak") for w in rejections(draft(f"{heading} x"), c)), heading
 
 
 TAU = shared_data("tau-bench") / "tau-bench_historical_trajectories_gpt-4o-airline.json"

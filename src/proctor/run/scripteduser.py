@@ -15,7 +15,7 @@ import json
 from typing import Any
 
 from proctor.core.jsonvalues import digest
-from proctor.run.simulator import FACTS, OPENING
+from proctor.run.simulator import FACTS, OPENING, UPFRONT
 
 FAILURES = (
     "ends_early",
@@ -105,5 +105,5 @@ def _unasked_fact(prompt: str, asked: str) -> str:
             break
         name, value = line[2:].split(": ", 1)
         if name.lower() not in asked:
-            return value.removesuffix(" (say it at the start)")
+            return value.removesuffix(UPFRONT)
     raise ValueError("every fact was asked for: nothing to disclose early")

@@ -31,6 +31,13 @@ from proctor.tasks.models import Task, UserSpec
 OPENING = "You opened the conversation with:"
 #: The heading over the known facts, one `- name: value` line each.
 FACTS = "Facts you know:"
+WHO = "Who you are:"
+GOALS = "Your goals, in order:"
+UNKNOWN = "You do not know:"
+#: After a fact to say without being asked (`disclose: upfront`).
+UPFRONT = " (say it at the start)"
+#: The prompt's own headings: a reply that says one is reading its prompt out.
+HEADINGS = (OPENING, FACTS, WHO, GOALS, UNKNOWN, UPFRONT.strip(" ()"))
 _RULES = """You are a person writing to a customer assistant (an AI agent). You are the \
 user, never the assistant. Write as this person would, briefly, in plain words.
 
@@ -53,28 +60,29 @@ def user_prompt(spec: UserSpec, opening: str) -> str:
     """The model user's system prompt: from `spec` and the opening only."""
     lines = [_RULES, "", _HELPFUL if spec.helpful else _NOT_HELPFUL, ""]
     if spec.persona:
-        lines.append(f"Who you are: {spec.persona}")
-    lines.append("Your goals, in order:")
+        lines.append(f"{WHO} {spec.persona}")
+    lines.append(GOALS)
     lines += [f"{i}. {g.goal}" for i, g in enumerate(spec.goals, 1)]
     if spec.facts:
         lines.append(FACTS)
         lines += [
-            f"- {f.name}: {f.value}" + (" (say it at the start)" if f.disclose == "upfront" else "")
+            f"- {f.name}: {f.value}" + (UPFRONT if f.disclose == "upfront" else "")
             for f in spec.facts
         ]
     if spec.unknown:
-        lines.append("You do not know: " + "; ".join(spec.unknown))
+        lines.append(f"{UNKNOWN} " + "; ".join(spec.unknown))
     lines += ["", f"{OPENING} {opening}"]
     return "\n".join(lines)
 
 
-#: The prompt's text a reply must not repeat (proctor.run.userguards: leak).
-RULES = "\n".join([_RULES, _NOT_HELPFUL, _HELPFUL])
+#: The prompt's text a reply must not repeat (proctor.run.userguards: leak): its rules
+#: in runs of words, its headings whole.
+RULES = "\n".join([_RULES, _NOT_HELPFUL, _HELPFUL, *HEADINGS])
 
 
 #: The prompt's version for the manifest and the cache key (its text and the code that
 #: lays it out): a changed prompt is a different simulator.
-PROMPT_VERSION = digest([_RULES, _NOT_HELPFUL, _HELPFUL, inspect.getsource(user_prompt)], 12)
+PROMPT_VERSION = digest([RULES, inspect.getsource(user_prompt)], 12)
 
 
 @runtime_checkable

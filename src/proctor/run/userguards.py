@@ -108,8 +108,9 @@ def _leak(text: str, conv: Conversation) -> Iterable[str]:
     if found:
         yield f"leak: reasoning or scenario talk ({found.group(0)!r})"
     copied = _shared_words(text, conv.rules)
-    if copied:
-        yield f"leak: repeats its instructions ({copied!r})"
+    heading = next((h for h in conv.rules.splitlines() if h and h.lower() in text.lower()), None)
+    if copied or heading:
+        yield f"leak: repeats its instructions ({copied or heading!r})"
 
 
 def _restart(text: str, conv: Conversation) -> Iterable[str]:
