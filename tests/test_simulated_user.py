@@ -16,9 +16,13 @@ from hypothesis import strategies as st
 from conftest import proctor, shared_data
 from openai_server import ScriptedChatServer, completion
 from proctor.core.trace import Recorder, SimClock
+from proctor.env.suite import load_suite
 from proctor.env.user import SimulatedUser
+from proctor.run import Runner
+from proctor.run.process import ProcessExecutor
 from proctor.run.scripteduser import FAILURES, ScriptedUserModel
 from proctor.run.simulator import HEADINGS, RULES, UserPlayer, parse_reply, user_prompt, user_seed
+from proctor.run.source import ExecutorError
 from proctor.run.userguards import Conversation, Draft, rejections
 from proctor.run.usermodel import ChatUserModel
 from proctor.store import Store
@@ -457,3 +461,9 @@ def test_junit_shows_sim_errors_as_errors_not_agent_failures(
     xml = (injected["always"][2] / "junit.xml").read_text()
     assert "<failure" not in xml and 'type="HarnessError"' in xml
     assert f"all {len(FAILURES)} trials errored" in xml
+
+
+def test_a_runner_refuses_a_model_user_its_workers_could_not_rebuild() -> None:
+    suite = load_suite([SUPPORT])
+    with pytest.raises(ExecutorError, match="model user"):
+        Runner(suite, object(), executor=ProcessExecutor(), user=UserPlayer(ScriptedUserModel()))

@@ -370,7 +370,9 @@ def _user_player(ref: str | None, cache: str, store: Any, executor: str, isolati
         model = load_user_model(ref)
     except UserModelNotFound as exc:
         fail(str(exc))
-    return UserPlayer(model, None if cache == "off" else UserCache(store, cache))  # type: ignore[arg-type]
+    if cache == "off":
+        return UserPlayer(model)
+    return UserPlayer(model, UserCache(store, "require" if cache == "require" else "use"))
 
 
 def _executor(name: str, isolation: str, address: str | None, working_dir: str | None) -> Any:

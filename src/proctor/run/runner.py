@@ -27,7 +27,7 @@ from proctor.run.judging import JUDGE_ERROR, apply_judges, needs_judging
 from proctor.run.manifest import build_manifest
 from proctor.run.resume import resumed_manifest
 from proctor.run.simulator import UserPlayer
-from proctor.run.source import TrialSource
+from proctor.run.source import ExecutorError, TrialSource
 from proctor.run.trial import TrialRecord, TrialSpec, trial_seed
 from proctor.store.health import StoreError
 from proctor.tasks.models import Fault
@@ -107,8 +107,9 @@ class Runner:
 
         `resume`: continue the stored run `run_id` (a unique prefix will do): its stored
         trials are kept and the others run. Raises ResumeError (one line) when that run is
-        finished or differs from this one in suite, agent reference, seed, trials or
-        faults; ExecutorError when the executor cannot run this suite and agent.
+        finished or differs from this one in suite, agent reference, seed, trials,
+        faults or user model; ExecutorError when the executor cannot run this suite and
+        agent (or a model user).
         """
         if trials < 1:
             raise ValueError("trials must be at least 1")
@@ -144,6 +145,10 @@ class Runner:
             faults=[f.model_dump(exclude_none=True) for f in self.faults],
         )
         if user is not None:  # before a resumption compares it with the stored run's
+            if self.executor.needs_source:  # workers rebuild trials from references only
+                raise ExecutorError(
+                    f"a model user runs in this process: not with {self.executor.name}"
+                )
             self.manifest["user_model"] = user.identity()
         # Copies made before any agent runs: an agent that reaches a domain's module
         # (sys.modules) and changes its Domain cannot change another trial's world.
