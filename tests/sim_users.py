@@ -16,7 +16,7 @@ class FailureByTrial(ScriptedUserModel):
     injects every failure. `persist`: every attempt fails (sim_error), else the first."""
 
     def __init__(self, persist: bool) -> None:
-        super().__init__(SCRIPT, name="failure-by-trial")
+        super().__init__(SCRIPT, persist=persist, name="failure-by-trial")
         self.models = {
             user_seed(TASK, i): ScriptedUserModel(SCRIPT, fail=mode, persist=persist)
             for i, mode in enumerate(FAILURES)

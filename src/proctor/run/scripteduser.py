@@ -51,7 +51,15 @@ class ScriptedUserModel:
 
     @property
     def fingerprint(self) -> str:
-        return digest({"kind": "scripted", "script": self.script, "fail": self.fail, "at": self.at})
+        return digest(
+            {
+                "kind": "scripted",
+                "script": self.script,
+                "fail": self.fail,
+                "at": self.at,
+                "persist": self.persist,
+            }
+        )
 
     def complete(self, messages: list[dict[str, str]], seed: int) -> str:
         self.calls += 1
