@@ -71,6 +71,7 @@ def test_identical_manifests_change_nothing_and_every_component_is_read() -> Non
         "suite": {"digest": "d"},
         "grader_versions": {"answer": "1"},
         "judge_model": "j",
+        "user_model": {"model": "u", "prompt_version": "1", "guard_version": "1"},
     }
     assert manifest_changes(manifest, copy.deepcopy(manifest))["changed"] == []
     for name, read in COMPONENTS.items():

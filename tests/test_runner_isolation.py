@@ -418,6 +418,7 @@ def test_summary_fields() -> None:
         "timeout": 0,
         "error": 0,
         "needs_review": 0,
+        "sim_error": 0,
     }
     assert list(s.pass_at_k) == ["1", "2", "3"]
     assert list(s.pass_hat_k) == ["1", "2", "3"]

@@ -3,6 +3,9 @@
 - `scripted`: seed 001's FakeSupportAgent: the same calls and the same answers on the three
   cases (look up, cancel A-100 with reason customer_request; look up B-200 and C-404 and
   explain). It passes all three.
+- `conversational`: `scripted`, talking to the customer on A-100: it asks for the
+  account's email first and, once A-100 is cancelled, whether there is anything else (the
+  task's `user:` scenario answers with `--user-model`).
 - `careless`: skips the lookup before cancelling A-100, tries to cancel the shipped
   B-200 anyway, and claims to have cancelled the missing C-404: all three fail.
 """
@@ -53,5 +56,19 @@ CARELESS_PLANS: dict[str, Plan] = {
     ),
 }
 
+CONVERSATIONAL_PLANS = {
+    **PLANS,
+    "cancel-eligible-order": Plan(
+        steps=(
+            Step(ask="What is the email address on your account?"),
+            get("A-100"),
+            cancel("A-100"),
+            Step(ask="Order A-100 is cancelled. Is there anything else?"),
+        ),
+        answer="Order A-100 is cancelled.",
+    ),
+}
+
 scripted = ScriptedAgent(PLANS, name="support-scripted", version="1")
+conversational = ScriptedAgent(CONVERSATIONAL_PLANS, name="support-conversational", version="1")
 careless = ScriptedAgent(CARELESS_PLANS, name="support-careless", version="1")

@@ -30,6 +30,7 @@ if TYPE_CHECKING:
     from proctor.judge.records import CalibrationPolicy
     from proctor.run.executor import Executor
     from proctor.run.runner import ProgressFn, Runner, RunReport
+    from proctor.run.simulator import UserPlayer
     from proctor.store.sqlite import Store
     from proctor.tasks.models import Fault
 
@@ -59,6 +60,9 @@ class RunOptions(TypedDict, total=False):
     scorecard: ScorecardConfig | str | Path | None
     prices: PriceTable | str | Path | None
     max_error_rate: float
+    # who plays the task's user past its scripted lines
+    user_model: str | None
+    user_cache: Literal["use", "require", "off"]
     # where the run goes, and what a person is told
     store: Store | str | Path
     say: Callable[[str], None]
@@ -312,6 +316,8 @@ def prepare(
     calibration: CalibrationPolicy | None = None,
     store: Store | str | Path = ":memory:",
     resume: str | None = None,
+    user_model: str | None = None,
+    user_cache: Literal["use", "require", "off"] = "use",
     say: Callable[[str], None] = lambda line: None,
 ) -> Evaluation:
     """Check every input and build the run `evaluate` makes (see there)."""
@@ -367,6 +373,13 @@ def prepare(
         policy=calibration,
         say=say,
     )
+    user = _user_player(user_model, user_cache, store, executor, isolation)
+    scenarios = sum(t.task.user.scenario for t in selected.tasks)
+    if scenarios and user is None:
+        say(
+            f"note: {scenarios} tasks have a `user:` scenario but no --user-model: their "
+            "users say only their scripted lines"
+        )
     try:
         runner = Runner(
             selected,
@@ -386,10 +399,33 @@ def prepare(
             executor=run_executor,
             resume=resume is not None,
             judging=judging,
+            user=user,
         )
     except (ResumeError, RunNotFound, ExecutorError) as exc:
         raise InputError(str(exc)) from None
     return Evaluation(runner, store, selected)
+
+
+def _user_player(
+    ref: str | None, cache: str, store: Store, executor: str, isolation: str
+) -> UserPlayer | None:
+    """The run's model user (None without a `user_model` reference); InputError for a bad
+    reference, or an executor a model user cannot run on."""
+    if ref is None:
+        return None
+    if executor != "local" or isolation != "thread":
+        raise InputError("--user-model runs with the local executor and thread isolation only")
+    from proctor.run.simulator import UserPlayer
+    from proctor.run.usercache import UserCache
+    from proctor.run.usermodel import UserModelNotFound, load_user_model
+
+    try:
+        model = load_user_model(ref)
+    except UserModelNotFound as exc:
+        raise InputError(str(exc)) from None
+    if cache == "off":
+        return UserPlayer(model)
+    return UserPlayer(model, UserCache(store, "require" if cache == "require" else "use"))
 
 
 def evaluate(
@@ -408,7 +444,8 @@ def evaluate(
     reference (`FILE.py:NAME`, `MODULE:NAME`, `chat:MODEL`). Options, with `proctor run`'s
     defaults: concurrency, timeout_s (None: no limit), tags/suite/split/ids (filters),
     faults, scorecard, prices, max_error_rate, isolation (`thread` | `process`), executor
-    (`local` | `ray`), address, working_dir, judges, judge_combine, calibration, store (a
-    Store or a path; by default in memory), resume (a run id), say (notes for a person).
+    (`local` | `ray`), address, working_dir, judges, judge_combine, calibration, user_model
+    and user_cache (a model plays the user), store (a Store or a path; by default in
+    memory), resume (a run id), say (notes for a person).
     """
     return prepare(tasks, agent, trials=trials, seed=seed, **options).run(progress)

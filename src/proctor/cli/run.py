@@ -194,6 +194,20 @@ RUN_GROUPS = (
     "--resume", "resume_id", default=None, help="Continue this interrupted run (same options)."
 )
 @judge_options
+@click.option(
+    "--user-model",
+    "user_model_ref",
+    default=None,
+    help="A model plays the users of tasks with a `user:` scenario: chat:MODEL?base_url=... "
+    "or FILE.py:NAME.",
+)
+@click.option(
+    "--user-cache",
+    type=click.Choice(["use", "require", "off"]),
+    default="use",
+    show_default=True,
+    help="Replay user replies cached on the conversation so far; require: a miss is an error.",
+)
 def run(
     paths: tuple[str, ...],
     agent_ref: str,
@@ -224,6 +238,8 @@ def run(
     working_dir: str | None,
     resume_id: str | None,
     judges: JudgeOptions,
+    user_model_ref: str | None,
+    user_cache: str,
 ) -> None:
     """Run the tasks under PATHS with an agent, k trials each, and print the summary.
 
@@ -275,6 +291,8 @@ def run(
             calibration=judges.policy(),
             store=store_path,
             resume=resume_id,
+            user_model=user_model_ref,
+            user_cache=user_cache,  # type: ignore[arg-type]
             say=say,
         )
     except SpecError as exc:
@@ -303,6 +321,10 @@ def run(
         # with --gate, the gate's recommendation is the last line; without, the summary's
         print_summary(summary, Console(), all_checks=all_checks, recommendation=rules is None)
         print_judges(result.manifest, summary, Console())
+    user = evaluation.runner.user
+    if user is not None and user.cache is not None and not quiet:
+        cache = user.cache
+        click.echo(f"user cache: {cache.hits} replayed, {cache.misses} new user-model replies")
     click.echo(
         f"run {result.run_id}: {summary.trials} trials in {elapsed:.2f} s, status "
         f"{summary.status}; stored in {store_path}"

@@ -252,8 +252,11 @@ class Currency(NamedTuple):
 #: A trial's status, in the order summaries show them. `partial`: failed, having done
 #: some of the task's required parts and broken no blocking safety rule (seed 003's
 #: partial credit): counted apart, never a pass. `needs_review`: no check failed the
-#: trial but a reader could not tell on one that decides (Check.undecided).
-TrialStatus = Literal["passed", "partial", "failed", "timeout", "error", "needs_review"]
+#: trial but a reader could not tell on one that decides (Check.undecided). `sim_error`:
+#: the model playing the user broke its guards (proctor.run.simulator).
+TrialStatus = Literal[
+    "passed", "partial", "failed", "timeout", "error", "needs_review", "sim_error"
+]
 TRIAL_STATUSES: tuple[TrialStatus, ...] = (
     "passed",
     "partial",
@@ -261,6 +264,7 @@ TRIAL_STATUSES: tuple[TrialStatus, ...] = (
     "timeout",
     "error",
     "needs_review",
+    "sim_error",
 )
 
 
@@ -289,9 +293,9 @@ class TrialResult:
 
     @property
     def valid(self) -> bool:
-        """Error trials (the harness broke) and trials a person must read first
-        (`needs_review`) are excluded from success denominators."""
-        return self.status not in ("error", "needs_review")
+        """Error trials (the harness or the simulated user broke) and trials a person must
+        read first (`needs_review`) are excluded from success denominators."""
+        return self.status not in ("error", "needs_review", "sim_error")
 
     @property
     def failed_checks(self) -> list[Check]:

@@ -171,6 +171,7 @@ class TaskRow(Record):
     passed: int
     partial: int = 0
     errors: int
+    sim_errors: int = 0
     timeouts: int
     success_rate: float | None
     pass_hat_k: dict[str, float]
@@ -216,6 +217,7 @@ class RunSummary(Rates, _RunSize):
     mde: float | None = None
     statuses: dict[str, int]
     errors: int
+    sim_errors: int = 0
     timeouts: int
     needs_review: int = 0
     undecided: Undecided = Undecided()

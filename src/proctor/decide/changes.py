@@ -40,6 +40,7 @@ COMPONENTS: dict[str, Callable[[dict[str, Any]], Any]] = {
     "suite": lambda m: (m.get("suite") or {}).get("digest"),
     "graders": lambda m: m.get("grader_versions"),
     "judges": _judges,
+    "user model": lambda m: m.get("user_model"),
 }
 
 

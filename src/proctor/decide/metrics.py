@@ -80,6 +80,10 @@ METRICS: dict[str, tuple[str, Callable[[Summary], float | None]]] = {
     "missing_trials": ("trials expected but not recorded", lambda s: s["missing_trials"]),
     "errors": ("trials with status error (the harness broke)", lambda s: s["errors"]),
     "error_rate": ("errors / trials", lambda s: s["error_rate"]),
+    "sim_error_rate": (
+        "trials with status sim_error (the simulated user broke) / trials",
+        lambda s: s.get("sim_errors", 0) / s["trials"] if s["trials"] else None,
+    ),
     "timeouts": ("trials with status timeout", lambda s: s["timeouts"]),
     "needs_review": (
         "trials a reader could not decide (status needs_review)",

@@ -13,7 +13,7 @@ from proctor.env.domain import Domain
 from proctor.env.faults import FaultPlan
 from proctor.env.gateway import ToolGateway
 from proctor.env.protocol import ProtocolError
-from proctor.env.user import SimulatedUser
+from proctor.env.user import Responder, SimulatedUser
 from proctor.tasks.models import Fault, Task
 
 
@@ -32,14 +32,20 @@ class Environment:
 
     @classmethod
     def fresh(
-        cls, task: Task, domain: Domain, seed: int, extra_faults: Sequence[Fault] = ()
+        cls,
+        task: Task,
+        domain: Domain,
+        seed: int,
+        extra_faults: Sequence[Fault] = (),
+        responder: Responder | None = None,
     ) -> Environment:
-        """`extra_faults` are applied on top of the task's own (e.g. `--faults` for a run)."""
+        """`extra_faults` are applied on top of the task's own (e.g. `--faults` for a run);
+        `responder` plays the user where the task's scripted lines end (a model user)."""
         recorder = Recorder(SimClock())
         state = domain.initial_state(task)
         faults = FaultPlan([*task.faults, *extra_faults], seed)
         gateway = ToolGateway(domain, task, state, recorder, random.Random(seed), faults)
-        return cls(task, domain, recorder, gateway, SimulatedUser(task.user, recorder))
+        return cls(task, domain, recorder, gateway, SimulatedUser(task.user, recorder, responder))
 
     def violated(self, error: ProtocolError) -> ProtocolError:
         """Record a protocol error in the trace and the trial; returns it, to be raised."""

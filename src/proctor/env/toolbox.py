@@ -12,6 +12,7 @@ calling from several threads at once gets calls that take turns.
 
 from __future__ import annotations
 
+import asyncio
 import math
 from typing import Any
 from weakref import WeakKeyDictionary
@@ -138,6 +139,8 @@ class Toolbox(ToolboxBase):
         return self._call(name, args)
 
     async def ask_user(self, text: str) -> str:
+        if _WORLDS[self].user.remote:  # a model answers: the event loop runs other trials
+            return await asyncio.to_thread(self._ask, text)
         return self._ask(text)
 
     async def wait(self, seconds: float) -> None:

@@ -1,8 +1,17 @@
-"""The task's simulated user: scripted replies, and confirmations recorded as events."""
+"""The task's simulated user: scripted replies, a model for the rest, and confirmations
+recorded as events.
+
+Scripted lines come first (`turns`, then the first matching `replies` rule); what they
+leave unanswered goes to the trial's Responder when the run has a user model
+(proctor.run.simulator), else the user says nothing. A Responder's failure is kept
+here, because the agent may swallow the exception raised into it: the trial reads
+`failure` for its status (docs/architecture.md, Simulated users).
+"""
 
 from __future__ import annotations
 
 import re
+from typing import Protocol
 
 from proctor.core.trace import Recorder
 from proctor.tasks.models import UserSpec
@@ -19,27 +28,65 @@ _AFFIRMATIVE = re.compile(
 )
 
 
+class SimulatorFailed(RuntimeError):
+    """The model playing the user gave no acceptable reply: the trial is `sim_error`."""
+
+
+class Responder(Protocol):
+    """What answers the questions scripted lines leave unanswered (a model user)."""
+
+    def answer(self, question: str, recorder: Recorder) -> str: ...
+
+    def said(self, question: str, reply: str) -> None:
+        """A scripted line was said: the model's view of the conversation holds it."""
+
+
 class SimulatedUser:
     """Answers `ask_user` with the task's `user.turns` in order, then from its
-    `user.replies`, first matching rule wins."""
+    `user.replies`, first matching rule wins, then from `responder` if there is one."""
 
-    def __init__(self, spec: UserSpec, recorder: Recorder) -> None:
+    def __init__(
+        self, spec: UserSpec, recorder: Recorder, responder: Responder | None = None
+    ) -> None:
         self.spec = spec
         self.recorder = recorder
         self.turns = list(spec.turns)
+        self.responder = responder
+        #: What the responder raised (the first time): the trial's status reads it.
+        self.failure: Exception | None = None
 
     def reply(self, question: str) -> str:
         question = str(question)
         self.recorder.emit("message", {"role": "assistant", "to": "user", "content": question})
         answer = self.turns.pop(0) if self.turns else ""
+        scripted = bool(answer)
         for rule in [] if answer else self.spec.replies:
             if _matches(rule.when, question):
-                answer = rule.say
+                answer, scripted = rule.say, True
                 break
+        if self.responder is not None:
+            if scripted:
+                self.responder.said(question, answer)
+            else:
+                answer = self._ask_model(question, self.responder)
         self.recorder.emit("message", {"role": "user", "content": answer})
         if is_affirmative(answer):
             self.recorder.emit("confirmation", {"question": question, "reply": answer})
         return answer
+
+    @property
+    def remote(self) -> bool:
+        """A reply may wait on a model: an async agent's toolbox asks off its event loop."""
+        return self.responder is not None
+
+    def _ask_model(self, question: str, responder: Responder) -> str:
+        if self.failure is not None:  # the conversation broke down: it stays broken
+            raise SimulatorFailed(str(self.failure))
+        try:
+            return responder.answer(question, self.recorder)
+        except Exception as exc:
+            self.failure = exc
+            raise
 
 
 def is_affirmative(reply: str) -> bool:

@@ -49,7 +49,7 @@ def _testcase(suite: str, task_id: str, trials: list[TrialResult]) -> ET.Element
         time=f"{sum(r.latency_s for r in trials):.3f}",
     )
     failed = [r for r in trials if r.status in ("partial", "failed", "timeout")]
-    errors = [r for r in trials if r.status == "error"]
+    errors = [r for r in trials if r.status in ("error", "sim_error")]  # harness or user broke
     if failed:
         counts = Counter(c.name for r in failed for c in r.failed_checks)
         checks = ", ".join(f"{name}×{n}" for name, n in counts.most_common())

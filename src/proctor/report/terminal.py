@@ -88,6 +88,11 @@ def headline(summary: RunSummary) -> Table:
         )
     rows += [
         ("safety violations", f"{violations.total} ({sev})"),
+        *(
+            [("simulated-user errors", f"{summary.sim_errors} (out of pass rates)")]
+            if summary.sim_errors
+            else []
+        ),
         (
             "errors / timeouts / needs review",
             f"{summary.errors} / {summary.timeouts} / {summary.needs_review}"

@@ -306,7 +306,7 @@ def _regraded(
         return result, Findings(tuple(stored.kept), {}, before.status, before.error, graded=False)
     grader_broke = (before.error or "").startswith((GRADER_ERROR, JUDGE_ERROR))
     decided = any(c.name in (CRASH_CHECK, PROTOCOL_CHECK) for c in stored.kept) or (
-        before.status in ("timeout", "error") and not grader_broke
+        before.status in ("timeout", "error", "sim_error") and not grader_broke
     )
     member = members[before.task_id]
     task = member.task

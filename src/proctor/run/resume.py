@@ -4,7 +4,7 @@ A run killed part-way keeps every trial it committed. Resuming runs the others, 
 the seed (`trial_seed(seed, task, trial)`) and trace id it would have had; a trial is never
 stored twice (the store's key is (run, task, trial)). It is only the same run if what
 decides its trials is the same: the suite's content, the agent reference, the seed, the
-trial count and the faults injected into every task.
+trial count, the faults injected into every task and the model playing the users.
 
 A run still marked `running` may be one that is being run right now by another process;
 the store cannot tell. Resume a run only once its process is gone.
@@ -25,6 +25,7 @@ SAME = (
     ("seed", "seed"),
     ("trials", "trials"),
     ("faults", "run_faults"),
+    ("user model", "user_model"),
 )
 
 

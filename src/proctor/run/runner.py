@@ -27,7 +27,8 @@ from proctor.run.executor import Executor, LocalExecutor, RunContext, stream
 from proctor.run.judging import JUDGE_ERROR, apply_judges, needs_judging
 from proctor.run.manifest import build_manifest
 from proctor.run.resume import resumed_manifest
-from proctor.run.source import TrialSource
+from proctor.run.simulator import UserPlayer
+from proctor.run.source import ExecutorError, TrialSource
 from proctor.run.trial import TrialRecord, TrialSpec, trial_seed
 from proctor.store.health import StoreError
 from proctor.tasks.models import Fault
@@ -97,16 +98,19 @@ class Runner:
         executor: Executor | None = None,
         resume: bool = False,
         judging: Judging | None = None,
+        user: UserPlayer | None = None,
     ) -> None:
         """`faults` are injected into every task on top of its own (`--faults`).
         `currency`: the price table's reporting currency, recorded in the manifest for
         gates, scorecards and reports (costs stay recorded in USD). `judging` judges the
-        trials of tasks with rubrics (proctor.run.judging).
+        trials of tasks with rubrics (proctor.run.judging). `user`: the model that plays
+        the users of tasks with a scenario (proctor.run.simulator), in the manifest.
 
         `resume`: continue the stored run `run_id` (a unique prefix will do): its stored
         trials are kept and the others run. Raises ResumeError (one line) when that run is
-        finished or differs from this one in suite, agent reference, seed, trials or
-        faults; ExecutorError when the executor cannot run this suite and agent.
+        finished or differs from this one in suite, agent reference, seed, trials,
+        faults or user model; ExecutorError when the executor cannot run this suite and
+        agent (or a model user).
         """
         if trials < 1:
             raise ValueError("trials must be at least 1")
@@ -141,6 +145,12 @@ class Runner:
             filters=filters or {},
             faults=[f.model_dump(exclude_none=True) for f in self.faults],
         )
+        if user is not None:  # before a resumption compares it with the stored run's
+            if self.executor.needs_source:  # workers rebuild trials from references only
+                raise ExecutorError(
+                    f"a model user runs in this process: not with {self.executor.name}"
+                )
+            self.manifest["user_model"] = user.identity()
         # Copies made before any agent runs: an agent that reaches a domain's module
         # (sys.modules) and changes its Domain cannot change another trial's world.
         self._domains = {id(t.domain): t.domain for t in suite.tasks}
@@ -154,6 +164,7 @@ class Runner:
             self.manifest = resumed_manifest(stored, self.manifest)
             self.done = store.trial_keys(self.run_id)
         self.judging = judging
+        self.user = user
         if judging is not None:  # a resumed run records the judges of its new trials too
             self.manifest["judges"] = judging.manifest()
             self.manifest["judge_model"] = ", ".join(judging.panel.models)
@@ -177,7 +188,7 @@ class Runner:
                 if (t.id, i) not in self.done:
                     seed = trial_seed(self.seed, t.id, i)
                     domain = self._domains[id(t.domain)]
-                    yield TrialSpec(self.run_id, t.task, domain, i, seed, self.faults)
+                    yield TrialSpec(self.run_id, t.task, domain, i, seed, self.faults, self.user)
 
     async def run_async(self, progress: ProgressFn | None = None) -> RunReport:
         """Run the trials not stored yet. A run that cannot finish (the agent's process

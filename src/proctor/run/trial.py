@@ -4,7 +4,8 @@ Who broke decides the status (docs/architecture.md, Verdicts): whatever the agen
 code raises (an exception, `SystemExit`) is its failure (`failed` with an `agent_crashed`
 check), and so is a broken contract (`agent_protocol`: a non-text answer, forged usage,
 arguments that are not JSON); the domain's code, the harness, an InfrastructureError or
-a crashing grader give `error`; running past the timeout gives `timeout`. A record that
+a crashing grader give `error`; running past the timeout gives `timeout`; a model user
+that gives no acceptable reply gives `sim_error` (proctor.run.simulator). A record that
 does not agree with itself fails `trace_integrity`. Whatever happens, the trace recorded
 so far is kept.
 """
@@ -37,12 +38,14 @@ from proctor.env.environment import Environment
 from proctor.env.gateway import EnvironmentFault, GatewayClosed
 from proctor.env.integrity import INTEGRITY_CHECK
 from proctor.env.protocol import ProtocolError
+from proctor.env.user import SimulatorFailed
 from proctor.grade.context import GradeContext
 from proctor.grade.metrics import tool_metrics
 from proctor.grade.parts import failed_status, required_parts
 from proctor.grade.registry import GraderCrashed, grade
 from proctor.grade.root_cause import root_cause_metric
 from proctor.grade.secrets import hide_task_secrets
+from proctor.run.simulator import UserPlayer
 from proctor.run.turn import Raised, last_frames, take_turn
 from proctor.tasks.models import Fault, Task
 
@@ -64,6 +67,8 @@ class TrialSpec:
     trial: int
     seed: int
     faults: tuple[Fault, ...] = ()
+    #: The run's model user (`--user-model`); None: scripted lines only.
+    user: UserPlayer | None = None
 
     @property
     def trace_id(self) -> str:
@@ -122,7 +127,9 @@ _SUMMED = {"input_tokens": counted, "output_tokens": counted, "cost_usd": amount
 async def play_trial(spec: TrialSpec, agent: Any, timeout_s: float | None) -> PlayedTrial:
     """Run the agent on a fresh world, under the timeout; grading comes after (`graded`)."""
     task = spec.task
-    env = Environment.fresh(task, spec.domain, spec.seed, spec.faults)
+    tools = tuple(spec.domain.tools)
+    responder = spec.user.responder(task, spec.trial, tools) if spec.user else None
+    env = Environment.fresh(task, spec.domain, spec.seed, spec.faults, responder)
     env.recorder.emit("message", {"role": "user", "content": task.prompt})  # what the agent saw
     agent_input = AgentInput(
         task_id=task.id,
@@ -153,6 +160,11 @@ async def play_trial(spec: TrialSpec, agent: Any, timeout_s: float | None) -> Pl
         env.violations.append("a tool call was still running after the agent's turn ended")
     if env.gateway.fault is not None and status != "error":
         status, error = "error", f"EnvironmentFault: {env.gateway.fault}"
+    failure = env.user.failure
+    if failure is not None and status != "error":  # the user broke, not the agent
+        simulator = isinstance(failure, SimulatorFailed)
+        status, error = ("sim_error" if simulator else "error"), f"simulated user: {failure}"
+        extra = [c for c in extra if c.name != CRASH_CHECK]
     if env.violations:
         extra.append(protocol_check(env.violations))
         if status is None:

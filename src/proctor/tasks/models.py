@@ -90,12 +90,67 @@ class UserReply(_Spec):
     say: str
 
 
+Disclosure = Literal["on_request", "upfront"]
+
+
+class UserFact(_Spec):
+    """Something the simulated user knows: `value` is said when the agent asks for
+    `name` (or one of `asked_by`), or in its first turn when `disclose: upfront`."""
+
+    name: str = Field(min_length=1)
+    value: str = Field(min_length=1)
+    disclose: Disclosure = "on_request"
+    #: Words in the agent's messages that count as asking for it (default: `name`).
+    asked_by: list[Annotated[str, Field(min_length=1)]] = Field(default_factory=list)
+
+
+class SubGoal(_Spec):
+    """One thing the user wants; `done_when`: what the agent must have told the user
+    before the user may call it done (a pattern; without it, any answer of the agent)."""
+
+    goal: str = Field(min_length=1)
+    done_when: Pattern | None = None
+
+    @model_validator(mode="before")
+    @classmethod
+    def _from_text(cls, data: Any) -> Any:
+        return {"goal": data} if isinstance(data, str) else data
+
+
 class UserSpec(_Spec):
     """`turns`: what the user says next, in order, one per question (a multi-turn
-    conversation); once they are said, `replies` answer."""
+    conversation); once they are said, `replies` answer. The scenario fields (`persona`,
+    `goals`, `facts`, `unknown`, `helpful`, `max_turns`) are for a model playing the user
+    (`proctor run --user-model`): it answers what the scripted lines do not
+    (docs/architecture.md, Simulated users)."""
+
+    ADDED_LATER = frozenset({"persona", "goals", "facts", "unknown", "helpful", "max_turns"})
 
     replies: list[UserReply] = Field(default_factory=list)
     turns: list[str] = Field(default_factory=list)
+    persona: str | None = None
+    goals: list[SubGoal] = Field(default_factory=list)
+    facts: list[UserFact] = Field(default_factory=list)
+    #: What the user does not know: asked for it, they say so.
+    unknown: list[Annotated[str, Field(min_length=1)]] = Field(default_factory=list)
+    #: False (the default): the user never corrects or rescues the agent.
+    helpful: bool = False
+    #: The most turns the model user takes; then it ends the conversation.
+    max_turns: int = Field(default=8, ge=1, le=100)
+
+    @model_validator(mode="after")
+    def _scenario_needs_goals(self) -> UserSpec:
+        if (self.persona or self.facts or self.unknown) and not self.goals:
+            raise ValueError("a simulated-user scenario needs `goals` (what the user wants)")
+        names = [f.name for f in self.facts]
+        if len(set(names)) != len(names):
+            raise ValueError("`facts` names must differ")
+        return self
+
+    @property
+    def scenario(self) -> bool:
+        """A model may play this user (it has goals to pursue)."""
+        return bool(self.goals)
 
 
 class Fault(_Spec):

@@ -1,0 +1,117 @@
+"""ScriptedUserModel: a loopback model user with injectable failures, for work without a
+network (tests, demos): what ScriptedAgent is to agents and ScriptedJudge to judges.
+
+It says its `script` in order, one line per turn, then ends the conversation as done.
+`fail` makes one turn (`at`, counted from 0) go wrong in one of the ways the field's
+simulators do (FAILURES); `persist` makes every attempt at that turn go wrong (the trial
+becomes `sim_error`), otherwise only the first (a guard rejects it and the retry is
+clean). It reads nothing but the messages it is given, like a chat model
+(docs/architecture.md, Simulated users).
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from proctor.core.jsonvalues import digest
+from proctor.run.simulator import FACTS, OPENING, UPFRONT
+
+FAILURES = (
+    "ends_early",
+    "leaks",
+    "invents_id",
+    "rescues",
+    "swaps_roles",
+    "restarts",
+    "discloses",
+    "malformed",
+)
+Line = str | dict[str, Any]
+
+
+class ScriptedUserModel:
+    def __init__(
+        self,
+        script: list[Line] | tuple[Line, ...] = (),
+        *,
+        fail: str | None = None,
+        at: int = 0,
+        persist: bool = False,
+        name: str = "scripted-user",
+    ) -> None:
+        if fail is not None and fail not in FAILURES:
+            raise ValueError(f"fail must be one of {', '.join(FAILURES)}")
+        self.script = list(script)
+        self.fail = fail
+        self.at = at
+        self.persist = persist
+        self.name = name
+        self.calls = 0
+
+    @property
+    def fingerprint(self) -> str:
+        return digest(
+            {
+                "kind": "scripted",
+                "script": self.script,
+                "fail": self.fail,
+                "at": self.at,
+                "persist": self.persist,
+            }
+        )
+
+    def complete(self, messages: list[dict[str, str]], seed: int) -> str:
+        self.calls += 1
+        turn = sum(m["role"] == "user" for m in messages) - 1
+        retry = sum(m["role"] == "system" for m in messages) > 1
+        if self.fail is not None and turn == self.at and (self.persist or not retry):
+            return self._failure(self.fail, messages)
+        if turn < len(self.script):
+            line = self.script[turn]
+            reply = line if isinstance(line, dict) else {"message": line, "stop": False}
+        else:
+            reply = {"message": "Thanks, that's all.", "stop": True, "stop_reason": "done"}
+        return json.dumps({"stop_reason": None, "disclosed": [], **reply})
+
+    @staticmethod
+    def _failure(kind: str, messages: list[dict[str, str]]) -> str:
+        prompt = messages[0]["content"]
+        asked = " ".join(m["content"] for m in messages if m["role"] == "user").lower()
+        if kind == "malformed":
+            return "Sure, go ahead."
+        message = {
+            "ends_early": "Never mind, bye.",
+            "leaks": "I should never start over or greet again, so: yes.",
+            "invents_id": "It is order ZX-9917, I think.",
+            "rescues": "You should look the order up before you cancel it.",
+            "swaps_roles": "As an AI assistant, I can help you with that.",
+            "restarts": _after(prompt, OPENING),
+            "discloses": f"By the way, it is {_unasked_fact(prompt, asked)}.",
+        }[kind]
+        stop = kind == "ends_early"
+        return json.dumps(
+            {
+                "message": message,
+                "stop": stop,
+                "stop_reason": "done" if stop else None,
+                "disclosed": [],
+            }
+        )
+
+
+def _after(prompt: str, marker: str) -> str:
+    line = next(line for line in prompt.splitlines() if line.startswith(marker))
+    return line[len(marker) :].strip()
+
+
+def _unasked_fact(prompt: str, asked: str) -> str:
+    """The value of the first fact whose name the agent's messages do not hold."""
+    lines = prompt.splitlines()
+    for line in lines[lines.index(FACTS) + 1 :]:
+        if not line.startswith("- "):
+            break
+        name, value = line[2:].split(": ", 1)
+        if name.lower() not in asked:
+            return value.removesuffix(UPFRONT)
+    raise ValueError("every fact was asked for: nothing to disclose early")

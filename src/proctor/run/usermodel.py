@@ -1,0 +1,115 @@
+"""Resolve `--user-model`: `chat:MODEL[?option=value&...]` for a model on any
+OpenAI-compatible endpoint (the client, credentials rules and scheduler judges use), or
+`FILE.py:NAME` / `MODULE:NAME` for a user model written in Python (a ScriptedUserModel).
+
+A trial asks its user from the agent's thread while the agent waits, so a chat user
+model runs its requests on an event loop of its own, in a daemon thread: a synchronous
+agent's thread blocks, an asynchronous agent's toolbox waits off its loop
+(docs/architecture.md, Simulated users).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+from collections.abc import Callable
+from typing import Any
+
+from proctor.agents.endpoint import ENDPOINT_OPTIONS, ChatEndpoint, parse_options
+from proctor.agents.loading import CHAT_PREFIX, chat_reference, load_object
+from proctor.core.jsonvalues import digest
+from proctor.run.simulator import PROMPT_VERSION, UserModel
+
+RESPONSE_FORMATS = ("json_object", "none")
+
+
+class UserModelNotFound(LookupError):
+    pass
+
+
+class ChatUserModel:
+    """A model user on a chat endpoint; `temperature` above 0 gives each trial's seed a
+    different user, the seed makes it the same one again where the provider honours it."""
+
+    def __init__(
+        self,
+        model: str,
+        *,
+        temperature: float = 0.7,
+        max_tokens: int = 300,
+        response_format: str = "json_object",
+        name: str | None = None,
+        **endpoint: Any,
+    ) -> None:
+        if response_format not in RESPONSE_FORMATS:
+            raise ValueError(f"response_format must be one of {', '.join(RESPONSE_FORMATS)}")
+        self.endpoint = ChatEndpoint(model, **endpoint)
+        self.model = model
+        self.name = name or f"chat:{model}"
+        self.temperature = temperature
+        self.max_tokens = max_tokens
+        self.response_format = response_format
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._started = threading.Lock()
+
+    @classmethod
+    def from_options(cls, model: str, options: dict[str, str]) -> ChatUserModel:
+        converters: dict[str, Callable[[str], Any]] = {
+            **ENDPOINT_OPTIONS,
+            "temperature": float,
+            "max_tokens": int,
+            "response_format": str,
+            "name": str,
+        }
+        return cls(model, **parse_options(options, converters))
+
+    @property
+    def fingerprint(self) -> str:
+        return digest(
+            {
+                "kind": "chat",
+                "model": self.model,
+                "endpoint": self.endpoint.public_url,
+                "temperature": self.temperature,
+                "max_tokens": self.max_tokens,
+                "response_format": self.response_format,
+                "prompt": PROMPT_VERSION,
+            }
+        )
+
+    def _running_loop(self) -> asyncio.AbstractEventLoop:
+        with self._started:
+            if self._loop is None:
+                loop = asyncio.new_event_loop()
+                threading.Thread(target=loop.run_forever, name="user-model", daemon=True).start()
+                self._loop = loop
+            return self._loop
+
+    def complete(self, messages: list[dict[str, str]], seed: int) -> str:
+        request: dict[str, Any] = {
+            "temperature": self.temperature,
+            "max_tokens": self.max_tokens,
+            "seed": seed,
+        }
+        if self.response_format == "json_object":
+            request["response_format"] = {"type": "json_object"}
+        call = self.endpoint.complete(messages, **request)
+        completion = asyncio.run_coroutine_threadsafe(call, self._running_loop()).result()
+        return str(completion.choices[0].message.content or "")
+
+
+def load_user_model(ref: str) -> UserModel:
+    """The user model `ref` names; UserModelNotFound (one line) when it cannot be had."""
+    if ref.startswith(CHAT_PREFIX):
+        model, options = chat_reference(ref, "--user-model", UserModelNotFound)
+        try:
+            return ChatUserModel.from_options(model, options)
+        except ValueError as exc:
+            raise UserModelNotFound(f"--user-model {ref!r}: {exc}") from None
+    found = load_object(ref, "--user-model", UserModelNotFound)
+    if not isinstance(found, UserModel):
+        raise UserModelNotFound(
+            f"--user-model {ref!r}: not a user model (it needs name, fingerprint and "
+            "complete(messages, seed) -> str)"
+        )
+    return found
