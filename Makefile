@@ -46,13 +46,14 @@ readme-figures: $(DEV)
 	$(BIN)/python benchmarks/intervals.py --json benchmarks/intervals.json > /dev/null
 	$(BIN)/python examples/figures.py
 
-# One pytest worker per core; the tests that share something (the Ray cluster, the
-# browser, AgentDojo's side of the conformance test) name an xdist group and run on one.
+# One pytest worker per core, each taking whole test files: the tests that share
+# something (the Ray cluster, AgentDojo's side of the conformance test) share a module.
+# (Not --dist loadfile: pytest-xdist 3.8 cannot group tests under pytest 9.2.)
 test: $(DEV)
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
 	$(BIN)/mypy
-	$(BIN)/pytest -n auto --dist loadgroup --durations=10
+	$(BIN)/pytest -n auto --dist loadfile --durations=10
 
 format: $(DEV)
 	$(BIN)/ruff format .

@@ -47,7 +47,7 @@ NOTE = "note"
 
 
 def pytest_configure(config: pytest.Config) -> None:
-    config.pluginmanager.register(HangGuard(), "proctor-hang-guard")
+    config.pluginmanager.register(HangGuard(config), "proctor-hang-guard")
 
 
 def pytest_terminal_summary(terminalreporter: Any) -> None:

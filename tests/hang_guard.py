@@ -31,7 +31,10 @@ TICK_S = 1.0
 
 
 class HangGuard:
-    def __init__(self) -> None:
+    def __init__(self, config: pytest.Config) -> None:
+        #: The pytest-xdist worker this runs in ("gw0"...), named on its lines; None outside.
+        worker = getattr(config, "workerinput", {}).get("workerid")
+        self.where = f"[{worker}] " if worker else ""
         # The terminal as it is now, outside pytest's capture (suspended while plugins
         # are configured): a test's own output is captured, these lines are not.
         self.out: IO[str] = os.fdopen(os.dup(2), "w", buffering=1)
@@ -59,8 +62,7 @@ class HangGuard:
     def watch(self, nodeid: str, done: threading.Event) -> None:
         began = time.monotonic()
         said = 0
-        worker = os.environ.get("PYTEST_XDIST_WORKER")
-        where = f"[{worker}] " if worker else ""
+        where = self.where
         while not done.wait(TICK_S):
             now = time.monotonic()
             if int((now - began) // PROGRESS_S) > said:

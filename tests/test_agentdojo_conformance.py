@@ -43,11 +43,8 @@ SHARE = 0.1
 SEED = os.environ.get("PROCTOR_CONFORMANCE_SEED") or datetime.now(UTC).date().isoformat()
 #: The full run's limit: the largest suite alone takes minutes on a busy machine.
 FULL_TIMEOUT_S = 2700
-#: One xdist worker computes AgentDojo's side of every suite, once.
-pytestmark = [
-    pytest.mark.xdist_group("agentdojo-conformance"),
-    *([pytest.mark.timeout(FULL_TIMEOUT_S)] if FULL else []),
-]
+#: One module, so one xdist worker (`make test`) computes AgentDojo's side, once.
+pytestmark = [pytest.mark.timeout(FULL_TIMEOUT_S)] if FULL else []
 
 
 def chosen(suite: Suite, name: str) -> list[str]:

@@ -22,8 +22,6 @@ from report_runs import PWN, StoredRun, run_example, run_hostile
 OPEN = "return document.getElementById('trace').open"
 REQUIRE = os.environ.get("PROCTOR_REQUIRE_BROWSER") == "1"
 CHROMIUM = shutil.which("chromium")
-#: One Chromium at a time: every browser test runs on one xdist worker (`make test`).
-pytestmark = pytest.mark.xdist_group("browser")
 CHROMEDRIVER = shutil.which("chromedriver")
 FLAGS = [
     "--headless=new",

@@ -30,7 +30,7 @@ hang_guard.TICK_S = 0.1
 
 
 def pytest_configure(config):
-    config.pluginmanager.register(hang_guard.HangGuard(), "proctor-hang-guard")
+    config.pluginmanager.register(hang_guard.HangGuard(config), "proctor-hang-guard")
     atexit.register(lambda: pathlib.Path("atexit-ran").touch())
 """
 

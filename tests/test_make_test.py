@@ -3,11 +3,8 @@ sampled; parallel workers, with the tests that share something kept on one worke
 
 from __future__ import annotations
 
-import importlib
 import re
 from pathlib import Path
-
-import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -28,25 +25,10 @@ def test_ci_runs_make_test_with_nothing_skipped_or_sampled() -> None:
         assert f"export {name}=1" in commands
 
 
-def test_make_test_runs_the_suite_on_parallel_workers_by_group() -> None:
+def test_make_test_runs_the_suite_on_parallel_workers_by_file() -> None:
+    """Whole files per worker: the Ray cluster tests (one cluster) and the conformance
+    test (AgentDojo's side computed once) each stay on one worker."""
     (pytest_line,) = [line for line in make_target("test") if "/pytest" in line]
     args = pytest_line.split()
     assert "-n" in args and args[args.index("-n") + 1] == "auto"
-    assert "--dist" in args and args[args.index("--dist") + 1] == "loadgroup"
-
-
-@pytest.mark.parametrize(
-    ("module", "group"),
-    [
-        ("test_ray_cluster", "ray-cluster"),
-        ("test_browser", "browser"),
-        ("test_review_browser", "browser"),
-        ("test_agentdojo_conformance", "agentdojo-conformance"),
-    ],
-)
-def test_tests_sharing_a_resource_run_on_one_worker(module: str, group: str) -> None:
-    """One Ray cluster, one Chromium, AgentDojo's side computed once: each module names
-    its xdist group."""
-    marks = importlib.import_module(module).pytestmark
-    marks = marks if isinstance(marks, list) else [marks]
-    assert [m.args for m in marks if m.name == "xdist_group"] == [(group,)]
+    assert "--dist" in args and args[args.index("--dist") + 1] == "loadfile"

@@ -47,11 +47,8 @@ PROCTOR = Path(sys.executable).parent / "proctor"
 SEED = 4
 RUN_TIMEOUT_S = 300
 #: Every test here: its own limit (the first one's setup starts both nodes, and a test
-#: waits for up to two driver runs), and one xdist worker for all (one cluster at a time).
-pytestmark = [
-    pytest.mark.timeout(2 * START_TIMEOUT_S + 2 * RUN_TIMEOUT_S),
-    pytest.mark.xdist_group("ray-cluster"),
-]
+#: waits for up to two driver runs). One module: one xdist worker (`make test`), one cluster.
+pytestmark = pytest.mark.timeout(2 * START_TIMEOUT_S + 2 * RUN_TIMEOUT_S)
 
 
 def give_up(why: str) -> None:

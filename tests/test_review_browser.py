@@ -18,9 +18,6 @@ from proctor.review.settings import DeskSettings
 from report_runs import PWN, run_hostile
 from test_browser import driver  # noqa: F401  (Chromium, set up as the report tests do)
 
-#: On the xdist worker of the report's browser tests (one Chromium at a time).
-pytestmark = pytest.mark.xdist_group("browser")
-
 NOTE = "step 4 reads the wrong patient"
 
 
