@@ -454,7 +454,7 @@ def test_the_toolbox_has_no_attribute_leading_to_the_environment() -> None:
     assert (seen["dict"], seen["env"]) == (False, False)
     assert "Environment" not in seen["referents"] and "ToolGateway" not in seen["referents"]
     assert seen["public"] == [
-        "ask_user", "call", "message", "note", "record_model_call", "tools", "wait",
+        "ask_user", "call", "message", "note", "record_model_call", "stopped", "tools", "wait",
     ]  # fmt: skip
 
 

@@ -13,7 +13,7 @@ from functools import cache
 from pathlib import Path
 from typing import Any
 
-import yaml
+from proctor.core.documents import read_document
 
 LEXICONS = Path(__file__).parent / "lexicons"
 DEFAULT_LANGUAGE = "en"
@@ -30,7 +30,7 @@ def lexicon(language: str | None) -> dict[str, Any]:
     path = LEXICONS / f"{primary(language)}.yaml"
     if not path.is_file():
         return {}
-    data = yaml.safe_load(path.read_text(encoding="utf-8"))
+    data, _ = read_document(path)  # bounded like every file proctor reads
     return data if isinstance(data, dict) else {}
 
 
