@@ -138,3 +138,23 @@ def test_inputs_are_refused_before_any_trial(tmp_path: Path) -> None:
     with pytest.raises(proctor.SpecError):
         proctor.evaluate(tmp_path / "missing", f"{agents}:perfect", store=store)
     assert not store.exists(), "nothing ran, nothing was stored"
+
+
+def test_the_readme_python_quick_start_runs_as_printed(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The README's `proctor.evaluate` snippet, executed as printed (from a folder where
+    `examples/` is the repository's), gives what it says: a gated run and its report."""
+    readme = (EXAMPLES.parent / "README.md").read_text(encoding="utf-8")
+    start = readme.index("```python\nimport proctor\n") + len("```python\n")
+    code = readme[start : readme.index("```", start)]
+    (tmp_path / "examples").symlink_to(EXAMPLES)
+    monkeypatch.chdir(tmp_path)
+    scope: dict[str, object] = {}
+    exec(compile(code, "README.md", "exec"), scope)
+    verdict = scope["verdict"]
+    assert isinstance(verdict, proctor.GateVerdict)
+    # the demo's candidate: the README's figures say its gate fails
+    assert (verdict.passed, verdict.exit_code) == (False, 1)
+    assert verdict.report["recommendation"]["decision"] == "do not release"
+    assert (tmp_path / "report.html").stat().st_size > 0
