@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import importlib
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qsl
@@ -69,6 +70,29 @@ def chat_reference(ref: str, option: str, error: type[Exception]) -> tuple[str, 
     if not model:
         raise error(f"{option} {ref!r}: name a model, e.g. chat:gpt-4o-mini")
     return model, dict(parse_qsl(query, keep_blank_values=True))
+
+
+def load_reference(
+    ref: str,
+    option: str,
+    error: type[Exception],
+    chat: Callable[[str, dict[str, str]], Any],
+    kind: type,
+    what: str,
+) -> Any:
+    """What `ref` names for `option` (`--judge`, `--user-model`): `chat(model, options)`
+    for `chat:MODEL?...`, else the `FILE.py:NAME` / `MODULE:NAME` object, which must be a
+    `kind` (a runtime-checkable protocol); `error(one line)` naming `what` it must be."""
+    if ref.startswith(CHAT_PREFIX):
+        model, options = chat_reference(ref, option, error)
+        try:
+            return chat(model, options)
+        except ValueError as exc:
+            raise error(f"{option} {ref!r}: {exc}") from None
+    found = load_object(ref, option, error)
+    if not isinstance(found, kind):
+        raise error(f"{option} {ref!r}: not {what}")
+    return found
 
 
 def _chat_agent(ref: str) -> Any:

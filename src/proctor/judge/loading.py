@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from proctor.agents.loading import CHAT_PREFIX, chat_reference, load_object
+from proctor.agents.loading import load_reference
 from proctor.judge.base import Judge
 from proctor.judge.cache import JudgeCache
 from proctor.judge.panel import Combine, JudgePanel
@@ -17,21 +17,22 @@ class JudgeNotFound(LookupError):
 
 
 def load_judge(ref: str) -> Judge:
-    if ref.startswith(CHAT_PREFIX):
-        from proctor.judge.chat import ChatJudge
-
-        model, options = chat_reference(ref, "--judge", JudgeNotFound)
-        try:
-            return ChatJudge.from_options(model, options)
-        except ValueError as exc:
-            raise JudgeNotFound(f"--judge {ref!r}: {exc}") from None
-    judge = load_object(ref, "--judge", JudgeNotFound)
-    if not isinstance(judge, Judge):
-        raise JudgeNotFound(
-            f"--judge {ref!r}: not a judge (it needs name, model, fingerprint, "
-            "async score(rubric, view) and async prefer(rubric, first, second))"
-        )
+    judge: Judge = load_reference(
+        ref,
+        "--judge",
+        JudgeNotFound,
+        _chat_judge,
+        Judge,
+        "a judge (it needs name, model, fingerprint, async score(rubric, view) and "
+        "async prefer(rubric, first, second))",
+    )
     return judge
+
+
+def _chat_judge(model: str, options: dict[str, str]) -> Judge:
+    from proctor.judge.chat import ChatJudge
+
+    return ChatJudge.from_options(model, options)
 
 
 def load_panel(

@@ -53,8 +53,9 @@ class UserCache:
     def _get(self, key: str) -> str | None:
         if key in self.memory or self.store is None:
             return self.memory.get(key)
-        row = self.store.db.execute("SELECT value FROM user_replies WHERE key = ?", (key,))
-        found = row.fetchone()
+        with self.store.lock:  # the store's connection, shared with its writer
+            row = self.store.db.execute("SELECT value FROM user_replies WHERE key = ?", (key,))
+            found = row.fetchone()
         return None if found is None else str(found[0])
 
     def fetch(self, key: str, compute: Callable[[], str]) -> tuple[str, bool]:
@@ -73,7 +74,8 @@ class UserCache:
         with self._lock:
             self.memory[key] = value
             if self.store is not None:
-                self.store.db.execute(
+                self.store.write(
+                    "caching a user reply",
                     "INSERT OR REPLACE INTO user_replies(key, created_at, value) VALUES (?, ?, ?)",
                     (key, time.time(), value),
                 )

@@ -16,7 +16,7 @@ from collections.abc import Callable
 from typing import Any
 
 from proctor.agents.endpoint import ENDPOINT_OPTIONS, ChatEndpoint, parse_options
-from proctor.agents.loading import CHAT_PREFIX, chat_reference, load_object
+from proctor.agents.loading import load_reference
 from proctor.core.jsonvalues import digest
 from proctor.run.simulator import PROMPT_VERSION, UserModel
 
@@ -100,16 +100,12 @@ class ChatUserModel:
 
 def load_user_model(ref: str) -> UserModel:
     """The user model `ref` names; UserModelNotFound (one line) when it cannot be had."""
-    if ref.startswith(CHAT_PREFIX):
-        model, options = chat_reference(ref, "--user-model", UserModelNotFound)
-        try:
-            return ChatUserModel.from_options(model, options)
-        except ValueError as exc:
-            raise UserModelNotFound(f"--user-model {ref!r}: {exc}") from None
-    found = load_object(ref, "--user-model", UserModelNotFound)
-    if not isinstance(found, UserModel):
-        raise UserModelNotFound(
-            f"--user-model {ref!r}: not a user model (it needs name, fingerprint and "
-            "complete(messages, seed) -> str)"
-        )
-    return found
+    model: UserModel = load_reference(
+        ref,
+        "--user-model",
+        UserModelNotFound,
+        ChatUserModel.from_options,
+        UserModel,
+        "a user model (it needs name, fingerprint and complete(messages, seed) -> str)",
+    )
+    return model

@@ -23,6 +23,7 @@ import json
 import math
 import os
 import sqlite3
+import threading
 import time
 import weakref
 from collections.abc import Callable, Iterator, Sequence
@@ -222,6 +223,10 @@ class Store:
         if busy_s is None:
             busy_s = _env_seconds(BUSY_ENV, DEFAULT_BUSY_S)
         self.busy_s = busy_s
+        #: Held around every write: the connection is shared by threads (a model user's
+        #: cache writes from agent threads), and an insert from another thread between a
+        #: trial's row and its checks would hand them the other row's id.
+        self.lock = threading.RLock()
         memory = str(self.path) == ":memory:"
         if not memory and readonly and not self.path.exists():
             raise StoreError(f"{self.path}: no store yet (run `proctor run` first)")
@@ -311,7 +316,8 @@ class Store:
         told = False
         while True:
             try:
-                return write()
+                with self.lock:
+                    return write()
             except sqlite3.IntegrityError:
                 raise  # the caller's mistake (a trial stored twice), not the store's state
             except sqlite3.Error as exc:
@@ -329,6 +335,11 @@ class Store:
                         f"write lock ({doing})"
                     )
                     told = True
+
+    def write(self, doing: str, statement: str, params: Sequence[Any] = ()) -> None:
+        """One statement of a table kept beside the runs (a cache), under the store's lock
+        and its wait for another process's write lock."""
+        self._writing(doing, partial(self.db.execute, statement, params))
 
     def close(self) -> None:
         self.db.close()
