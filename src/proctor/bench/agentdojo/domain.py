@@ -17,19 +17,20 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from functools import lru_cache
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict
 from pydantic_core import to_jsonable_python
 
 from proctor.bench.agentdojo import suites
-from proctor.bench.agentdojo.codec import Codec
+from proctor.bench.agentdojo.codec import Codec, Kept
 from proctor.core.jsonvalues import copy_json
 from proctor.env.domain import Domain, State, Tool, ToolError, ToolKind
 from proctor.env.sources import SourceError
 from proctor.tasks.models import Task
 
+#: Starting points kept per domain (a workspace start is a few megabytes of JSON).
+STARTS = 64
 #: AgentDojo tools named like reads; the name says whether a call can change the world.
 READ_VERBS = ("get_", "search_", "list_", "read_", "check_")
 #: Tools named like reads that do change it, as their docstrings say: reading unread
@@ -92,6 +93,9 @@ class AgentDojoDomain(Domain):
         self.benchmark = benchmark
         self.suite_name = name
         self.codec = Codec(task_suite.environment_type)
+        #: Starts by task, shared with this domain's snapshots (a run's copy, whose
+        #: trials and checks ask for the start the agent asked the original for).
+        self._starts: Kept[tuple[str, str | None, str], Start] = Kept(STARTS)
         for function in task_suite.tools:
             self.tools[function.name] = Tool(
                 name=function.name,
@@ -123,15 +127,26 @@ class AgentDojoDomain(Domain):
         ref = task.metadata["agentdojo"]
         return self.start(ref["user_task"], ref.get("injection_task"), ref["attack"])
 
-    @lru_cache(maxsize=64)  # noqa: B019 (domains live as long as the process)
     def start(self, user_task: str, injection_task: str | None, attack: str) -> Start:
-        """A user task's starting environment under an attack, and its ground truth."""
+        """A user task's starting environment under an attack, and its ground truth; the
+        last STARTS kept (each trial asks for its start three times: state, agent, checks)."""
+        key = (user_task, injection_task, attack)
+        start = self._starts.get(key)
+        if start is None:
+            start = self._start(user_task, injection_task, attack)
+            self._starts.put(key, start)
+        return start
+
+    def _start(self, user_task: str, injection_task: str | None, attack: str) -> Start:
         placed = suites.injections(
             self.benchmark, self.suite_name, user_task, injection_task, attack
         )
-        data = suites.environment_data(self.benchmark, self.suite_name, placed)
+        texts = suites.environment_texts(self.benchmark, self.suite_name, placed)
+        built = self.codec.build_texts(texts, suites.parse)
+        if built is None:
+            built = self.codec.build(suites.parse("".join(texts.values())))
         task = suites.suite(self.benchmark, self.suite_name).get_user_task_by_id(user_task)
-        env = task.init_environment(self.codec.build(data))
+        env = task.init_environment(built)
         calls = task.ground_truth(env.model_copy(deep=True))
         return Start(self.codec.dump(env), tuple(calls))
 
