@@ -7,7 +7,7 @@ BIN := $(VENV)/bin
 CORE := $(VENV)/.core-installed
 DEV := $(VENV)/.dev-installed
 
-.PHONY: demo readme-figures test lint format bench clean
+.PHONY: demo readme-figures bench-figures test lint format bench clean
 
 $(CORE): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -44,6 +44,12 @@ demo: $(CORE)
 
 readme-figures: $(DEV)
 	$(BIN)/python benchmarks/intervals.py --json benchmarks/intervals.json > /dev/null
+	$(BIN)/python examples/figures.py
+
+# Figures against peers (Inspect AI, AgentDojo): both sides interleaved in one process tree,
+# ratios of the same run, min/median and load printed; a peer not installed keeps its block.
+bench-figures: $(DEV)
+	$(BIN)/python benchmarks/peers.py --json benchmarks/peers.json
 	$(BIN)/python examples/figures.py
 
 test: $(DEV)

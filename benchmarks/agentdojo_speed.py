@@ -19,12 +19,14 @@ from __future__ import annotations
 import argparse
 import hashlib
 import json
-import os
 import statistics
 import subprocess
 import sys
 import time
+from functools import partial
 from typing import Any
+
+from peers import interleave
 
 SUITES = ("workspace", "travel", "banking", "slack")
 SIDES = ("proctor", "agentdojo")
@@ -85,23 +87,22 @@ def one_side(side: str, benchmark: str, suites: list[str], every: int) -> dict[s
     return {"side": side, "cpu": cpu, "wall": wall, "tasks": len(verdicts) // 2, "digest": digest}
 
 
+def run_side(side: str, benchmark: str, suites: list[str], every: int) -> dict[str, Any]:
+    """`one_side` in a fresh process."""
+    args = [sys.executable, __file__, "--side", side, "--every", str(every)]
+    args += ["--benchmark", benchmark, "--suites", ",".join(suites)]
+    out = subprocess.run(args, check=True, capture_output=True, text=True).stdout
+    return dict(json.loads(out.splitlines()[-1]))
+
+
 def measure(benchmark: str, suites: list[str], every: int, repeat: int) -> dict[str, Any]:
     """Both sides `repeat` times, alternating, each in a fresh process: CPU seconds per
     side, the per-repetition ratios proctor / AgentDojo, the load, the verdict digests."""
-    times: dict[str, list[float]] = {side: [] for side in SIDES}
-    digests: set[str] = set()
-    tasks = 0
-    load = [os.getloadavg()[0]]
-    for rep in range(repeat):
-        for side in SIDES if rep % 2 == 0 else SIDES[::-1]:
-            args = [sys.executable, __file__, "--side", side, "--every", str(every)]
-            args += ["--benchmark", benchmark, "--suites", ",".join(suites)]
-            out = subprocess.run(args, check=True, capture_output=True, text=True).stdout
-            found = json.loads(out.splitlines()[-1])
-            times[side].append(found["cpu"])
-            digests.add(found["digest"])
-            tasks = found["tasks"]
-            load.append(os.getloadavg()[0])
+    sides = {side: partial(run_side, side, benchmark, suites, every) for side in SIDES}
+    found, load = interleave(sides, repeat)
+    times = {name: [f["cpu"] for f in found[name]] for name in SIDES}
+    digests = {f["digest"] for name in SIDES for f in found[name]}
+    tasks = found["proctor"][0]["tasks"]
     ratios = [p / a for p, a in zip(times["proctor"], times["agentdojo"], strict=True)]
     return {
         "tasks": tasks,
@@ -117,7 +118,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--suites", default=",".join(SUITES))
     parser.add_argument("--benchmark", default="v1.2.1")
-    parser.add_argument("--every", type=int, default=10, help="every Nth user task of a suite")
+    parser.add_argument("--every", type=int, default=8, help="every Nth user task of a suite")
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--side", choices=SIDES, help=argparse.SUPPRESS)
     args = parser.parse_args()

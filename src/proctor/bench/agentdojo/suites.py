@@ -191,7 +191,8 @@ def _template(benchmark: str, name: str) -> tuple[tuple[str, str], ...]:
     if not starts:
         return (("", text),)
     cuts = [0, *(at for at, _ in starts[1:]), len(text)]
-    return tuple((key, text[a:b]) for (_, key), a, b in zip(starts, cuts[:-1], cuts[1:], strict=True))
+    pieces = zip(starts, cuts[:-1], cuts[1:], strict=True)
+    return tuple((key, text[a:b]) for (_, key), a, b in pieces)
 
 
 def parse(text: str) -> Any:
