@@ -220,7 +220,8 @@ def agentdojo_block(entries: dict[str, Any]) -> str:
         f"suite with all its injection pairs ({e['tasks']} tasks × both reference agents), "
         f"{e['date']}: proctor {e['proctor_cpu_s']['median']:.1f} s CPU, AgentDojo's own runner "
         f"{e['agentdojo_cpu_s']['median']:.1f} s (medians); proctor / AgentDojo "
-        f"**{_ratio(e['ratio'])}**, the same verdicts on every task. {_conditions(e)}.\n"
+        f"**{_ratio(e['ratio'])}** (min / median of the repetitions' ratios), the same "
+        f"verdicts on every task. {_conditions(e)}.\n"
     )
 
 

@@ -343,17 +343,20 @@ PEERS = runpy.run_path(str(ROOT / "benchmarks" / "peers.py"))
 PEERS_JSON = ROOT / "benchmarks" / "peers.json"
 
 
-def peers(block: str, peer: str) -> Callable[[Lab], str]:
+def peers(block: str, peer: str, install: str) -> Callable[[Lab], str]:
     """A block of benchmarks/peers.py, from the figures it last wrote for `peer`."""
 
     def write(_: Lab) -> str:
         entries = json.loads(PEERS_JSON.read_text(encoding="utf-8"))
         if peer not in entries:
-            return f"Not measured yet: install {peer} and run `make bench-figures`.\n"
+            return f"Not measured yet: {install}, then `make bench-figures`.\n"
         return str(PEERS[block](entries))
 
     return write
 
+
+INSPECT = ("inspect", "install inspect-ai in a venv of its own (benchmarks/inspect_compare.py)")
+AGENTDOJO = ("agentdojo", "pip install 'proctor[agentdojo]'")
 
 #: Each block: the README it lives in, and what writes it.
 BLOCKS: dict[str, tuple[Path, Callable[[Lab], str]]] = {
@@ -367,9 +370,9 @@ BLOCKS: dict[str, tuple[Path, Callable[[Lab], str]]] = {
     "adversarial": (EXAMPLES / "adversarial" / "README.md", adversarial),
     "one-trial-coverage": (ROOT / "docs" / "architecture.md", intervals("one_trial_table")),
     "paired-intervals": (ROOT / "docs" / "architecture.md", intervals("paired_tables")),
-    "bench-inspect": (ROOT / "benchmarks" / "README.md", peers("inspect_block", "inspect")),
-    "bench-agentdojo": (ROOT / "benchmarks" / "README.md", peers("agentdojo_block", "agentdojo")),
-    "agentdojo-speed": (ROOT / "README.md", peers("agentdojo_block", "agentdojo")),
+    "bench-inspect": (ROOT / "benchmarks" / "README.md", peers("inspect_block", *INSPECT)),
+    "bench-agentdojo": (ROOT / "benchmarks" / "README.md", peers("agentdojo_block", *AGENTDOJO)),
+    "agentdojo-speed": (ROOT / "README.md", peers("agentdojo_block", *AGENTDOJO)),
 }
 
 
