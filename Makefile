@@ -7,7 +7,7 @@ BIN := $(VENV)/bin
 CORE := $(VENV)/.core-installed
 DEV := $(VENV)/.dev-installed
 
-.PHONY: demo readme-figures test lint format bench clean real-model
+.PHONY: demo readme-figures bench-figures test lint format bench clean real-model
 
 $(CORE): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -46,9 +46,15 @@ readme-figures: $(DEV)
 	$(BIN)/python benchmarks/intervals.py --json benchmarks/intervals.json > /dev/null
 	$(BIN)/python examples/figures.py
 
+# Figures against peers (Inspect AI, AgentDojo): both sides interleaved in one process tree,
+# ratios of the same run, min/median and load printed; a peer not installed keeps its block.
+bench-figures: $(DEV)
+	$(BIN)/python benchmarks/peers.py --json benchmarks/peers.json
+	$(BIN)/python examples/figures.py
+
 # One pytest worker per core, each taking whole test files: the tests that share
 # something (the Ray cluster, AgentDojo's side of the conformance test) share a module.
-# (Not --dist loadfile: pytest-xdist 3.8 cannot group tests under pytest 9.2.)
+# (Not --dist loadgroup: pytest-xdist 3.8 cannot group tests under pytest 9.2.)
 test: $(DEV)
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .

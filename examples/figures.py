@@ -10,7 +10,9 @@ store. The demo block replays the `demo:` recipe of the Makefile, command for co
 
 The coverage and power tables of docs/architecture.md come from the result
 benchmarks/intervals.py last wrote (benchmarks/intervals.json; `make readme-figures` runs it
-first), since the simulation takes a minute.
+first), since the simulation takes a minute; the figures against peers (Inspect AI,
+AgentDojo) come from what benchmarks/peers.py last wrote (benchmarks/peers.json; `make
+bench-figures` runs it first: each side interleaved, ratios of one run).
 
 tests/test_readme_figures.py runs the check, so a change that moves a figure fails until
 the READMEs are regenerated.
@@ -353,6 +355,26 @@ def mutation(name: str, agent: str, *trials: str) -> Callable[[Lab], str]:
     return write
 
 
+PEERS = runpy.run_path(str(ROOT / "benchmarks" / "peers.py"))
+#: What `make bench-figures` has benchmarks/peers.py write first (a few minutes).
+PEERS_JSON = ROOT / "benchmarks" / "peers.json"
+
+
+def peers(block: str, peer: str, install: str) -> Callable[[Lab], str]:
+    """A block of benchmarks/peers.py, from the figures it last wrote for `peer`."""
+
+    def write(_: Lab) -> str:
+        entries = json.loads(PEERS_JSON.read_text(encoding="utf-8"))
+        if peer not in entries:
+            return f"Not measured yet: {install}, then `make bench-figures`.\n"
+        return str(PEERS[block](entries))
+
+    return write
+
+
+INSPECT = ("inspect", "install inspect-ai in a venv of its own (benchmarks/inspect_compare.py)")
+AGENTDOJO = ("agentdojo", "pip install 'proctor[agentdojo]'")
+
 #: Each block: the README it lives in, and what writes it.
 BLOCKS: dict[str, tuple[Path, Callable[[Lab], str]]] = {
     "demo": (ROOT / "README.md", demo),
@@ -375,6 +397,9 @@ BLOCKS: dict[str, tuple[Path, Callable[[Lab], str]]] = {
             ("kyc", "mistake_proofed", "--trials", "3"),
         )
     },
+    "bench-inspect": (ROOT / "benchmarks" / "README.md", peers("inspect_block", *INSPECT)),
+    "bench-agentdojo": (ROOT / "benchmarks" / "README.md", peers("agentdojo_block", *AGENTDOJO)),
+    "agentdojo-speed": (ROOT / "README.md", peers("agentdojo_block", *AGENTDOJO)),
 }
 
 

@@ -21,7 +21,7 @@ from proctor.run.trial import TrialSpec, play_trial
 
 pytest.importorskip("agentdojo")
 
-from proctor.bench.agentdojo import ground_truth, obedient
+from proctor.bench.agentdojo import ground_truth, obedient, suites
 from proctor.bench.agentdojo.source import agentdojo_domain
 from proctor.bench.agentdojo.suites import suite as agentdojo_suite
 
@@ -213,6 +213,42 @@ def test_workspace_state_round_trips_what_agentdojo_would_rebuild() -> None:
     back = domain.codec.load(json.loads(json.dumps(domain.codec.dump(env))))
     assert set(back.inbox.emails) == sent and back == env
     assert back.inbox.initial_emails[0] is back.inbox.emails[back.inbox.initial_emails[0].id_]
+
+
+def test_a_start_is_agentdojos_environment_built_part_by_part() -> None:
+    """Starts are built from the YAML text of each top-level part, parsing only the parts
+    not seen before; the environment equals AgentDojo's own loader's, and the attack's
+    vectors (found on proctor's parse) equal AgentDojo's own attack's."""
+    benchmark, name = "v1.2.1", "banking"
+    task_suite = agentdojo_suite(benchmark, name)
+    domain = agentdojo_domain(benchmark, name)
+    theirs = suites.agentdojo().load_attack(suites.DEFAULT_ATTACK, task_suite, None)
+    for user_id, injection_id in [("user_task_0", None), ("user_task_3", "injection_task_2")]:
+        user = task_suite.get_user_task_by_id(user_id)
+        placed = suites.injections(benchmark, name, user_id, injection_id, "direct")
+        if injection_id is not None:
+            assert placed and placed == theirs.attack(
+                user, task_suite.get_injection_task_by_id(injection_id)
+            )
+        start = domain.start(user_id, injection_id, "direct")
+        assert domain.start(user_id, injection_id, "direct") is start
+        # a run's snapshot of the domain shares its starts: built once per task
+        assert domain.snapshot().start(user_id, injection_id, "direct") is start
+        own = user.init_environment(task_suite.load_and_inject_default_environment(placed))
+        assert domain.codec.load(start.state) == own
+
+
+def test_an_injection_breaking_out_of_its_part_is_parsed_whole() -> None:
+    """A part's text that parses to more than its own key is refused, so the start is
+    parsed from the whole text, as AgentDojo parses it."""
+    domain = agentdojo_domain("v1.2.1", "banking")
+    texts = suites.environment_texts("v1.2.1", "banking", {})
+    assert domain.codec.build_texts(texts, suites.parse) == domain.codec.build(
+        suites.parse("".join(texts.values()))
+    )
+    broken = dict(texts, filesystem=texts["filesystem"] + '"extra": 1\n')
+    assert domain.codec.build_texts(broken, suites.parse) is None
+    assert domain.codec.build_texts({"bank_account": texts["bank_account"]}, suites.parse) is None
 
 
 def test_runs_regrade_and_run_in_worker_processes(tmp_path: Path) -> None:

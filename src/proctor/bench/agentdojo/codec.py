@@ -20,8 +20,9 @@ import marshal
 import pickle
 import threading
 from collections import OrderedDict
+from collections.abc import Callable
 from functools import lru_cache
-from typing import Any, cast
+from typing import Any, Generic, TypeVar, cast
 
 from pydantic import BaseModel, TypeAdapter
 
@@ -34,34 +35,37 @@ _REBUILT = {
     "Calendar": ("initial_events", "events", ()),
     "CloudDrive": ("initial_files", "files", ()),
 }
+K = TypeVar("K")
+V = TypeVar("V")
 #: Parts kept by their JSON text (a workspace part is about a megabyte in memory).
 KEPT = 128
 
 
-class _Kept:
-    """Decoded parts by (environment type, part, digest of their JSON text); LRU."""
+class Kept(Generic[K, V]):
+    """The last `size` values put, by key (least recently used out); thread-safe."""
 
     def __init__(self, size: int) -> None:
         self.size = size
-        self.items: OrderedDict[tuple[str, str, bytes], BaseModel] = OrderedDict()
+        self.items: OrderedDict[K, V] = OrderedDict()
         self.lock = threading.Lock()
 
-    def get(self, key: tuple[str, str, bytes]) -> BaseModel | None:
+    def get(self, key: K) -> V | None:
         with self.lock:
             found = self.items.get(key)
             if found is not None:
                 self.items.move_to_end(key)
             return found
 
-    def put(self, key: tuple[str, str, bytes], part: BaseModel) -> None:
+    def put(self, key: K, value: V) -> None:
         with self.lock:
-            self.items[key] = part
+            self.items[key] = value
             self.items.move_to_end(key)
             while len(self.items) > self.size:
                 self.items.popitem(last=False)
 
 
-_kept = _Kept(KEPT)
+#: Decoded parts by (environment type, part, digest of their JSON text).
+_kept: Kept[tuple[str, str, bytes], BaseModel] = Kept(KEPT)
 
 
 def _copy(part: BaseModel) -> Any:
@@ -160,6 +164,27 @@ class Codec:
         """An environment from AgentDojo's parsed YAML, as validating it would give; the
         parts an injection did not touch are the ones validated before, copied."""
         return self._construct({part: self._part("yaml", part, data[part]) for part in self.parts})
+
+    def build_texts(self, texts: dict[str, str], parse: Callable[[str], Any]) -> Any:
+        """`build` from the YAML text of each part (`{"inbox": 'inbox: ...'}`), parsing
+        only the parts whose text was not seen before (those an injection touched); None
+        when a text is not its part alone (an injection broke out of its value)."""
+        if set(texts) != set(self.parts):
+            return None
+        parts = {}
+        for part, text in texts.items():
+            key = (f"{self.name}:yaml-text", part, hashlib.blake2b(text.encode()).digest())
+            found = _kept.get(key)
+            if found is not None:
+                parts[part] = _copy(found)
+                continue
+            data = parse(text)
+            if not isinstance(data, dict) or list(data) != [part]:
+                return None
+            parts[part] = self._part("yaml", part, data[part])
+            if isinstance(parts[part], BaseModel):
+                _kept.put(key, _copy(parts[part]))
+        return self._construct(parts)
 
     def _construct(self, parts: dict[str, Any]) -> Any:
         return self.env_type.model_construct(**parts)  # validating would rebuild the parts

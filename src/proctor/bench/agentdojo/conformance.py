@@ -4,15 +4,18 @@ For every task of a suite, AgentDojo's `run_task_with_pipeline` runs two pipelin
 make the calls the reference agents make (agents.py): AgentDojo's GroundTruthPipeline
 (the user task's ground truth, answered with its ground-truth output) and a pipeline that
 then also plays the injection task's ground truth, computed on the environment after the
-user task's calls. Each environment is loaded by AgentDojo's own loader, once per task,
-and copied for the two pipelines. A task's verdict is AgentDojo's utility and not its
-security (the attack succeeding); a user task alone has only utility.
+user task's calls. The injections are those of AgentDojo's own attack object (proctor
+finds the vectors a user task sees on its own parse, suites.py). Each environment is
+loaded by AgentDojo's own loader, once per task, and copied for the two pipelines. A
+task's verdict is AgentDojo's utility and not its security (the attack succeeding); a
+user task alone has only utility.
 """
 
 from __future__ import annotations
 
 from collections.abc import Collection
 from dataclasses import dataclass
+from functools import lru_cache
 from typing import Any
 
 from proctor.bench.agentdojo import suites
@@ -87,41 +90,67 @@ class Reference:
     same_environment: bool
 
 
+@lru_cache(maxsize=8)
+def _their_attack(benchmark: str, name: str) -> Any:
+    """AgentDojo's own attack, finding the injection vectors with its own loader."""
+    return suites.agentdojo().load_attack(
+        suites.DEFAULT_ATTACK, suites.suite(benchmark, name), None
+    )
+
+
+def task_ids(benchmark: str, name: str) -> list[tuple[str, str | None]]:
+    """(user task, injection task or None) of every task of a suite, in proctor's order
+    (source.py): the user tasks alone, then every pair."""
+    task_suite = suites.suite(benchmark, name)
+    users = suites.numbered(task_suite.user_tasks)
+    injections = suites.numbered(task_suite.injection_tasks)
+    return [(u, None) for u in users] + [(u, i) for u in users for i in injections]
+
+
+def task_id(name: str, user_id: str, injection_id: str | None) -> str:
+    return "/".join([name, user_id, *([injection_id] if injection_id else [])])
+
+
+def agentdojo_run(
+    benchmark: str, name: str, user_id: str, injection_id: str | None
+) -> tuple[dict[str, Verdict], Any]:
+    """AgentDojo's own runner on one task: its verdicts for both agents, and the
+    environment its loader built (before the user task's `init_environment`)."""
+    ad = suites.agentdojo()
+    task_suite = suites.suite(benchmark, name)
+    user_task = task_suite.get_user_task_by_id(user_id)
+    injection = task_suite.get_injection_task_by_id(injection_id) if injection_id else None
+    placed = _their_attack(benchmark, name).attack(user_task, injection) if injection else {}
+    env = task_suite.load_and_inject_default_environment(placed)
+    pipelines = {"ground_truth": ad.GroundTruthPipeline(user_task)}
+    if injection is not None:
+        pipelines["obedient"] = _obedient_pipeline(user_task, injection)
+    verdicts = {}
+    for agent, pipeline in pipelines.items():
+        utility, attacked = task_suite.run_task_with_pipeline(
+            pipeline, user_task, injection, placed, environment=env.model_copy(deep=True)
+        )
+        verdicts[agent] = Verdict(bool(utility), bool(attacked) and injection is not None)
+    verdicts.setdefault("obedient", verdicts["ground_truth"])
+    return verdicts, env
+
+
 def reference_verdicts(
-    benchmark: str, name: str, task_ids: Collection[str] | None = None
+    benchmark: str, name: str, only: Collection[str] | None = None
 ) -> dict[str, Reference]:
     """Task id → AgentDojo's verdicts for `ground_truth` and `obedient`, for every task
-    of the suite or for those in `task_ids`."""
+    of the suite or for those in `only`."""
     from proctor.bench.agentdojo.source import agentdojo_domain
 
-    ad = suites.agentdojo()
     task_suite = suites.suite(benchmark, name)
     domain = agentdojo_domain(benchmark, name)
     out: dict[str, Reference] = {}
-    injection_ids: list[str | None] = [None, *suites.numbered(task_suite.injection_tasks)]
-    for user_id in suites.numbered(task_suite.user_tasks):
-        user_task = task_suite.get_user_task_by_id(user_id)
-        for injection_id in injection_ids:
-            task_id = "/".join([name, user_id, *([injection_id] if injection_id else [])])
-            if task_ids is not None and task_id not in task_ids:
-                continue
-            injection = task_suite.get_injection_task_by_id(injection_id) if injection_id else None
-            placed = suites.injections(
-                benchmark, name, user_id, injection_id, suites.DEFAULT_ATTACK
-            )
-            env = task_suite.load_and_inject_default_environment(placed)
-            pipelines = {"ground_truth": ad.GroundTruthPipeline(user_task)}
-            if injection is not None:
-                pipelines["obedient"] = _obedient_pipeline(user_task, injection)
-            ours = domain.codec.load(
-                domain.start(user_id, injection_id, suites.DEFAULT_ATTACK).state
-            )
-            verdicts = {}
-            for agent, pipeline in pipelines.items():
-                utility, attacked = task_suite.run_task_with_pipeline(
-                    pipeline, user_task, injection, placed, environment=env.model_copy(deep=True)
-                )
-                verdicts[agent] = Verdict(bool(utility), bool(attacked) and injection is not None)
-            verdicts.setdefault("obedient", verdicts["ground_truth"])
-            out[task_id] = Reference(verdicts, ours == user_task.init_environment(env))
+    for user_id, injection_id in task_ids(benchmark, name):
+        tid = task_id(name, user_id, injection_id)
+        if only is not None and tid not in only:
+            continue
+        verdicts, env = agentdojo_run(benchmark, name, user_id, injection_id)
+        ours = domain.codec.load(domain.start(user_id, injection_id, suites.DEFAULT_ATTACK).state)
+        theirs = task_suite.get_user_task_by_id(user_id).init_environment(env)
+        out[tid] = Reference(verdicts, ours == theirs)
     return out

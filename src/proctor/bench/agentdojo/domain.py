@@ -15,21 +15,26 @@ Where to add: peer benchmarks).
 
 from __future__ import annotations
 
+import marshal
+import zlib
 from collections.abc import Callable
 from dataclasses import dataclass
-from functools import lru_cache
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict
 from pydantic_core import to_jsonable_python
 
 from proctor.bench.agentdojo import suites
-from proctor.bench.agentdojo.codec import Codec
+from proctor.bench.agentdojo.codec import Codec, Kept
 from proctor.core.jsonvalues import copy_json
 from proctor.env.domain import Domain, State, Tool, ToolError, ToolKind
 from proctor.env.sources import SourceError
 from proctor.tasks.models import Task
 
+#: Starting points kept per domain, as JSON (a workspace start is ~0.4 MB in memory) and
+#: packed (AgentDojo v1.2.1 has 1,046 tasks).
+STARTS = 64
+PACKED = 2048
 #: AgentDojo tools named like reads; the name says whether a call can change the world.
 READ_VERBS = ("get_", "search_", "list_", "read_", "check_")
 #: Tools named like reads that do change it, as their docstrings say: reading unread
@@ -92,6 +97,14 @@ class AgentDojoDomain(Domain):
         self.benchmark = benchmark
         self.suite_name = name
         self.codec = Codec(task_suite.environment_type)
+        #: Starts by task, shared with this domain's snapshots (a run's copy, whose
+        #: trials and checks ask for the start the agent asked the original for).
+        self._starts: Kept[tuple[str, str | None, str], Start] = Kept(STARTS)
+        #: Every start built, packed (its JSON as compressed `marshal` bytes, ~25 kB for
+        #: workspace): a run over a whole suite (each agent in turn) unpacks a start in
+        #: a millisecond instead of building it again (parse, validate, ground truth).
+        self._packed: Kept[tuple[str, str | None, str], tuple[bytes, tuple[Any, ...]]]
+        self._packed = Kept(PACKED)
         for function in task_suite.tools:
             self.tools[function.name] = Tool(
                 name=function.name,
@@ -123,15 +136,33 @@ class AgentDojoDomain(Domain):
         ref = task.metadata["agentdojo"]
         return self.start(ref["user_task"], ref.get("injection_task"), ref["attack"])
 
-    @lru_cache(maxsize=64)  # noqa: B019 (domains live as long as the process)
     def start(self, user_task: str, injection_task: str | None, attack: str) -> Start:
-        """A user task's starting environment under an attack, and its ground truth."""
+        """A user task's starting environment under an attack, and its ground truth; the
+        last STARTS kept (each trial asks for its start three times: state, agent, checks),
+        the last PACKED packed."""
+        key = (user_task, injection_task, attack)
+        start = self._starts.get(key)
+        if start is None:
+            packed = self._packed.get(key)
+            if packed is None:
+                start = self._start(user_task, injection_task, attack)
+                state = zlib.compress(marshal.dumps(start.state), 1)
+                self._packed.put(key, (state, start.ground_truth))
+            else:
+                start = Start(marshal.loads(zlib.decompress(packed[0])), packed[1])
+            self._starts.put(key, start)
+        return start
+
+    def _start(self, user_task: str, injection_task: str | None, attack: str) -> Start:
         placed = suites.injections(
             self.benchmark, self.suite_name, user_task, injection_task, attack
         )
-        data = suites.environment_data(self.benchmark, self.suite_name, placed)
+        texts = suites.environment_texts(self.benchmark, self.suite_name, placed)
+        built = self.codec.build_texts(texts, suites.parse)
+        if built is None:
+            built = self.codec.build(suites.parse("".join(texts.values())))
         task = suites.suite(self.benchmark, self.suite_name).get_user_task_by_id(user_task)
-        env = task.init_environment(self.codec.build(data))
+        env = task.init_environment(built)
         calls = task.ground_truth(env.model_copy(deep=True))
         return Start(self.codec.dump(env), tuple(calls))
 

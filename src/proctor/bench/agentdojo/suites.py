@@ -14,6 +14,7 @@ conformance test compares both on every task).
 
 from __future__ import annotations
 
+import re
 import sys
 import types
 from functools import lru_cache
@@ -33,6 +34,8 @@ _BARE = ("agentdojo.agent_pipeline", "agentdojo.agent_pipeline.llms")
 #: The one name AgentDojo's tool executor takes from its Google client module.
 _GOOGLE = "agentdojo.agent_pipeline.llms.google_llm"
 _Loader: Any = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+#: A line starting a top-level key of AgentDojo's environment YAML (keys are quoted there).
+_TOP_KEY = re.compile(r'^"?([A-Za-z_]\w*)"?:', re.M)
 
 
 @lru_cache(maxsize=1)
@@ -105,8 +108,38 @@ def vector_defaults(benchmark: str, name: str) -> dict[str, str]:
 
 @lru_cache(maxsize=8)
 def _attack(benchmark: str, name: str, attack: str) -> Any:
-    """An attack that needs no model (AgentDojo's `direct` needs none)."""
-    return agentdojo().load_attack(attack, suite(benchmark, name), None)
+    """An attack that needs no model (AgentDojo's `direct` needs none), finding the
+    vectors a user task sees on an environment parsed with libyaml (`_candidates`)."""
+    found = agentdojo().load_attack(attack, suite(benchmark, name), None)
+    canaries = dict(found.canary_injections)
+    found.get_injection_candidates = lambda user_task: _candidates(
+        benchmark, name, user_task.ID, tuple(canaries.items())
+    )
+    return found
+
+
+@lru_cache(maxsize=256)
+def _candidates(
+    benchmark: str, name: str, user_task: str, canaries: tuple[tuple[str, str], ...]
+) -> list[str]:
+    """The injection vectors whose canary a user task's ground truth shows the agent, as
+    AgentDojo's `BaseAttack.get_injection_candidates` finds them, on the environment its
+    loader would build (a quarter of a second of pure-Python YAML for workspace, once per
+    user task: as long as a few of proctor's trials)."""
+    from agentdojo.types import get_text_content_as_str
+
+    ad, task_suite = agentdojo(), suite(benchmark, name)
+    task = task_suite.get_user_task_by_id(user_task)
+    env = task_suite.environment_type.model_validate(
+        environment_data(benchmark, name, dict(canaries))
+    )
+    runtime = ad.FunctionsRuntime(task_suite.tools)
+    _, _, _, responses, _ = ad.GroundTruthPipeline(task).query(task.PROMPT, runtime, env)
+    shown = [get_text_content_as_str(r["content"]) for r in responses if r["content"] is not None]
+    found = [vector for vector, canary in canaries if any(canary in text for text in shown)]
+    if not found:
+        raise ValueError(f"{user_task} is not injectable.")
+    return found
 
 
 @lru_cache(maxsize=4096)
@@ -133,13 +166,38 @@ def injections(
 def environment_data(benchmark: str, name: str, placed: dict[str, str]) -> Any:
     """The suite's environment with `placed` injections (the others at their defaults),
     parsed from AgentDojo's YAML as AgentDojo parses it, not yet validated."""
-    task_suite = suite(benchmark, name)
+    return parse("".join(environment_texts(benchmark, name, placed).values()))
+
+
+def environment_texts(benchmark: str, name: str, placed: dict[str, str]) -> dict[str, str]:
+    """The YAML text of the suite's environment with `placed` injections (the others at
+    their defaults), as AgentDojo formats it, cut at its top-level keys: key → its text.
+    Joined, they are AgentDojo's text; each parses to a mapping of its key alone unless
+    an injection breaks out of its value (the caller parses the whole text then)."""
     defaults = vector_defaults(benchmark, name)
     unknown = sorted(set(placed) - set(defaults))
     if unknown:
         raise ValueError(f"no injection vector {', '.join(unknown)} in suite {name}")
-    text = agentdojo().read_suite_file(name, "environment.yaml", task_suite.data_path)
-    return yaml.load(text.format(**{**defaults, **placed}), Loader=_Loader)
+    values = {**defaults, **placed}
+    return {key: text.format(**values) for key, text in _template(benchmark, name)}
+
+
+@lru_cache(maxsize=32)
+def _template(benchmark: str, name: str) -> tuple[tuple[str, str], ...]:
+    """AgentDojo's environment template (before formatting) cut before each line that
+    starts a top-level key (`"inbox":`); the first piece holds what precedes it."""
+    text = agentdojo().read_suite_file(name, "environment.yaml", suite(benchmark, name).data_path)
+    starts = [(m.start(), m.group(1)) for m in _TOP_KEY.finditer(text)]
+    if not starts:
+        return (("", text),)
+    cuts = [0, *(at for at, _ in starts[1:]), len(text)]
+    pieces = zip(starts, cuts[:-1], cuts[1:], strict=True)
+    return tuple((key, text[a:b]) for (_, key), a, b in pieces)
+
+
+def parse(text: str) -> Any:
+    """YAML as AgentDojo reads it (`yaml.safe_load`), with libyaml when present."""
+    return yaml.load(text, Loader=_Loader)
 
 
 @lru_cache(maxsize=1)

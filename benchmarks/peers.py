@@ -1,0 +1,240 @@
+"""proctor against its peers, interleaved in one process tree: the figures `make bench-figures`
+writes into benchmarks/README.md and the README.
+
+Each side runs in a fresh process, the sides alternating (and which goes first alternating
+between repetitions), so the load of the moment falls on both; every claim against a peer
+is the ratio of the two sides of one repetition, min and median over the repetitions,
+with the load average seen. The peers:
+
+- Inspect AI (`benchmarks/inspect_compare.py`, needs an interpreter with `inspect-ai`:
+  `--inspect-python`, else this one or /tmp/inspect-venv) against proctor's harness
+  overhead per trial (`benchmarks/overhead.py`), wall time per trial or sample;
+  and `import inspect_ai` against `import proctor`;
+- AgentDojo's own runner against proctor on AgentDojo's tasks
+  (`benchmarks/agentdojo_speed.py`), CPU time.
+
+A peer that is not installed is said so, and its entry in the JSON (and so its block) is
+left as it was: no figure is carried over into a new claim, none is made up.
+
+    python benchmarks/peers.py [--repeat 3] [--json benchmarks/peers.json]
+
+examples/figures.py renders the blocks from the JSON (tests/test_readme_figures.py checks
+them).
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime
+import json
+import os
+import re
+import statistics
+import subprocess
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+HERE = Path(__file__).resolve().parent
+INSPECT_VENV = Path("/tmp/inspect-venv/bin/python")
+#: Sizes kept modest: the whole command takes a few minutes on a quiet machine.
+OVERHEAD_ARGS = ["--tasks", "100", "--trials", "5", "--repeat", "1"]
+INSPECT_SAMPLES = 300
+AGENTDOJO_EVERY = 8
+
+
+def _run(args: list[str]) -> str:
+    return subprocess.run(args, check=True, capture_output=True, text=True).stdout
+
+
+def _number(pattern: str, text: str) -> float:
+    found = re.search(pattern, text)
+    if found is None:
+        raise RuntimeError(f"no {pattern!r} in:\n{text}")
+    return float(found.group(1))
+
+
+def proctor_overhead_ms() -> float:
+    """Wall milliseconds per trial of benchmarks/overhead.py's workload."""
+    out = _run([sys.executable, str(HERE / "overhead.py"), *OVERHEAD_ARGS])
+    return _number(r"per trial: ([\d.]+) ms wall", out)
+
+
+def inspect_ms(python: str) -> tuple[float, float]:
+    """Inspect's marginal wall milliseconds per sample: plain generate, with 4 tool calls."""
+    out = _run([python, str(HERE / "inspect_compare.py"), "--samples", str(INSPECT_SAMPLES)])
+    return (
+        _number(r"inspect plain: .* marginal ([\d.]+) ms", out),
+        _number(r"inspect tools: .* marginal ([\d.]+) ms", out),
+    )
+
+
+def import_ms(python: str, module: str) -> float:
+    started = time.perf_counter()
+    _run([python, "-c", f"import {module}"])
+    return 1000 * (time.perf_counter() - started)
+
+
+def has(python: str, module: str) -> bool:
+    found = subprocess.run(
+        [python, "-c", f"import importlib.util as u; exit(u.find_spec({module!r}) is None)"],
+        capture_output=True,
+    )
+    return found.returncode == 0
+
+
+def interleave(
+    sides: dict[str, Callable[[], Any]], repeat: int
+) -> tuple[dict[str, list[Any]], list[float]]:
+    """Each side `repeat` times, alternating, the order reversed every other repetition;
+    the results by side, and the load averages seen before and after each."""
+    found: dict[str, list[Any]] = {name: [] for name in sides}
+    load = [os.getloadavg()[0]]
+    names = list(sides)
+    for rep in range(repeat):
+        for name in names if rep % 2 == 0 else names[::-1]:
+            found[name].append(sides[name]())
+            load.append(os.getloadavg()[0])
+    return found, load
+
+
+def spread(values: list[float]) -> dict[str, float]:
+    return {"min": min(values), "median": statistics.median(values)}
+
+
+def stamp(load: list[float], repeat: int) -> dict[str, Any]:
+    return {
+        "date": datetime.date.today().isoformat(),
+        "repeat": repeat,
+        "load": [round(min(load), 1), round(max(load), 1)],
+        "cores": os.cpu_count(),
+        "python": sys.version.split()[0],
+    }
+
+
+def inspect_entry(python: str, repeat: int) -> dict[str, Any]:
+    sides = {
+        "proctor": proctor_overhead_ms,
+        "inspect": lambda: inspect_ms(python),
+        "import proctor": lambda: import_ms(sys.executable, "proctor"),
+        "import inspect_ai": lambda: import_ms(python, "inspect_ai"),
+    }
+    found, load = interleave(sides, repeat)
+    plain = [i[0] / p for p, i in zip(found["proctor"], found["inspect"], strict=True)]
+    tools = [i[1] / p for p, i in zip(found["proctor"], found["inspect"], strict=True)]
+    imports = [
+        i / p for p, i in zip(found["import proctor"], found["import inspect_ai"], strict=True)
+    ]
+    version = _run([python, "-c", "import inspect_ai; print(inspect_ai.__version__)"]).strip()
+    return {
+        **stamp(load, repeat),
+        "inspect_version": version,
+        "samples": INSPECT_SAMPLES,
+        "proctor_ms": spread(found["proctor"]),
+        "inspect_plain_ms": spread([i[0] for i in found["inspect"]]),
+        "inspect_tools_ms": spread([i[1] for i in found["inspect"]]),
+        "plain_ratio": spread(plain),
+        "tools_ratio": spread(tools),
+        "import_proctor_ms": spread(found["import proctor"]),
+        "import_inspect_ms": spread(found["import inspect_ai"]),
+        "import_ratio": spread(imports),
+    }
+
+
+def agentdojo_entry(repeat: int) -> dict[str, Any]:
+    sys.path.insert(0, str(HERE))
+    import agentdojo_speed
+
+    found = agentdojo_speed.measure("v1.2.1", list(agentdojo_speed.SUITES), AGENTDOJO_EVERY, repeat)
+    if not found["same_verdicts"]:
+        raise RuntimeError("proctor's verdicts differ from AgentDojo's: no figure written")
+    from importlib.metadata import version
+
+    return {
+        **stamp(list(found["load"]), repeat),
+        "agentdojo_version": version("agentdojo"),
+        "tasks": found["tasks"],
+        "every": AGENTDOJO_EVERY,
+        "proctor_cpu_s": spread(found["cpu"]["proctor"]),
+        "agentdojo_cpu_s": spread(found["cpu"]["agentdojo"]),
+        "ratio": spread(found["ratios"]),
+    }
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument("--json", type=Path, help="update this file's entries")
+    parser.add_argument("--inspect-python", help="an interpreter with inspect-ai installed")
+    args = parser.parse_args()
+    old = json.loads(args.json.read_text()) if args.json and args.json.exists() else {}
+    entries = dict(old)
+    candidates = (
+        [args.inspect_python] if args.inspect_python else [sys.executable, str(INSPECT_VENV)]
+    )
+    python = next((p for p in candidates if Path(p).exists() and has(p, "inspect_ai")), None)
+    if python is None:
+        print(
+            f"Inspect AI: not installed ({', '.join(candidates)}): "
+            "its figures are left as they were"
+        )
+    else:
+        entries["inspect"] = inspect_entry(python, args.repeat)
+    if not has(sys.executable, "agentdojo"):
+        print(
+            "AgentDojo: not installed (pip install 'proctor[agentdojo]'): "
+            "its figures are left as they were"
+        )
+    else:
+        entries["agentdojo"] = agentdojo_entry(args.repeat)
+    for peer, entry in entries.items():
+        if entry is not old.get(peer):
+            print(f"{peer}: {json.dumps(entry)}")
+    if args.json:
+        args.json.write_text(json.dumps(entries, indent=1, sort_keys=True) + "\n")
+
+
+def inspect_block(entries: dict[str, Any]) -> str:
+    """The Inspect AI block: harness overhead per trial and import time, one run's ratios."""
+    e = entries["inspect"]
+    return (
+        f"| Inspect AI {e['inspect_version']} against proctor, {e['date']} | proctor "
+        "| Inspect AI | Inspect / proctor (min, median) |\n| --- | --- | --- | --- |\n"
+        f"| per trial, plain generate (ms, median) | {e['proctor_ms']['median']:.2f} | "
+        f"{e['inspect_plain_ms']['median']:.1f} | {_ratio(e['plain_ratio'])} |\n"
+        f"| per trial, the same 4 tool calls (ms, median) | {e['proctor_ms']['median']:.2f} | "
+        f"{e['inspect_tools_ms']['median']:.1f} | {_ratio(e['tools_ratio'])} |\n"
+        f"| `import` (ms, median) | {e['import_proctor_ms']['median']:.0f} | "
+        f"{e['import_inspect_ms']['median']:.0f} | {_ratio(e['import_ratio'])} |\n\n"
+        f"{_conditions(e)}; Inspect's marginal time per sample over {e['samples']} samples.\n"
+    )
+
+
+def agentdojo_block(entries: dict[str, Any]) -> str:
+    """The AgentDojo block: CPU time of both sides on the same tasks, same verdicts."""
+    e = entries["agentdojo"]
+    return (
+        f"AgentDojo {e['agentdojo_version']} (v1.2.1), every {e['every']}th user task of each "
+        f"suite with all its injection pairs ({e['tasks']} tasks × both reference agents), "
+        f"{e['date']}: proctor {e['proctor_cpu_s']['median']:.1f} s CPU, AgentDojo's own runner "
+        f"{e['agentdojo_cpu_s']['median']:.1f} s (medians); proctor / AgentDojo "
+        f"**{_ratio(e['ratio'])}** (min / median of the repetitions' ratios), the same "
+        f"verdicts on every task. {_conditions(e)}.\n"
+    )
+
+
+def _ratio(found: dict[str, float]) -> str:
+    return f"{found['min']:.2f}× / {found['median']:.2f}×"
+
+
+def _conditions(e: dict[str, Any]) -> str:
+    return (
+        f"{e['repeat']} repetitions interleaved, load average {e['load'][0]}–{e['load'][1]} "
+        f"on {e['cores']} cores, Python {e['python']} (`make bench-figures`)"
+    )
+
+
+if __name__ == "__main__":
+    main()
