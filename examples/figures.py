@@ -336,6 +336,8 @@ def intervals(tables: str) -> Callable[[Lab], str]:
     def write(_: Lab) -> str:
         return INTERVALS[tables](json.loads(INTERVALS_JSON.read_text(encoding="utf-8"))) + "\n"
 
+    return write
+
 
 def mutation(name: str, agent: str, *trials: str) -> Callable[[Lab], str]:
     """The block stating how many mutants of the reference agent's passes the example's
