@@ -153,7 +153,8 @@ def test_a_trial_that_hits_max_steps_without_an_answer_never_passes() -> None:
     right, and an empty answer mentions no refund; without the limit's check it passed."""
     with ScriptedChatServer(CANCEL_A100[:3]) as server:
         record = run_support("cancel-eligible-order", agent_for(server, max_steps=3))
-    assert record.answer == "" and record.result.status == "failed"
+    # every required part done, so `partial` (a failure, never a pass), not `passed`
+    assert record.answer == "" and record.result.status == "partial"
     assert failed(record) == ["max_steps_reached"]
     [check] = [c for c in record.result.checks if c.name == "max_steps_reached"]
     assert check.kind == "answer" and check.blocks
