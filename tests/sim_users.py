@@ -38,3 +38,21 @@ class Replayed(ScriptedUserModel):
 
 
 replayed = Replayed(SCRIPT)
+
+
+class FailsFirstTrial(ScriptedUserModel):
+    """`good`'s replies, except that trial 0 of TASK ends early on every attempt: one
+    `sim_error` in a run of two trials, and another user model than `good` in the manifest
+    (and another fingerprint, so `good`'s cached replies are not its own)."""
+
+    def __init__(self) -> None:
+        super().__init__(SCRIPT, persist=True, name="fails-first-trial")
+        self.broken = ScriptedUserModel(SCRIPT, fail="ends_early", persist=True)
+
+    def complete(self, messages: list[dict[str, str]], seed: int) -> str:
+        if seed == user_seed(TASK, 0):
+            return self.broken.complete(messages, seed)
+        return super().complete(messages, seed)
+
+
+fails_first = FailsFirstTrial()

@@ -467,3 +467,122 @@ def test_a_runner_refuses_a_model_user_its_workers_could_not_rebuild() -> None:
     suite = load_suite([SUPPORT])
     with pytest.raises(ExecutorError, match="model user"):
         Runner(suite, object(), executor=ProcessExecutor(), user=UserPlayer(ScriptedUserModel()))
+
+
+@pytest.fixture(scope="module")
+def three_runs(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[str, str]]:
+    """Two trials each, one store: `good`, `replayed` (the same user model, from the
+    cache) and `fails_first` (another user model, one sim_error)."""
+    where = tmp_path_factory.mktemp("three")
+    ids = {}
+    for user in ("good", "replayed", "fails_first"):
+        done, summary = run(where, user, "--trials", "2")
+        assert summary, done.stdout + done.stderr
+        ids[user] = summary["run_id"]
+    return where, ids
+
+
+def gate_json(where: Path, base: str, cand: str, gates: str) -> tuple[int, dict[str, Any]]:
+    rules = where / "gates.yaml"
+    rules.write_text(gates)
+    args = ("--baseline", base, "--rules", str(rules), "--store", str(where / "p.db"), "--json")
+    done = proctor("gate", cand, *args)
+    assert done.returncode in (0, 1), done.stdout + done.stderr
+    return done.returncode, json.loads(done.stdout)
+
+
+BASELINE_RULES = """rules:
+  - sim_error_rate <= baseline_sim_error_rate + 0.6
+  - {no_regressions: true}
+"""
+
+
+def test_baseline_rules_fail_when_the_user_model_differs(
+    three_runs: tuple[Path, dict[str, str]],
+) -> None:
+    where, ids = three_runs
+    code, verdict = gate_json(where, ids["good"], ids["fails_first"], BASELINE_RULES)
+    assert code == 1
+    rows = verdict["rules"][1:]
+    assert [r["status"] for r in rows] == ["fail", "fail"]
+    for row in rows:
+        assert row["reason"].startswith("the user model differs from the baseline's (")
+        assert "model: scripted-user -> fails-first-trial" in row["reason"]
+        assert row["reason"].endswith("`allow_changed: [user_model]` compares anyway")
+    assert any(w.startswith("the user model differs (") for w in verdict["warnings"])
+    # The same rules between two runs of one user model read the metrics.
+    code, verdict = gate_json(where, ids["good"], ids["replayed"], BASELINE_RULES)
+    assert code == 0, verdict
+    assert not any("user model" in w for w in verdict["warnings"])
+
+
+@pytest.mark.parametrize(
+    "gates",
+    [
+        "allow_changed: [user_model]\n" + BASELINE_RULES,
+        "rules:\n"
+        "  - {rule: sim_error_rate <= baseline_sim_error_rate + 0.6, allow_changed: [user_model]}\n"
+        "  - {no_regressions: true, allow_changed: [user_model]}\n",
+    ],
+    ids=["whole-file", "per-rule"],
+)
+def test_allow_changed_compares_across_another_user_model(
+    three_runs: tuple[Path, dict[str, str]], gates: str
+) -> None:
+    where, ids = three_runs
+    code, verdict = gate_json(where, ids["good"], ids["fails_first"], gates)
+    assert code == 0, verdict
+    assert verdict["rules"][1]["value"] == 0.5  # one of two trials, baseline none
+    assert any(w.startswith("the user model differs (") for w in verdict["warnings"])
+
+
+def test_a_gate_compares_the_simulator_error_rate_with_the_baseline(
+    three_runs: tuple[Path, dict[str, str]],
+) -> None:
+    where, ids = three_runs
+    rule = "{rule: sim_error_rate <= baseline_sim_error_rate + 0.02, allow_changed: [user_model]}"
+    code, verdict = gate_json(where, ids["good"], ids["fails_first"], f"rules:\n  - {rule}\n")
+    assert code == 1
+    row = verdict["rules"][1]
+    assert (row["status"], row["value"], row["threshold"]) == ("fail", 0.5, "<= 0.02")
+    code, verdict = gate_json(where, ids["fails_first"], ids["fails_first"], f"- {rule}\n")
+    assert code == 0 and verdict["rules"][1]["value"] == 0.5  # 0.5 <= 0.5 + 0.02
+
+
+def test_compare_shows_both_simulator_error_rates_and_warns_of_another_user_model(
+    three_runs: tuple[Path, dict[str, str]],
+) -> None:
+    where, ids = three_runs
+    store = ("--store", str(where / "p.db"))
+    done = proctor("compare", ids["good"], ids["fails_first"], *store, "--json")
+    report = json.loads(done.stdout)
+    assert report["baseline"]["sim_errors"] == 0 and report["baseline"]["sim_error_rate"] == 0
+    assert report["candidate"]["sim_errors"] == 1
+    assert report["candidate"]["sim_error_rate"] == 0.5
+    assert any(w.startswith("the user model differs (") for w in report["warnings"])
+    text = proctor("compare", ids["good"], ids["fails_first"], *store).stdout
+    assert "simulated-user errors (sim_error_rate): baseline 0 (0.0%), candidate 1 (50.0%)" in (
+        " ".join(text.split())
+    )
+    same = proctor("compare", ids["good"], ids["replayed"], *store, "--json")
+    assert not any("user model" in w for w in json.loads(same.stdout)["warnings"])
+
+
+@pytest.mark.parametrize(
+    ("gates", "where"),
+    [
+        ("allow_changed: [graders]\nrules: [{no_regressions: true}]\n", ":1: allow_changed: a"),
+        (
+            "- {rule: sim_error_rate <= 0.1, allow_changed: [user_model]}\n",
+            "allow_changed: only a rule that reads the baseline",
+        ),
+    ],
+)
+def test_allow_changed_names_an_instrument_on_a_baseline_rule(
+    tmp_path: Path, gates: str, where: str
+) -> None:
+    rules = tmp_path / "gates.yaml"
+    rules.write_text(gates)
+    done = proctor("gate", "any", "--rules", str(rules), "--store", str(tmp_path / "p.db"))
+    assert done.returncode == 2 and "Traceback" not in done.stderr
+    assert str(rules) in done.stderr and where in done.stderr, done.stderr

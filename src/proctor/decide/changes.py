@@ -5,6 +5,13 @@ read from the run manifest (docs/architecture.md, Verdicts: every run records a
 manifest): the agent and its version, the model, the system prompt, the tool schemas, the
 domain policy, the suite, the graders and the judges. When more than one differs, the
 comparison cannot say which change caused a difference, and `compare` warns.
+
+Some components are instruments rather than what a change changes: the simulated user
+(docs/architecture.md, Simulated users) writes half of every multi-turn conversation, and
+baseline and candidate share its seeds so that the paired compare removes its noise. A
+comparison between two different simulators cannot pair that noise out, so these
+components (MATCHED) must match for a gate's baseline rules, unless a rule allows the
+change (`allow_changed:`), and `compare` always warns when they differ.
 """
 
 from __future__ import annotations
@@ -42,6 +49,44 @@ COMPONENTS: dict[str, Callable[[dict[str, Any]], Any]] = {
     "judges": _judges,
     "user model": lambda m: m.get("user_model"),
 }
+
+
+#: Components a gate's baseline rules require to match: the name a gates file gives one
+#: (`allow_changed: [user_model]`) -> the component's name here.
+MATCHED = {"user_model": "user model"}
+
+
+def _shown(value: Any) -> str:
+    """A component value in one line: a model user's name and fingerprint, else the value."""
+    if value is None:
+        return "none"
+    if isinstance(value, dict) and "model" in value:
+        return f"{value['model']}@{str(value.get('fingerprint', ''))[:8]}"
+    return str(value)
+
+
+def unmatched(base: dict[str, Any], cand: dict[str, Any]) -> dict[str, str]:
+    """The MATCHED components that differ (gates-file name -> what differs, in one line)."""
+    out = {}
+    for key, name in MATCHED.items():
+        before, after = COMPONENTS[name](base), COMPONENTS[name](cand)
+        if canonical(before) == canonical(after):
+            continue
+        if isinstance(before, dict) and isinstance(after, dict):
+            detail = _detail(before, after)
+            out[key] = "; ".join(f"{k}: {b} -> {a}" for k, (b, a) in detail.items())
+        else:
+            out[key] = f"{_shown(before)} -> {_shown(after)}"
+    return out
+
+
+def unmatched_warnings(base: dict[str, Any], cand: dict[str, Any]) -> list[str]:
+    """What `compare` and `gate` warn of when a MATCHED component differs."""
+    return [
+        f"the {MATCHED[key]} differs ({what}): its noise is not paired out; a gate's baseline "
+        f"rules fail unless they say `allow_changed: [{key}]`"
+        for key, what in unmatched(base, cand).items()
+    ]
 
 
 def _detail(before: Any, after: Any) -> Any:

@@ -25,7 +25,7 @@ from typing import Any
 from proctor.core.results import TaskInfo, TrialResult
 from proctor.core.runs import RunData
 from proctor.decide import paired, stats
-from proctor.decide.changes import manifest_changes
+from proctor.decide.changes import manifest_changes, unmatched_warnings
 from proctor.decide.paired import MIN_TASKS
 from proctor.decide.summary import TOOL_METRICS, task_counts
 
@@ -306,7 +306,17 @@ def _run_brief(run: RunData) -> dict[str, Any]:
         "suite_digest": m["suite"]["digest"],
         "trials_per_task": m["trials"],
         "holdout": bool(m.get("holdout")),
+        "user_model": (m.get("user_model") or {}).get("model"),
+        **sim_errors(run.results),
     }
+
+
+def sim_errors(results: Sequence[TrialResult]) -> dict[str, Any]:
+    """Trials whose simulated user broke (status `sim_error`), and their share of all
+    trials, as the gate's `sim_error_rate` reads it: both runs' rates sit side by side,
+    since a candidate's better pass rate may only be fewer conversations judged."""
+    count = sum(r.status == "sim_error" for r in results)
+    return {"sim_errors": count, "sim_error_rate": count / len(results) if results else None}
 
 
 def compare_runs(
@@ -324,7 +334,11 @@ def compare_runs(
     """
     pairing = Pairing(base, cand)
     changes = manifest_changes(base.manifest, cand.manifest)
-    warnings = [*([changes["warning"]] if changes["warning"] else []), *pairing.warnings]
+    warnings = [
+        *([changes["warning"]] if changes["warning"] else []),
+        *unmatched_warnings(base.manifest, cand.manifest),
+        *pairing.warnings,
+    ]
     if looks >= HOLDOUT_LOOKS_WARN:
         warnings.append(
             f"the candidate's holdout tasks were evaluated in {looks} earlier runs: a candidate "

@@ -9,12 +9,16 @@ A gates file is a list of rules (or `rules:` holding one). A rule is a test in t
       - {rule: p95_tool_calls <= 6, where: {suite: regression}}
       - {non_inferior: task_success_rate, margin: 0.02}
       - {no_regressions: {suite: regression}}
+      - {rule: sim_error_rate <= baseline_sim_error_rate + 0.02, allow_changed: [user_model]}
 
 Every metric is read from a RunSummary recomputed from the run's trial results (for a
 slice, from that slice's trials), so a rule means the same on the whole run and on a
-slice. The run's validity is checked first: an invalid run fails the gate whatever the
-rules say. A metric the run cannot define (pass^5 with 3 trials) fails its rule. The
-scorecard's gates are rules of this same language (proctor.decide.scorecard).
+slice. A baseline rule fails when an instrument component of the two manifests
+differs (the simulated user, proctor.decide.changes.MATCHED) unless the rule, or the whole
+file, says `allow_changed:` with its name. The run's validity is checked first: an
+invalid run fails the gate whatever the rules say. A metric the run cannot define
+(pass^5 with 3 trials) fails its rule. The scorecard's gates are rules of this same
+language (proctor.decide.scorecard).
 """
 
 from __future__ import annotations
@@ -37,7 +41,7 @@ from proctor.core.documents import (
 from proctor.core.results import Currency, TaskInfo
 from proctor.core.runs import RunData
 from proctor.decide import rules as grammar
-from proctor.decide.changes import manifest_changes
+from proctor.decide.changes import MATCHED, manifest_changes, unmatched, unmatched_warnings
 from proctor.decide.compare import DEFAULT_MARGIN, Pairing, paired_metric, paired_metric_names
 from proctor.decide.metrics import (
     RENAMED,
@@ -89,6 +93,8 @@ class Rule:
     #: (`max_undecided:` in the gates file); more fails the rule (docs/architecture.md,
     #: Reading).
     max_undecided: int = 0
+    #: Instrument components (changes.MATCHED) the rule compares across when they differ.
+    allow_changed: frozenset[str] = frozenset()
 
     def selects(self, info: TaskInfo) -> bool:
         keys = set(info.slices())
@@ -157,19 +163,29 @@ def _rule(item: Any, loc: Loc, source: str) -> Rule:
             loc, "a rule mapping needs one of `rule`, `non_inferior`, `no_regressions`"
         )
     kind = kinds[0]
-    allowed = {kind, "where", *(["margin"] if kind == "non_inferior" else [])}
+    allowed = {kind, "where", "allow_changed", *(["margin"] if kind == "non_inferior" else [])}
     for key in item:
         if key not in allowed:
             raise _RuleError((*loc, key), f"unknown field (allowed: {', '.join(sorted(allowed))})")
     where = _where(item["where"], (*loc, "where")) if "where" in item else {}
+    allow = (
+        _allow(item["allow_changed"], (*loc, "allow_changed"))
+        if "allow_changed" in item
+        else frozenset()
+    )
     if kind == "rule":
         text, node = _test(item["rule"], (*loc, "rule"))
-        return Rule(_kind(node), text, source, where, node=node)
+        if allow and _kind(node) == "test":
+            raise _RuleError(
+                (*loc, "allow_changed"),
+                "only a rule that reads the baseline compares across a change",
+            )
+        return Rule(_kind(node), text, source, where, node=node, allow_changed=allow)
     if kind == "no_regressions":
         value = item["no_regressions"]
         if value is not True:
             where = {**where, **_where(value, (*loc, "no_regressions"))}
-        return Rule("no_regressions", "no_regressions", source, where)
+        return Rule("no_regressions", "no_regressions", source, where, allow_changed=allow)
     metric, margin = item["non_inferior"], item.get("margin", DEFAULT_MARGIN)
     paired = paired_metric(metric) if isinstance(metric, str) else None
     if paired is None:
@@ -177,7 +193,15 @@ def _rule(item: Any, loc: Loc, source: str) -> Rule:
         raise _RuleError((*loc, "non_inferior"), f"non_inferior takes one of: {known}")
     _check_margin(margin, paired.units is not None, (*loc, "margin"))
     text = f"non_inferior {metric} (margin {margin:g})"
-    return Rule("non_inferior", text, source, where, metric=metric, margin=float(margin))
+    rule = Rule("non_inferior", text, source, where, metric=metric, margin=float(margin))
+    return replace(rule, allow_changed=allow)
+
+
+def _allow(value: Any, loc: Loc) -> frozenset[str]:
+    """The instrument components (changes.MATCHED) an `allow_changed:` list names."""
+    if not isinstance(value, list) or not all(isinstance(v, str) and v in MATCHED for v in value):
+        raise _RuleError(loc, f"a list of: {', '.join(MATCHED)}")
+    return frozenset(value)
 
 
 def _check_margin(margin: Any, rate: bool, loc: Loc) -> None:
@@ -216,7 +240,7 @@ def parse_rules(
 
 ACCEPT_KEYS = ("accept_changed", "accept_removed")
 #: The other top-level fields of a gates file.
-GATES_KEYS = ("rules", *ACCEPT_KEYS, "max_undecided")
+GATES_KEYS = ("rules", *ACCEPT_KEYS, "allow_changed", "max_undecided")
 
 
 def _accepted(data: dict[str, Any], path: Path, lines: Lines) -> dict[str, frozenset[str]]:
@@ -235,13 +259,15 @@ def load_rules(path: str | Path) -> list[Rule]:
 
     The file is a list of rules, or a mapping with `rules:` and optionally
     `accept_changed:` / `accept_removed:` (task ids), which the baseline rules carry, and
-    `max_undecided:` (deciding checks a reader left undecided that a slice may hold; 0).
+    `max_undecided:` (deciding checks a reader left undecided that a slice may hold; 0),
+    and `allow_changed:` (instrument components every baseline rule compares across).
     """
     path = Path(path)
     data, lines = read_document(path)
     prefix: Loc = ()
     accepted = {key: frozenset[str]() for key in ACCEPT_KEYS}
     most = 0
+    allow = frozenset[str]()
     if isinstance(data, dict):
         unknown = sorted(set(data) - set(GATES_KEYS))
         if unknown:
@@ -252,6 +278,13 @@ def load_rules(path: str | Path) -> list[Rule]:
         if isinstance(most, bool) or not isinstance(most, int) or most < 0:
             line = line_of(lines, ("max_undecided",))
             raise SpecError.one(path, line, "max_undecided", "a whole number >= 0")
+        if "allow_changed" in data:
+            try:
+                allow = _allow(data["allow_changed"], ("allow_changed",))
+            except _RuleError as exc:
+                raise SpecError.one(
+                    path, line_of(lines, exc.loc), "allow_changed", str(exc)
+                ) from None
         data, prefix = data.get("rules"), ("rules",)
     if not isinstance(data, list) or not data:
         raise SpecError.one(path, 1, "", "a gates file holds a list of rules (or `rules:` one)")
@@ -262,7 +295,13 @@ def load_rules(path: str | Path) -> list[Rule]:
     return [
         replace(r, max_undecided=most)
         if r.kind == "test"
-        else replace(r, accept_changed=changed, accept_removed=removed, max_undecided=most)
+        else replace(
+            r,
+            accept_changed=changed,
+            accept_removed=removed,
+            max_undecided=most,
+            allow_changed=r.allow_changed | allow,
+        )
         for r in parsed
     ]
 
@@ -402,9 +441,25 @@ class Gate:
                 parts.append(f"baseline tasks {why}: {', '.join(ids)}")
         return "; ".join(parts)
 
+    def _instruments_differ(self, rule: Rule) -> str:
+        """The instrument components (changes.MATCHED) that differ from the baseline's
+        and the rule does not allow; '' when none. Two simulators' noise cannot be paired
+        out, so a difference between the runs may be the simulator's."""
+        assert self.baseline is not None
+        differ = unmatched(self.baseline.manifest, self.run.manifest)
+        return "; ".join(
+            f"the {MATCHED[key]} differs from the baseline's ({what}); "
+            f"`allow_changed: [{key}]` compares anyway"
+            for key, what in differ.items()
+            if key not in rule.allow_changed
+        )
+
     def relative(self, rule: Rule) -> dict[str, Any]:
         if self.pairing is None:
             return _row(rule, "skip", None, None, "needs --baseline")
+        differ = self._instruments_differ(rule)
+        if differ:
+            return _row(rule, "fail", None, None, differ)
         changes = self._suite_changes(self.pairing, rule)
         if changes:
             return _row(rule, "fail", None, None, changes)
@@ -436,8 +491,9 @@ class Gate:
         (proctor.decide.changes), then the pairing's warnings."""
         if self.pairing is None or self.baseline is None:
             return []
-        changed = manifest_changes(self.baseline.manifest, self.run.manifest)["warning"]
-        return [*([changed] if changed else []), *self.pairing.warnings]
+        b, c = self.baseline.manifest, self.run.manifest
+        changed = manifest_changes(b, c)["warning"]
+        return [*([changed] if changed else []), *unmatched_warnings(b, c), *self.pairing.warnings]
 
     def evaluate(self, rules: list[Rule]) -> dict[str, Any]:
         """Every rule's row, the validity row first, the verdict, and the pairing's

@@ -123,6 +123,19 @@ def changes_table(report: dict[str, Any]) -> Table | Text:
     return table
 
 
+def sim_errors_text(base: dict[str, Any], cand: dict[str, Any]) -> Text | None:
+    """Both runs' simulated-user errors (out of their pass rates, so a pass rate may move
+    by the conversations left out); None when neither run had a model user or one."""
+    runs = (base, cand)
+    if not any(r.get("user_model") or r.get("sim_errors") for r in runs):
+        return None  # no model user, or a comparison stored by an older proctor
+    shown = [
+        f"{who} {r['sim_errors']} ({pct(r['sim_error_rate'])})"
+        for who, r in zip(("baseline", "candidate"), runs, strict=True)
+    ]
+    return Text(f"simulated-user errors (sim_error_rate): {', '.join(shown)}")
+
+
 def print_comparison(report: dict[str, Any], console: Console | None = None) -> None:
     console = console or Console()
     b, c = report["baseline"], report["candidate"]
@@ -135,6 +148,9 @@ def print_comparison(report: dict[str, Any], console: Console | None = None) -> 
     )
     for warning in report["warnings"]:
         console.print(Text(f"warning: {warning}", style="yellow"))
+    sim = sim_errors_text(b, c)
+    if sim is not None:
+        console.print(sim)
     console.print(changes_table(report))
     console.print(groups_table(report))
     console.print(metrics_table(report))
