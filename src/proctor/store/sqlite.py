@@ -336,10 +336,21 @@ class Store:
                     )
                     told = True
 
-    def write(self, doing: str, statement: str, params: Sequence[Any] = ()) -> None:
-        """One statement of a table kept beside the runs (a cache), under the store's lock
-        and its wait for another process's write lock."""
-        self._writing(doing, partial(self.db.execute, statement, params))
+    def write(self, doing: str, statement: str, params: Sequence[Any] = ()) -> int | None:
+        """One statement of a table kept beside the runs (store/caches.py and its
+        siblings), under the store's lock and its wait for another process's write lock;
+        the row id it inserted."""
+        return self._writing(doing, partial(self.db.execute, statement, params)).lastrowid
+
+    def ensure(self, doing: str, schema: str) -> None:
+        """Create a table kept beside the runs if it is missing, as `write` writes."""
+        self._writing(doing, partial(self.db.executescript, schema))
+
+    def select(self, what: str, query: str, params: Sequence[Any] = ()) -> list[Any]:
+        """The rows of a query on a table kept beside the runs, under the store's lock
+        (another thread may be writing on the shared connection)."""
+        with self.lock:
+            return self._read(what, partial(_fetch, self.db, query, tuple(params)))
 
     def close(self) -> None:
         self.db.close()
