@@ -1,5 +1,5 @@
 """The tables of model answers cached by key: the judge's judgments and a model user's
-replies (docs/architecture.md, Judges and Simulated users).
+replies (docs/architecture.md, Judges; and Simulated users).
 
 Each is a row per key holding the answer's text; what a key is, and when a cached answer
 may be used, is the cache's business (judge/cache.py, run/usercache.py). Writes hold the
