@@ -264,8 +264,9 @@ def report(
     except ValueError as exc:
         fail(str(exc), EXIT_INVALID)
     inputs.program = _program(store, run_data, suite)
-    from proctor.health.records import find_health, health_key, health_problems
+    from proctor.health.records import health_problems
     from proctor.report.health_html import health_view
+    from proctor.store.health_reports import find_health, health_key
 
     suite_ref = run_data.manifest["suite"]
     health = find_health(store, suite_ref["name"], suite_ref["digest"])
