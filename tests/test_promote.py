@@ -295,7 +295,7 @@ def adjudicate(store: Store, run_id: str, task_id: str, trial: int, reason: str,
     label = LabelRow(
         reviewer_id, "rita", run_id, task_id, trial, "fail", False, reason, note, False, "1", 0.0
     )
-    add_adjudication(store.db, reviewer_id, label)
+    add_adjudication(store, reviewer_id, label)
 
 
 def test_the_review_desk_s_adjudication_travels_into_the_description(tmp_path: Path) -> None:

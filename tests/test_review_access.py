@@ -162,10 +162,10 @@ def test_links_expire_and_removed_reviewers_are_out(
     _, assignment, _ = take(bob, run_id)
     bob.post(f"/assignments/{assignment}/label", FAIL)
     _, open_one, _ = take(bob, run_id)  # taken, not labelled
-    assert desk.remove_reviewer(desk_store.db, "bob")
+    assert desk.remove_reviewer(desk_store, "bob")
     assert bob.client.get("/", follow_redirects=False).status_code == 303  # session over
-    assert desk.assignment(desk_store.db, open_one) is None  # back in the queue
+    assert desk.assignment(desk_store, open_one) is None  # back in the queue
     assert label_count(desk_db) == 1  # the label stays
-    assert not desk.remove_reviewer(desk_store.db, "bob")
+    assert not desk.remove_reviewer(desk_store, "bob")
     again = sign_in(desk_client(desk_db), reviewer(desk_store, "bob"))  # re-added: a new link
     assert again.client.get("/").status_code == 200

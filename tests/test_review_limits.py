@@ -160,11 +160,11 @@ def test_a_newer_desk_schema_is_refused_never_rewritten(tmp_path: Path) -> None:
 
     path = tmp_path / "p.db"
     with Store(path) as store:
-        desk.migrate(store.db)
+        desk.migrate(store)
         store.db.execute("UPDATE meta SET value = '99' WHERE key = 'desk_schema_version'")
         for opening in (
-            lambda: desk.migrate(store.db),
-            lambda: run_truth(store.db, "any-run"),
+            lambda: desk.migrate(store),
+            lambda: run_truth(store, "any-run"),
             lambda: create_app(path),
         ):
             with pytest.raises(StoreError, match="desk schema 99; this proctor reads up to"):
@@ -192,9 +192,9 @@ def test_a_version_1_desk_gains_the_new_columns_and_keeps_its_reviewers(tmp_path
             " VALUES ('ann', ?, 0, 0)",
             (token_hash("t"),),
         )
-        desk.migrate(store.db)
-        assert desk.desk_version(store.db) == desk.DESK_SCHEMA_VERSION
-        found = desk.reviewer_by_token(store.db, token_hash("t"))
+        desk.migrate(store)
+        assert desk.desk_version(store) == desk.DESK_SCHEMA_VERSION
+        found = desk.reviewer_by_token(store, token_hash("t"))
         assert found is not None and found.name == "ann"  # the old link works, for a while
 
 

@@ -248,7 +248,7 @@ def report(
     base = run_data_or_exit(baseline, store) if baseline else None
     from proctor.review.agreement import human_figures
 
-    human = human_figures(store.db, run_data.run_id, run_data.results)
+    human = human_figures(store, run_data.run_id, run_data.results)
     try:
         inputs = gather(
             run_data,

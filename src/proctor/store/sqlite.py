@@ -26,12 +26,12 @@ import sqlite3
 import threading
 import time
 import weakref
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from functools import partial
 from itertools import groupby
 from pathlib import Path
-from typing import Any, Protocol, TypeVar
+from typing import Any, Concatenate, ParamSpec, Protocol, TypeVar
 
 import orjson
 
@@ -61,6 +61,9 @@ BUSY_ENV, DEFAULT_BUSY_S = "PROCTOR_STORE_BUSY_S", 30.0
 #: Each wait inside SQLite lasts at most this long, so a waiting writer can say so.
 _WAIT_STEP_S = 1.0
 _T = TypeVar("_T")
+_P = ParamSpec("_P")
+#: Trace ids asked at once by `trials_by_trace`.
+_TRACE_CHUNK = 500
 
 
 class Redactor(Protocol):
@@ -700,6 +703,21 @@ class Store:
         ).fetchall()
         return rows, events, checks
 
+    def trials_by_trace(self, trace_ids: Iterable[str]) -> list[tuple[str, str, int, str]]:
+        """(run id, task id, trial, trace id) of every stored trial whose trace id is one
+        of `trace_ids`, asked `_TRACE_CHUNK` ids at a time (SQLite's bound-parameter limit is far
+        above it)."""
+        wanted = sorted(set(trace_ids))
+        out = []
+        for start in range(0, len(wanted), _TRACE_CHUNK):
+            chunk = wanted[start : start + _TRACE_CHUNK]
+            marks = ",".join("?" * len(chunk))
+            query = (
+                f"SELECT run_id, task_id, trial, trace_id FROM trials WHERE trace_id IN ({marks})"
+            )
+            out += self.select("the trials by trace id", query, chunk)
+        return out
+
     def share_bounds(self, run_id: str, size: int) -> Iterator[tuple[Key, Key]]:
         """A run's trials in shares of `size`, as (after, until] key ranges in order:
         what a worker reads with `graded_trials(after=..., until=...)`. Read from the
@@ -724,6 +742,41 @@ class Store:
                 return
             yield after, (row[0], row[1])
             after = (row[0], row[1])
+
+
+def writes(
+    doing: str,
+) -> Callable[
+    [Callable[Concatenate[sqlite3.Connection, _P], _T]], Callable[Concatenate[Store, _P], _T]
+]:
+    """A write of a table kept beside the runs (store/desk.py, store/labels.py), made a
+    function of the store: it runs under the store's lock and waits for another
+    process's write lock as every write does (`Store._writing`), `doing` naming it."""
+
+    def on_store(
+        write: Callable[Concatenate[sqlite3.Connection, _P], _T],
+    ) -> Callable[Concatenate[Store, _P], _T]:
+        def written(store: Store, /, *args: _P.args, **kwargs: _P.kwargs) -> _T:
+            return store._writing(doing, partial(write, store.db, *args, **kwargs))
+
+        written.__doc__, written.__name__ = write.__doc__, write.__name__
+        return written
+
+    return on_store
+
+
+def reads(
+    read: Callable[Concatenate[sqlite3.Connection, _P], _T],
+) -> Callable[Concatenate[Store, _P], _T]:
+    """A read of a table kept beside the runs, made a function of the store: it holds the
+    store's lock, so no other thread's statement runs between its own on the connection."""
+
+    def on_store(store: Store, /, *args: _P.args, **kwargs: _P.kwargs) -> _T:
+        with store.lock:
+            return read(store.db, *args, **kwargs)
+
+    on_store.__doc__, on_store.__name__ = read.__doc__, read.__name__
+    return on_store
 
 
 def _fetch(db: sqlite3.Connection, query: str, args: tuple[Any, ...]) -> list[Any]:
