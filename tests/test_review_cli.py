@@ -42,9 +42,7 @@ def labelled(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
                 {"verdict_0": "fail", "reason": "wrong_outcome", "note": "step 2"},
             )
         figures = human_figures(store, cand.run_id, cand.results)
-        keys = {
-            (i.task_id, i.trial) for i, *_ in desk.items_page(store, cand.run_id, 0, -1, 999)
-        }
+        keys = {(i.task_id, i.trial) for i, *_ in desk.items_page(store, cand.run_id, 0, -1, 999)}
     return {
         "path": path,
         "base": base,

@@ -85,9 +85,7 @@ def test_trial_pages_hold_the_verdict_back_until_labelled(
     assert "Automated verdict" in alice.client.get(page).text
     assert shown(alice.client.get(listing).text)
     # a trial no item shows has nothing to label: its page keeps the verdict, as a report
-    queued = {
-        (i.task_id, i.trial) for i, *_ in desk.items_page(desk_store, run.run_id, 0, -1, 999)
-    }
+    queued = {(i.task_id, i.trial) for i, *_ in desk.items_page(desk_store, run.run_id, 0, -1, 999)}
     free = next(r for r in run.results if (r.task_id, r.trial) not in queued)
     free_page = alice.client.get(f"/runs/{run.run_id}/trials/{free.task_id}/{free.trial}").text
     assert "Automated verdict" in free_page
