@@ -215,7 +215,7 @@ class Connections:
         store: Store | None = getattr(self._local, "store", None)
         if store is None:
             store = self._local.store = Store(self.path)
-            store.db.execute(f"PRAGMA busy_timeout={BUSY_TIMEOUT_MS}")
+            store._db.execute(f"PRAGMA busy_timeout={BUSY_TIMEOUT_MS}")
         return store
 
 

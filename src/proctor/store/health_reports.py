@@ -59,7 +59,7 @@ def find_health(store: Store, suite: str, digest: str) -> dict[str, Any] | None:
     (or the store predates health reports)."""
     try:
         with store.lock:
-            row = store.db.execute(
+            row = store._db.execute(
                 "SELECT report FROM suite_health WHERE suite_digest = ? OR suite = ?"
                 " ORDER BY suite_digest = ? DESC, id DESC LIMIT 1",
                 (digest, suite, digest),
