@@ -291,13 +291,17 @@ def add_reviewer(
         )
         return True
     db.execute("BEGIN IMMEDIATE")
-    db.execute(
-        "UPDATE reviewers SET token_hash = ?, adjudicator = ?, link_expires_at = ?,"
-        " removed_at = NULL WHERE id = ?",
-        (token_hash, int(adjudicator), expires, row[0]),
-    )
-    db.execute("DELETE FROM review_sessions WHERE reviewer_id = ?", (row[0],))
-    db.execute("COMMIT")
+    try:
+        db.execute(
+            "UPDATE reviewers SET token_hash = ?, adjudicator = ?, link_expires_at = ?,"
+            " removed_at = NULL WHERE id = ?",
+            (token_hash, int(adjudicator), expires, row[0]),
+        )
+        db.execute("DELETE FROM review_sessions WHERE reviewer_id = ?", (row[0],))
+        db.execute("COMMIT")
+    except BaseException:  # rolled back, so `writes` may try it again on a busy file
+        db.execute("ROLLBACK")
+        raise
     return False
 
 
