@@ -40,6 +40,7 @@ from proctor.core.results import Usage
 from proctor.core.trace import Trace, TraceEvent
 from proctor.grade.context import GradeContext
 from proctor.tasks.models import Task
+from store_sql import sql
 
 #: A test's `record_property(NOTE, line)` is printed at the end of the run (under xdist
 #: too: the property travels with the test's report), e.g. which sample a test ran.
@@ -220,7 +221,7 @@ def desk_prepared(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
     hostile = run_hostile(store).run
     items = queue(store, run)
     queue(store, hostile, share=1.0)
-    store.db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+    sql(store).execute("PRAGMA wal_checkpoint(TRUNCATE)")
     store.close()
     return {"path": folder / "p.db", "run": run, "hostile": hostile, "items": items}
 

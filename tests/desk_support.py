@@ -154,7 +154,7 @@ def first_double(store: Store, run_id: str) -> Any:
     """The first queued item of a run that wants two reviewers."""
     from proctor.store import desk
 
-    return next(i for i, *_ in desk.items_page(store.db, run_id, 0, -1, 10**6) if i.needed == 2)
+    return next(i for i, *_ in desk.items_page(store, run_id, 0, -1, 10**6) if i.needed == 2)
 
 
 FAIL = {"verdict_0": "fail", "reason": "wrong_outcome", "note": "step 4 writes the wrong value"}

@@ -78,7 +78,7 @@ def calibrate_for_test(store: Store, judge: Any, rubric_path: Path = RUBRIC) -> 
     """A calibration record on which `judge` decides: 80 items people agreed on, all
     judged as they were."""
     from proctor.judge.calibration import verdict_figures
-    from proctor.judge.records import save_record
+    from proctor.store.calibrations import save_record
     from proctor.tasks.rubrics import load_rubric
 
     rubric = load_rubric(rubric_path)

@@ -16,8 +16,9 @@ from click.testing import CliRunner
 from judge_runs import KYC, RUBRIC
 from proctor.cli import main
 from proctor.judge.calibration import verdict_figures
-from proctor.judge.records import CalibrationPolicy, save_record, standing
+from proctor.judge.records import CalibrationPolicy, standing
 from proctor.store import Store
+from proctor.store.calibrations import save_record
 
 #: The lenient judge: it passes 95% of what people pass and 30% of what they fail.
 PASSES_GOOD, PASSES_BAD = 0.95, 0.30

@@ -450,7 +450,7 @@ def test_judge_checks_count_only_with_a_calibration_of_the_rubric_as_it_is(
     from proctor.env.suite import load_suite
     from proctor.health.judges import judge_status
     from proctor.judge.calibration import verdict_figures
-    from proctor.judge.records import save_record
+    from proctor.store.calibrations import save_record
     from proctor.store.sqlite import Store
 
     suite = load_suite(SUPPORT.parent / "kyc" / "tasks" / "cases_strict.yaml")

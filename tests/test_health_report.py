@@ -11,12 +11,13 @@ from proctor.agents.base import AgentInput
 from proctor.env.suite import Suite
 from proctor.env.toolbox import Toolbox
 from proctor.health.check import check_health
-from proctor.health.records import find_health, save_health
+from proctor.health.records import save_health
 from proctor.report.health_html import health_view
 from proctor.report.html import write_html
 from proctor.report.inputs import gather
 from proctor.run.runner import Runner
 from proctor.store.export import store_run
+from proctor.store.health_reports import find_health
 from proctor.tasks.models import Task
 from report_runs import PAYLOAD, hostile
 from test_browser import driver, errors, js, open_page  # noqa: F401  (the browser fixture)

@@ -26,6 +26,7 @@ from proctor.run.pool import open_pool
 from proctor.store import Store
 from proctor.tasks.models import Task
 from proctor.tasks.predicates import args_match
+from store_sql import sql
 from support_run import SUPPORT, support_suite
 
 
@@ -372,10 +373,14 @@ def test_imported_sessions_grade_the_same_whatever_the_number_of_workers(
                 graded = grade_sessions(
                     iter(many), support_suite(), store=store, mapping=mapping, pool=pool
                 )
-            rows = store.db.execute(
-                "SELECT task_id, trial, status, score FROM trials WHERE run_id = ? ORDER BY id",
-                (graded.run_id,),
-            ).fetchall()
+            rows = (
+                sql(store)
+                .execute(
+                    "SELECT task_id, trial, status, score FROM trials WHERE run_id = ? ORDER BY id",
+                    (graded.run_id,),
+                )
+                .fetchall()
+            )
             results = [
                 {k: v for k, v in r.to_dict().items() if k not in ("run_id", "trace_id")}
                 for r in store.trial_results(graded.run_id)

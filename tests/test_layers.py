@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import ast
 import re
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 
 import pytest
@@ -151,6 +151,23 @@ def unplaced(src: Path, order: list[str]) -> list[str]:
     ]
 
 
+#: The store's SQLite connection (`Store._db`): its tables and queries live in store/, so
+#: nothing else reads or writes it (docs/architecture.md, Packages: store/).
+CONNECTION = frozenset({"db", "_db"})
+
+
+def connection_uses(paths: Iterable[Path], root: Path) -> list[str]:
+    """`file:line` of every `.db` or `._db` attribute in `paths` (a file name such as
+    `"p.db"` is a string, not an attribute, and a local `db` is a name)."""
+    out = []
+    for path in paths:
+        tree = ast.parse(path.read_text(encoding="utf-8"), str(path))
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Attribute) and node.attr in CONNECTION:
+                out.append(f"{path.relative_to(root).as_posix()}:{node.lineno}")
+    return sorted(out)
+
+
 # -- the project's own tree ----------------------------------------------------------------
 
 SRC = REPO / "src"
@@ -180,6 +197,19 @@ def test_no_package_cycle(graph: dict[str, set[str]]) -> None:
 
 def test_no_package_imports_a_higher_layer(graph: dict[str, set[str]], order: list[str]) -> None:
     assert layer_violations(graph, order) == []
+
+
+def test_only_the_store_touches_its_connection() -> None:
+    """Outside store/, and in tests but the store's own and the one helper that hands a
+    test the connection (tests/store_sql.py), no `.db`."""
+    store = SRC / ROOT / "store"
+    src = [p for p in (SRC / ROOT).rglob("*.py") if store not in p.parents]
+    tests = [
+        p
+        for p in (REPO / "tests").glob("*.py")
+        if p.name != "store_sql.py" and not p.name.startswith("test_store")
+    ]
+    assert connection_uses([*src, *tests], REPO) == []
 
 
 def test_the_docs_describe_every_package(order: list[str]) -> None:
@@ -232,3 +262,16 @@ def test_the_checker_sees_every_kind_of_import_and_breach(tmp_path: Path) -> Non
         "stray.py lies outside a package",
     ]
     assert layer_order("x\n\n    core < tasks < env\n") == ["core", "tasks", "env"]
+
+
+def test_the_connection_check_sees_both_names_and_only_attributes(tmp_path: Path) -> None:
+    path = tmp_path / "m.py"
+    path.write_text(
+        'Store("p.db").db.execute("x")\n'
+        "db = connect()\n"
+        "db.execute('y')\n"
+        "store._db.commit()\n"
+        "other.dbs = 1\n",
+        encoding="utf-8",
+    )
+    assert connection_uses([path], tmp_path) == ["m.py:1", "m.py:4"]

@@ -25,6 +25,7 @@ from proctor.run.trial import judge, usage_of
 from proctor.store import Store
 from proctor.store.labels import LabelRow, add_adjudication
 from proctor.tasks.models import Task
+from store_sql import sql
 from trial_run import run_member
 
 EXAMPLES = Path(__file__).resolve().parents[1] / "examples"
@@ -291,11 +292,11 @@ def test_a_failure_no_expectation_states_is_refused(tmp_path: Path) -> None:
 def adjudicate(store: Store, run_id: str, task_id: str, trial: int, reason: str, note: str) -> None:
     """What an adjudicator's label on the review desk stores."""
     add_reviewer(store, "rita", "", adjudicator=True)
-    [(reviewer_id,)] = store.db.execute("SELECT id FROM reviewers WHERE name = 'rita'").fetchall()
+    [(reviewer_id,)] = sql(store).execute("SELECT id FROM reviewers WHERE name = 'rita'").fetchall()
     label = LabelRow(
         reviewer_id, "rita", run_id, task_id, trial, "fail", False, reason, note, False, "1", 0.0
     )
-    add_adjudication(store.db, reviewer_id, label)
+    add_adjudication(store, reviewer_id, label)
 
 
 def test_the_review_desk_s_adjudication_travels_into_the_description(tmp_path: Path) -> None:

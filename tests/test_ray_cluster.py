@@ -39,6 +39,7 @@ from ray_cluster import (
     tag_of,
     unavailable,
 )
+from store_sql import sql
 
 FIXTURES = Path(__file__).parent / "fixtures"
 MINI = FIXTURES / "mini"
@@ -301,10 +302,14 @@ def test_a_killed_driver_resumes_to_one_record_per_trial(
     assert store.run(run_id)["status"] == "running" and committed(db) < 4 * trials
     args = run_args(db, cluster.address, agent, trials, "--resume", run_id)
     finished(proctor(cluster, *args), cluster)
-    rows = store.db.execute(
-        "SELECT task_id, trial, COUNT(*) FROM trials WHERE run_id = ? GROUP BY task_id, trial",
-        (run_id,),
-    ).fetchall()
+    rows = (
+        sql(store)
+        .execute(
+            "SELECT task_id, trial, COUNT(*) FROM trials WHERE run_id = ? GROUP BY task_id, trial",
+            (run_id,),
+        )
+        .fetchall()
+    )
     assert len(rows) == 4 * trials and {n for _, _, n in rows} == {1}
     assert verdicts(store.trial_results(run_id)) == local_verdicts(agent, trials)
     assert store.run(run_id)["status"] == "completed"

@@ -15,6 +15,7 @@ from proctor.grade import registry
 from proctor.run import regrade as regrade_module
 from proctor.run.pool import open_pool
 from proctor.run.regrade import RegradeError, regrade
+from store_sql import sql
 
 FIXTURES = Path(__file__).parent / "fixtures"
 MINI = FIXTURES / "mini"
@@ -56,7 +57,7 @@ def test_regrading_unchanged_graders_reproduces_every_result(ran: tuple[Store, A
         assert store.trace(done.run_id, task_id, trial) == store.trace(
             report.run_id, task_id, trial
         )
-    (events,) = store.db.execute("SELECT COUNT(*) FROM events").fetchone()
+    (events,) = sql(store).execute("SELECT COUNT(*) FROM events").fetchone()
     assert events == sum(
         len(store.trace(report.run_id, *k)[0].events) for k in full(store, report.run_id)
     )
@@ -160,9 +161,13 @@ def test_results_are_the_same_whatever_the_number_of_workers(
     for workers in (1, 2, 3):
         with open_pool(workers) as pool:
             done = regrade(store, report.run_id, changed, pool=pool)
-        ordered = store.db.execute(
-            "SELECT task_id, trial FROM trials WHERE run_id = ? ORDER BY id", (done.run_id,)
-        ).fetchall()
+        ordered = (
+            sql(store)
+            .execute(
+                "SELECT task_id, trial FROM trials WHERE run_id = ? ORDER BY id", (done.run_id,)
+            )
+            .fetchall()
+        )
         summary = {k: v for k, v in done.summary.to_json().items() if k != "run_id"}
         runs.append((ordered, full(store, done.run_id), summary, done.flips))
     assert sum(n for (was, now), n in runs[0][3].items() if was == "passed") > 0  # regraded

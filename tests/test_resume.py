@@ -19,6 +19,7 @@ import pytest
 
 from proctor import Runner, Store, load_agent, load_suite
 from proctor.run.resume import ResumeError
+from store_sql import sql
 
 FIXTURES = Path(__file__).parent / "fixtures"
 MINI = FIXTURES / "mini"
@@ -95,9 +96,11 @@ def test_a_killed_run_resumes_to_what_an_uninterrupted_run_stores(tmp_path: Path
     assert after == expected  # same (task, trial) pairs, seeds and verdicts
     assert {k: after[k] for k in kept} == kept  # the stored trials were kept, not redone
     assert {s for s, _, _ in expected.values()} == {"passed", "failed"}
-    (rows,) = store.db.execute(
-        "SELECT COUNT(*) FROM trials WHERE run_id = ?", (killed["run_id"],)
-    ).fetchone()
+    (rows,) = (
+        sql(store)
+        .execute("SELECT COUNT(*) FROM trials WHERE run_id = ?", (killed["run_id"],))
+        .fetchone()
+    )
     assert rows == TOTAL  # nothing stored twice
     row = store.run(killed["run_id"])
     assert row["status"] == "completed"

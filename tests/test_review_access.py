@@ -10,6 +10,7 @@ from typing import Any
 
 from desk_support import FAIL, ORIGIN, desk_client, label_count, reviewer, signed, take
 from proctor import Store
+from store_sql import sql
 
 SECURITY_HEADERS = {
     "content-security-policy": (
@@ -137,10 +138,10 @@ def test_odd_task_ids_and_host_names(desk_db: Path, desk_store: Store) -> None:
 def test_an_expired_session_signs_the_reviewer_out(desk_db: Path, desk_store: Store) -> None:
     alice = signed(desk_db, desk_store, "alice")
     assert alice.client.get("/", follow_redirects=False).status_code == 200
-    desk_store.db.execute("UPDATE review_sessions SET expires_at = 0")
+    sql(desk_store).execute("UPDATE review_sessions SET expires_at = 0")
     assert alice.client.get("/", follow_redirects=False).headers["location"] == "/signin"
     signed(desk_db, desk_store, "bob")  # a new session forgets the expired ones
-    (left,) = desk_store.db.execute("SELECT COUNT(*) FROM review_sessions").fetchone()
+    (left,) = sql(desk_store).execute("SELECT COUNT(*) FROM review_sessions").fetchone()
     assert left == 1
 
 
@@ -153,7 +154,7 @@ def test_links_expire_and_removed_reviewers_are_out(
     run_id = desk_prepared["run"].run_id
     link = reviewer(desk_store, "alice")
     token = link.split("token=")[1]
-    desk_store.db.execute("UPDATE reviewers SET link_expires_at = 1 WHERE name = 'alice'")
+    sql(desk_store).execute("UPDATE reviewers SET link_expires_at = 1 WHERE name = 'alice'")
     client = desk_client(desk_db)
     page = client.get(f"/signin?token={token}")
     assert page.status_code == 403 and "expired" in page.text
@@ -162,10 +163,10 @@ def test_links_expire_and_removed_reviewers_are_out(
     _, assignment, _ = take(bob, run_id)
     bob.post(f"/assignments/{assignment}/label", FAIL)
     _, open_one, _ = take(bob, run_id)  # taken, not labelled
-    assert desk.remove_reviewer(desk_store.db, "bob")
+    assert desk.remove_reviewer(desk_store, "bob")
     assert bob.client.get("/", follow_redirects=False).status_code == 303  # session over
-    assert desk.assignment(desk_store.db, open_one) is None  # back in the queue
+    assert desk.assignment(desk_store, open_one) is None  # back in the queue
     assert label_count(desk_db) == 1  # the label stays
-    assert not desk.remove_reviewer(desk_store.db, "bob")
+    assert not desk.remove_reviewer(desk_store, "bob")
     again = sign_in(desk_client(desk_db), reviewer(desk_store, "bob"))  # re-added: a new link
     assert again.client.get("/").status_code == 200

@@ -41,10 +41,8 @@ def labelled(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
                 f"/assignments/{assignment.group(1)}/label",
                 {"verdict_0": "fail", "reason": "wrong_outcome", "note": "step 2"},
             )
-        figures = human_figures(store.db, cand.run_id, cand.results)
-        keys = {
-            (i.task_id, i.trial) for i, *_ in desk.items_page(store.db, cand.run_id, 0, -1, 999)
-        }
+        figures = human_figures(store, cand.run_id, cand.results)
+        keys = {(i.task_id, i.trial) for i, *_ in desk.items_page(store, cand.run_id, 0, -1, 999)}
     return {
         "path": path,
         "base": base,
@@ -269,6 +267,6 @@ def test_serve_queues_runs_and_serves_the_desk(labelled: dict[str, Any], tmp_pat
     assert re.search(rf"run {cand.run_id}: \d+ blinded pairs routed \(\d+ new\)", out), out + err
     assert f"review desk on http://127.0.0.1:{port}" in out
     with Store(store) as opened:
-        items = desk.items_page(opened.db, cand.run_id, 0, -1, 999)
+        items = desk.items_page(opened, cand.run_id, 0, -1, 999)
     pairs = [i for i, *_ in items if i.is_pair]
     assert pairs and all(i.other_run_id == base.run_id for i in pairs)

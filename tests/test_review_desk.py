@@ -110,7 +110,7 @@ def test_automated_verdicts_stay_hidden_until_labelled(
     run = desk_prepared["run"]
     alice = signed(desk_db, desk_store, "alice")
     item_id, assignment, before = take(alice, run.run_id)
-    item = desk.item(desk_store.db, item_id)
+    item = desk.item(desk_store, item_id)
     assert item is not None
     result = next(r for r in run.results if (r.task_id, r.trial) == (item.task_id, item.trial))
     check = result.checks[0].name
@@ -142,13 +142,13 @@ def test_a_blinded_pair_names_no_run_agent_or_model(tmp_path: Path) -> None:
         )
         after = done.text
         assert [s for s in secrets if s in after] == []
-        item = desk.item(desk_store.db, item_id)
+        item = desk.item(desk_store, item_id)
         assert item is not None
         a, b = item.trials()  # the page's order, A then B
-        kept = {(x.run_id, x.trial): x.value for x in stored.current_labels(desk_store.db, a[0])}
-        kept |= {(x.run_id, x.trial): x.value for x in stored.current_labels(desk_store.db, b[0])}
+        kept = {(x.run_id, x.trial): x.value for x in stored.current_labels(desk_store, a[0])}
+        kept |= {(x.run_id, x.trial): x.value for x in stored.current_labels(desk_store, b[0])}
         assert kept == {(a[0], a[2]): "pass", (b[0], b[2]): "fail"}
-        swaps = {i.swap for i, *_ in desk.items_page(desk_store.db, cand.run_id, 0, -1, 100)}
+        swaps = {i.swap for i, *_ in desk.items_page(desk_store, cand.run_id, 0, -1, 100)}
         assert swaps == {True, False}  # the order is randomised, not fixed
 
 
@@ -163,11 +163,11 @@ def test_a_pairs_order_comes_from_the_desks_secret_seed(tmp_path: Path) -> None:
         cand = run_clinical(store, "sloppy", trials=2)
         routed = review_queue(cand, base, ReviewConfig(sample_rate=1.0))
         enqueue(store, cand, routed, double_share=0.0, seed=None, baseline=base)
-        secret = desk.pair_seed(store.db)
+        secret = desk.pair_seed(store)
         assert secret.bit_length() > 64
         stored = {
             (i.task_id, i.trial): i.swap
-            for i, *_ in desk.items_page(store.db, cand.run_id, 0, -1, 999)
+            for i, *_ in desk.items_page(store, cand.run_id, 0, -1, 999)
         }
 
         def order(**seeds: Any) -> dict[tuple[str, int], bool]:
@@ -177,7 +177,7 @@ def test_a_pairs_order_comes_from_the_desks_secret_seed(tmp_path: Path) -> None:
         assert len(stored) >= 8 and stored == order(seed=0, pair_seed=secret)
         assert order(seed=7) == order(seed=7)  # --seed: reproducible, and says so
     with Store(tmp_path / "q.db") as other:
-        assert desk.pair_seed(other.db) != secret  # one per desk
+        assert desk.pair_seed(other) != secret  # one per desk
 
 
 def test_hostile_trace_text_is_escaped_on_every_page(
@@ -242,7 +242,7 @@ def test_two_reviewers_labelling_one_item_at_once_both_keep_theirs(
         for t in threads:
             t.join(60)
     assert codes == [303, 303]  # httpx does not follow the redirect to the item
-    kept = {(x.reviewer, x.value) for x in stored.current_labels(desk_store.db, run_id)}
+    kept = {(x.reviewer, x.value) for x in stored.current_labels(desk_store, run_id)}
     assert kept == {("alice", "pass"), ("bob", "fail")}
 
 
@@ -313,14 +313,14 @@ def test_disagreements_go_to_an_adjudicator_not_party_to_them(
     figures = bob.client.get(f"/runs/{run_id}/agreement").text  # nor in its figures
     assert "alice" not in figures and "Adjudication (0 waiting)" in figures
     assert bob.post(target, {**FAIL, "note": "mine wins"}).status_code == 404
-    assert stored.adjudications(desk_store.db, run_id) == {}
+    assert stored.adjudications(desk_store, run_id) == {}
     judge = signed(desk_db, desk_store, "judge", adjudicator=True)
     assert target in judge.client.get(listing_url).text
     assert "alice · bob" in judge.client.get(f"/runs/{run_id}/agreement").text
     missing = judge.post(target, {"verdict_0": "pass", "reason": "correct"})
     assert missing.status_code == 400 and "evidence is required for an adjudication" in missing.text
     assert judge.post(target, {**PASS, "note": "step 5 shows the right dose"}).status_code == 200
-    final = stored.adjudications(desk_store.db, run_id)[(double.task_id, double.trial)]
+    final = stored.adjudications(desk_store, run_id)[(double.task_id, double.trial)]
     assert final.value == "pass" and final.reviewer == "judge"
     listing = judge.client.get(listing_url).text
     assert target not in listing and "step 5 shows the right dose" in listing
@@ -335,7 +335,7 @@ def test_an_ambiguous_task_is_listed_for_its_owners_and_kept_out(
     item_id, assignment, _ = take(alice, run_id)
     flag = {"ambiguous": "1", "reason": "other", "note": "the prompt names two patients"}
     assert alice.post(f"/assignments/{assignment}/label", flag).status_code == 200
-    item = desk.item(desk_store.db, item_id)
+    item = desk.item(desk_store, item_id)
     assert item is not None
     assert alice.client.get(f"/runs/{run_id}/agreement").status_code == 403
     lead = signed(desk_db, desk_store, "lead", adjudicator=True)
@@ -343,7 +343,7 @@ def test_an_ambiguous_task_is_listed_for_its_owners_and_kept_out(
     assert "the prompt names two patients" in page and item.task_id in page
     from proctor.review.labels import run_truth
 
-    truth = run_truth(desk_store.db, run_id)
+    truth = run_truth(desk_store, run_id)
     assert item.task_id in truth.flagged
     assert all(key[0] != item.task_id for key in truth.final)
 

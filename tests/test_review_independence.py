@@ -67,7 +67,7 @@ def test_trial_pages_hold_the_verdict_back_until_labelled(
     run = desk_prepared["run"]
     alice = signed(desk_db, desk_store, "alice")
     item_id, assignment, _ = take(alice, run.run_id)
-    item = desk.item(desk_store.db, item_id)
+    item = desk.item(desk_store, item_id)
     assert item is not None
     page = f"/runs/{run.run_id}/trials/{item.task_id}/{item.trial}"
     listing = f"/runs/{run.run_id}/trials"
@@ -85,9 +85,7 @@ def test_trial_pages_hold_the_verdict_back_until_labelled(
     assert "Automated verdict" in alice.client.get(page).text
     assert shown(alice.client.get(listing).text)
     # a trial no item shows has nothing to label: its page keeps the verdict, as a report
-    queued = {
-        (i.task_id, i.trial) for i, *_ in desk.items_page(desk_store.db, run.run_id, 0, -1, 999)
-    }
+    queued = {(i.task_id, i.trial) for i, *_ in desk.items_page(desk_store, run.run_id, 0, -1, 999)}
     free = next(r for r in run.results if (r.task_id, r.trial) not in queued)
     free_page = alice.client.get(f"/runs/{run.run_id}/trials/{free.task_id}/{free.trial}").text
     assert "Automated verdict" in free_page
@@ -100,7 +98,7 @@ def test_a_pairs_trials_open_unblinded_only_after_labelling(tmp_path: Path) -> N
         queue(store, cand, baseline=base, pairs=True, share=0.0, sample_rate=1.0)
         alice = signed(tmp_path / "p.db", store, "alice")
         item_id, assignment, _ = take(alice, cand.run_id)
-        item = desk.item(store.db, item_id)
+        item = desk.item(store, item_id)
         assert item is not None
         pages = [f"/runs/{run}/trials/{task}/{trial}" for run, task, trial in item.trials()]
         assert [alice.client.get(p).status_code for p in pages] == [403, 403]

@@ -17,6 +17,7 @@ import pytest
 from desk_support import FAIL, live_desk, signed
 from proctor import Store
 from proctor.review.web import MAX_BODY
+from store_sql import sql
 
 FORM = "application/x-www-form-urlencoded"
 CHUNKED = f"Host: 127.0.0.1\nContent-Type: {FORM}\nTransfer-Encoding: chunked\n"
@@ -160,11 +161,11 @@ def test_a_newer_desk_schema_is_refused_never_rewritten(tmp_path: Path) -> None:
 
     path = tmp_path / "p.db"
     with Store(path) as store:
-        desk.migrate(store.db)
-        store.db.execute("UPDATE meta SET value = '99' WHERE key = 'desk_schema_version'")
+        desk.migrate(store)
+        sql(store).execute("UPDATE meta SET value = '99' WHERE key = 'desk_schema_version'")
         for opening in (
-            lambda: desk.migrate(store.db),
-            lambda: run_truth(store.db, "any-run"),
+            lambda: desk.migrate(store),
+            lambda: run_truth(store, "any-run"),
             lambda: create_app(path),
         ):
             with pytest.raises(StoreError, match="desk schema 99; this proctor reads up to"):
@@ -173,9 +174,9 @@ def test_a_newer_desk_schema_is_refused_never_rewritten(tmp_path: Path) -> None:
         result = CliRunner().invoke(main, ["review", *command, "--store", str(path)])
         assert result.exit_code == 2 and "newer proctor" in result.output, result.output
     with Store(path) as store:
-        kept = store.db.execute("SELECT value FROM meta WHERE key = 'desk_schema_version'")
+        kept = sql(store).execute("SELECT value FROM meta WHERE key = 'desk_schema_version'")
         assert kept.fetchone()[0] == "99"
-        assert "link_expires_at" not in store.db.execute("SELECT * FROM reviewers").description
+        assert "link_expires_at" not in sql(store).execute("SELECT * FROM reviewers").description
 
 
 def test_a_version_1_desk_gains_the_new_columns_and_keeps_its_reviewers(tmp_path: Path) -> None:
@@ -185,16 +186,16 @@ def test_a_version_1_desk_gains_the_new_columns_and_keeps_its_reviewers(tmp_path
     old = desk._SCHEMA.replace(",\n    removed_at REAL,\n    link_expires_at REAL\n", "\n")
     assert old != desk._SCHEMA
     with Store(tmp_path / "p.db") as store:
-        store.db.executescript(old)
-        store.db.execute("INSERT INTO meta VALUES ('desk_schema_version', '1')")
-        store.db.execute(
+        sql(store).executescript(old)
+        sql(store).execute("INSERT INTO meta VALUES ('desk_schema_version', '1')")
+        sql(store).execute(
             "INSERT INTO reviewers(name, token_hash, adjudicator, created_at)"
             " VALUES ('ann', ?, 0, 0)",
             (token_hash("t"),),
         )
-        desk.migrate(store.db)
-        assert desk.desk_version(store.db) == desk.DESK_SCHEMA_VERSION
-        found = desk.reviewer_by_token(store.db, token_hash("t"))
+        desk.migrate(store)
+        assert desk.desk_version(store) == desk.DESK_SCHEMA_VERSION
+        found = desk.reviewer_by_token(store, token_hash("t"))
         assert found is not None and found.name == "ann"  # the old link works, for a while
 
 

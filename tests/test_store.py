@@ -17,6 +17,7 @@ from proctor import AgentInput, Plan, Runner, ScriptedAgent, Step, Store, Toolbo
 from proctor.core.jsonvalues import digest
 from proctor.run import TrialSpec, run_trial, trial_seed
 from proctor.store import RunNotFound
+from store_sql import sql
 
 MINI = Path(__file__).parent / "fixtures" / "mini"
 SUITE = load_suite(MINI)
@@ -48,7 +49,7 @@ def as_json(value: Any) -> Any:
 
 
 def count(store: Store, table: str) -> int:
-    return store.db.execute(f"SELECT COUNT(*) FROM {table}").fetchone()[0]
+    return sql(store).execute(f"SELECT COUNT(*) FROM {table}").fetchone()[0]
 
 
 def one_trial(task_id: str = "paint-item", trial: int = 0, run_id: str = "r1") -> Any:

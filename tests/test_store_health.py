@@ -251,8 +251,8 @@ class Shrinking(Store):
 
     def commit(self) -> None:
         super().commit()
-        (pages,) = self.db.execute("PRAGMA page_count").fetchone()
-        self.db.execute(f"PRAGMA max_page_count = {pages}")
+        (pages,) = self._db.execute("PRAGMA page_count").fetchone()
+        self._db.execute(f"PRAGMA max_page_count = {pages}")
 
 
 def test_a_full_disk_stops_the_run_with_a_clear_error_and_loses_nothing(tmp_path: Path) -> None:

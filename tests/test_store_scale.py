@@ -20,6 +20,7 @@ from proctor.decide.scorecard import summary_with_scorecard
 from proctor.decide.summary import DEFAULT_MAX_ERROR_RATE, Tally
 from proctor.run.runner import task_infos
 from proctor.store.sqlite import SCHEMA_VERSION
+from store_sql import sql
 
 FIXTURES = Path(__file__).parent / "fixtures"
 MINI = FIXTURES / "mini"
@@ -42,7 +43,7 @@ class Plans:
         self.plans: list[str] = []
 
     def __enter__(self) -> list[str]:
-        self.db = db = self.store.db
+        self.saved = db = self.store._db
         plans = self.plans
 
         class Explaining:
@@ -55,11 +56,11 @@ class Plans:
                     plans.extend(row[-1] for row in plan)
                 return db.execute(sql, params)
 
-        self.store.db = Explaining()  # type: ignore[assignment]
+        self.store._db = Explaining()  # type: ignore[assignment]
         return plans
 
     def __exit__(self, *exc: object) -> None:
-        self.store.db = self.db
+        self.store._db = self.saved
 
 
 @pytest.mark.parametrize(
@@ -162,7 +163,7 @@ def test_a_version_1_store_is_upgraded(tmp_path: Path) -> None:
     )
     db.close()
     store = Store(path)
-    assert store.db.execute("SELECT value FROM meta").fetchone()[0] == str(SCHEMA_VERSION)
+    assert sql(store).execute("SELECT value FROM meta").fetchone()[0] == str(SCHEMA_VERSION)
     [old] = store.trial_results("old")
     assert (old.task_id, old.seed, old.status) == ("t", 7, "passed")
     trace, answer, outcome = store.trace("old", "t", 0)

@@ -81,7 +81,7 @@ def required_health(
     """The health part of a gate: the report in `report_path` (`proctor health --json`),
     else the store's for the run's suite."""
     from proctor.health.gating import health_gate
-    from proctor.health.records import find_health, health_key
+    from proctor.store.health_reports import find_health, health_key
 
     if report_path:
         try:

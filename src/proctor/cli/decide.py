@@ -130,8 +130,8 @@ def compare(
         from proctor.review.agreement import human_figures
 
         report["human"] = {
-            "baseline": human_figures(store.db, base.run_id, base.results),
-            "candidate": human_figures(store.db, cand.run_id, cand.results),
+            "baseline": human_figures(store, base.run_id, base.results),
+            "candidate": human_figures(store, cand.run_id, cand.results),
         }
     if judges.refs:
         from proctor.cli.judges import pairwise_report

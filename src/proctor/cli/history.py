@@ -248,7 +248,7 @@ def report(
     base = run_data_or_exit(baseline, store) if baseline else None
     from proctor.review.agreement import human_figures
 
-    human = human_figures(store.db, run_data.run_id, run_data.results)
+    human = human_figures(store, run_data.run_id, run_data.results)
     try:
         inputs = gather(
             run_data,
@@ -264,8 +264,9 @@ def report(
     except ValueError as exc:
         fail(str(exc), EXIT_INVALID)
     inputs.program = _program(store, run_data, suite)
-    from proctor.health.records import find_health, health_key, health_problems
+    from proctor.health.records import health_problems
     from proctor.report.health_html import health_view
+    from proctor.store.health_reports import find_health, health_key
 
     suite_ref = run_data.manifest["suite"]
     health = find_health(store, suite_ref["name"], suite_ref["digest"])

@@ -165,8 +165,8 @@ def calibrate(
     from rich.console import Console
 
     from proctor.core.documents import SpecError
-    from proctor.judge.records import records, save_record
     from proctor.report.judges import print_calibration
+    from proctor.store.calibrations import records, save_record
     from proctor.tasks.rubrics import load_rubric
 
     if not judges.refs:
@@ -268,7 +268,7 @@ def _measured(
 def _copied(store: Any, path: str, rubric: Any, panel: Any) -> dict[str, Any]:
     """The figures of the stored record FILE names, for `panel` stated to be the same
     model: the record must be in this store, of this rubric version, of another judge."""
-    from proctor.judge.records import records
+    from proctor.store.calibrations import records
 
     try:
         stated = json.loads(Path(path).read_text(encoding="utf-8"))

@@ -178,8 +178,8 @@ def remove_reviewer(name: str, store_path: str) -> None:
     from proctor.store import desk
 
     store = _existing_store(store_path)
-    desk.migrate(store.db)
-    if not desk.remove_reviewer(store.db, name):
+    desk.migrate(store)
+    if not desk.remove_reviewer(store, name):
         fail(f"no reviewer {name[:60]!r} on the desk (`proctor review list-reviewers`)")
     click.echo(
         f"reviewer {name} removed: their link and sessions no longer work, their unlabelled "
@@ -196,8 +196,8 @@ def list_reviewers(store_path: str) -> None:
     from proctor.store import desk
 
     store = _existing_store(store_path)
-    desk.migrate(store.db)
-    rows = desk.reviewers(store.db)
+    desk.migrate(store)
+    rows = desk.reviewers(store)
     if not rows:
         click.echo("no reviewers yet: `proctor review add-reviewer NAME` adds one")
         return
@@ -243,8 +243,8 @@ def export_labels(run_ref: str, out_path: str, slice_by: str, final: bool, store
 
     store = _existing_store(store_path)
     run = run_data_or_exit(run_ref, store)
-    desk.migrate(store.db)
-    truth = run_truth(store.db, run.run_id)
+    desk.migrate(store)
+    truth = run_truth(store, run.run_id)
     rows = export_rows(
         truth, slice_column(run.summary.task_infos() if run.summary else {}, slice_by), final=final
     )

@@ -14,7 +14,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from proctor.env.suite import Suite
-from proctor.judge.records import CalibrationPolicy, records, standing
+from proctor.judge.records import CalibrationPolicy, standing
+from proctor.store.calibrations import records
 from proctor.store.sqlite import Store
 
 

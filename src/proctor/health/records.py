@@ -17,40 +17,17 @@ from __future__ import annotations
 import hashlib
 import hmac
 import json
-import secrets
-import sqlite3
-import time
 from typing import TYPE_CHECKING, Any
 
 from proctor.core.jsonvalues import canonical
 from proctor.health.verdicts import inconsistencies
+from proctor.store.health_reports import add_health, health_key, new_health_key
 
 if TYPE_CHECKING:
     from proctor.store.sqlite import Store
 
-_SCHEMA = """
-CREATE TABLE IF NOT EXISTS suite_health (
-    id INTEGER PRIMARY KEY,
-    suite TEXT NOT NULL,
-    suite_digest TEXT NOT NULL,
-    created_at REAL NOT NULL,
-    report TEXT NOT NULL
-);
-CREATE INDEX IF NOT EXISTS suite_health_by_digest ON suite_health(suite_digest, id);
-"""
-
-
 #: The report's field holding its signature (left out of what is signed).
 SIGNATURE = "signature"
-_KEY = "health_key"
-
-
-def health_key(store: Store | None) -> bytes | None:
-    """The store's secret for health reports; None when it has none (or no store)."""
-    if store is None:
-        return None
-    row = store.db.execute("SELECT value FROM meta WHERE key = ?", (_KEY,)).fetchone()
-    return None if row is None else bytes.fromhex(row[0])
 
 
 def _mac(key: bytes, report: dict[str, Any]) -> str:
@@ -63,8 +40,7 @@ def sign_health(store: Store, report: dict[str, Any]) -> dict[str, Any]:
     """The report with its signature by this store's key (made if the store has none)."""
     key = health_key(store)
     if key is None:
-        key = secrets.token_bytes(32)
-        store.db.execute("INSERT INTO meta(key, value) VALUES (?, ?)", (_KEY, key.hex()))
+        key = new_health_key(store)
     return {**report, SIGNATURE: {"alg": "hmac-sha256", "mac": _mac(key, report)}}
 
 
@@ -89,27 +65,4 @@ def health_problems(report: dict[str, Any], key: bytes | None) -> list[str]:
 def save_health(store: Store, report: dict[str, Any]) -> int:
     """Store a health report (`HealthReport.to_dict()`), signed by this store's key;
     returns its id."""
-    report = sign_health(store, report)
-    store.db.executescript(_SCHEMA)
-    cursor = store.db.execute(
-        "INSERT INTO suite_health(suite, suite_digest, created_at, report) VALUES (?, ?, ?, ?)",
-        (report["suite"], report["suite_digest"], time.time(), json.dumps(report, default=str)),
-    )
-    return int(cursor.lastrowid or 0)
-
-
-def find_health(store: Store, suite: str, digest: str) -> dict[str, Any] | None:
-    """The newest report of this suite digest, else of this suite name; None when none
-    (or the store predates health reports)."""
-    try:
-        row = store.db.execute(
-            "SELECT report FROM suite_health WHERE suite_digest = ? OR suite = ?"
-            " ORDER BY suite_digest = ? DESC, id DESC LIMIT 1",
-            (digest, suite, digest),
-        ).fetchone()
-    except sqlite3.OperationalError:  # no such table: never checked
-        return None
-    if row is None:
-        return None
-    found: dict[str, Any] = json.loads(row[0])
-    return found
+    return add_health(store, sign_health(store, report))

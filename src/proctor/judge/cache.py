@@ -12,24 +12,14 @@ from __future__ import annotations
 
 import asyncio
 import json
-import time
 from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any
 
 from proctor.core.jsonvalues import digest
+from proctor.store.caches import Judgments
 
 if TYPE_CHECKING:
     from proctor.store.sqlite import Store
-
-_SCHEMA = """
-CREATE TABLE IF NOT EXISTS judgments (
-    key TEXT PRIMARY KEY,
-    judge TEXT NOT NULL,
-    rubric_version TEXT NOT NULL,
-    created_at REAL NOT NULL,
-    value TEXT NOT NULL
-);
-"""
 
 
 def judgment_key(kind: str, rubric_version: str, judge: str, inputs: Any) -> str:
@@ -40,34 +30,26 @@ class JudgeCache:
     """Judgments by key, in memory and (with a store) on disk; counts hits and misses."""
 
     def __init__(self, store: Store | None = None) -> None:
-        self.store = store
+        self.table = None if store is None else Judgments(store)
         self.memory: dict[str, dict[str, Any]] = {}
         self.pending: dict[str, asyncio.Future[dict[str, Any]]] = {}
         self.hits = 0
         self.misses = 0
-        if store is not None:
-            store.db.executescript(_SCHEMA)
 
     def get(self, key: str) -> dict[str, Any] | None:
         if key in self.memory:
             return self.memory[key]
-        if self.store is None:
+        found = None if self.table is None else self.table.get(key)
+        if found is None:
             return None
-        row = self.store.db.execute("SELECT value FROM judgments WHERE key = ?", (key,)).fetchone()
-        if row is None:
-            return None
-        value: dict[str, Any] = json.loads(row[0])
+        value: dict[str, Any] = json.loads(found)
         self.memory[key] = value
         return value
 
     def put(self, key: str, judge: str, rubric_version: str, value: dict[str, Any]) -> None:
         self.memory[key] = value
-        if self.store is not None:
-            self.store.db.execute(
-                "INSERT OR REPLACE INTO judgments(key, judge, rubric_version, created_at, value)"
-                " VALUES (?, ?, ?, ?, ?)",
-                (key, judge, rubric_version, time.time(), json.dumps(value, ensure_ascii=False)),
-            )
+        if self.table is not None:
+            self.table.put(key, judge, rubric_version, json.dumps(value, ensure_ascii=False))
 
     async def fetch(
         self,

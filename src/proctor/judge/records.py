@@ -1,4 +1,4 @@
-"""Calibration records, and what they allow a judge to do.
+"""Calibration records (kept by store/calibrations.py), and what they allow a judge to do.
 
 `proctor calibrate` stores a record per (rubric version, judge fingerprint): the figures
 of the judge against people's labels, and the date. A judge check may fail a trial or
@@ -17,28 +17,14 @@ person states both serve the same model; the copy says so (docs/architecture.md,
 
 from __future__ import annotations
 
-import json
-import time
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from proctor.judge.calibration import false_pass_upper
+from proctor.store.calibrations import records
 
 if TYPE_CHECKING:
     from proctor.store.sqlite import Store
-
-_SCHEMA = """
-CREATE TABLE IF NOT EXISTS calibrations (
-    id INTEGER PRIMARY KEY,
-    rubric_id TEXT NOT NULL,
-    rubric_version TEXT NOT NULL,
-    judge TEXT NOT NULL,
-    judge_fingerprint TEXT NOT NULL,
-    created_at REAL NOT NULL,
-    figures TEXT NOT NULL
-);
-CREATE INDEX IF NOT EXISTS calibrations_by_rubric ON calibrations(rubric_id, id);
-"""
 
 
 @dataclass(frozen=True)
@@ -89,58 +75,6 @@ class CalibrationPolicy:
             "max_errors": self.max_errors,
             "min_items": self.min_items,
         }
-
-
-def _ready(store: Store) -> Store:
-    store.db.executescript(_SCHEMA)
-    return store
-
-
-def save_record(
-    store: Store,
-    rubric_id: str,
-    rubric_version: str,
-    judge: str,
-    fingerprint: str,
-    figures: dict[str, Any],
-) -> dict[str, Any]:
-    """Store a calibration; returns the record as `records` reads it."""
-    now = time.time()
-    cursor = _ready(store).db.execute(
-        "INSERT INTO calibrations(rubric_id, rubric_version, judge, judge_fingerprint,"
-        " created_at, figures) VALUES (?, ?, ?, ?, ?, ?)",
-        (rubric_id, rubric_version, judge, fingerprint, now, json.dumps(figures)),
-    )
-    return _record(
-        (cursor.lastrowid, rubric_id, rubric_version, judge, fingerprint, now, json.dumps(figures))
-    )
-
-
-def _record(row: tuple[Any, ...]) -> dict[str, Any]:
-    rowid, rubric_id, version, judge, fingerprint, created, figures = row
-    return {
-        "id": rowid,
-        "rubric_id": rubric_id,
-        "rubric_version": version,
-        "judge": judge,
-        "judge_fingerprint": fingerprint,
-        "date": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(created)),
-        "figures": json.loads(figures),
-    }
-
-
-def records(store: Store, rubric_id: str) -> list[dict[str, Any]]:
-    """Every calibration of a rubric (any version, any judge), newest first."""
-    rows = (
-        _ready(store)
-        .db.execute(
-            "SELECT id, rubric_id, rubric_version, judge, judge_fingerprint, created_at, figures"
-            " FROM calibrations WHERE rubric_id = ? ORDER BY id DESC",
-            (rubric_id,),
-        )
-        .fetchall()
-    )
-    return [_record(row) for row in rows]
 
 
 @dataclass(frozen=True)

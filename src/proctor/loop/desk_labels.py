@@ -14,13 +14,10 @@ from typing import Any
 from proctor.review.labels import GroundTruth, run_truth
 from proctor.store.sqlite import Store
 
-#: Trace ids looked up per query (SQLite's bound-parameter limit is far above this).
-_CHUNK = 500
-
 
 def review_truth(store: Store, run_id: str) -> GroundTruth:
     """The review desk's ground truth for a run's trials (proctor.review.labels)."""
-    return run_truth(store.db, run_id)
+    return run_truth(store, run_id)
 
 
 def human_verdicts(store: Store, run_id: str) -> dict[tuple[str, int], bool]:
@@ -47,16 +44,9 @@ def final_label(truth: GroundTruth, task_id: str, trial: int) -> dict[str, Any] 
 def labels_by_trace(store: Store, trace_ids: Iterable[str]) -> dict[str, dict[str, Any]]:
     """The final label of each stored trial whose trace id is one of `trace_ids` (a
     production session graded with `proctor grade` keeps its own OpenTelemetry trace id)."""
-    wanted = sorted(set(trace_ids))
     trials: dict[str, list[tuple[str, int, str]]] = {}
-    for start in range(0, len(wanted), _CHUNK):
-        chunk = wanted[start : start + _CHUNK]
-        marks = ",".join("?" * len(chunk))
-        for run_id, task_id, trial, trace_id in store.db.execute(
-            f"SELECT run_id, task_id, trial, trace_id FROM trials WHERE trace_id IN ({marks})",
-            chunk,
-        ):
-            trials.setdefault(run_id, []).append((task_id, trial, trace_id))
+    for run_id, task_id, trial, trace_id in store.trials_by_trace(trace_ids):
+        trials.setdefault(run_id, []).append((task_id, trial, trace_id))
     out: dict[str, dict[str, Any]] = {}
     for run_id, rows in trials.items():
         truth = review_truth(store, run_id)

@@ -16,7 +16,6 @@ disagreement: the graders passed what people failed (a false pass) and the rever
 
 from __future__ import annotations
 
-import sqlite3
 from collections import defaultdict
 from collections.abc import Iterable, Mapping, Sequence
 from itertools import combinations
@@ -27,6 +26,7 @@ from proctor.decide import stats
 from proctor.decide.agreement import Level, cohen_kappa, krippendorff_alpha
 from proctor.review.labels import GroundTruth, run_truth
 from proctor.store.labels import LabelRow
+from proctor.store.sqlite import Store
 
 
 def _verdicts(labels: Iterable[LabelRow]) -> dict[tuple[str, int], dict[str, str]]:
@@ -112,9 +112,7 @@ def human_vs_automated(
     }
 
 
-def human_figures(
-    db: sqlite3.Connection, run_id: str, results: Iterable[TrialResult]
-) -> dict[str, Any]:
+def human_figures(store: Store, run_id: str, results: Iterable[TrialResult]) -> dict[str, Any]:
     """`human_vs_automated` for a run's stored labels and its trial results."""
     automated = {(r.task_id, r.trial): r.passed for r in results if r.valid}
-    return human_vs_automated(run_truth(db, run_id), automated)
+    return human_vs_automated(run_truth(store, run_id), automated)

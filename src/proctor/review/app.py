@@ -47,7 +47,7 @@ def is_loopback(host: str) -> bool:
 def signin_page(d: Desk, request: Request) -> Response:
     """The page a sign-in link opens: a button, so the token travels in a POST body."""
     token = request.query_params.get("token", "")
-    known = bool(token) and desk.reviewer_by_token(d.store().db, auth.token_hash(token))
+    known = bool(token) and desk.reviewer_by_token(d.store(), auth.token_hash(token))
     status = 200 if known or not token else 403
     return d.render(request, "signin.html.j2", None, status, token=token, known=known)
 
@@ -71,11 +71,11 @@ def signin(d: Desk, request: Request, form: dict[str, str]) -> Response:
     if not same_site(request):
         raise HTTPException(403, "forbidden: sign in from the desk's own page")
     token = form.get("token", "")
-    reviewer = desk.reviewer_by_token(d.store().db, auth.token_hash(token)) if token else None
+    reviewer = desk.reviewer_by_token(d.store(), auth.token_hash(token)) if token else None
     if reviewer is None:
         raise HTTPException(403, "forbidden: unknown, expired or replaced sign-in link")
     session = auth.new_token()
-    desk.open_session(d.store().db, auth.token_hash(session), reviewer.id, auth.SESSION_TTL_S)
+    desk.open_session(d.store(), auth.token_hash(session), reviewer.id, auth.SESSION_TTL_S)
     response = see_other("/")
     response.set_cookie(
         auth.COOKIE,
@@ -90,7 +90,7 @@ def signin(d: Desk, request: Request, form: dict[str, str]) -> Response:
 
 def signout(d: Desk, request: Request, form: dict[str, str]) -> Response:
     d.poster(request, form)
-    desk.close_session(d.store().db, auth.token_hash(request.cookies.get(auth.COOKIE, "")))
+    desk.close_session(d.store(), auth.token_hash(request.cookies.get(auth.COOKIE, "")))
     response = see_other("/signin")
     response.delete_cookie(auth.COOKIE, path="/", httponly=True, samesite="strict")
     return response

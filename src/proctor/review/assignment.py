@@ -93,13 +93,13 @@ def enqueue(
     """Queue a run's routed trials at the desk: (items added, items routed). Items queued
     before are kept with their labels; only new ones are added, after them. `seed` None:
     pairs are ordered by the desk's secret seed (and the doubles picked by seed 0)."""
-    desk.migrate(store.db)
+    desk.migrate(store)
     items = queue_items(
         run,
         queue,
         double_share=double_share,
         seed=seed or 0,
         baseline=baseline,
-        pair_seed=desk.pair_seed(store.db) if seed is None else seed,
+        pair_seed=desk.pair_seed(store) if seed is None else seed,
     )
-    return desk.add_items(store.db, run.run_id, items), items
+    return desk.add_items(store, run.run_id, items), items

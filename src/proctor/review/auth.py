@@ -65,9 +65,9 @@ def add_reviewer(
 ) -> tuple[str, bool]:
     """Register `name` (or give them a new token); returns (their sign-in link, new?).
     The link works for `link_hours`."""
-    desk.migrate(store.db)
+    desk.migrate(store)
     token = new_token()
     added = desk.add_reviewer(
-        store.db, check_name(name), token_hash(token), adjudicator, link_hours * 3600
+        store, check_name(name), token_hash(token), adjudicator, link_hours * 3600
     )
     return f"{base_url.rstrip('/')}/signin?token={quote(token)}", added

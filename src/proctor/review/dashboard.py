@@ -40,8 +40,8 @@ def home(d: Desk, request: Request) -> Response:
     me = d.reviewer(request)
     store = d.store()
     runs = []
-    for run_id, items in desk.queued_runs(store.db):
-        manifest = desk.run_manifest(store.db, run_id)
+    for run_id, items in desk.queued_runs(store):
+        manifest = desk.run_manifest(store, run_id)
         agent = manifest["agent"]
         runs.append(
             {
@@ -49,7 +49,7 @@ def home(d: Desk, request: Request) -> Response:
                 "agent": f"{agent['name']} {agent['version']}".strip(),
                 "suite": manifest["suite"]["name"],
                 "items": items,
-                "counts": desk.queue_counts(store.db, run_id),
+                "counts": desk.queue_counts(store, run_id),
             }
         )
     return d.render(request, "home.html.j2", me, runs=runs)
@@ -62,10 +62,10 @@ def agreement_page(d: Desk, request: Request) -> Response:
     store = d.store()
     row = store.run(run_id)
     # figures from labels on items she holds would tell her what the others said there
-    truth = run_truth(store.db, run_id, desk.involved_trials(store.db, me.id, run_id))
+    truth = run_truth(store, run_id, desk.involved_trials(store, me.id, run_id))
     level: Level = "nominal" if d.settings.scale.kind == "binary" else "ordinal"
     current = [label for labels in truth.by_trial.values() for label in labels]
-    statuses = stored.labelled_statuses(store.db, run_id)
+    statuses = stored.labelled_statuses(store, run_id)
     automated = {key: status == "passed" for key, status in statuses.items() if status != "error"}
     owners = {}
     for task_id in truth.flagged:
@@ -91,9 +91,9 @@ def adjudication_list(d: Desk, request: Request) -> Response:
     me = d.reviewer(request)
     access.adjudicator(me)
     run_id = d.run_id(request)
-    db = d.store().db
-    truth = run_truth(db, run_id)
-    party = desk.involved_trials(db, me.id, run_id)
+    store = d.store()
+    truth = run_truth(store, run_id)
+    party = desk.involved_trials(store, me.id, run_id)
     return d.render(
         request,
         "adjudicate.html.j2",
@@ -117,7 +117,7 @@ def _contested(d: Desk, request: Request) -> tuple[Reviewer, str, tuple[str, int
     access.adjudicator(me)
     run_id = d.run_id(request)
     key = _trial_key(request)
-    truth = run_truth(d.store().db, run_id)
+    truth = run_truth(d.store(), run_id)
     if not access.may_adjudicate(truth, key, d.standing(me, run_id, *key)):
         raise HTTPException(404, "no disagreement here that you may adjudicate")
     return me, run_id, key, truth
@@ -136,7 +136,7 @@ def _adjudication_page(
         view = trial_view(store, run_id, task_id, trial, blind=False)
     except RunNotFound:
         raise HTTPException(404, "no such trial") from None
-    manifest = desk.run_manifest(store.db, run_id)
+    manifest = desk.run_manifest(store, run_id)
     return d.render(
         request,
         "adjudication.html.j2",
@@ -173,5 +173,5 @@ def post_adjudication(d: Desk, request: Request, form: dict[str, str]) -> Respon
         settings=d.settings,
         now=time.time(),
     )
-    stored.add_adjudication(d.store().db, me.id, label)
+    stored.add_adjudication(d.store(), me.id, label)
     return see_other(f"/runs/{run_id}/adjudicate")

@@ -49,8 +49,8 @@ def queue_page(d: Desk, request: Request) -> Response:
     me = d.reviewer(request)
     run_id = d.run_id(request)
     after = number(request.query_params.get("after"), -1)
-    db = d.store().db
-    rows = desk.items_page(db, run_id, me.id, after, PAGE)
+    store = d.store()
+    rows = desk.items_page(store, run_id, me.id, after, PAGE)
     shown = [
         {
             "item": item,
@@ -67,17 +67,17 @@ def queue_page(d: Desk, request: Request) -> Response:
         me,
         run_id=run_id,
         rows=shown,
-        counts=desk.queue_counts(db, run_id),
+        counts=desk.queue_counts(store, run_id),
         done=request.query_params.get("done") == "1",
         next_after=rows[-1][0].position if more else None,
     )
 
 
 def _take_next(d: Desk, me: Reviewer, run_id: str) -> Response:
-    found = desk.claim(d.store().db, run_id, me.id, None)
+    found = desk.claim(d.store(), run_id, me.id, None)
     if found is None:
         return see_other(f"/runs/{run_id}/queue?done=1")
-    assignment = desk.assignment(d.store().db, found)
+    assignment = desk.assignment(d.store(), found)
     assert assignment is not None
     return see_other(f"/items/{assignment.item_id}")
 
@@ -88,7 +88,7 @@ def next_from_queue(d: Desk, request: Request, form: dict[str, str]) -> Response
 
 
 def _item_or_404(d: Desk, request: Request) -> Item:
-    found = desk.item(d.store().db, number(request.path_params["item"], 0))
+    found = desk.item(d.store(), number(request.path_params["item"], 0))
     if found is None:
         raise HTTPException(404, "no such item")
     return found
@@ -102,22 +102,22 @@ def next_from_item(d: Desk, request: Request, form: dict[str, str]) -> Response:
 def claim_item(d: Desk, request: Request, form: dict[str, str]) -> Response:
     me = d.poster(request, form)
     item = _item_or_404(d, request)
-    desk.claim(d.store().db, item.run_id, me.id, item.id)
+    desk.claim(d.store(), item.run_id, me.id, item.id)
     return see_other(f"/items/{item.id}")
 
 
 def _item_context(d: Desk, item: Item, me: Reviewer) -> dict[str, Any]:
     store = d.store()
-    assignment = desk.assignment_of(store.db, item.id, me.id)
-    mine = stored.assignment_labels(store.db, assignment.id) if assignment else []
-    manifest = desk.run_manifest(store.db, item.run_id)
+    assignment = desk.assignment_of(store, item.id, me.id)
+    mine = stored.assignment_labels(store, assignment.id) if assignment else []
+    manifest = desk.run_manifest(store, item.run_id)
     sides = []
     for n, (run_id, task_id, trial) in enumerate(item.trials()):
         view = trial_view(store, run_id, task_id, trial, blind=item.is_pair)
         given = [x for x in mine if (x.run_id, x.task_id, x.trial) == (run_id, task_id, trial)]
         sides.append(Side(SIDES[n] if item.is_pair else "", view, given))
     trace = sides[1 if item.swap else 0].view.trace
-    open_seat = assignment is None and desk.claim_possible(store.db, item.id, me.id)
+    open_seat = assignment is None and desk.claim_possible(store, item.id, me.id)
     return {
         "item": item,
         "task": task_view(d.tasks.task(manifest, item.task_id), item.task_id, trace),
@@ -149,13 +149,13 @@ def item_page(d: Desk, request: Request) -> Response:
 
 def post_label(d: Desk, request: Request, form: dict[str, str]) -> Response:
     me = d.poster(request, form)
-    db = d.store().db
-    assignment = desk.assignment(db, number(request.path_params["assignment"], 0))
+    store = d.store()
+    assignment = desk.assignment(store, number(request.path_params["assignment"], 0))
     if assignment is None:
         raise HTTPException(404, "no such assignment")
     if assignment.reviewer_id != me.id:
         raise HTTPException(403, "forbidden: this assignment is another reviewer's")
-    item = desk.item(db, assignment.item_id)
+    item = desk.item(store, assignment.item_id)
     assert item is not None
     try:
         submission = parse_submission(d.settings, form, len(item.trials()))
@@ -170,19 +170,19 @@ def post_label(d: Desk, request: Request, form: dict[str, str]) -> Response:
         settings=d.settings,
         now=time.time(),
     )
-    stored.add_labels(db, assignment.id, rows)
+    stored.add_labels(store, assignment.id, rows)
     return see_other(f"/items/{item.id}")
 
 
 def release(d: Desk, request: Request, form: dict[str, str]) -> Response:
     me = d.poster(request, form)
-    db = d.store().db
-    assignment = desk.assignment(db, number(request.path_params["assignment"], 0))
+    store = d.store()
+    assignment = desk.assignment(store, number(request.path_params["assignment"], 0))
     if assignment is None or assignment.reviewer_id != me.id:
         raise HTTPException(403, "forbidden: not your assignment")
-    item = desk.item(db, assignment.item_id)
+    item = desk.item(store, assignment.item_id)
     assert item is not None
-    desk.release(db, assignment.id)
+    desk.release(store, assignment.id)
     return see_other(f"/runs/{item.run_id}/queue")
 
 
@@ -199,8 +199,8 @@ def trials_page(d: Desk, request: Request) -> Response:
         )
     task, _, trial = (request.query_params.get("after") or "").rpartition(":")
     after = (task, number(trial, -1)) if task else ("", -1)
-    db = d.store().db
-    rows = desk.trials_page(db, run_id, after, PAGE, status)
+    store = d.store()
+    rows = desk.trials_page(store, run_id, after, PAGE, status)
     shown = []
     for task_id, n, st, score in rows:
         standing = d.standing(me, run_id, task_id, n)
@@ -239,7 +239,7 @@ def trial_page(d: Desk, request: Request) -> Response:
         view = trial_view(store, run_id, task_id, trial, blind=False)
     except RunNotFound:
         raise HTTPException(404, "no such trial") from None
-    manifest = desk.run_manifest(store.db, run_id)
+    manifest = desk.run_manifest(store, run_id)
     task = task_view(d.tasks.task(manifest, task_id), task_id, view.trace)
     reveal = access.sees_verdict(d.settings, standing)
     return d.render(

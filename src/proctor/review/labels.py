@@ -19,7 +19,6 @@ quoting an agent as a formula).
 
 from __future__ import annotations
 
-import sqlite3
 from collections import defaultdict
 from collections.abc import Collection, Iterable, Mapping
 from dataclasses import dataclass
@@ -33,6 +32,7 @@ from proctor.review.settings import DeskSettings
 from proctor.store import desk
 from proctor.store import labels as stored
 from proctor.store.labels import LabelRow
+from proctor.store.sqlite import Store
 
 LABEL_COLUMNS = COLUMNS
 FINAL = "final"
@@ -153,15 +153,15 @@ def ground_truth(
 
 
 def run_truth(
-    db: sqlite3.Connection, run_id: str, leave_out: Collection[tuple[str, int]] = ()
+    store: Store, run_id: str, leave_out: Collection[tuple[str, int]] = ()
 ) -> GroundTruth:
     """The ground truth of a run's labels as they stand in the store (none in a store the
     desk never opened); `leave_out`: trials whose labels are not to be used (those an
     adjudicator is party to, on her pages)."""
-    if not desk.present(db):
+    if not desk.present(store):
         return ground_truth([], {})
-    labels = [x for x in stored.current_labels(db, run_id) if x.key not in leave_out]
-    adjudicated = stored.adjudications(db, run_id)
+    labels = [x for x in stored.current_labels(store, run_id) if x.key not in leave_out]
+    adjudicated = stored.adjudications(store, run_id)
     return ground_truth(labels, {k: v for k, v in adjudicated.items() if k not in leave_out})
 
 

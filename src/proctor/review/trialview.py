@@ -181,7 +181,7 @@ def _blind(event: TraceEvent) -> TraceEvent:
 
 def trial_view(store: Store, run_id: str, task_id: str, trial: int, *, blind: bool) -> TrialView:
     """A stored trial as the desk shows it; RunNotFound when there is no such trial."""
-    row = desk.trial_row(store.db, run_id, task_id, trial)
+    row = desk.trial_row(store, run_id, task_id, trial)
     if row is None:
         raise RunNotFound(f"no trial {task_id}#{trial}")
     status, score, error, checks = row

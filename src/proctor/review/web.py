@@ -159,7 +159,7 @@ class Desk:
         self.env.filters["pretty"] = _pretty
         self.env.filters["segment"] = lambda text: quote(str(text), safe="")
         self._counts: dict[str, dict[str, int]] = {}
-        desk.migrate(self.store().db)
+        desk.migrate(self.store())
 
     def store(self) -> Store:
         return self.connections.get()
@@ -177,7 +177,7 @@ class Desk:
     def run_id(self, request: Request) -> str:
         """The run the address names, or 404."""
         run_id = str(request.path_params["run"])
-        if desk.run_status(self.store().db, run_id) is None:
+        if desk.run_status(self.store(), run_id) is None:
             raise HTTPException(404, "no such run")
         return run_id
 
@@ -186,20 +186,20 @@ class Desk:
         no longer change) so that paging a big run does not count it again."""
         if run_id in self._counts:
             return self._counts[run_id]
-        counts = desk.status_counts(self.store().db, run_id)
-        if desk.run_status(self.store().db, run_id) != "running":
+        counts = desk.status_counts(self.store(), run_id)
+        if desk.run_status(self.store(), run_id) != "running":
             self._counts[run_id] = counts
         return counts
 
     def standing(self, me: Reviewer, run_id: str, task_id: str, trial: int) -> desk.Standing:
         """Where a trial stands for `me` (what `proctor.review.access` decides on)."""
-        return desk.standing(self.store().db, me.id, run_id, task_id, trial)
+        return desk.standing(self.store(), me.id, run_id, task_id, trial)
 
     def session_reviewer(self, request: Request) -> Reviewer | None:
         token = request.cookies.get(auth.COOKIE)
         if not token:
             return None
-        return desk.session_reviewer(self.store().db, auth.token_hash(token))
+        return desk.session_reviewer(self.store(), auth.token_hash(token))
 
     def reviewer(self, request: Request) -> Reviewer:
         """The signed-in reviewer; a page without one sends the browser to sign in."""

@@ -11,25 +11,17 @@ judgments (docs/architecture.md, Simulated users).
 from __future__ import annotations
 
 import threading
-import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Literal
 
 from proctor.agents.base import InfrastructureError
+from proctor.store.caches import UserReplies
 
 if TYPE_CHECKING:
     from proctor.store.sqlite import Store
 
 CacheMode = Literal["use", "require", "off"]
 CACHE_MODES: tuple[CacheMode, ...] = ("use", "require", "off")
-
-_SCHEMA = """
-CREATE TABLE IF NOT EXISTS user_replies (
-    key TEXT PRIMARY KEY,
-    created_at REAL NOT NULL,
-    value TEXT NOT NULL
-);
-"""
 
 
 class UserCacheMiss(InfrastructureError):
@@ -41,22 +33,17 @@ class UserCache:
     Trials ask from several threads at once: one lock around the table."""
 
     def __init__(self, store: Store | None, mode: CacheMode = "use") -> None:
-        self.store = store
+        self.table = None if store is None else UserReplies(store)
         self.mode = mode
         self.memory: dict[str, str] = {}
         self.hits = 0
         self.misses = 0
         self._lock = threading.Lock()
-        if store is not None:
-            store.db.executescript(_SCHEMA)
 
     def _get(self, key: str) -> str | None:
-        if key in self.memory or self.store is None:
+        if key in self.memory or self.table is None:
             return self.memory.get(key)
-        with self.store.lock:  # the store's connection, shared with its writer
-            row = self.store.db.execute("SELECT value FROM user_replies WHERE key = ?", (key,))
-            found = row.fetchone()
-        return None if found is None else str(found[0])
+        return self.table.get(key)
 
     def fetch(self, key: str, compute: Callable[[], str]) -> tuple[str, bool]:
         with self._lock:
@@ -73,10 +60,6 @@ class UserCache:
         value = compute()
         with self._lock:
             self.memory[key] = value
-            if self.store is not None:
-                self.store.write(
-                    "caching a user reply",
-                    "INSERT OR REPLACE INTO user_replies(key, created_at, value) VALUES (?, ?, ?)",
-                    (key, time.time(), value),
-                )
+            if self.table is not None:
+                self.table.put(key, value)
         return value, False

@@ -29,7 +29,7 @@ from typing import Any
 
 from proctor.core.results import Check
 from proctor.store.health import StoreDamaged, StoreError
-from proctor.store.sqlite import Store
+from proctor.store.sqlite import Store, reads, writes
 
 #: 2: `reviewers.removed_at` and `reviewers.link_expires_at`.
 DESK_SCHEMA_VERSION = 2
@@ -117,7 +117,7 @@ def _path(db: sqlite3.Connection) -> str:
     return str(db.execute("PRAGMA database_list").fetchone()[2] or ":memory:")
 
 
-def desk_version(db: sqlite3.Connection) -> int:
+def _version(db: sqlite3.Connection) -> int:
     """The version of the store's desk tables (0: none yet); StoreError for one newer than
     this proctor reads, StoreDamaged for one that is no number."""
     row = db.execute("SELECT value FROM meta WHERE key = 'desk_schema_version'").fetchone()
@@ -135,24 +135,30 @@ def desk_version(db: sqlite3.Connection) -> int:
     return version
 
 
+#: The version of the store's desk tables, read from the store.
+desk_version = reads(_version)
+
+
+@reads
 def present(db: sqlite3.Connection) -> bool:
     """Whether the desk's tables exist (a store the desk never opened has none, and a
     store opened read-only (`report`, `show`, `compare`) cannot be given them); refuses
-    newer ones as `desk_version` does."""
+    newer ones as `_version` does."""
     row = db.execute(
         "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'adjudications'"
     ).fetchone()
     if row is None:
         return False
-    desk_version(db)  # refuses a newer one
+    _version(db)  # refuses a newer one
     return True
 
 
+@writes("creating the review desk's tables")
 def migrate(db: sqlite3.Connection) -> None:
     """Create the desk's tables in a store, or bring older ones up to this version (in
     one transaction), and record it; a newer version is refused before anything is
     written."""
-    version = desk_version(db)
+    version = _version(db)
     if version == DESK_SCHEMA_VERSION:
         return
     db.execute("BEGIN IMMEDIATE")
@@ -179,6 +185,7 @@ def migrate(db: sqlite3.Connection) -> None:
         raise
 
 
+@writes("making the desk's pair seed")
 def pair_seed(db: sqlite3.Connection) -> int:
     """The desk's secret seed for the order of blinded pairs: 128 random bits, made the
     first time it is asked for and kept in the store's meta (only the store's owner can
@@ -208,7 +215,7 @@ class Connections:
         store: Store | None = getattr(self._local, "store", None)
         if store is None:
             store = self._local.store = Store(self.path)
-            store.db.execute(f"PRAGMA busy_timeout={BUSY_TIMEOUT_MS}")
+            store._db.execute(f"PRAGMA busy_timeout={BUSY_TIMEOUT_MS}")
         return store
 
 
@@ -268,6 +275,7 @@ class Assignment:
 # -- reviewers and sessions ---------------------------------------------------------------
 
 
+@writes("adding a reviewer")
 def add_reviewer(
     db: sqlite3.Connection, name: str, token_hash: str, adjudicator: bool, link_ttl_s: float
 ) -> bool:
@@ -283,16 +291,21 @@ def add_reviewer(
         )
         return True
     db.execute("BEGIN IMMEDIATE")
-    db.execute(
-        "UPDATE reviewers SET token_hash = ?, adjudicator = ?, link_expires_at = ?,"
-        " removed_at = NULL WHERE id = ?",
-        (token_hash, int(adjudicator), expires, row[0]),
-    )
-    db.execute("DELETE FROM review_sessions WHERE reviewer_id = ?", (row[0],))
-    db.execute("COMMIT")
+    try:
+        db.execute(
+            "UPDATE reviewers SET token_hash = ?, adjudicator = ?, link_expires_at = ?,"
+            " removed_at = NULL WHERE id = ?",
+            (token_hash, int(adjudicator), expires, row[0]),
+        )
+        db.execute("DELETE FROM review_sessions WHERE reviewer_id = ?", (row[0],))
+        db.execute("COMMIT")
+    except BaseException:  # rolled back, so `writes` may try it again on a busy file
+        db.execute("ROLLBACK")
+        raise
     return False
 
 
+@writes("removing a reviewer")
 def remove_reviewer(db: sqlite3.Connection, name: str) -> bool:
     """Take a reviewer off the desk: their link and sessions stop working and their
     unlabelled assignments go back to the queue; their labels stay (they are data).
@@ -335,6 +348,7 @@ class ReviewerRow:
     sessions: int
 
 
+@reads
 def reviewers(db: sqlite3.Connection) -> list[ReviewerRow]:
     """Every reviewer, removed ones too, by name, with their labels and open sessions."""
     rows = db.execute(
@@ -348,6 +362,7 @@ def reviewers(db: sqlite3.Connection) -> list[ReviewerRow]:
     return [ReviewerRow(n, bool(a), c, rm, x, labels, s) for n, a, c, rm, x, labels, s in rows]
 
 
+@reads
 def reviewer_by_token(db: sqlite3.Connection, token_hash: str) -> Reviewer | None:
     """The reviewer whose link this is, while it works (not expired, not removed)."""
     row = db.execute(
@@ -358,6 +373,7 @@ def reviewer_by_token(db: sqlite3.Connection, token_hash: str) -> Reviewer | Non
     return Reviewer(row[0], row[1], bool(row[2])) if row else None
 
 
+@writes("opening a review session")
 def open_session(db: sqlite3.Connection, token_hash: str, reviewer_id: int, ttl_s: float) -> None:
     """Open a session (and forget the sessions that have expired)."""
     now = time.time()
@@ -368,6 +384,7 @@ def open_session(db: sqlite3.Connection, token_hash: str, reviewer_id: int, ttl_
     )
 
 
+@reads
 def session_reviewer(db: sqlite3.Connection, token_hash: str) -> Reviewer | None:
     row = db.execute(
         "SELECT r.id, r.name, r.adjudicator FROM review_sessions s"
@@ -378,6 +395,7 @@ def session_reviewer(db: sqlite3.Connection, token_hash: str) -> Reviewer | None
     return Reviewer(row[0], row[1], bool(row[2])) if row else None
 
 
+@writes("closing a review session")
 def close_session(db: sqlite3.Connection, token_hash: str) -> None:
     db.execute("DELETE FROM review_sessions WHERE token_hash = ?", (token_hash,))
 
@@ -406,6 +424,7 @@ def _item(row: tuple[Any, ...]) -> Item:
     )
 
 
+@writes("queueing review items")
 def add_items(db: sqlite3.Connection, run_id: str, items: list[NewItem]) -> int:
     """Queue `items` after the run's existing ones; items already queued are kept as they
     are (their labels stay meaningful). Returns how many were added."""
@@ -442,11 +461,13 @@ def add_items(db: sqlite3.Connection, run_id: str, items: list[NewItem]) -> int:
     return added
 
 
+@reads
 def item(db: sqlite3.Connection, item_id: int) -> Item | None:
     row = db.execute(f"{_ITEM} WHERE id = ?", (item_id,)).fetchone()
     return _item(row) if row else None
 
 
+@reads
 def items_page(
     db: sqlite3.Connection, run_id: str, reviewer_id: int, after: int, limit: int
 ) -> list[tuple[Item, int, bool]]:
@@ -464,6 +485,7 @@ def items_page(
     return [(_item(r[:10]), r[10], bool(r[11])) for r in rows]
 
 
+@reads
 def queue_counts(db: sqlite3.Connection, run_id: str) -> dict[str, int]:
     """Items, labels wanted, and items with all their labels, for a run's queue (from an
     index: `labelled` counts the reviewers who labelled, kept by `labels.add_labels`)."""
@@ -475,12 +497,14 @@ def queue_counts(db: sqlite3.Connection, run_id: str) -> dict[str, int]:
     return {"items": items, "labels_wanted": wanted, "items_done": done}
 
 
+@reads
 def run_status(db: sqlite3.Connection, run_id: str) -> str | None:
     """A run's status by its exact id (pages name runs by the ids the desk printed)."""
     row = db.execute("SELECT status FROM runs WHERE run_id = ?", (run_id,)).fetchone()
     return row[0] if row else None
 
 
+@reads
 def run_manifest(db: sqlite3.Connection, run_id: str) -> dict[str, Any]:
     """A run's manifest alone: a page needs it, not the run's summary (megabytes)."""
     (text,) = db.execute("SELECT manifest FROM runs WHERE run_id = ?", (run_id,)).fetchone()
@@ -488,6 +512,7 @@ def run_manifest(db: sqlite3.Connection, run_id: str) -> dict[str, Any]:
     return manifest
 
 
+@reads
 def queued_runs(db: sqlite3.Connection) -> list[tuple[str, int]]:
     """Runs with a review queue, newest first, with their item counts."""
     return db.execute(
@@ -496,6 +521,7 @@ def queued_runs(db: sqlite3.Connection) -> list[tuple[str, int]]:
     ).fetchall()
 
 
+@reads
 def assignment(db: sqlite3.Connection, assignment_id: int) -> Assignment | None:
     row = db.execute(
         "SELECT id, item_id, reviewer_id FROM assignments WHERE id = ?", (assignment_id,)
@@ -503,7 +529,7 @@ def assignment(db: sqlite3.Connection, assignment_id: int) -> Assignment | None:
     return Assignment(*row) if row else None
 
 
-def assignment_of(db: sqlite3.Connection, item_id: int, reviewer_id: int) -> Assignment | None:
+def _assignment_of(db: sqlite3.Connection, item_id: int, reviewer_id: int) -> Assignment | None:
     row = db.execute(
         "SELECT id, item_id, reviewer_id FROM assignments WHERE item_id = ? AND reviewer_id = ?",
         (item_id, reviewer_id),
@@ -511,12 +537,16 @@ def assignment_of(db: sqlite3.Connection, item_id: int, reviewer_id: int) -> Ass
     return Assignment(*row) if row else None
 
 
+#: A reviewer's assignment to an item, if she has one.
+assignment_of = reads(_assignment_of)
+
 _OPEN_SEAT = (
     "NOT EXISTS (SELECT 1 FROM assignments a WHERE a.item_id = i.id AND a.reviewer_id = ?)"
     " AND (SELECT COUNT(*) FROM assignments a WHERE a.item_id = i.id) < i.needed"
 )
 
 
+@reads
 def claim_possible(db: sqlite3.Connection, item_id: int, reviewer_id: int) -> bool:
     """Whether the item still wants a reviewer, and one other than `reviewer_id`'s past."""
     row = db.execute(
@@ -525,6 +555,7 @@ def claim_possible(db: sqlite3.Connection, item_id: int, reviewer_id: int) -> bo
     return row is not None
 
 
+@writes("claiming a review item")
 def claim(db: sqlite3.Connection, run_id: str, reviewer_id: int, item_id: int | None) -> int | None:
     """Assign the reviewer an item: `item_id`, or else their oldest unlabelled assignment,
     or else the first item in queue order that still wants a reviewer and that they have
@@ -537,7 +568,7 @@ def claim(db: sqlite3.Connection, run_id: str, reviewer_id: int, item_id: int | 
     try:
         found: int | None
         if item_id is not None:
-            mine = assignment_of(db, item_id, reviewer_id)
+            mine = _assignment_of(db, item_id, reviewer_id)
             if mine is not None:
                 db.execute("COMMIT")
                 return mine.id
@@ -577,6 +608,7 @@ def claim(db: sqlite3.Connection, run_id: str, reviewer_id: int, item_id: int | 
         raise
 
 
+@writes("releasing a review item")
 def release(db: sqlite3.Connection, assignment_id: int) -> bool:
     """Give an unlabelled assignment back to the queue; a labelled one stays."""
     cursor = db.execute(
@@ -606,6 +638,7 @@ _SHOWS = (
 )
 
 
+@reads
 def standing(
     db: sqlite3.Connection, reviewer_id: int, run_id: str, task_id: str, trial: int
 ) -> Standing:
@@ -625,6 +658,7 @@ def standing(
     return Standing(*(bool(x) for x in row))
 
 
+@reads
 def involved_trials(db: sqlite3.Connection, reviewer_id: int, run_id: str) -> set[tuple[str, int]]:
     """The trials of `run_id` that items the reviewer holds an assignment on show."""
     held = "FROM review_items i JOIN assignments a ON a.item_id = i.id WHERE a.reviewer_id = :me"
@@ -639,6 +673,7 @@ def involved_trials(db: sqlite3.Connection, reviewer_id: int, run_id: str) -> se
 # -- trials, read a page at a time --------------------------------------------------------
 
 
+@reads
 def trials_page(
     db: sqlite3.Connection, run_id: str, after: tuple[str, int], limit: int, status: str | None
 ) -> list[tuple[str, int, str, float]]:
@@ -653,6 +688,7 @@ def trials_page(
     ).fetchall()
 
 
+@reads
 def status_counts(db: sqlite3.Connection, run_id: str) -> dict[str, int]:
     return dict(
         db.execute(
@@ -661,6 +697,7 @@ def status_counts(db: sqlite3.Connection, run_id: str) -> dict[str, int]:
     )
 
 
+@reads
 def trial_row(
     db: sqlite3.Connection, run_id: str, task_id: str, trial: int
 ) -> tuple[str, float, str | None, list[Check]] | None:

@@ -12,6 +12,8 @@ import sqlite3
 from dataclasses import dataclass
 from typing import Any
 
+from proctor.store.sqlite import reads, writes
+
 
 @dataclass(frozen=True, slots=True)
 class LabelRow:
@@ -62,6 +64,7 @@ def _label(row: tuple[Any, ...]) -> LabelRow:
     )
 
 
+@writes("storing labels")
 def add_labels(db: sqlite3.Connection, assignment_id: int, labels: list[LabelRow]) -> None:
     """Store the labels of one submission (a pair's two trials) together; an assignment's
     first submission counts its reviewer on the item (`review_items.labelled`)."""
@@ -101,6 +104,7 @@ def add_labels(db: sqlite3.Connection, assignment_id: int, labels: list[LabelRow
         raise
 
 
+@reads
 def current_labels(db: sqlite3.Connection, run_id: str) -> list[LabelRow]:
     """Each reviewer's newest label of each trial of a run (earlier ones stay stored), in
     no particular order."""
@@ -112,6 +116,7 @@ def current_labels(db: sqlite3.Connection, run_id: str) -> list[LabelRow]:
     return [_label(r) for r in rows]
 
 
+@reads
 def assignment_labels(db: sqlite3.Connection, assignment_id: int) -> list[LabelRow]:
     """The newest submission of an assignment (one row per trial it covers)."""
     rows = db.execute(
@@ -124,6 +129,7 @@ def assignment_labels(db: sqlite3.Connection, assignment_id: int) -> list[LabelR
     return list(newest.values())
 
 
+@writes("storing an adjudication")
 def add_adjudication(db: sqlite3.Connection, reviewer_id: int, label: LabelRow) -> None:
     db.execute(
         "INSERT INTO adjudications(reviewer_id, run_id, task_id, trial, value, passed, reason,"
@@ -143,6 +149,7 @@ def add_adjudication(db: sqlite3.Connection, reviewer_id: int, label: LabelRow) 
     )
 
 
+@reads
 def adjudications(db: sqlite3.Connection, run_id: str) -> dict[tuple[str, int], LabelRow]:
     """The newest adjudication of each trial of a run: final, whatever the labels say."""
     rows = db.execute(
@@ -155,10 +162,12 @@ def adjudications(db: sqlite3.Connection, run_id: str) -> dict[tuple[str, int], 
     return {label.key: label for label in map(_label, rows)}
 
 
+@reads
 def labelled_runs(db: sqlite3.Connection) -> list[str]:
     return [r[0] for r in db.execute("SELECT DISTINCT run_id FROM labels ORDER BY run_id")]
 
 
+@reads
 def labelled_statuses(db: sqlite3.Connection, run_id: str) -> dict[tuple[str, int], str]:
     """The automated status of each labelled trial of a run (adjudicated ones included:
     only a labelled trial is adjudicated)."""

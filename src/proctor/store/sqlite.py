@@ -26,12 +26,12 @@ import sqlite3
 import threading
 import time
 import weakref
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from functools import partial
 from itertools import groupby
 from pathlib import Path
-from typing import Any, Protocol, TypeVar
+from typing import Any, Concatenate, ParamSpec, Protocol, TypeVar
 
 import orjson
 
@@ -61,6 +61,9 @@ BUSY_ENV, DEFAULT_BUSY_S = "PROCTOR_STORE_BUSY_S", 30.0
 #: Each wait inside SQLite lasts at most this long, so a waiting writer can say so.
 _WAIT_STEP_S = 1.0
 _T = TypeVar("_T")
+_P = ParamSpec("_P")
+#: Trace ids asked at once by `trials_by_trace`.
+_TRACE_CHUNK = 500
 
 
 class Redactor(Protocol):
@@ -243,21 +246,21 @@ class Store:
                     self.path.parent.mkdir(parents=True, exist_ok=True)
                 except OSError as exc:
                     raise StoreError(f"{self.path}: cannot create the store: {exc}") from None
-        self.db = self._connect(memory)
+        self._db = self._connect(memory)
         try:
-            version = schema_version(self.db, self.path, SCHEMA_VERSION)
+            version = schema_version(self._db, self.path, SCHEMA_VERSION)
             if not readonly:
                 if version:
-                    check_pages(self.db, self.path)
+                    check_pages(self._db, self.path)
                 # Only now, checked, may it be changed: WAL journalling, then the schema.
-                self._writing("opening it", partial(self.db.execute, "PRAGMA journal_mode=WAL"))
-                self.db.execute("PRAGMA synchronous=NORMAL")
-                self.db.execute("PRAGMA foreign_keys=ON")
+                self._writing("opening it", partial(self._db.execute, "PRAGMA journal_mode=WAL"))
+                self._db.execute("PRAGMA synchronous=NORMAL")
+                self._db.execute("PRAGMA foreign_keys=ON")
                 if version < SCHEMA_VERSION:
                     self._writing("creating its tables", lambda: self._migrate(version))
-            self._columns = {row[1] for row in self.db.execute("PRAGMA table_info(trials)")}
+            self._columns = {row[1] for row in self._db.execute("PRAGMA table_info(trials)")}
         except BaseException:
-            self.db.close()
+            self._db.close()
             raise
         self._release = (lambda: None) if memory else opened(self.path)
         weakref.finalize(self, self._release)  # a store dropped without close()
@@ -288,26 +291,26 @@ class Store:
 
     def _migrate(self, version: int) -> None:
         """Create the tables, or bring an older store's up to this schema (in place)."""
-        self.db.execute("BEGIN IMMEDIATE")
+        self._db.execute("BEGIN IMMEDIATE")
         try:
             for statement in _SCHEMA.split(";"):  # executescript would commit first
                 if statement.strip():
-                    self.db.execute(statement)
-            columns = {row[1] for row in self.db.execute("PRAGMA table_info(trials)")}
+                    self._db.execute(statement)
+            columns = {row[1] for row in self._db.execute("PRAGMA table_info(trials)")}
             if "trace_of" not in columns:  # a version 1 store
-                self.db.execute(
+                self._db.execute(
                     "ALTER TABLE trials ADD COLUMN trace_of INTEGER REFERENCES trials(id)"
                 )
             if "simulated_s" not in columns:
-                self.db.execute("ALTER TABLE trials ADD COLUMN simulated_s REAL")
-            self.db.execute(
+                self._db.execute("ALTER TABLE trials ADD COLUMN simulated_s REAL")
+            self._db.execute(
                 "INSERT OR REPLACE INTO meta(key, value) VALUES ('schema_version', ?)",
                 (str(max(version, SCHEMA_VERSION)),),
             )
-            self.db.execute("COMMIT")
+            self._db.execute("COMMIT")
         except BaseException:
-            if self.db.in_transaction:
-                self.db.execute("ROLLBACK")
+            if self._db.in_transaction:
+                self._db.execute("ROLLBACK")
             raise
 
     def _writing(self, doing: str, write: Callable[[], _T]) -> _T:
@@ -336,13 +339,24 @@ class Store:
                     )
                     told = True
 
-    def write(self, doing: str, statement: str, params: Sequence[Any] = ()) -> None:
-        """One statement of a table kept beside the runs (a cache), under the store's lock
-        and its wait for another process's write lock."""
-        self._writing(doing, partial(self.db.execute, statement, params))
+    def write(self, doing: str, statement: str, params: Sequence[Any] = ()) -> int | None:
+        """One statement of a table kept beside the runs (store/caches.py and its
+        siblings), under the store's lock and its wait for another process's write lock;
+        the row id it inserted."""
+        return self._writing(doing, partial(self._db.execute, statement, params)).lastrowid
+
+    def ensure(self, doing: str, schema: str) -> None:
+        """Create a table kept beside the runs if it is missing, as `write` writes."""
+        self._writing(doing, partial(self._db.executescript, schema))
+
+    def select(self, what: str, query: str, params: Sequence[Any] = ()) -> list[Any]:
+        """The rows of a query on a table kept beside the runs, under the store's lock
+        (another thread may be writing on the shared connection)."""
+        with self.lock:
+            return self._read(what, partial(_fetch, self._db, query, tuple(params)))
 
     def close(self) -> None:
-        self.db.close()
+        self._db.close()
         self._release()
 
     def __enter__(self) -> Store:
@@ -357,7 +371,7 @@ class Store:
         self._writing(
             f"recording run {run_id}",
             partial(
-                self.db.execute,
+                self._db.execute,
                 "INSERT INTO runs(run_id, created_at, status, manifest)"
                 " VALUES (?, ?, 'running', ?)",
                 (run_id, time.time(), _dumps(manifest)),
@@ -369,7 +383,7 @@ class Store:
         self._writing(
             f"reopening run {run_id}",
             partial(
-                self.db.execute,
+                self._db.execute,
                 "UPDATE runs SET status = 'running', manifest = ?, summary = NULL WHERE run_id = ?",
                 (_dumps(manifest), run_id),
             ),
@@ -381,7 +395,7 @@ class Store:
         self._writing(
             f"finishing run {run_id}",
             partial(
-                self.db.execute,
+                self._db.execute,
                 "UPDATE runs SET status = ?, summary = ? WHERE run_id = ?",
                 (status, _dumps(stored), run_id),
             ),
@@ -390,21 +404,21 @@ class Store:
     def begin(self) -> None:
         """Open a transaction that groups the trials written until `commit`; it holds the
         write lock from here (IMMEDIATE), so a wait for it happens here, not mid-group."""
-        if not self.db.in_transaction:
-            self._writing("starting a write", partial(self.db.execute, "BEGIN IMMEDIATE"))
+        if not self._db.in_transaction:
+            self._writing("starting a write", partial(self._db.execute, "BEGIN IMMEDIATE"))
 
     def commit(self) -> None:
-        if self.db.in_transaction:
+        if self._db.in_transaction:
             try:
-                self.db.execute("COMMIT")
+                self._db.execute("COMMIT")
             except sqlite3.Error as exc:
                 raise damage(exc, self.path, "committing trials") from None
 
     def rollback(self) -> None:
         """Drop an open transaction (after a failed write); what was committed stays."""
-        if self.db.in_transaction:
+        if self._db.in_transaction:
             with contextlib.suppress(sqlite3.Error):  # a failed commit may have ended it
-                self.db.execute("ROLLBACK")
+                self._db.execute("ROLLBACK")
 
     def write_trial(
         self, result: TrialResult, trace: Trace, answer: str, outcome: Outcome | None
@@ -421,7 +435,7 @@ class Store:
     def _write_trial(
         self, result: TrialResult, trace: Trace, answer: str, outcome: Outcome | None
     ) -> None:
-        db = self.db
+        db = self._db
         db.execute("SAVEPOINT trial")
         try:
             rowid = self._insert(result, answer, outcome, None)
@@ -448,14 +462,14 @@ class Store:
         return self._insert_rows(encode_trial(result, answer, outcome, trace_of))
 
     def _insert_rows(self, encoded: EncodedTrial) -> int:
-        rowid = self.db.execute(
+        rowid = self._db.execute(
             "INSERT INTO trials(run_id, task_id, trial, seed, status, score, latency_s,"
             " simulated_s, trace_id, usage, metrics, error, answer, outcome, trace_of)"
             " VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
             encoded.row,
         ).lastrowid
         assert rowid is not None
-        self.db.executemany(
+        self._db.executemany(
             "INSERT INTO checks(trial_rowid, idx, name, kind, passed, score, severity,"
             " evidence) VALUES (?,?,?,?,?,?,?,?)",
             [(rowid, *check) for check in encoded.checks],
@@ -481,7 +495,7 @@ class Store:
             "the list of runs",
             partial(
                 _fetch,
-                self.db,
+                self._db,
                 "SELECT run_id, created_at, status, manifest, summary FROM runs"
                 " ORDER BY created_at DESC LIMIT ?",
                 (limit,),
@@ -515,7 +529,7 @@ class Store:
                 " AND NOT EXISTS (SELECT 1 FROM runs WHERE run_id = ?1))"
             )
             args = [run_id]
-        rows = self._read("the list of runs", partial(_fetch, self.db, query, tuple(args)))
+        rows = self._read("the list of runs", partial(_fetch, self._db, query, tuple(args)))
         if len(rows) != 1:
             why = "no run" if not rows else f"{len(rows)} runs"
             raise RunNotFound(f"{why} matching {run_id!r} in {self.path}")
@@ -542,7 +556,7 @@ class Store:
             raise _unreadable(exc, self.path, f"run {run_id}") from None
 
     def _trial_results(self, run_id: str) -> Iterator[TrialResult]:
-        rows = self.db.execute(
+        rows = self._db.execute(
             "SELECT t.id, t.task_id, t.trial, t.seed, t.status, t.score, t.latency_s,"
             f" t.trace_id, t.usage, t.metrics, t.error, {self._column('simulated_s')},"
             " c.name, c.kind, c.passed, c.score, c.severity, c.evidence"
@@ -564,7 +578,7 @@ class Store:
     def trial_keys(self, run_id: str) -> set[tuple[str, int]]:
         """The (task, trial) pairs stored for a run: what a resumed run skips."""
         query = "SELECT task_id, trial FROM trials WHERE run_id = ?"
-        return set(self._read(f"run {run_id}", partial(_fetch, self.db, query, (run_id,))))
+        return set(self._read(f"run {run_id}", partial(_fetch, self._db, query, (run_id,))))
 
     def task_counts(self, run_id: str) -> dict[str, dict[str, int]]:
         """Per task: trials stored and how many passed, were partial, failed, timed out,
@@ -579,7 +593,7 @@ class Store:
             " SUM(status = 'needs_review')"
             " FROM trials WHERE run_id = ? GROUP BY task_id ORDER BY task_id"
         )
-        rows = self._read(f"run {run_id}", partial(_fetch, self.db, query, (run_id,)))
+        rows = self._read(f"run {run_id}", partial(_fetch, self._db, query, (run_id,)))
         return {
             task_id: {
                 "trials": n,
@@ -599,7 +613,7 @@ class Store:
         return self._read(what, partial(self._trace, run_id, task_id, trial))
 
     def _trace(self, run_id: str, task_id: str, trial: int) -> tuple[Trace, str, Outcome | None]:
-        row = self.db.execute(
+        row = self._db.execute(
             "SELECT s.id, s.trace_id, s.answer, s.outcome FROM trials t"
             f" JOIN trials s ON s.id = COALESCE({self._column('trace_of')}, t.id)"
             " WHERE t.run_id = ? AND t.task_id = ? AND t.trial = ?",
@@ -610,7 +624,7 @@ class Store:
         rowid, trace_id, answer, outcome = row
         events = [
             TraceEvent(seq, t, kind, _loads(data))
-            for seq, t, kind, data in self.db.execute(
+            for seq, t, kind, data in self._db.execute(
                 "SELECT seq, t, kind, data FROM events WHERE trial_rowid = ? ORDER BY seq",
                 (rowid,),
             )
@@ -659,7 +673,7 @@ class Store:
         source_of = f"COALESCE({self._column('trace_of')}, t.id)"
         names = ",".join("?" * len(kept)) or "NULL"
         bound = "" if until is None else " AND (t.task_id, t.trial) <= (?, ?)"
-        rows = self.db.execute(
+        rows = self._db.execute(
             "SELECT s.id, t.task_id, t.trial, t.seed, t.status,"
             f" t.latency_s, t.trace_id, t.usage, t.error, s.answer, s.outcome, t.id,"
             f" {self._column('simulated_s')}"
@@ -675,19 +689,34 @@ class Store:
             "WHERE t.run_id = ? AND (t.task_id, t.trial) > (?, ?)"
             " AND (t.task_id, t.trial) <= (?, ?)"
         )
-        events = self.db.execute(
+        events = self._db.execute(
             "SELECT e.trial_rowid, e.seq, e.t, e.kind, e.data FROM trials t"
             f" JOIN events e ON e.trial_rowid = {source_of}"
             f" {between} ORDER BY t.task_id, t.trial, e.seq",
             window,
         ).fetchall()
-        checks = self.db.execute(
+        checks = self._db.execute(
             "SELECT t.id, c.name, c.kind, c.passed, c.score, c.severity, c.evidence"
             f" FROM trials t JOIN checks c ON c.trial_rowid = t.id {between}"
             f" AND c.name IN ({names}) ORDER BY t.task_id, t.trial, c.idx",
             (*window, *kept),
         ).fetchall()
         return rows, events, checks
+
+    def trials_by_trace(self, trace_ids: Iterable[str]) -> list[tuple[str, str, int, str]]:
+        """(run id, task id, trial, trace id) of every stored trial whose trace id is one
+        of `trace_ids`, asked `_TRACE_CHUNK` ids at a time (SQLite's bound-parameter limit is far
+        above it)."""
+        wanted = sorted(set(trace_ids))
+        out = []
+        for start in range(0, len(wanted), _TRACE_CHUNK):
+            chunk = wanted[start : start + _TRACE_CHUNK]
+            marks = ",".join("?" * len(chunk))
+            query = (
+                f"SELECT run_id, task_id, trial, trace_id FROM trials WHERE trace_id IN ({marks})"
+            )
+            out += self.select("the trials by trace id", query, chunk)
+        return out
 
     def share_bounds(self, run_id: str, size: int) -> Iterator[tuple[Key, Key]]:
         """A run's trials in shares of `size`, as (after, until] key ranges in order:
@@ -704,15 +733,50 @@ class Store:
         )
         while True:
             row = self._read(
-                f"run {run_id}", partial(_one, self.db, query, (run_id, *after, size - 1))
+                f"run {run_id}", partial(_one, self._db, query, (run_id, *after, size - 1))
             )
             if row is None:
-                row = self._read(f"run {run_id}", partial(_one, self.db, last, (run_id, *after)))
+                row = self._read(f"run {run_id}", partial(_one, self._db, last, (run_id, *after)))
                 if row is not None:
                     yield after, (row[0], row[1])
                 return
             yield after, (row[0], row[1])
             after = (row[0], row[1])
+
+
+def writes(
+    doing: str,
+) -> Callable[
+    [Callable[Concatenate[sqlite3.Connection, _P], _T]], Callable[Concatenate[Store, _P], _T]
+]:
+    """A write of a table kept beside the runs (store/desk.py, store/labels.py), made a
+    function of the store: it runs under the store's lock and waits for another
+    process's write lock as every write does (`Store._writing`), `doing` naming it."""
+
+    def on_store(
+        write: Callable[Concatenate[sqlite3.Connection, _P], _T],
+    ) -> Callable[Concatenate[Store, _P], _T]:
+        def written(store: Store, /, *args: _P.args, **kwargs: _P.kwargs) -> _T:
+            return store._writing(doing, partial(write, store._db, *args, **kwargs))
+
+        written.__doc__, written.__name__ = write.__doc__, write.__name__
+        return written
+
+    return on_store
+
+
+def reads(
+    read: Callable[Concatenate[sqlite3.Connection, _P], _T],
+) -> Callable[Concatenate[Store, _P], _T]:
+    """A read of a table kept beside the runs, made a function of the store: it holds the
+    store's lock, so no other thread's statement runs between its own on the connection."""
+
+    def on_store(store: Store, /, *args: _P.args, **kwargs: _P.kwargs) -> _T:
+        with store.lock:
+            return read(store._db, *args, **kwargs)
+
+    on_store.__doc__, on_store.__name__ = read.__doc__, read.__name__
+    return on_store
 
 
 def _fetch(db: sqlite3.Connection, query: str, args: tuple[Any, ...]) -> list[Any]:
