@@ -117,9 +117,10 @@ def show(
     summary = stored_summary(stored)
     assert summary is not None
     print_summary(summary, Console(), all_checks=all_checks)
+    from proctor.core.manifest import Manifest
     from proctor.report.judges import print_judges
 
-    print_judges(run_row["manifest"], summary, Console())
+    print_judges(Manifest.from_json(run_row["manifest"]), summary, Console())
 
 
 def _show_trace(store: Any, run_id: str, task_id: str, trial: int, as_json: bool) -> None:
@@ -267,8 +268,8 @@ def report(
     from proctor.health.records import find_health, health_key, health_problems
     from proctor.report.health_html import health_view
 
-    suite_ref = run_data.manifest["suite"]
-    health = find_health(store, suite_ref["name"], suite_ref["digest"])
+    suite_ref = run_data.manifest.suite
+    health = find_health(store, suite_ref.name, suite_ref.digest)
     if health is not None and health_problems(health, health_key(store)):
         health = None  # edited, unsigned or self-contradicting: shown as never checked
     inputs.health = health_view(health, run_data)
@@ -304,7 +305,7 @@ def _program(store: Any, run_data: Any, suite: Any) -> dict[str, Any]:
     from proctor.loop.program import program_figures
 
     if suite is None:
-        paths = run_data.manifest["suite"].get("paths") or []
+        paths = run_data.manifest.suite.paths
         if paths and all(Path(p).exists() for p in paths):
             try:
                 suite = load_suite(paths)

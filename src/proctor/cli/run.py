@@ -79,13 +79,19 @@ def validate(paths: tuple[str, ...], strict: bool) -> None:
 
 
 @main.command()
-@click.argument("kind", type=click.Choice(["task", "summary"]), default="task")
+@click.argument("kind", type=click.Choice(["task", "summary", "manifest"]), default="task")
 def schema(kind: str) -> None:
-    """Print the JSON Schema of task files (for editors), or of a run summary (`--json`)."""
+    """Print the JSON Schema of task files (for editors), or of a run summary or manifest
+    (`--json`)."""
     if kind == "summary":
         from proctor.core.summary import summary_schema
 
         click.echo(json.dumps(summary_schema(), indent=2))
+        return
+    if kind == "manifest":
+        from proctor.core.manifest import manifest_schema
+
+        click.echo(json.dumps(manifest_schema(), indent=2))
         return
     from proctor.tasks.schema import task_schema
 
@@ -501,7 +507,7 @@ def regrade(
         listed = ", ".join(done.changed_tasks)
         click.echo(f"warning: tasks changed since the run, graded as they are now: {listed}")
     if json_path:
-        out = {**summary.to_json(), "manifest": done.manifest}
+        out = {**summary.to_json(), "manifest": done.manifest.to_json()}
         Path(json_path).parent.mkdir(parents=True, exist_ok=True)
         Path(json_path).write_text(json.dumps(out, indent=2, default=str) + "\n")
     if not quiet:

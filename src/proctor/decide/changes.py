@@ -13,34 +13,35 @@ from collections.abc import Callable
 from typing import Any
 
 from proctor.core.jsonvalues import canonical
+from proctor.core.manifest import Manifest
 
 
-def _agent(m: dict[str, Any]) -> Any:
-    agent = m.get("agent") or {}
-    return f"{agent.get('name', '')} {agent.get('version', '')}".strip() or None
+def _agent(m: Manifest) -> Any:
+    return f"{m.agent.name} {m.agent.version or ''}".strip() or None
 
 
-def _prompt(m: dict[str, Any]) -> Any:
+def _prompt(m: Manifest) -> Any:
     """The system prompt's hash where the manifest has it: the combined prompt hash also
     covers the task prompts, which the suite digest already follows."""
-    return m.get("system_prompt_hash", m.get("prompt_hash"))
+    return m.system_prompt_hash or m.prompt_hash
 
 
-def _judges(m: dict[str, Any]) -> Any:
-    return {k: m[k] for k in ("judge_model", "judge_versions", "judges") if m.get(k) is not None}
+def _judges(m: Manifest) -> Any:
+    named = {"judge_model": m.judge_model, "judges": m.judges}
+    return {k: v for k, v in named.items() if v is not None}
 
 
 #: Component -> how to read it from a manifest.
-COMPONENTS: dict[str, Callable[[dict[str, Any]], Any]] = {
+COMPONENTS: dict[str, Callable[[Manifest], Any]] = {
     "agent": _agent,
-    "model": lambda m: m.get("model"),
+    "model": lambda m: m.model,
     "prompt": _prompt,
-    "tool schemas": lambda m: m.get("tool_schema_hash"),
-    "policy": lambda m: m.get("policy_hash"),
-    "suite": lambda m: (m.get("suite") or {}).get("digest"),
-    "graders": lambda m: m.get("grader_versions"),
+    "tool schemas": lambda m: m.tool_schema_hash,
+    "policy": lambda m: m.policy_hash,
+    "suite": lambda m: m.suite.digest,
+    "graders": lambda m: m.grader_versions,
     "judges": _judges,
-    "user model": lambda m: m.get("user_model"),
+    "user model": lambda m: m.user_model,
 }
 
 
@@ -52,7 +53,7 @@ def _detail(before: Any, after: Any) -> Any:
     return [before, after]
 
 
-def manifest_changes(base: dict[str, Any], cand: dict[str, Any]) -> dict[str, Any]:
+def manifest_changes(base: Manifest, cand: Manifest) -> dict[str, Any]:
     """The components that differ, with baseline and candidate values, and the warning
     when more than one does (JSON-ready; `compare --json` carries it as `changes`)."""
     changed = []
