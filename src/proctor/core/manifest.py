@@ -96,6 +96,7 @@ class Manifest(Record):
     run_faults: list[dict[str, Any]] = Field(default_factory=list)
     host: Host | None = None
     resumes: list[Resumption] = Field(default_factory=list)
+    regraded_from: str | None = None  # the run `proctor regrade` graded again
     #: `proctor replay`'s and `proctor import`'s notes (sessions, skipped checks): free-form.
     replay: dict[str, Any] | None = None
     import_: dict[str, Any] | None = Field(None, alias="import")
