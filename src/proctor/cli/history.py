@@ -34,6 +34,7 @@ def runs(store_path: str, limit: int) -> None:
     from rich.table import Table
     from rich.text import Text
 
+    from proctor.core.manifest import Manifest
     from proctor.store.export import stored_summary
 
     if not Path(store_path).exists():
@@ -50,16 +51,13 @@ def runs(store_path: str, limit: int) -> None:
             created = time.strftime("%Y-%m-%d %H:%M", time.localtime(r["created_at"]))
             table.add_row(Text(str(r["run_id"])), created, "—", "—", "—", "—", "—", "unreadable")
             continue
-        m, s = r["manifest"], stored_summary(r["summary"])
+        m, s = Manifest.from_json(r["manifest"]), stored_summary(r["summary"])
         rate = s.success_rate if s else None
         table.add_row(
             r["run_id"],
             time.strftime("%Y-%m-%d %H:%M", time.localtime(r["created_at"])),
-            Text(f"{m['agent']['name']} {m['agent']['version']}".strip()),
-            Text(
-                f"{m['suite']['name']} @{m['suite']['digest'][:8]}"
-                + (" (holdout)" if m.get("holdout") else "")
-            ),
+            Text(f"{m.agent.name} {m.agent.version}".strip()),
+            Text(f"{m.suite.name} @{m.suite.digest[:8]}" + (" (holdout)" if m.holdout else "")),
             str(s.trials) if s else "—",
             "—" if rate is None else f"{100 * rate:.1f}%",
             str(s.safety_violations.total) if s else "—",
