@@ -270,7 +270,7 @@ def test_holdout_reuse_is_counted_and_warned(tmp_path: Path) -> None:
     store = Store(tmp_path / "p.db")
     infos = {"a": TaskInfo("a", split="holdout"), "b": TaskInfo("b")}
     runs = [make_run(f"r{i}", {"a": "p", "b": "p"}, infos, store=store) for i in range(5)]
-    assert runs[0].manifest["holdout"] is True
+    assert runs[0].manifest.holdout is True
     history = store.runs(limit=-1)
     assert holdout_looks(history, runs[1]) == 1
     assert holdout_looks(history, runs[4]) == 4

@@ -10,6 +10,7 @@ from typing import Any
 from click.testing import CliRunner
 
 from proctor.cli import main
+from proctor.core.manifest import Manifest
 from proctor.decide.changes import COMPONENTS, manifest_changes
 from proctor.decide.compare import compare_runs
 from proctor.store import Store
@@ -46,13 +47,12 @@ def test_more_than_one_component_changed_is_a_warning(tmp_path: Path) -> None:
     db, base, cand = two_runs(tmp_path)
     with Store(db) as store:
         b, c = store_run(store, base), store_run(store, cand)
-    c.manifest = copy.deepcopy(c.manifest)
-    c.manifest["model"] = "other-model"
-    c.manifest["grader_versions"] = {**c.manifest["grader_versions"], "answer": "9"}
+    graders = {**c.manifest.grader_versions, "answer": "9"}
+    c.manifest = c.manifest.model_copy(update={"model": "other-model", "grader_versions": graders})
     report = compare_runs(b, c)
     changed = {row["component"]: row["change"] for row in report["changes"]["changed"]}
     assert set(changed) == {"agent", "model", "graders"}
-    assert changed["graders"] == {"answer": [b.manifest["grader_versions"]["answer"], "9"]}
+    assert changed["graders"] == {"answer": [b.manifest.grader_versions["answer"], "9"]}
     warning = report["changes"]["warning"]
     assert warning == (
         "3 components changed (agent, model, graders): the comparison cannot say which change "
@@ -62,21 +62,23 @@ def test_more_than_one_component_changed_is_a_warning(tmp_path: Path) -> None:
 
 
 def test_identical_manifests_change_nothing_and_every_component_is_read() -> None:
-    manifest: dict[str, Any] = {
+    data: dict[str, Any] = {
+        "trials": 1,
         "agent": {"name": "a", "version": "1"},
         "model": "m",
         "system_prompt_hash": "p",
         "tool_schema_hash": "t",
         "policy_hash": "x",
-        "suite": {"digest": "d"},
+        "suite": {"name": "s", "digest": "d"},
         "grader_versions": {"answer": "1"},
         "judge_model": "j",
         "user_model": {"model": "u", "prompt_version": "1", "guard_version": "1"},
     }
-    assert manifest_changes(manifest, copy.deepcopy(manifest))["changed"] == []
+    manifest = Manifest.from_json(data)
+    assert manifest_changes(manifest, Manifest.from_json(copy.deepcopy(data)))["changed"] == []
     for name, read in COMPONENTS.items():
         assert read(manifest) not in (None, {}), name  # each component has a field to read
-    prompt_only = {**manifest, "prompt_hash": "other"}  # task prompts: the suite's to follow
+    prompt_only = manifest.model_copy(update={"prompt_hash": "other"})  # the suite follows them
     assert manifest_changes(manifest, prompt_only)["changed"] == []
 
 

@@ -186,7 +186,8 @@ def stored(agent: str, passes: dict[str, bool]) -> RunData:
         TrialResult(f"run-{agent}", t, 0, 0, "passed" if ok else "failed")
         for t, ok in passes.items()
     ]
-    manifest = {"agent": {"name": agent, "version": "1"}, "suite": {"task_digests": {}}}
+    suite = {"name": "s", "digest": "d", "task_digests": {}}
+    manifest = {"agent": {"name": agent, "version": "1"}, "suite": suite, "trials": 1}
     return RunData(f"run-{agent}", manifest, None, results)
 
 

@@ -393,7 +393,8 @@ def test_the_item_page_shows_the_task_and_the_state_the_trial_touched(
     assert view.found and view.identity == task.task.identity.model_dump(exclude_none=True)
     assert view.state == state
     # a task file changed since the run is not shown as if the agent had seen it
-    changed = {**run.manifest, "suite": {**run.manifest["suite"], "task_digests": {}}}
+    suite_now = run.manifest.suite.model_copy(update={"task_digests": {}})
+    changed = run.manifest.model_copy(update={"suite": suite_now})
     assert TaskFiles().task(changed, task.id) is None
     small = {"orders": {"A-1": {"status": "placed"}}}
     assert relevant_state(small, trace) == (small, "")  # a small state is shown whole

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -42,10 +43,15 @@ def make_run(
     manifest = {
         "agent": {"name": "a", "version": "1"},
         "trials": k,
-        "suite": {"digest": "d", "task_digests": {t: f"digest-{t}" for t in tasks}},
+        "suite": {"name": "s", "digest": "d", "task_digests": {t: f"digest-{t}" for t in tasks}},
     }
     summary = summarize(run_id, results, infos, trials_per_task=k)
     return RunData(run_id, manifest, summary, results)
+
+
+def recorded(run: RunData, **fields: Any) -> None:
+    """The run as if its manifest had recorded these fields."""
+    run.manifest = run.manifest.model_copy(update=fields)
 
 
 def ok(name: str, kind: str = "answer") -> Check:
@@ -199,24 +205,23 @@ def test_a_new_or_changed_grader_or_judge_routes_the_trials_it_decided() -> None
         *(trial("states", n, [ok("o", "outcome")]) for n in range(2)),
     ]
     base, cand = make_run("base", results), make_run("cand", results)
-    base.manifest["grader_versions"] = {"answer": "1", "outcome": "1"}
-    cand.manifest["grader_versions"] = {"answer": "2", "outcome": "1"}
+    recorded(base, grader_versions={"answer": "1", "outcome": "1"})
+    recorded(cand, grader_versions={"answer": "2", "outcome": "1"})
     reasons = routed(review_queue(cand, base, NO_SAMPLE))
     assert list(reasons.values()) == [["grader_changed"]]
     assert next(iter(reasons))[0] == "answers"  # only the task with answer checks
     # a grader whose name is no check kind: its checks cannot be told apart, so each task
-    cand.manifest["grader_versions"] = {"answer": "1", "outcome": "1", "mine": "1"}
+    recorded(cand, grader_versions={"answer": "1", "outcome": "1", "mine": "1"})
     queue = review_queue(cand, base, NO_SAMPLE)
     assert {key[0] for key in routed(queue)} == {"answers", "states"}
     assert queue["items"][0]["details"]["grader_changed"] == "new grader mine"
-    cand.manifest["grader_versions"] = base.manifest["grader_versions"]
+    recorded(cand, grader_versions=base.manifest.grader_versions)
     assert review_queue(cand, base, NO_SAMPLE)["items"] == []  # nothing changed
-    cand.manifest["judge_model"] = "gpt-judge"
     judged = [*results, trial("judged", 0, [ok("j", "judge")])]
     cand = make_run("cand", judged)
-    cand.manifest |= {"grader_versions": base.manifest["grader_versions"], "judge_model": "j2"}
+    recorded(cand, grader_versions=base.manifest.grader_versions, judge_model="j2")
     base = make_run("base", judged)
-    base.manifest |= {"grader_versions": cand.manifest["grader_versions"], "judge_model": "j1"}
+    recorded(base, grader_versions=cand.manifest.grader_versions, judge_model="j1")
     queue = review_queue(cand, base, NO_SAMPLE)
     assert [(i["task_id"], i["details"]) for i in queue["items"]] == [
         ("judged", {"grader_changed": "judge j1 -> j2"})

@@ -126,7 +126,7 @@ def test_an_old_stored_run_shows_exports_and_reads_back(tmp_path: Path) -> None:
 
 
 def test_a_damaged_summary_in_an_export_is_one_line(tmp_path: Path) -> None:
-    suite = {"digest": "d", "task_digests": {}}
+    suite = {"name": "s", "digest": "d", "task_digests": {}}
     run = RunData("r", {"trials": 1, "agent": {"name": "a"}, "suite": suite}, _old(), [])
     out = tmp_path / "run.jsonl"
     export_run(run, out)

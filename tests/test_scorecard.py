@@ -84,8 +84,14 @@ def card_of(
     tasks = {r.task_id: TaskInfo(r.task_id, tags=tags.get(r.task_id, [])) for r in results}
     trials = max(sum(r.task_id == t for r in results) for t in tasks)
     summary = summarize("run-1", results, tasks, trials_per_task=trials)
-    run = RunData("run-1", {"trials": trials}, summary, results)
+    run = RunData("run-1", manifest(trials), summary, results)
     return scorecard(run, summary, config or ScorecardConfig())
+
+
+def manifest(trials: int) -> dict[str, Any]:
+    """The manifest of a run of these trials per task (the parts a scorecard reads)."""
+    suite = {"name": "s", "digest": "d"}
+    return {"trials": trials, "agent": {"name": "a"}, "suite": suite}
 
 
 def clean_run(n: int = 5) -> list[TrialResult]:
@@ -273,14 +279,13 @@ def test_summary_carries_the_scorecard_with_task_tags() -> None:
     poor = {"tool_precision": 0.5}
     results = [trial("a", metrics=poor), trial("b")]
     tasks = {"a": TaskInfo("a", tags=["clear"]), "b": TaskInfo("b")}
-    manifest = {"trials": 1}
-    summary = summary_with_scorecard("run-1", manifest, results, tasks, max_error_rate=0.05)
+    summary = summary_with_scorecard("run-1", manifest(1), results, tasks, max_error_rate=0.05)
     card = summary.to_json()["scorecard"]
     assert gate(card, "tool_use")["status"] == "fail"  # only `a` is clear
     assert card["passed"] is False
     without = ScorecardConfig(gates=[g for g in ScorecardConfig().gates if not g.where])
     custom = summary_with_scorecard(
-        "run-1", manifest, results, tasks, max_error_rate=0.05, config=without
+        "run-1", manifest(1), results, tasks, max_error_rate=0.05, config=without
     )
     assert custom.scorecard is not None and custom.scorecard.passed is True
 

@@ -97,8 +97,8 @@ def required_health(
                 f"{report_path}: not a health report (no suite_verdict; `proctor health --json`)"
             )
     else:
-        suite = run.manifest["suite"]
-        report = find_health(store, suite["name"], suite["digest"]) if store else None
+        suite = run.manifest.suite
+        report = find_health(store, suite.name, suite.digest) if store else None
     return health_gate(report, run, list(rules), health_key(store))
 
 

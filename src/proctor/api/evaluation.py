@@ -21,6 +21,7 @@ from proctor.api.judging import Combine, judging_for
 if TYPE_CHECKING:
     from proctor.agents.pricing import PriceTable
     from proctor.api.decisions import RunRef
+    from proctor.core.manifest import Manifest
     from proctor.core.results import TrialResult
     from proctor.core.runs import RunData
     from proctor.core.summary import RunSummary
@@ -156,7 +157,7 @@ class RunResult:
     """
 
     run_id: str
-    manifest: dict[str, Any]
+    manifest: Manifest
     summary: RunSummary
     store: Store = field(repr=False)
     suite: Suite | None = field(default=None, repr=False)
@@ -184,7 +185,7 @@ class RunResult:
 
     def to_json(self) -> dict[str, Any]:
         """The summary with the manifest beside it (`proctor run --json`)."""
-        return {**self.summary.to_json(), "manifest": self.manifest}
+        return {**self.summary.to_json(), "manifest": self.manifest.to_json()}
 
     def gate(
         self,

@@ -220,7 +220,7 @@ def gate(
         fail(exc.lines())
     store = maybe_store(store_path)
     run_data = run_data_or_exit(run_ref, store)
-    recorded = run_data.manifest.get("currency")
+    recorded = run_data.manifest.currency
     if prices_path or not recorded:
         currency = prices_or_exit(prices_path).currency
     else:

@@ -34,6 +34,7 @@ def runs(store_path: str, limit: int) -> None:
     from rich.table import Table
     from rich.text import Text
 
+    from proctor.core.manifest import Manifest
     from proctor.store.export import stored_summary
 
     if not Path(store_path).exists():
@@ -50,16 +51,13 @@ def runs(store_path: str, limit: int) -> None:
             created = time.strftime("%Y-%m-%d %H:%M", time.localtime(r["created_at"]))
             table.add_row(Text(str(r["run_id"])), created, "—", "—", "—", "—", "—", "unreadable")
             continue
-        m, s = r["manifest"], stored_summary(r["summary"])
+        m, s = Manifest.from_json(r["manifest"]), stored_summary(r["summary"])
         rate = s.success_rate if s else None
         table.add_row(
             r["run_id"],
             time.strftime("%Y-%m-%d %H:%M", time.localtime(r["created_at"])),
-            Text(f"{m['agent']['name']} {m['agent']['version']}".strip()),
-            Text(
-                f"{m['suite']['name']} @{m['suite']['digest'][:8]}"
-                + (" (holdout)" if m.get("holdout") else "")
-            ),
+            Text(f"{m.agent.name} {m.agent.version}".strip()),
+            Text(f"{m.suite.name} @{m.suite.digest[:8]}" + (" (holdout)" if m.holdout else "")),
             str(s.trials) if s else "—",
             "—" if rate is None else f"{100 * rate:.1f}%",
             str(s.safety_violations.total) if s else "—",
@@ -117,9 +115,10 @@ def show(
     summary = stored_summary(stored)
     assert summary is not None
     print_summary(summary, Console(), all_checks=all_checks)
+    from proctor.core.manifest import Manifest
     from proctor.report.judges import print_judges
 
-    print_judges(run_row["manifest"], summary, Console())
+    print_judges(Manifest.from_json(run_row["manifest"]), summary, Console())
 
 
 def _show_trace(store: Any, run_id: str, task_id: str, trial: int, as_json: bool) -> None:
@@ -268,8 +267,8 @@ def report(
     from proctor.report.health_html import health_view
     from proctor.store.health_reports import find_health, health_key
 
-    suite_ref = run_data.manifest["suite"]
-    health = find_health(store, suite_ref["name"], suite_ref["digest"])
+    suite_ref = run_data.manifest.suite
+    health = find_health(store, suite_ref.name, suite_ref.digest)
     if health is not None and health_problems(health, health_key(store)):
         health = None  # edited, unsigned or self-contradicting: shown as never checked
     inputs.health = health_view(health, run_data)
@@ -305,7 +304,7 @@ def _program(store: Any, run_data: Any, suite: Any) -> dict[str, Any]:
     from proctor.loop.program import program_figures
 
     if suite is None:
-        paths = run_data.manifest["suite"].get("paths") or []
+        paths = run_data.manifest.suite.paths
         if paths and all(Path(p).exists() for p in paths):
             try:
                 suite = load_suite(paths)

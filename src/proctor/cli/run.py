@@ -79,13 +79,19 @@ def validate(paths: tuple[str, ...], strict: bool) -> None:
 
 
 @main.command()
-@click.argument("kind", type=click.Choice(["task", "summary"]), default="task")
+@click.argument("kind", type=click.Choice(["task", "summary", "manifest"]), default="task")
 def schema(kind: str) -> None:
-    """Print the JSON Schema of task files (for editors), or of a run summary (`--json`)."""
+    """Print the JSON Schema of task files (for editors), or of a run summary or manifest
+    (`--json`)."""
     if kind == "summary":
         from proctor.core.summary import summary_schema
 
         click.echo(json.dumps(summary_schema(), indent=2))
+        return
+    if kind == "manifest":
+        from proctor.core.manifest import manifest_schema
+
+        click.echo(json.dumps(manifest_schema(), indent=2))
         return
     from proctor.tasks.schema import task_schema
 
@@ -452,6 +458,7 @@ def regrade(
     from rich.console import Console
 
     from proctor.core.documents import SpecError
+    from proctor.core.manifest import Manifest
     from proctor.decide.scorecard import load_scorecard
     from proctor.env.sources import source_spec
     from proctor.report.judges import print_judges
@@ -506,7 +513,7 @@ def regrade(
         Path(json_path).write_text(json.dumps(out, indent=2, default=str) + "\n")
     if not quiet:
         print_summary(summary, Console(), all_checks=all_checks)
-        print_judges(done.manifest, summary, Console())
+        print_judges(Manifest.from_json(done.manifest), summary, Console())
     flips = ", ".join(f"{a} -> {b}: {n}" for (a, b), n in sorted(done.flips.items()))
     rate = summary.trials / elapsed if elapsed > 0 else 0.0
     click.echo(

@@ -30,7 +30,7 @@ class Record(BaseModel):
 
     def to_json(self) -> dict[str, Any]:
         """The JSON form: the keys this record was made from, no more."""
-        return self.model_dump(mode="json", exclude_unset=True)
+        return self.model_dump(mode="json", exclude_unset=True, by_alias=True)
 
 
 class Distribution(Record):
@@ -257,14 +257,9 @@ class RunSummary(Rates, _RunSize):
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> RunSummary:
         """A stored summary of any version, migrated to this one."""
-        version = int(data.get("summary_version", 1))
-        if version > SUMMARY_VERSION:
-            raise ValueError(
-                f"summary version {version} is newer than this proctor reads ({SUMMARY_VERSION})"
-            )
-        for step in range(version, SUMMARY_VERSION):
-            data = MIGRATIONS[step](data)
-        return cls.model_validate(data)
+        return cls.model_validate(
+            migrated(data, "summary_version", SUMMARY_VERSION, MIGRATIONS, "summary")
+        )
 
     def task_infos(self) -> dict[str, TaskInfo]:
         """Tags, suites, risk, split, difficulty and optimal steps per task."""
@@ -294,8 +289,24 @@ def _from_1(data: dict[str, Any]) -> dict[str, Any]:
     return {**data, "cost": cost, "summary_version": 2}
 
 
+Migration = Callable[[dict[str, Any]], dict[str, Any]]
+
+
+def migrated(
+    data: dict[str, Any], key: str, current: int, migrations: dict[int, Migration], what: str
+) -> dict[str, Any]:
+    """A stored record's JSON turned into the `current` layout, one version at a time
+    (no `key`: version 1, stored before versions were recorded); a newer one is refused."""
+    version = int(data.get(key, 1))
+    if version > current:
+        raise ValueError(f"{what} version {version} is newer than this proctor reads ({current})")
+    for step in range(version, current):
+        data = migrations[step](data)
+    return data
+
+
 #: version → the step that turns a summary of that version into the next.
-MIGRATIONS: dict[int, Callable[[dict[str, Any]], dict[str, Any]]] = {1: _from_1}
+MIGRATIONS: dict[int, Migration] = {1: _from_1}
 
 
 def summary_schema() -> dict[str, Any]:

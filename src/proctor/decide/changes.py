@@ -20,34 +20,35 @@ from collections.abc import Callable
 from typing import Any
 
 from proctor.core.jsonvalues import canonical
+from proctor.core.manifest import Manifest
 
 
-def _agent(m: dict[str, Any]) -> Any:
-    agent = m.get("agent") or {}
-    return f"{agent.get('name', '')} {agent.get('version', '')}".strip() or None
+def _agent(m: Manifest) -> Any:
+    return f"{m.agent.name} {m.agent.version or ''}".strip() or None
 
 
-def _prompt(m: dict[str, Any]) -> Any:
+def _prompt(m: Manifest) -> Any:
     """The system prompt's hash where the manifest has it: the combined prompt hash also
     covers the task prompts, which the suite digest already follows."""
-    return m.get("system_prompt_hash", m.get("prompt_hash"))
+    return m.system_prompt_hash or m.prompt_hash
 
 
-def _judges(m: dict[str, Any]) -> Any:
-    return {k: m[k] for k in ("judge_model", "judge_versions", "judges") if m.get(k) is not None}
+def _judges(m: Manifest) -> Any:
+    named = {"judge_model": m.judge_model, "judges": m.judges}
+    return {k: v for k, v in named.items() if v is not None}
 
 
 #: Component -> how to read it from a manifest.
-COMPONENTS: dict[str, Callable[[dict[str, Any]], Any]] = {
+COMPONENTS: dict[str, Callable[[Manifest], Any]] = {
     "agent": _agent,
-    "model": lambda m: m.get("model"),
+    "model": lambda m: m.model,
     "prompt": _prompt,
-    "tool schemas": lambda m: m.get("tool_schema_hash"),
-    "policy": lambda m: m.get("policy_hash"),
-    "suite": lambda m: (m.get("suite") or {}).get("digest"),
-    "graders": lambda m: m.get("grader_versions"),
+    "tool schemas": lambda m: m.tool_schema_hash,
+    "policy": lambda m: m.policy_hash,
+    "suite": lambda m: m.suite.digest,
+    "graders": lambda m: m.grader_versions,
     "judges": _judges,
-    "user model": lambda m: m.get("user_model"),
+    "user model": lambda m: m.user_model,
 }
 
 
@@ -65,7 +66,7 @@ def _shown(value: Any) -> str:
     return str(value)
 
 
-def unmatched(base: dict[str, Any], cand: dict[str, Any]) -> dict[str, str]:
+def unmatched(base: Manifest, cand: Manifest) -> dict[str, str]:
     """The MATCHED components that differ (gates-file name -> what differs, in one line)."""
     out = {}
     for key, name in MATCHED.items():
@@ -80,7 +81,7 @@ def unmatched(base: dict[str, Any], cand: dict[str, Any]) -> dict[str, str]:
     return out
 
 
-def unmatched_warnings(base: dict[str, Any], cand: dict[str, Any]) -> list[str]:
+def unmatched_warnings(base: Manifest, cand: Manifest) -> list[str]:
     """What `compare` and `gate` warn of when a MATCHED component differs."""
     return [
         f"the {MATCHED[key]} differs ({what}): its noise is not paired out; a gate's baseline "
@@ -97,7 +98,7 @@ def _detail(before: Any, after: Any) -> Any:
     return [before, after]
 
 
-def manifest_changes(base: dict[str, Any], cand: dict[str, Any]) -> dict[str, Any]:
+def manifest_changes(base: Manifest, cand: Manifest) -> dict[str, Any]:
     """The components that differ, with baseline and candidate values, and the warning
     when more than one does (JSON-ready; `compare --json` carries it as `changes`)."""
     changed = []

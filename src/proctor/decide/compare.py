@@ -22,6 +22,7 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from proctor.core.manifest import Manifest
 from proctor.core.results import TaskInfo, TrialResult
 from proctor.core.runs import RunData
 from proctor.decide import paired, stats
@@ -146,13 +147,13 @@ class Pairing:
 
     def __init__(self, base: RunData, cand: RunData) -> None:
         self.warnings: list[str] = []
-        b_digests = base.manifest["suite"]["task_digests"]
-        c_digests = cand.manifest["suite"]["task_digests"]
+        b_digests = base.manifest.suite.task_digests
+        c_digests = cand.manifest.suite.task_digests
         self.base_trials, self.cand_trials = _by_task(base.results), _by_task(cand.results)
-        if base.manifest["suite"]["digest"] != cand.manifest["suite"]["digest"]:
+        b_suite, c_suite = base.manifest.suite.digest, cand.manifest.suite.digest
+        if b_suite != c_suite:
             self.warnings.append(
-                f"suite versions differ (baseline @{base.manifest['suite']['digest'][:8]}, "
-                f"candidate @{cand.manifest['suite']['digest'][:8]})"
+                f"suite versions differ (baseline @{b_suite[:8]}, candidate @{c_suite[:8]})"
             )
         shared = set(b_digests) & set(c_digests)
         changed = {t for t in shared if b_digests[t] != c_digests[t]}
@@ -286,7 +287,7 @@ class Pairing:
 
 def holdout_looks(history: Iterable[dict[str, Any]], cand: RunData) -> int:
     """How many stored runs before the candidate evaluated the same holdout tasks."""
-    digest = cand.manifest["suite"].get("holdout_digest")
+    digest = cand.manifest.suite.holdout_digest
     if not digest:
         return 0
     return sum(
@@ -294,7 +295,7 @@ def holdout_looks(history: Iterable[dict[str, Any]], cand: RunData) -> int:
         for row in history
         if row["run_id"] != cand.run_id
         and row["created_at"] < cand.created_at
-        and row["manifest"]["suite"].get("holdout_digest") == digest
+        and Manifest.from_json(row["manifest"]).suite.holdout_digest == digest
     )
 
 
@@ -302,11 +303,11 @@ def _run_brief(run: RunData) -> dict[str, Any]:
     m = run.manifest
     return {
         "run_id": run.run_id,
-        "agent": f"{m['agent']['name']} {m['agent']['version']}".strip(),
-        "suite_digest": m["suite"]["digest"],
-        "trials_per_task": m["trials"],
-        "holdout": bool(m.get("holdout")),
-        "user_model": (m.get("user_model") or {}).get("model"),
+        "agent": f"{m.agent.name} {m.agent.version}".strip(),
+        "suite_digest": m.suite.digest,
+        "trials_per_task": m.trials,
+        "holdout": m.holdout,
+        "user_model": (m.user_model or {}).get("model"),
         **sim_errors(run.results),
     }
 

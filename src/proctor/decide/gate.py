@@ -342,7 +342,7 @@ class Gate:
         self._summaries: dict[str, Summary | None] = {} if summary is None else {"[]": summary}
         self.pairing = Pairing(baseline, run) if baseline is not None else None
         self._baseline_gate = Gate(baseline, currency=currency) if baseline is not None else None
-        recorded = run.manifest.get("currency")
+        recorded = run.manifest.currency
         self.currency = currency or (Currency.parse(recorded) if recorded else None)
 
     def summary(self, rule: Rule | None) -> Summary | None:
@@ -358,7 +358,7 @@ class Gate:
                     self.run.run_id,
                     results,
                     tasks,
-                    trials_per_task=self.run.manifest["trials"],
+                    trials_per_task=self.run.manifest.trials,
                     max_error_rate=limit,
                 )
                 if tasks

@@ -44,6 +44,7 @@ from proctor.core.documents import (
     line_of,
     read_document,
 )
+from proctor.core.manifest import Manifest
 from proctor.core.results import TaskInfo, TrialResult
 from proctor.core.runs import RunData
 from proctor.core.summary import RunSummary, Scorecard
@@ -209,14 +210,15 @@ def summary_with_scorecard(
     config: ScorecardConfig | None = None,
 ) -> RunSummary:
     """The RunSummary a finished run stores: its metrics, then its scorecard."""
+    recorded = Manifest.from_json(manifest)
     summary = summarize(
         run_id,
         results,
         tasks,
-        trials_per_task=manifest["trials"],
+        trials_per_task=recorded.trials,
         max_error_rate=max_error_rate,
-        currency=manifest.get("currency"),
+        currency=recorded.currency,
     )
     typed = RunSummary.new(summary)
-    card = scorecard(RunData(run_id, manifest, typed, results), summary, config)
+    card = scorecard(RunData(run_id, recorded, typed, results), summary, config)
     return typed.model_copy(update={"scorecard": Scorecard.model_validate(card)})

@@ -106,7 +106,7 @@ def check_health(
                 concurrency=o.concurrency,
                 timeout_s=o.timeout_s,
             ).run()
-            return report.run_id, str(report.manifest["agent"]["name"])
+            return report.run_id, report.manifest.agent.name
 
         say("noise floor: two runs with one seed")
         noisy = noise_agent if noise_agent is not None else reference

@@ -161,7 +161,7 @@ def flaky_tasks(
             diffs.append(TrialDiff(key[0], key[1], (a.status, b.status), checks, trace_diff))
     return FlakyReport(
         suite.name,
-        runs[0].manifest["agent"]["name"],
+        runs[0].manifest.agent.name,
         seed,
         trials,
         (runs[0].run_id, runs[1].run_id),

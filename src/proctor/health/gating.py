@@ -22,7 +22,7 @@ def unhealthy_tasks(report: dict[str, Any], run: RunData) -> dict[str, str]:
     """Task id → why it cannot carry a gate, for the run's tasks."""
     checked = {t["task_id"]: t for t in report.get("tasks", [])}
     out = {}
-    for task_id, digest in run.manifest["suite"]["task_digests"].items():
+    for task_id, digest in run.manifest.suite.task_digests.items():
         task = checked.get(task_id)
         if task is None:
             out[task_id] = "not checked by the health report"
@@ -40,22 +40,18 @@ def health_gate(
     """The health part of a gate's verdict: `refused`, the reasons, and per rule the
     unhealthy tasks its slice rests on. `key`: the store's health key, which signed the
     report if `proctor health` wrote it."""
-    suite = run.manifest["suite"]
+    suite = run.manifest.suite
     if report is None:
         reason = (
-            f"no health report for suite {suite['name']!r} (digest {suite['digest']}): "
+            f"no health report for suite {suite.name!r} (digest {suite.digest}): "
             "run `proctor health` on it first"
         )
         return {"refused": True, "reasons": [reason], "report": None, "rules": []}
     problems = health_problems(report, key)
-    if (
-        not problems
-        and suite["digest"] != report["suite_digest"]
-        and suite["name"] != report["suite"]
-    ):
+    if not problems and suite.digest != report["suite_digest"] and suite.name != report["suite"]:
         problems = [
             f"the health report is of suite {report['suite']!r} (digest "
-            f"{report['suite_digest']}), not the run's {suite['name']!r} ({suite['digest']})"
+            f"{report['suite_digest']}), not the run's {suite.name!r} ({suite.digest})"
         ]
     if problems:
         return {"refused": True, "reasons": problems, "report": None, "rules": []}

@@ -239,7 +239,7 @@ def references(
         refs, failed = references_in(store, report.run_id, suite)
     finally:
         store.close()
-    return refs, failed, report.manifest["agent"]["name"]
+    return refs, failed, report.manifest.agent.name
 
 
 def mutate_references(

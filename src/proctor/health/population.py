@@ -21,9 +21,8 @@ MIN_AGENTS = 2
 
 
 def agent_label(run: RunData) -> str:
-    agent = run.manifest.get("agent") or {}
-    version = agent.get("version")
-    return f"{agent.get('name', '?')}@{version}" if version else str(agent.get("name", "?"))
+    agent = run.manifest.agent
+    return f"{agent.name}@{agent.version}" if agent.version else agent.name
 
 
 @dataclass

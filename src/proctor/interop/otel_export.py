@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
 
+from proctor.core.manifest import Manifest
 from proctor.core.outcome import Outcome
 from proctor.core.results import TrialResult
 from proctor.core.trace import Trace, TraceEvent
@@ -68,7 +69,9 @@ class SpanWriter:
     """Turns trials into SDK spans (deterministic ids: the trial's trace id, and span ids
     derived from it) and hands each trial's spans to `sink`."""
 
-    def __init__(self, manifest: dict[str, Any], *, include_content: bool) -> None:
+    def __init__(
+        self, run_id: str, manifest: Manifest, created_at: float, *, include_content: bool
+    ) -> None:
         from opentelemetry.sdk.resources import Resource
         from opentelemetry.sdk.trace import TracerProvider
         from opentelemetry.sdk.trace.export import SimpleSpanProcessor
@@ -80,14 +83,13 @@ class SpanWriter:
         self.include_content = include_content
         self.memory = InMemorySpanExporter()
         self.ids = _Ids()
-        resource = Resource({"service.name": "proctor", sc.RUN_ID: manifest["run_id"]})
+        resource = Resource({"service.name": "proctor", sc.RUN_ID: run_id})
         # _Ids has IdGenerator's methods; it cannot subclass it: otel is imported lazily.
         ids = cast("IdGenerator", self.ids)
         self.provider = TracerProvider(resource=resource, id_generator=ids)
         self.provider.add_span_processor(SimpleSpanProcessor(self.memory))
         self.tracer = self.provider.get_tracer("proctor", __version__)
-        created = manifest.get("created_at_unix") or 0.0
-        self.base_ns = int(float(created) * 1e9)
+        self.base_ns = int(created_at * 1e9)
 
     def spans(self, trial: TrialData) -> Sequence[Any]:
         """The finished spans of one trial."""
@@ -96,7 +98,7 @@ class SpanWriter:
 
         self.ids.start(trial.result.trace_id)
         root = self.tracer.start_span(
-            f"invoke_agent {self.manifest['agent']['name']}",
+            f"invoke_agent {self.manifest.agent.name}",
             context=Context(),  # a new trace, whatever span the caller has open
             attributes=self._root_attributes(trial),
             start_time=self.base_ns,
@@ -144,8 +146,8 @@ class SpanWriter:
         r, m = trial.result, self.manifest
         values: dict[str, Any] = {
             "gen_ai.operation.name": "invoke_agent",
-            "gen_ai.agent.name": m["agent"]["name"],
-            "gen_ai.request.model": m.get("model"),
+            "gen_ai.agent.name": m.agent.name,
+            "gen_ai.request.model": m.model,
             "gen_ai.usage.input_tokens": r.usage.input_tokens,
             "gen_ai.usage.output_tokens": r.usage.output_tokens,
             sc.RUN_ID: r.run_id,
@@ -353,8 +355,10 @@ def export_run(
             "exporting spans needs opentelemetry: pip install 'proctor[otel]'"
         ) from None
     run = store.run(run_ref)
-    manifest = {**run["manifest"], "created_at_unix": run["created_at"]}
-    writer = SpanWriter(manifest, include_content=include_content)
+    manifest = Manifest.from_json(run["manifest"])
+    writer = SpanWriter(
+        run["run_id"], manifest, float(run["created_at"] or 0.0), include_content=include_content
+    )
     send, close = file_sink(Path(out)) if out is not None else otlp_sink(str(endpoint), headers)
     count = 0
     try:

@@ -21,6 +21,7 @@ from collections.abc import Iterable, Sequence
 from datetime import datetime
 from typing import Any
 
+from proctor.core.manifest import Manifest
 from proctor.core.results import TrialResult
 from proctor.core.summary import RunSummary
 from proctor.decide.agreement import cohen_kappa
@@ -106,7 +107,7 @@ def incidents_caught(store: Store, suite: Suite) -> dict[str, Any]:
                     "source": origin.get("source"),
                     "promoted_from": f"{origin.get('task_id')}#{origin.get('trial')}",
                     "first_caught_in": row["run_id"],
-                    "agent": row["manifest"]["agent"]["name"],
+                    "agent": Manifest.from_json(row["manifest"]).agent.name,
                 }
     rows = list(caught.values())
     production = [r for r in rows if r["source"] == "production"]

@@ -39,6 +39,7 @@ from typing import Any
 
 from proctor.core.documents import SpecError, dump_document
 from proctor.core.jsonvalues import canonical
+from proctor.core.manifest import Manifest
 from proctor.core.outcome import Outcome
 from proctor.core.results import TrialResult
 from proctor.core.trace import Trace
@@ -118,8 +119,12 @@ class _Trial:
     outcome: Outcome
 
     @property
+    def manifest(self) -> Manifest:
+        return Manifest.from_json(self.run["manifest"])
+
+    @property
     def imported(self) -> bool:
-        return "import" in self.run["manifest"]
+        return self.manifest.import_ is not None
 
 
 def _stored_trial(store: Store, run_ref: str, task_id: str, trial: int) -> _Trial:
@@ -269,10 +274,6 @@ def _description(trial: _Trial, failed: list[str], review: ReviewNote | None) ->
     return text
 
 
-def _date(run: dict[str, Any]) -> str:
-    return str(run["manifest"].get("created_at") or "")
-
-
 def build_task(
     trial: _Trial,
     member: SuiteTask,
@@ -298,7 +299,7 @@ def build_task(
         if isinstance(item, PathAssertion):
             paths.add(tuple(item.path.split(".")))
     world = state_slice(domain.initial_state(task), paths)
-    declared = [*task.faults, *(Fault(**f) for f in trial.run["manifest"].get("run_faults", []))]
+    declared = [*task.faults, *(Fault(**f) for f in trial.manifest.run_faults)]
     redaction = _Redaction(redactor, trial.trace, _needed(expect, calls))
     user = (
         {"replies": recorded_replies(trial.trace)}
@@ -337,9 +338,9 @@ def build_task(
             "trial": r.trial,
             "trace_id": r.trace_id,
             "source": "production" if trial.imported else "live",
-            "agent": trial.run["manifest"]["agent"]["name"],
-            "model": trial.run["manifest"].get("model"),
-            "run_date": _date(trial.run),
+            "agent": trial.manifest.agent.name,
+            "model": trial.manifest.model,
+            "run_date": trial.manifest.created_at or "",
             "promoted_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
             "failed_checks": failure.checks,
         },

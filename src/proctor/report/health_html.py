@@ -23,15 +23,15 @@ _TEMPLATE = files("proctor.report") / "templates" / "health.html.j2"
 
 def health_view(report: dict[str, Any] | None, run: RunData) -> dict[str, Any]:
     """What the section shows of `report` for `run` (None: no report for its suite)."""
-    suite = run.manifest["suite"]
+    suite = run.manifest.suite
     if report is None:
-        return {"checked": False, "suite": suite["name"], "digest": suite["digest"]}
+        return {"checked": False, "suite": suite.name, "digest": suite.digest}
     noise, mutation = report["noise"], report["mutation"]
     return {
         "checked": True,
         "suite": report["suite"],
         "digest": report["suite_digest"],
-        "same_digest": report["suite_digest"] == suite["digest"],
+        "same_digest": report["suite_digest"] == suite.digest,
         "verdict": report["suite_verdict"]["verdict"],
         "reasons": report["suite_verdict"]["reasons"],
         "counts": [(v, n) for v, n in report["suite_verdict"]["counts"].items() if n],

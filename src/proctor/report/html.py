@@ -69,27 +69,26 @@ def csp_hash(text: str) -> str:
 
 def _manifest_rows(inputs: ReportInputs) -> list[tuple[str, str]]:
     m, run = inputs.manifest, inputs.run
-    suite = m["suite"]
-    graders = ", ".join(f"{k} {v}" for k, v in sorted(m.get("grader_versions", {}).items()))
+    suite = m.suite
+    graders = ", ".join(f"{k} {v}" for k, v in sorted(m.grader_versions.items()))
     return [
-        ("agent", f"{m['agent']['name']} {m['agent']['version']}".strip()),
-        ("agent reference", str(m["agent"].get("ref") or "—")),
-        ("model", str(m.get("model") or "—")),
-        ("prompt hash", str(m.get("prompt_hash"))),
-        ("tool schema hash", str(m.get("tool_schema_hash"))),
-        ("policy hash", str(m.get("policy_hash"))),
+        ("agent", f"{m.agent.name} {m.agent.version}".strip()),
+        ("agent reference", m.agent.ref or "—"),
+        ("model", m.model or "—"),
+        ("prompt hash", str(m.prompt_hash)),
+        ("tool schema hash", str(m.tool_schema_hash)),
+        ("policy hash", str(m.policy_hash)),
         (
             "suite",
-            f"{suite['name']} @{suite['digest']}, {suite['tasks']} tasks, "
-            f"splits {', '.join(suite.get('splits', []))}",
+            f"{suite.name} @{suite.digest}, {suite.tasks} tasks, splits {', '.join(suite.splits)}",
         ),
-        ("trials per task", str(m["trials"])),
-        ("seed", str(m["seed"])),
-        ("proctor", str(m.get("proctor_version"))),
-        ("date", str(m.get("created_at"))),
+        ("trials per task", str(m.trials)),
+        ("seed", str(m.seed)),
+        ("proctor", str(m.proctor_version)),
+        ("date", str(m.created_at)),
         ("run status", run.status),
         ("graders", graders or "—"),
-        ("judge model", str(m.get("judge_model") or "none (deterministic graders)")),
+        ("judge model", m.judge_model or "none (deterministic graders)"),
         *(("judge", line) for line in judge_statements(m, inputs.summary.judges)),
     ]
 
@@ -373,8 +372,8 @@ def render_html(
         css=Markup(css),
         js=Markup(js),
         run_id=inputs.run.run_id,
-        agent=f"{m['agent']['name']} {m['agent']['version']}".strip(),
-        suite=m["suite"]["name"],
+        agent=f"{m.agent.name} {m.agent.version}".strip(),
+        suite=m.suite.name,
         k=s.headline_k,
         verdicts=_verdicts(inputs),
         manifest=_manifest_rows(inputs),

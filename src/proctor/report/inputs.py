@@ -14,6 +14,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from proctor.core.manifest import Manifest
 from proctor.core.runs import RunData
 from proctor.core.summary import RunSummary
 from proctor.decide.compare import compare_runs
@@ -46,16 +47,16 @@ class ReportInputs:
     health: dict[str, Any] | None = None
 
     @property
-    def manifest(self) -> dict[str, Any]:
+    def manifest(self) -> Manifest:
         return self.run.manifest
 
 
 def task_texts(
-    suite: Suite, manifest: dict[str, Any], redactor: Redactor | None = None
+    suite: Suite, manifest: Manifest, redactor: Redactor | None = None
 ) -> dict[str, TaskText]:
     """Prompt and description of each suite task whose digest the run recorded, redacted
     like the stored trials when a redactor is given (task files are not in the store)."""
-    digests = manifest["suite"]["task_digests"]
+    digests = manifest.suite.task_digests
     redact = redactor.text if redactor is not None else str
     return {
         t.id: TaskText(

@@ -13,6 +13,7 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
+from proctor.core.manifest import Manifest
 from proctor.core.summary import Judges, RunSummary
 from proctor.report.fmt import money, num, pct
 
@@ -21,10 +22,10 @@ def _kappa(kappa: float | None, ci: list[float] | None) -> str:
     return num(kappa) + (f" [{ci[0]:.2f}, {ci[1]:.2f}]" if ci else "")
 
 
-def judge_statements(manifest: dict[str, Any], figures: Judges | None) -> list[str]:
+def judge_statements(manifest: Manifest, figures: Judges | None) -> list[str]:
     """One plain sentence per rubric a run's judge scored, its warnings, its spending
     (`figures`: the summary's judge figures; None in a summary from before them)."""
-    judges = manifest.get("judges")
+    judges = manifest.judges
     if not judges:
         return []
     by_rubric = figures.by_rubric if figures is not None else {}
@@ -70,7 +71,7 @@ def judge_statements(manifest: dict[str, Any], figures: Judges | None) -> list[s
     return out
 
 
-def print_judges(manifest: dict[str, Any], summary: RunSummary, console: Console) -> None:
+def print_judges(manifest: Manifest, summary: RunSummary, console: Console) -> None:
     for line in judge_statements(manifest, summary.judges):
         console.print(Text(line))
 

@@ -78,7 +78,7 @@ def _evaluated(inputs: ReportInputs, h: Headline) -> list[str]:
     m, s = inputs.manifest, inputs.summary
     slices = s.slices
     kinds = [k for k in _PURPOSE if f"suite:{k}" in slices]
-    domains = ", ".join(sorted(m["suite"].get("domains", {}))) or "simulated"
+    domains = ", ".join(sorted(m.suite.domains)) or "simulated"
     parts = [f"{slices[f'suite:{k}'].tasks} {k}" for k in kinds]
 
     def tasks_in(name: str) -> int:
@@ -88,7 +88,7 @@ def _evaluated(inputs: ReportInputs, h: Headline) -> list[str]:
     return [
         "## What was evaluated, and why",
         "",
-        f"The agent {esc(m['agent']['name'])} ({code(m['agent']['ref'])}) was given "
+        f"The agent {esc(m.agent.name)} ({code(m.agent.ref or 'unknown')}) was given "
         f"{_n(s.tasks, 'task')} in a simulated environment ({esc(domains)}), "
         f"{_n(h.k, 'attempt')} each ({_n(s.trials, 'trial')}), every attempt in a fresh "
         "copy of the environment. "
@@ -282,7 +282,7 @@ def _limits(inputs: ReportInputs, h: Headline) -> list[str]:
         lines.append(f"- Size: {s.tasks} tasks × {h.k} attempts: {detectable_drop(s)}.")
     if low is not None and high is not None:
         lines.append(f"- The 95% interval of task success is {100 * (high - low):.1f} points wide.")
-    if m.get("judges"):
+    if m.judges:
         lines += [f"- {esc(line)}" for line in judge_statements(m, s.judges)]
     else:
         lines.append(
@@ -313,13 +313,13 @@ def render_markdown(inputs: ReportInputs) -> str:
     h = headline(inputs.summary)
     rec = recommend(inputs.summary, inputs.gate, inputs.queue["queued"])
     why = esc("; ".join(rec.reasons))
-    agent = f"{m['agent']['name']} {m['agent']['version']}".strip()
+    agent = f"{m.agent.name} {m.agent.version}".strip()
     head = [
-        f"# Agent evaluation: {esc(agent)} on the {esc(m['suite']['name'])} suite",
+        f"# Agent evaluation: {esc(agent)} on the {esc(m.suite.name)} suite",
         "",
-        f"{esc(m.get('created_at', ''))} · run {code(inputs.run.run_id)} · model "
-        f"{esc(m.get('model') or 'unknown')} · suite {code('@' + m['suite']['digest'])} · "
-        f"seed {m['seed']} · proctor {esc(m.get('proctor_version', ''))}",
+        f"{esc(m.created_at or '')} · run {code(inputs.run.run_id)} · model "
+        f"{esc(m.model or 'unknown')} · suite {code('@' + m.suite.digest)} · "
+        f"seed {m.seed} · proctor {esc(m.proctor_version or '')}",
         "",
         f"**Recommendation: {rec.decision}.** {why[0].upper() + why[1:]}.",
         "",

@@ -51,8 +51,8 @@ def queue_items(
     items = queue["items"]
     partners: dict[str, list[int]] = defaultdict(list)
     if baseline is not None:
-        ours = run.manifest["suite"]["task_digests"]
-        theirs = baseline.manifest["suite"]["task_digests"]
+        ours = run.manifest.suite.task_digests
+        theirs = baseline.manifest.suite.task_digests
         for r in sorted(baseline.results, key=lambda r: (r.task_id, r.trial)):
             if r.valid and theirs.get(r.task_id) == ours.get(r.task_id):
                 partners[r.task_id].append(r.trial)

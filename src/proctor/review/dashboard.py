@@ -17,6 +17,7 @@ from starlette.exceptions import HTTPException
 from starlette.requests import Request
 from starlette.responses import Response
 
+from proctor.core.manifest import Manifest
 from proctor.review import access
 from proctor.review.agreement import Level, human_vs_automated, reviewer_agreement
 from proctor.review.labels import (
@@ -41,13 +42,12 @@ def home(d: Desk, request: Request) -> Response:
     store = d.store()
     runs = []
     for run_id, items in desk.queued_runs(store):
-        manifest = desk.run_manifest(store, run_id)
-        agent = manifest["agent"]
+        manifest = Manifest.from_json(desk.run_manifest(store, run_id))
         runs.append(
             {
                 "run_id": run_id,
-                "agent": f"{agent['name']} {agent['version']}".strip(),
-                "suite": manifest["suite"]["name"],
+                "agent": f"{manifest.agent.name} {manifest.agent.version}".strip(),
+                "suite": manifest.suite.name,
                 "items": items,
                 "counts": desk.queue_counts(store, run_id),
             }
@@ -69,7 +69,7 @@ def agreement_page(d: Desk, request: Request) -> Response:
     automated = {key: status == "passed" for key, status in statuses.items() if status != "error"}
     owners = {}
     for task_id in truth.flagged:
-        found = d.tasks.task(row["manifest"], task_id)
+        found = d.tasks.task(Manifest.from_json(row["manifest"]), task_id)
         owners[task_id] = str(found[0].metadata.get("owner", "")) if found else ""
     summary = stored_summary(row["summary"])
     return d.render(
@@ -136,7 +136,7 @@ def _adjudication_page(
         view = trial_view(store, run_id, task_id, trial, blind=False)
     except RunNotFound:
         raise HTTPException(404, "no such trial") from None
-    manifest = desk.run_manifest(store, run_id)
+    manifest = Manifest.from_json(desk.run_manifest(store, run_id))
     return d.render(
         request,
         "adjudication.html.j2",

@@ -22,6 +22,7 @@ from starlette.exceptions import HTTPException
 from starlette.requests import Request
 from starlette.responses import Response
 
+from proctor.core.manifest import Manifest
 from proctor.review import access
 from proctor.review.labels import LabelError, label_rows, parse_submission
 from proctor.review.trialview import TrialView, task_view, trial_view
@@ -110,7 +111,7 @@ def _item_context(d: Desk, item: Item, me: Reviewer) -> dict[str, Any]:
     store = d.store()
     assignment = desk.assignment_of(store, item.id, me.id)
     mine = stored.assignment_labels(store, assignment.id) if assignment else []
-    manifest = desk.run_manifest(store, item.run_id)
+    manifest = Manifest.from_json(desk.run_manifest(store, item.run_id))
     sides = []
     for n, (run_id, task_id, trial) in enumerate(item.trials()):
         view = trial_view(store, run_id, task_id, trial, blind=item.is_pair)
@@ -239,7 +240,7 @@ def trial_page(d: Desk, request: Request) -> Response:
         view = trial_view(store, run_id, task_id, trial, blind=False)
     except RunNotFound:
         raise HTTPException(404, "no such trial") from None
-    manifest = desk.run_manifest(store, run_id)
+    manifest = Manifest.from_json(desk.run_manifest(store, run_id))
     task = task_view(d.tasks.task(manifest, task_id), task_id, view.trace)
     reveal = access.sees_verdict(d.settings, standing)
     return d.render(

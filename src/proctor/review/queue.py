@@ -194,14 +194,13 @@ def _drifted(pairing: Pairing, drift: float) -> dict[str, str]:
 def _changed_graders(run: RunData, baseline: RunData) -> dict[str, str]:
     """Check kind -> what changed, for graders new since the baseline or of another
     version, and for a changed judge model (kind `judge`)."""
-    old = baseline.manifest.get("grader_versions") or {}
-    new = run.manifest.get("grader_versions") or {}
+    old, new = baseline.manifest.grader_versions, run.manifest.grader_versions
     out = {
         name: f"grader {name}: version {old[name]} -> {v}" if name in old else f"new grader {name}"
         for name, v in sorted(new.items())
         if old.get(name) != v
     }
-    judges = baseline.manifest.get("judge_model"), run.manifest.get("judge_model")
+    judges = baseline.manifest.judge_model, run.manifest.judge_model
     if judges[1] and judges[0] != judges[1]:
         out["judge"] = f"judge {judges[0] or 'none'} -> {judges[1]}"
     return out

@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from proctor.core.documents import SpecError
+from proctor.core.manifest import Manifest
 from proctor.core.steps import CheckView, Step, check_views, step
 from proctor.core.trace import Trace, TraceEvent
 from proctor.env.domain import Domain
@@ -98,11 +99,10 @@ class TaskFiles:
                     self._cache[paths] = {t.id: [(t.task, t.domain)] for t in suite.tasks}
             return self._cache[paths]
 
-    def task(self, manifest: dict[str, Any], task_id: str) -> Found | None:
+    def task(self, manifest: Manifest, task_id: str) -> Found | None:
         """The task as the run saw it (with its domain when the suite loads), or None."""
-        suite = manifest.get("suite") or {}
-        paths = tuple(self.paths or suite.get("paths") or ())
-        want = (suite.get("task_digests") or {}).get(task_id)
+        paths = tuple(self.paths or manifest.suite.paths)
+        want = manifest.suite.task_digests.get(task_id)
         found = self._catalog(paths).get(task_id, [])
         return next((pair for pair in found if pair[0].digest == want), None)
 

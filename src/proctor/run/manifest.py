@@ -13,6 +13,7 @@ from typing import Any
 from proctor.agents.base import agent_name, agent_version
 from proctor.core.credentials import scrub
 from proctor.core.jsonvalues import digest
+from proctor.core.manifest import MANIFEST_VERSION
 from proctor.env.suite import Suite
 from proctor.grade.registry import grader_versions
 
@@ -91,6 +92,7 @@ def build_manifest(
             "python": sys.version.split()[0],
             "platform": platform.platform(),
         },
+        "manifest_version": MANIFEST_VERSION,
     }
     scrubbed: dict[str, Any] = scrub(manifest)
     return scrubbed

@@ -18,6 +18,7 @@ from contextlib import aclosing
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from proctor.core.manifest import Manifest
 from proctor.core.results import Currency, TaskInfo, TrialResult
 from proctor.core.summary import RunSummary
 from proctor.decide.scorecard import ScorecardConfig, summary_with_scorecard
@@ -47,7 +48,7 @@ COMMIT_MAX = 256
 @dataclass
 class RunReport:
     run_id: str
-    manifest: dict[str, Any]
+    manifest: Manifest
     summary: RunSummary
     kept: list[TrialResult] | None = field(default=None, repr=False)
     store: Store | None = field(default=None, repr=False)
@@ -233,7 +234,7 @@ class Runner:
             self._finish(tally, "interrupted", started, quiet=True)
             raise
         summary = self._finish(tally, "completed", started)
-        return RunReport(self.run_id, self.manifest, summary, kept, store)
+        return RunReport(self.run_id, Manifest.from_json(self.manifest), summary, kept, store)
 
     def _finish(
         self, tally: Tally, status: str, started: float, *, quiet: bool = False

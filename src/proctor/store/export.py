@@ -25,6 +25,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from proctor.core.jsonvalues import MISSING, digest, get_path
+from proctor.core.manifest import Manifest
 from proctor.core.results import Check, TrialResult, Usage
 from proctor.core.runs import RunData
 from proctor.core.summary import RunSummary
@@ -77,7 +78,7 @@ def export_run(run: RunData, path: str | Path) -> int:
         "run_id": run.run_id,
         "created_at": run.created_at,
         "status": run.status,
-        "manifest": run.manifest,
+        "manifest": run.manifest.to_json(),
         "summary": run.summary.to_json() if run.summary is not None else None,
         "contents": _contents(run.results),
     }
@@ -188,9 +189,17 @@ def read_export(path: str | Path) -> RunData:
     except (ValidationError, ValueError) as exc:
         first = str(exc).splitlines()[0]
         raise RunInputError(f"{path}:1: summary: {first}") from None
+    try:
+        manifest = Manifest.from_json(head["manifest"])
+    except ValidationError as exc:
+        error = exc.errors()[0]
+        field = ".".join(str(part) for part in error["loc"])
+        raise RunInputError(f"{path}:1: manifest.{field}: {error['msg']}") from None
+    except ValueError as exc:
+        raise RunInputError(f"{path}:1: manifest: {exc}") from None
     return RunData(
         head["run_id"],
-        head["manifest"],
+        manifest,
         summary,
         results,
         head.get("status", "completed"),
