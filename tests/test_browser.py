@@ -252,7 +252,7 @@ def test_a_trace_with_nan_latency_and_unmeasured_usage_opens(driver: Any, tmp_pa
         {"model": "m", "input_tokens": 5, "cost_usd": math.inf, "latency_s": math.nan},
     )  # fmt: skip
     run_id = "oddfigures01"
-    store.create_run(run_id, {**stored.run.manifest, "run_id": run_id})
+    store.create_run(run_id, {**stored.run.manifest.to_json(), "run_id": run_id})
     for trial, usage in ((0, Usage(cost_usd=math.inf, input_tokens=5)), (1, Usage())):
         odd = replace(result, run_id=run_id, trial=trial, usage=usage)
         events = Trace(trace.trial_id, trace.trace_id, [*trace.events, odd_call])

@@ -61,7 +61,7 @@ def test_a_gate_in_another_currency_without_its_rate_fails_with_the_reason(tmp_p
     run = make_run("r", {"a": "pp"})
     row = Gate(run).evaluate(load_rules(path))["rules"][1]
     assert row["status"] == "fail" and "no EUR rate" in row["reason"]
-    run.manifest["currency"] = {"code": "EUR", "per_usd": 2.0}
+    run.manifest = run.manifest.model_copy(update={"currency": {"code": "EUR", "per_usd": 2.0}})
     row = Gate(run).evaluate(load_rules(path))["rules"][1]
     assert row["status"] == "pass" and row["value"] == pytest.approx(0.02)
 

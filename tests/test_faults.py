@@ -172,7 +172,7 @@ def test_run_wide_faults_reach_every_task_and_are_in_the_manifest() -> None:
     suite = Suite.from_tasks("s", [task], [shop])
     runner = Runner(suite, agent, faults=[Fault(tool="orders.get", error="unavailable")])
     report = runner.run()
-    assert report.manifest["run_faults"] == [{"tool": "orders.get", "error": "unavailable"}]
+    assert report.manifest.run_faults == [{"tool": "orders.get", "error": "unavailable"}]
     assert report.results[0].status == "passed"  # an injected fault is never an `error`
 
 

@@ -13,6 +13,7 @@ from click.testing import CliRunner
 
 from judge_runs import KYC, RUBRIC, judge_checks, judged_run, kyc_agents
 from proctor.cli import main
+from proctor.core.manifest import Manifest
 from proctor.core.results import GATING_KINDS, Check
 from proctor.judge.base import JudgeView
 from proctor.judge.grading import self_preference_warnings
@@ -227,7 +228,14 @@ def test_a_calibrated_judge_counts_only_the_checks_its_tasks_let_decide() -> Non
     from proctor.report.judges import judge_statements
 
     row = {"version": "v1", "calibrated": True, "reason": "calibrated #3", "record": {}}
-    manifest = {"judges": {"name": "careful", "rubrics": {"tone": row}, "warnings": []}}
+    manifest = Manifest.from_json(
+        {
+            "trials": 1,
+            "agent": {"name": "a"},
+            "suite": {"name": "s", "digest": "d"},
+            "judges": {"name": "careful", "rubrics": {"tone": row}, "warnings": []},
+        }
+    )
     counts = {"checks": 5, "passed": 4, "calibrated": 3, "calibrated_passed": 2}
     figures = Judges.model_validate({"by_rubric": {"judge:tone": counts}})
     [line, _spent] = judge_statements(manifest, figures)

@@ -112,7 +112,11 @@ def test_odd_task_ids_and_host_names(desk_db: Path, desk_store: Store) -> None:
     from proctor.review.app import create_app
 
     odd = "imported/session?x=1#2"  # imported sessions keep their own ids
-    manifest = {"agent": {"name": "a", "version": "1"}, "suite": {"name": "s", "paths": []}}
+    manifest = {
+        "trials": 1,
+        "agent": {"name": "a", "version": "1"},
+        "suite": {"name": "s", "paths": [], "digest": "d"},
+    }
     desk_store.create_run("odd-run", manifest)
     answer = TraceEvent(1, 0.0, "answer", {"text": "done"})
     result = TrialResult("odd-run", odd, 0, 1, "failed")

@@ -364,7 +364,7 @@ def test_unknown_gate_field_names_file_line_and_field(tmp_path: Path) -> None:
     with pytest.raises(SpecError) as info:
         load_scorecard(path)
     assert info.value.lines() == [
-        f"{path}:3: gates[1].min_speed: unknown field (allowed: rule, where)"
+        f"{path}:3: gates[1].min_speed: unknown field (allowed: allow_changed, rule, where)"
     ]
 
 

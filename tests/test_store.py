@@ -103,7 +103,7 @@ def test_a_runs_trials_round_trip(tmp_path: Path) -> None:
     row = store.run(report.run_id)
     assert row["status"] == "completed"
     assert row["summary"] == report.summary.to_json()
-    assert row["manifest"] == as_json(report.manifest)
+    assert row["manifest"] == as_json(report.manifest.to_json())
     assert store.runs()[0]["run_id"] == report.run_id
 
 

@@ -105,7 +105,7 @@ def test_the_streamed_summary_is_the_summary_of_the_full_results(ran: tuple[Stor
     for r in reversed(results):  # any order
         tally.add(r)
     infos = task_infos(SUITE)
-    manifest, limit = report.manifest, DEFAULT_MAX_ERROR_RATE
+    manifest, limit = report.manifest.to_json(), DEFAULT_MAX_ERROR_RATE
     from_full = summary_with_scorecard(
         report.run_id, manifest, results, infos, max_error_rate=limit
     )
