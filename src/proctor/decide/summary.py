@@ -20,6 +20,7 @@ from typing import Any
 from proctor.core.results import (
     GRADER_CHECK,
     NOT_MEASURED,
+    READER_CHECKS,
     TRIAL_STATUSES,
     UNDECIDED,
     Check,
@@ -27,7 +28,6 @@ from proctor.core.results import (
     TrialResult,
 )
 from proctor.decide import stats
-from proctor.grade.reading import READER_CHECKS
 from proctor.grade.root_cause import root_cause_name
 
 #: A run whose share of `error` trials exceeds this is invalid (docs/architecture.md, Verdicts).

@@ -31,11 +31,6 @@ from proctor.grade.spanish import read_spanish
 from proctor.grade.terms import term_pattern
 
 Answer = Literal["holds", "violated", "undecided"]
-#: The checks text readers make, by name before any `:` (their undecided rates are
-#: reported per run: decide.summary.undecided_rates).
-READER_CHECKS = frozenset(
-    {"false_success", "declined_out_of_scope", "grounded", "mentions", "not_mentions"}
-)
 #: A term that says a negation itself ("cannot", "not found") or a fact (a number, an
 #: id) is read as written: what is negated is not its meaning.
 _NEGATIVE_TERM = re.compile(

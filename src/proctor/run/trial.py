@@ -127,8 +127,8 @@ _SUMMED = {"input_tokens": counted, "output_tokens": counted, "cost_usd": amount
 async def play_trial(spec: TrialSpec, agent: Any, timeout_s: float | None) -> PlayedTrial:
     """Run the agent on a fresh world, under the timeout; grading comes after (`graded`)."""
     task = spec.task
-    tools = tuple(spec.domain.tools)
-    responder = spec.user.responder(task, spec.trial, tools) if spec.user else None
+    user = spec.user
+    responder = user.responder(task, spec.trial, tuple(spec.domain.tools)) if user else None
     env = Environment.fresh(task, spec.domain, spec.seed, spec.faults, responder)
     env.recorder.emit("message", {"role": "user", "content": task.prompt})  # what the agent saw
     agent_input = AgentInput(
