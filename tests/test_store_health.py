@@ -295,3 +295,30 @@ def test_the_command_line_says_the_disk_is_full(
 
 def test_store_errors_are_store_errors() -> None:
     assert issubclass(StoreFull, StoreError) and issubclass(StoreDamaged, StoreError)
+
+
+def test_figures_over_all_runs_leave_out_an_unreadable_one_and_say_so(
+    healthy: tuple[Path, str, str], tmp_path: Path
+) -> None:
+    """The program's incidents figure and compare's holdout looks read every stored run's
+    manifest: a damaged row is left out and named, never a traceback or a silent zero."""
+    from proctor.decide.compare import holdout_looks
+    from proctor.loop.program import incidents_caught
+    from proctor.store.export import load_run
+
+    db = copy_of(healthy, tmp_path)
+    _, first, second = healthy
+    edit(db, f"UPDATE runs SET manifest = '{{\"agent\": ' WHERE run_id = '{second}'")
+    with Store(db, readonly=True) as store:
+        figure = incidents_caught(store, load_suite(MINI))
+        assert figure["unreadable_runs"] == [second]
+        assert second in figure["note"] and "not counted" in figure["note"]
+        cand = load_run(first, store)
+        digest = cand.manifest.suite.model_copy(update={"holdout_digest": "h"})
+        cand.manifest = cand.manifest.model_copy(update={"suite": digest})
+        cand.created_at = float("inf")
+        rows = store.runs(limit=-1)
+        earlier = [{**r, "run_id": "x"} for r in rows if r["run_id"] == first]
+        for row in earlier:
+            row["manifest"]["suite"]["holdout_digest"] = "h"
+        assert holdout_looks(rows + earlier, cand) == 1

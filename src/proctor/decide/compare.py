@@ -286,7 +286,8 @@ class Pairing:
 
 
 def holdout_looks(history: Iterable[dict[str, Any]], cand: RunData) -> int:
-    """How many stored runs before the candidate evaluated the same holdout tasks."""
+    """How many stored runs before the candidate evaluated the same holdout tasks (runs
+    whose row cannot be read are left out: the store's own listing names them)."""
     digest = cand.manifest.suite.holdout_digest
     if not digest:
         return 0
@@ -294,6 +295,7 @@ def holdout_looks(history: Iterable[dict[str, Any]], cand: RunData) -> int:
         1
         for row in history
         if row["run_id"] != cand.run_id
+        and not row.get("unreadable")
         and row["created_at"] < cand.created_at
         and Manifest.from_json(row["manifest"]).suite.holdout_digest == digest
     )

@@ -93,7 +93,9 @@ def incidents_caught(store: Store, suite: Suite) -> dict[str, Any]:
         if isinstance(t.task.metadata.get("promoted_from"), dict)
     }
     caught: dict[str, dict[str, Any]] = {}
-    runs = sorted(store.runs(limit=-1), key=lambda row: row["created_at"])
+    stored = store.runs(limit=-1)
+    unreadable = [row["run_id"] for row in stored if row.get("unreadable")]
+    runs = sorted((r for r in stored if not r.get("unreadable")), key=lambda r: r["created_at"])
     for row in runs:
         counts = store.task_counts(row["run_id"])
         for task_id, origin in promoted.items():
@@ -117,8 +119,21 @@ def incidents_caught(store: Store, suite: Suite) -> dict[str, Any]:
         "caught": len(rows),
         "production_incidents_caught": len(production),
         "tasks": rows,
-        "note": None if promoted else "the suite has no promoted task",
+        "unreadable_runs": unreadable,
+        "note": _incidents_note(bool(promoted), unreadable),
     }
+
+
+def _incidents_note(promoted: bool, unreadable: list[str]) -> str | None:
+    """Why the figure may be short: no promoted task, or runs that could not be read (a
+    failure in one of them is not counted, so the figure is a lower bound)."""
+    notes = [] if promoted else ["the suite has no promoted task"]
+    if unreadable:
+        notes.append(
+            f"{len(unreadable)} stored run(s) unreadable ({', '.join(unreadable)}): "
+            "a failure in them is not counted"
+        )
+    return "; ".join(notes) or None
 
 
 def wall_time(summary: RunSummary | None) -> dict[str, Any]:
