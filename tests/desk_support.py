@@ -21,6 +21,7 @@ from proctor.env.suite import load_suite
 from proctor.review.app import create_app
 from proctor.review.assignment import enqueue
 from proctor.review.auth import add_reviewer
+from proctor.review.connections import HEADER_TIMEOUT_S, server_config
 from proctor.review.queue import ReviewConfig, review_queue
 from proctor.review.settings import DeskSettings
 from proctor.store.export import RunData, store_run
@@ -92,13 +93,18 @@ def desk_client(store_path: Path, settings: DeskSettings | None = None, **kw: An
 
 
 @contextmanager
-def live_desk(store_path: Path, settings: DeskSettings | None = None, **kw: Any) -> Iterator[str]:
-    """The desk served by uvicorn in a thread; yields its base URL."""
+def live_desk(
+    store_path: Path,
+    settings: DeskSettings | None = None,
+    header_timeout_s: float = HEADER_TIMEOUT_S,
+    **kw: Any,
+) -> Iterator[str]:
+    """The desk served by uvicorn in a thread, as `proctor review serve` serves it; yields
+    its base URL."""
     import uvicorn
 
     app = create_app(store_path, settings, **kw)
-    config = uvicorn.Config(app, host="127.0.0.1", port=0, log_level="warning", lifespan="off")
-    server = uvicorn.Server(config)
+    server = uvicorn.Server(server_config(app, "127.0.0.1", 0, header_timeout_s))
     thread = threading.Thread(target=server.run, daemon=True)
     thread.start()
     deadline = time.monotonic() + 20

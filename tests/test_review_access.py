@@ -35,6 +35,7 @@ def test_sign_in_keeps_only_hashes_and_sets_a_strict_cookie(
     done = client.post("/signin", data={"token": token}, follow_redirects=False)
     cookie = done.headers["set-cookie"]
     assert "HttpOnly" in cookie and "SameSite=strict" in cookie and "Path=/" in cookie
+    assert "Secure" not in cookie  # plain http on loopback: a Secure cookie would be dropped
     session = cookie.split(";")[0].split("=", 1)[1]
     raw = desk_db.read_bytes() + Path(f"{desk_db}-wal").read_bytes()
     assert token.encode() not in raw and session.encode() not in raw
@@ -54,6 +55,17 @@ def test_sign_in_keeps_only_hashes_and_sets_a_strict_cookie(
     reviewer(desk_store, "alice")
     assert client.get("/", follow_redirects=False).status_code == 303
     assert client.post("/signin", data={"token": token}).status_code == 403
+
+
+def test_a_desk_reached_over_tls_sets_a_secure_cookie(desk_db: Path, desk_store: Store) -> None:
+    from starlette.testclient import TestClient
+
+    from proctor.review.app import create_app
+
+    token = reviewer(desk_store, "alice").split("token=")[1]
+    client = TestClient(create_app(desk_db), base_url="https://127.0.0.1:8765")
+    done = client.post("/signin", data={"token": token}, follow_redirects=False)
+    assert done.status_code == 303 and "Secure" in done.headers["set-cookie"]
 
 
 def test_bad_sign_ins_are_refused(desk_db: Path, desk_store: Store) -> None:

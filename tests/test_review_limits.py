@@ -225,3 +225,34 @@ def test_the_settings_file_is_bounded(tmp_path: Path, text: str, line: int, mess
         load_settings(path)
     first = caught.value.lines()[0]
     assert first.startswith(f"{path}:{line}: ") and message in first, first
+
+
+def closed_by_desk(s: socket.socket) -> bool:
+    """Whether the desk closes `s` before the socket's own (generous) timeout."""
+    try:
+        while s.recv(1024):
+            pass
+    except TimeoutError:
+        return False
+    except ConnectionResetError:
+        pass
+    return True
+
+
+def test_headers_sent_a_byte_at_a_time_lose_their_connection(tmp_path: Path) -> None:
+    """Slowloris: headers that never finish are cut at the deadline, on a new connection
+    and on a kept-alive one after its first answer; a prompt request is still answered."""
+    path = tmp_path / "p.db"
+    Store(path).close()
+    with live_desk(path, header_timeout_s=0.5) as url:
+        port = int(url.rsplit(":", 1)[1])
+        with socket.create_connection(("127.0.0.1", port), timeout=30) as s:
+            s.sendall(b"GET /signin HTTP/1.1\r\nHost: 127.0.0.1\r\n")
+            assert closed_by_desk(s)
+        with socket.create_connection(("127.0.0.1", port), timeout=30) as s:
+            s.sendall(b"GET /favicon.ico HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n")
+            assert s.recv(1024).startswith(b"HTTP/1.1 204")
+            s.sendall(b"GET /signin HTTP/1.1\r\nHost: 127.0.")
+            assert closed_by_desk(s)
+        status, _ = exchange(url, "GET /signin HTTP/1.1\nHost: 127.0.0.1\n", [])
+        assert status == 200

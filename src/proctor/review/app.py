@@ -67,7 +67,9 @@ def same_site(request: Request) -> bool:
 
 
 def signin(d: Desk, request: Request, form: dict[str, str]) -> Response:
-    """Trade a reviewer token for a session cookie (HttpOnly, SameSite=Strict)."""
+    """Trade a reviewer token for a session cookie (HttpOnly, SameSite=Strict, and Secure
+    when the desk is reached over TLS: directly, or behind a proxy uvicorn trusts to say so
+    in X-Forwarded-Proto), so a cookie set over https never travels over plain http."""
     if not same_site(request):
         raise HTTPException(403, "forbidden: sign in from the desk's own page")
     token = form.get("token", "")
@@ -84,6 +86,7 @@ def signin(d: Desk, request: Request, form: dict[str, str]) -> Response:
         path="/",
         httponly=True,
         samesite="strict",
+        secure=request.url.scheme == "https",
     )
     return response
 
@@ -152,7 +155,10 @@ def create_app(
 
 
 def serve(app: ASGIApp, host: str, port: int) -> None:
-    """Run the desk until interrupted (uvicorn, one process, requests on a thread pool)."""
+    """Run the desk until interrupted (uvicorn, one process, requests on a thread pool,
+    with the connection limits of `connections.py`)."""
     import uvicorn
 
-    uvicorn.run(app, host=host, port=port, log_level="warning", server_header=False)
+    from proctor.review.connections import server_config
+
+    uvicorn.Server(server_config(app, host, port)).run()
