@@ -36,6 +36,7 @@ from proctor.review.settings import DeskSettings
 from proctor.store import desk
 from proctor.store import labels as stored
 from report_runs import PWN
+from store_sql import sql
 
 
 def elements(html: str) -> list[tuple[str, dict[str, str | None]]]:
@@ -123,6 +124,39 @@ def test_automated_verdicts_stay_hidden_until_labelled(
     assert "Automated verdict" in after and check in after and result.status in after
     shown = signed(desk_db, desk_store, "bob", settings=DeskSettings(show_automated=True))
     assert check in shown.client.get(f"/items/{item_id}").text
+
+
+def test_a_label_changed_after_the_verdict_was_shown_does_not_replace_the_blind_one(
+    desk_db: Path, desk_store: Store, desk_prepared: dict[str, Any]
+) -> None:
+    """The desk shows the automated verdict once a reviewer has labelled: a change made
+    then may only echo the machine, so her first (blind) label still counts; the change is
+    kept. Where the verdict was never hidden, the newest label counts."""
+    run = desk_prepared["run"]
+    carl = signed(desk_db, desk_store, "carl")
+    item_id, assignment, _ = take(carl, run.run_id)
+    item = desk.item(desk_store, item_id)
+    assert item is not None
+    key = (item.task_id, item.trial)
+
+    def counted(name: str) -> list[str]:
+        labels = stored.current_labels(desk_store, run.run_id)
+        return [x.value for x in labels if x.reviewer == name and x.key == key]
+
+    carl.post(f"/assignments/{assignment}/label", FAIL)
+    assert "the one you gave before seeing it" in carl.client.get(f"/items/{item_id}").text
+    carl.post(f"/assignments/{assignment}/label", PASS)
+    assert counted("carl") == ["fail"]
+    history = sql(desk_store).execute(
+        "SELECT value, informed FROM labels WHERE assignment_id = ? ORDER BY id", (assignment,)
+    )
+    assert history.fetchall() == [("fail", 0), ("pass", 1)]
+    seen = signed(desk_db, desk_store, "dora", settings=DeskSettings(show_automated=True))
+    _, shown_assignment, _ = take(seen, run.run_id)
+    seen.post(f"/assignments/{shown_assignment}/label", FAIL)
+    seen.post(f"/assignments/{shown_assignment}/label", PASS)
+    newest = [x for x in stored.current_labels(desk_store, run.run_id) if x.reviewer == "dora"]
+    assert [x.value for x in newest] == ["pass"] and newest[0].informed
 
 
 def test_a_blinded_pair_names_no_run_agent_or_model(tmp_path: Path) -> None:

@@ -199,6 +199,30 @@ def test_a_version_1_desk_gains_the_new_columns_and_keeps_its_reviewers(tmp_path
         assert found is not None and found.name == "ann"  # the old link works, for a while
 
 
+def test_a_version_2_desk_keeps_its_labels_as_given_blind(tmp_path: Path) -> None:
+    from proctor.store import desk
+    from proctor.store import labels as stored
+
+    old = desk._SCHEMA.replace(",\n    informed INTEGER NOT NULL DEFAULT 0\n", "\n")
+    assert old != desk._SCHEMA
+    with Store(tmp_path / "p.db") as store:
+        sql(store).executescript(old)
+        sql(store).executescript(
+            "PRAGMA foreign_keys = OFF;"  # labels alone, without their items
+            "INSERT INTO meta VALUES ('desk_schema_version', '2');"
+            "INSERT INTO reviewers(name, token_hash, adjudicator, created_at)"
+            " VALUES ('ann', 'h', 0, 0);"
+            "INSERT INTO labels(assignment_id, reviewer_id, run_id, task_id, trial, value,"
+            " passed, reason, note, ambiguous, rubric_version, created_at)"
+            " VALUES (1, 1, 'r', 't', 0, 'fail', 0, 'x', '', 0, 'v', 0),"
+            " (1, 1, 'r', 't', 0, 'pass', 1, 'x', '', 0, 'v', 1);"
+        )
+        desk.migrate(store)
+        assert desk.desk_version(store) == desk.DESK_SCHEMA_VERSION
+        [label] = stored.current_labels(store, "r")
+        assert (label.value, label.informed) == ("pass", False)  # counted as it was before
+
+
 # -- desk.yaml ------------------------------------------------------------------------------
 
 

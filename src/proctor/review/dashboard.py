@@ -172,6 +172,7 @@ def post_adjudication(d: Desk, request: Request, form: dict[str, str]) -> Respon
         reviewer=me.name,
         settings=d.settings,
         now=time.time(),
+        informed=True,  # an adjudicator settles with the reviewers' labels before her
     )
     stored.add_adjudication(d.store(), me.id, label)
     return see_other(f"/runs/{run_id}/adjudicate")

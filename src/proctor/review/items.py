@@ -128,6 +128,7 @@ def _item_context(d: Desk, item: Item, me: Reviewer) -> dict[str, Any]:
         "reveal": bool(mine) or d.settings.show_automated,
         "can_claim": open_seat,
         "previous": mine[0] if mine else None,
+        "first_counts": not d.settings.show_automated,
     }
 
 
@@ -170,6 +171,8 @@ def post_label(d: Desk, request: Request, form: dict[str, str]) -> Response:
         reviewer=me.name,
         settings=d.settings,
         now=time.time(),
+        # her first label revealed the automated verdict, unless it was never hidden
+        informed=d.settings.show_automated or bool(stored.assignment_labels(store, assignment.id)),
     )
     stored.add_labels(store, assignment.id, rows)
     return see_other(f"/items/{item.id}")

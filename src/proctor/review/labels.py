@@ -90,8 +90,10 @@ def label_rows(
     reviewer: str,
     settings: DeskSettings,
     now: float,
+    informed: bool,
 ) -> list[LabelRow]:
-    """The stored rows of a submission: one per trial, in the order the page showed them."""
+    """The stored rows of a submission: one per trial, in the order the page showed them;
+    `informed`: the reviewer had seen the automated verdict (store/labels.py)."""
     return [
         LabelRow(
             reviewer_id=reviewer_id,
@@ -106,6 +108,7 @@ def label_rows(
             ambiguous=submission.ambiguous,
             rubric_version=settings.rubric_version,
             created_at=now,
+            informed=informed,
         )
         for (run_id, task_id, trial), value in zip(trials, submission.verdicts, strict=True)
     ]

@@ -31,8 +31,8 @@ from proctor.core.results import Check
 from proctor.store.health import StoreDamaged, StoreError
 from proctor.store.sqlite import Store, reads, writes
 
-#: 2: `reviewers.removed_at` and `reviewers.link_expires_at`.
-DESK_SCHEMA_VERSION = 2
+#: 2: `reviewers.removed_at` and `reviewers.link_expires_at`; 3: `labels.informed`.
+DESK_SCHEMA_VERSION = 3
 BUSY_TIMEOUT_MS = 30_000
 
 _SCHEMA = """
@@ -88,7 +88,8 @@ CREATE TABLE IF NOT EXISTS labels (
     note TEXT NOT NULL,
     ambiguous INTEGER NOT NULL,
     rubric_version TEXT NOT NULL,
-    created_at REAL NOT NULL
+    created_at REAL NOT NULL,
+    informed INTEGER NOT NULL DEFAULT 0
 );
 CREATE INDEX IF NOT EXISTS labels_by_trial ON labels(run_id, task_id, trial, reviewer_id);
 CREATE INDEX IF NOT EXISTS labels_by_assignment ON labels(assignment_id);
@@ -175,6 +176,10 @@ def migrate(db: sqlite3.Connection) -> None:
                 "UPDATE reviewers SET link_expires_at = ?",
                 (time.time() + DEFAULT_LINK_HOURS * 3600,),
             )
+        columns = {row[1] for row in db.execute("PRAGMA table_info(labels)")}
+        if "informed" not in columns:  # before version 3: whether the verdict was seen is
+            # unknown, and every label counts as given blind (as it was counted then)
+            db.execute("ALTER TABLE labels ADD COLUMN informed INTEGER NOT NULL DEFAULT 0")
         db.execute(
             "INSERT OR REPLACE INTO meta(key, value) VALUES ('desk_schema_version', ?)",
             (str(DESK_SCHEMA_VERSION),),

@@ -1,9 +1,12 @@
 """Labels and adjudications in the store (docs/architecture.md, review/).
 
-Both are append-only: a reviewer who changes their mind adds a row and the newest counts,
-so nothing a reviewer submitted is overwritten, and two reviewers labelling one trial at
-once both keep theirs. A blinded pair's label is two rows, one per trial. The tables are
-created with the desk's others (`proctor.store.desk.migrate`).
+Both are append-only: a reviewer who changes their mind adds a row, so nothing a reviewer
+submitted is overwritten, and two reviewers labelling one trial at once both keep theirs.
+Which row counts: a label given before its reviewer saw the automated verdict outranks any
+given after (`informed`: the desk shows the verdict once she has labelled, so a change
+made then may only echo the machine); among equals the newest counts. A blinded pair's
+label is two rows, one per trial. The tables are created with the desk's others
+(`proctor.store.desk.migrate`).
 """
 
 from __future__ import annotations
@@ -32,6 +35,7 @@ class LabelRow:
     rubric_version: str
     created_at: float
     assignment_id: int = 0
+    informed: bool = False  # the reviewer had seen the automated verdict when labelling
 
     @property
     def key(self) -> tuple[str, int]:
@@ -40,13 +44,13 @@ class LabelRow:
 
 _LABEL = (
     "SELECT l.reviewer_id, r.name, l.run_id, l.task_id, l.trial, l.value, l.passed, l.reason,"
-    " l.note, l.ambiguous, l.rubric_version, l.created_at, l.assignment_id"
+    " l.note, l.ambiguous, l.rubric_version, l.created_at, l.assignment_id, l.informed"
     " FROM labels l JOIN reviewers r ON r.id = l.reviewer_id"
 )
 
 
 def _label(row: tuple[Any, ...]) -> LabelRow:
-    rid, name, run, task, trial, value, passed, reason, note, ambiguous, rubric, at, aid = row
+    rid, name, run, task, trial, value, passed, reason, note, ambiguous, rubric, at, aid, seen = row
     return LabelRow(
         rid,
         name,
@@ -61,6 +65,7 @@ def _label(row: tuple[Any, ...]) -> LabelRow:
         rubric,
         at,
         aid,
+        bool(seen),
     )
 
 
@@ -78,8 +83,8 @@ def add_labels(db: sqlite3.Connection, assignment_id: int, labels: list[LabelRow
         )
         db.executemany(
             "INSERT INTO labels(assignment_id, reviewer_id, run_id, task_id, trial, value,"
-            " passed, reason, note, ambiguous, rubric_version, created_at)"
-            " VALUES (?,?,?,?,?,?,?,?,?,?,?,?)",
+            " passed, reason, note, ambiguous, rubric_version, created_at, informed)"
+            " VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?)",
             [
                 (
                     assignment_id,
@@ -94,6 +99,7 @@ def add_labels(db: sqlite3.Connection, assignment_id: int, labels: list[LabelRow
                     int(x.ambiguous),
                     x.rubric_version,
                     x.created_at,
+                    int(x.informed),
                 )
                 for x in labels
             ],
@@ -106,11 +112,12 @@ def add_labels(db: sqlite3.Connection, assignment_id: int, labels: list[LabelRow
 
 @reads
 def current_labels(db: sqlite3.Connection, run_id: str) -> list[LabelRow]:
-    """Each reviewer's newest label of each trial of a run (earlier ones stay stored), in
-    no particular order."""
+    """Each reviewer's counted label of each trial of a run (see the module's docstring;
+    the others stay stored), in no particular order."""
     rows = db.execute(
-        f"{_LABEL} WHERE l.id IN (SELECT MAX(id) FROM labels WHERE run_id = ?"
-        " GROUP BY task_id, trial, reviewer_id)",
+        f"{_LABEL} WHERE l.id IN (SELECT id FROM (SELECT id, ROW_NUMBER() OVER (PARTITION BY"
+        " task_id, trial, reviewer_id ORDER BY informed, id DESC) AS n FROM labels"
+        " WHERE run_id = ?) WHERE n = 1)",
         (run_id,),
     ).fetchall()
     return [_label(r) for r in rows]
@@ -154,7 +161,7 @@ def adjudications(db: sqlite3.Connection, run_id: str) -> dict[tuple[str, int], 
     """The newest adjudication of each trial of a run: final, whatever the labels say."""
     rows = db.execute(
         "SELECT a.reviewer_id, r.name, a.run_id, a.task_id, a.trial, a.value, a.passed,"
-        " a.reason, a.note, 0, a.rubric_version, a.created_at, 0"
+        " a.reason, a.note, 0, a.rubric_version, a.created_at, 0, 1"
         " FROM adjudications a JOIN reviewers r ON r.id = a.reviewer_id"
         " WHERE a.run_id = ? ORDER BY a.id",
         (run_id,),
