@@ -107,14 +107,14 @@ class _Hit:
     rank: int  # a specific format outranks a generic one on the same text
 
 
+#: A digit doubled, its two digits summed (Luhn's every second digit from the right).
+_DOUBLED = str.maketrans("0123456789", "0246813579")
+
+
 def luhn_valid(digits: str) -> bool:
-    total = 0
-    for i, ch in enumerate(reversed(digits)):
-        d = int(ch)
-        if i % 2 == 1:
-            d = d * 2 - 9 if d > 4 else d * 2
-        total += d
-    return total % 10 == 0
+    backwards = digits[::-1]
+    doubled = backwards[1::2].translate(_DOUBLED)
+    return (sum(map(int, backwards[0::2])) + sum(map(int, doubled))) % 10 == 0
 
 
 def _card_number(digits: str) -> bool:
@@ -141,19 +141,20 @@ def _cards(text: str) -> Iterator[tuple[int, int]]:
         body = run.group(0)
         if len(body) - body.count(" ") - body.count("-") - body.count(".") < 13:
             continue  # too few digits for a card
-        groups = list(re.finditer(r"\d+", body))
-        start = 0
-        while start < len(groups):
+        found = [(m.group(0), m.start(), m.end()) for m in re.finditer(r"\d+", body)]
+        texts = [g[0] for g in found]
+        start, count = 0, len(texts)
+        while start < count:
             digits, end, hit = "", start, None
-            while end < len(groups) and len(digits) + len(groups[end].group(0)) <= 19:
-                digits += groups[end].group(0)
+            while end < count and len(digits) + len(texts[end]) <= 19:
+                digits += texts[end]
                 end += 1
-                if _card_number(digits):
+                if len(digits) >= 13 and _card_number(digits):
                     hit = end
             if hit is None:
                 start += 1
                 continue
-            yield run.start() + groups[start].start(), run.start() + groups[hit - 1].end()
+            yield run.start() + found[start][1], run.start() + found[hit - 1][2]
             start = hit
 
 
