@@ -223,3 +223,18 @@ def test_a_second_store_in_a_process_keeps_the_first_ones_locks(tmp_path: Path) 
     writer.close()
     with Store(db, readonly=True) as reader:
         assert sorted(r["run_id"] for r in reader.runs()) == ["r1", "r2"]
+
+
+def test_creating_a_side_table_leaves_an_open_transaction_open(tmp_path: Path) -> None:
+    """`Store.ensure` runs its statements one by one: `executescript` would have committed
+    the write another caller had begun, so its rollback would no longer undo it."""
+    from store_sql import sql
+
+    with Store(tmp_path / "p.db") as store:
+        db = sql(store)
+        db.execute("BEGIN")
+        db.execute("INSERT INTO meta(key, value) VALUES ('half-done', '1')")
+        store.ensure("creating a side table", "CREATE TABLE IF NOT EXISTS side (x INTEGER);")
+        assert db.in_transaction
+        db.execute("ROLLBACK")
+        assert db.execute("SELECT 1 FROM meta WHERE key = 'half-done'").fetchone() is None

@@ -346,8 +346,10 @@ class Store:
         return self._writing(doing, partial(self._db.execute, statement, params)).lastrowid
 
     def ensure(self, doing: str, schema: str) -> None:
-        """Create a table kept beside the runs if it is missing, as `write` writes."""
-        self._writing(doing, partial(self._db.executescript, schema))
+        """Create a table kept beside the runs if it is missing, as `write` writes: one
+        statement at a time, since `executescript` would first commit a transaction another
+        write of this connection has open."""
+        self._writing(doing, partial(_each_statement, self._db, schema))
 
     def select(self, what: str, query: str, params: Sequence[Any] = ()) -> list[Any]:
         """The rows of a query on a table kept beside the runs, under the store's lock
@@ -777,6 +779,12 @@ def reads(
 
     on_store.__doc__, on_store.__name__ = read.__doc__, read.__name__
     return on_store
+
+
+def _each_statement(db: sqlite3.Connection, script: str) -> None:
+    for statement in script.split(";"):
+        if statement.strip():
+            db.execute(statement)
 
 
 def _fetch(db: sqlite3.Connection, query: str, args: tuple[Any, ...]) -> list[Any]:
