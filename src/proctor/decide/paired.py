@@ -16,7 +16,7 @@ import random
 from collections.abc import Sequence
 from typing import NamedTuple
 
-from proctor.decide.distributions import t_quantile
+from proctor.decide.distributions import normal_quantile, t_quantile
 from proctor.decide.stats import MIN_TASKS, percentile
 
 __all__ = [
@@ -26,7 +26,9 @@ __all__ = [
     "holm",
     "mcnemar_exact",
     "paired_difference",
+    "paired_proportion_interval",
     "rate_difference",
+    "tango_score",
 ]
 
 
@@ -66,6 +68,58 @@ def paired_difference(diffs: Sequence[float], confidence: float = 0.95) -> Paire
     se = _sd_of_mean(diffs, m)
     half = t_quantile(0.5 + confidence / 2.0, n - 1) * se
     return PairedDifference(m, se, m - half, m + half, n)
+
+
+def tango_score(improved: int, regressed: int, tasks: int, delta: float) -> float:
+    """Tango's (1998) score statistic for H0: p(candidate) − p(baseline) = delta, paired 0/1.
+
+    With x12 = `improved` (passed only in the candidate), x21 = `regressed`, n = `tasks`:
+    Z = (x12 − x21 − n·delta) / √(n·(2·p̃21 + delta·(1 − delta))), where p̃21 is the
+    maximum-likelihood P(regressed) under H0, the positive root of
+    2n·p² + (−x12 − x21 + (2n − x12 + x21)·delta)·p − x21·delta·(1 − delta) = 0
+    (Tango 1998, Stat. Med. 17:891, eq. 3-4). At delta = 0 it is McNemar's
+    (x12 − x21)/√(x12 + x21). Decreasing in delta; ±inf where the variance vanishes.
+    """
+    n = float(tasks)
+    b = -improved - regressed + (2.0 * n - improved + regressed) * delta
+    c = -regressed * delta * (1.0 - delta)
+    p21 = (-b + math.sqrt(max(b * b - 8.0 * n * c, 0.0))) / (4.0 * n)
+    numerator = improved - regressed - n * delta
+    variance = n * (2.0 * max(p21, 0.0) + delta * (1.0 - delta))
+    if variance <= 0.0:
+        return 0.0 if numerator == 0 else math.copysign(math.inf, numerator)
+    return numerator / math.sqrt(variance)
+
+
+def paired_proportion_interval(
+    improved: int, regressed: int, tasks: int, confidence: float = 0.95
+) -> tuple[float, float]:
+    """Tango's score interval for a difference of paired proportions (one trial per task).
+
+    The deltas whose score statistic (`tango_score`) lies within ±z, found by bisection to
+    1e-10. It excludes 0 exactly when McNemar's asymptotic test rejects, so it finds what
+    the paired t finds (the exact test does not), keeps its level over the grid of
+    docs/architecture.md (Metrics), and never leaves [−1, 1]. Newcombe (1998, method 10)
+    and Agresti-Min are its peers; Tango's is the one that inverts a single test.
+    """
+    if improved < 0 or regressed < 0 or improved + regressed > tasks:
+        raise ValueError(f"need 0 <= improved + regressed <= tasks ({improved}, {regressed})")
+    z = normal_quantile(0.5 + confidence / 2.0)
+    estimate = (improved - regressed) / tasks
+
+    def root(target: float, lo: float, hi: float) -> float:
+        # the delta in [lo, hi] where the (decreasing) score crosses target
+        for _ in range(80):
+            mid = 0.5 * (lo + hi)
+            if tango_score(improved, regressed, tasks, mid) > target:
+                lo = mid
+            else:
+                hi = mid
+            if hi - lo < 1e-10:
+                break
+        return 0.5 * (lo + hi)
+
+    return (root(z, -1.0, estimate), root(-z, estimate, 1.0))
 
 
 def rate_difference(
@@ -108,6 +162,11 @@ def rate_difference(
     se = _sd_of_mean(diffs, d_mean) if n > 1 else None
     if n < MIN_TASKS:
         return PairedDifference(d_mean, se, -1.0, 1.0, n)
+    if all(u == 1 for u in (*base_units, *cand_units)):
+        improved = sum(1 for d in diffs if d > 0.0)
+        regressed = sum(1 for d in diffs if d < 0.0)
+        low, high = paired_proportion_interval(improved, regressed, n, confidence)
+        return PairedDifference(d_mean, se, min(low, d_mean), max(high, d_mean), n)
     steps = math.fsum(1.0 / min(b, c) ** 2 for b, c in zip(base_units, cand_units, strict=True))
     pseudo = 2.0 * max(steps / n, d_mean * d_mean)
     var = (math.fsum((d - d_mean) ** 2 for d in diffs) + pseudo) / (n - 1)
