@@ -18,7 +18,9 @@ from proctor.decide.paired import (
     holm,
     mcnemar_exact,
     paired_difference,
+    paired_proportion_interval,
     rate_difference,
+    tango_score,
 )
 from proctor.decide.stats import (
     design_effect,
@@ -123,6 +125,96 @@ def test_holm_by_hand_and_by_its_definition() -> None:
     assert holm([]) == []
 
 
+# --- Tango's score interval (one trial per task) --------------------------------------
+
+
+def _score_by_likelihood(improved: int, regressed: int, tasks: int, delta: float) -> float:
+    """Tango's statistic with P(regressed) under H0 found by maximising the multinomial
+    likelihood numerically (scipy), not by the closed-form root proctor uses."""
+    optimize = pytest.importorskip("scipy.optimize")
+    rest = tasks - improved - regressed
+
+    def minus_log_likelihood(p21: float) -> float:
+        cells = ((improved, p21 + delta), (regressed, p21), (rest, 1.0 - 2.0 * p21 - delta))
+        return -sum(x * math.log(max(p, 1e-300)) for x, p in cells if x)
+
+    low, high = max(0.0, -delta), (1.0 - delta) / 2.0
+    p21 = optimize.minimize_scalar(
+        minus_log_likelihood, bounds=(low, high), method="bounded", options={"xatol": 1e-12}
+    ).x
+    return (improved - regressed - tasks * delta) / math.sqrt(
+        tasks * (2.0 * p21 + delta * (1.0 - delta))
+    )
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.integers(6, 200), st.floats(0.0, 1.0), st.floats(0.0, 1.0), st.floats(-0.9, 0.9))
+def test_tango_score_is_the_score_statistic(
+    tasks: int, up: float, down: float, delta: float
+) -> None:
+    improved = round(up * tasks)
+    regressed = round(down * (tasks - improved))
+    reference = _score_by_likelihood(improved, regressed, tasks, delta)
+    assert tango_score(improved, regressed, tasks, delta) == pytest.approx(reference, abs=1e-4)
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.integers(1, 150), st.floats(0.0, 1.0), st.floats(0.0, 1.0))
+def test_tango_interval_inverts_mcnemars_asymptotic_test(
+    tasks: int, up: float, down: float
+) -> None:
+    improved = round(up * tasks)
+    regressed = round(down * (tasks - improved))
+    low, high = paired_proportion_interval(improved, regressed, tasks)
+    estimate = (improved - regressed) / tasks
+    assert -1.0 <= low <= estimate <= high <= 1.0
+    # swapping the runs mirrors the interval
+    mirror = paired_proportion_interval(regressed, improved, tasks)
+    assert mirror == pytest.approx((-high, -low), abs=1e-8)
+    z = scipy_stats.norm.ppf(0.975)
+    # every end inside (-1, 1) is a root of the score at ±z
+    if low > -1.0 + 1e-8:
+        assert tango_score(improved, regressed, tasks, low) == pytest.approx(z, abs=1e-5)
+    if high < 1.0 - 1e-8:
+        assert tango_score(improved, regressed, tasks, high) == pytest.approx(-z, abs=1e-5)
+    # 0 is outside exactly when McNemar's test without continuity correction rejects
+    moved = improved + regressed
+    if moved:
+        chi2 = (improved - regressed) ** 2 / moved
+        if abs(chi2 - z * z) > 1e-6:
+            assert (low > 0.0 or high < 0.0) == (chi2 > z * z)
+    else:
+        assert low < 0.0 < high
+
+
+def test_tango_interval_against_statsmodels_mcnemar_and_worked_cases() -> None:
+    tables = pytest.importorskip("statsmodels.stats.contingency_tables")
+    for improved, regressed in ((3, 7), (0, 4), (12, 2)):
+        table = [[0, improved], [regressed, 0]]
+        chi2 = tables.mcnemar(table, exact=False, correction=False).statistic
+        assert tango_score(improved, regressed, 30, 0.0) ** 2 == pytest.approx(chi2)
+    # four of 30 tasks regressed, none improved: McNemar's z is exactly 2 > 1.96, so the
+    # interval is below 0 (the exact test's p is 0.125: it found nothing)
+    low, high = paired_proportion_interval(0, 4, 30)
+    assert high < 0.0 and mcnemar_exact(0, 4) > 0.05
+    assert (low, high) == pytest.approx((-0.29681327, -0.00468482), abs=1e-7)
+    # nothing moved among 10 tasks: a symmetric interval with width
+    assert paired_proportion_interval(0, 0, 10) == pytest.approx((-0.27753280, 0.27753280))
+    with pytest.raises(ValueError):
+        paired_proportion_interval(5, 6, 10)
+
+
+def test_rate_difference_with_one_trial_per_task_is_tangos_interval() -> None:
+    base = [1.0] * 20 + [0.0] * 10
+    cand = [0.0] * 4 + [1.0] * 16 + [1.0] * 1 + [0.0] * 9
+    diff = rate_difference(base, cand, [1] * 30, [1] * 30)
+    assert diff is not None
+    assert (diff.low, diff.high) == pytest.approx(paired_proportion_interval(1, 4, 30))
+    # below MIN_TASKS nothing is concluded, whatever moved
+    few = rate_difference([1.0] * 5, [0.0] * 5, [1] * 5, [1] * 5)
+    assert few is not None and (few.low, few.high) == (-1.0, 1.0)
+
+
 # --- paired bootstrap ------------------------------------------------------------------
 
 
@@ -190,6 +282,8 @@ def test_power_figures_for_the_issue_example() -> None:
     # difficulty both runs share, so a higher ICC needs fewer tasks, not more (the unpaired
     # formula said 181 and 398)
     assert tasks_needed(0.8, 0.05, 5, icc=0.3) < tasks_needed(0.8, 0.05, 5)
+    # README, Power
+    assert (tasks_needed(0.8, 0.05, 5), tasks_needed(0.8, 0.05, 5, icc=0.3)) == (185, 148)
     assert tasks_needed(0.8, -0.1, 1, icc=0.8) < tasks_needed(0.8, -0.1, 1, icc=0.4)
     assert design_effect(5, 0.3) == pytest.approx(2.2)
     for bad in ((0.98, 0.05, 1), (0.8, 0.0, 1), (0.8, -0.1, 0)):

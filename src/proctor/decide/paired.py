@@ -83,7 +83,14 @@ def tango_score(improved: int, regressed: int, tasks: int, delta: float) -> floa
     n = float(tasks)
     b = -improved - regressed + (2.0 * n - improved + regressed) * delta
     c = -regressed * delta * (1.0 - delta)
-    p21 = (-b + math.sqrt(max(b * b - 8.0 * n * c, 0.0))) / (4.0 * n)
+    # √(b² − 8nc) scaled by its larger term, so that b² cannot underflow near delta = 0
+    scale = max(abs(b), math.sqrt(8.0 * n * abs(c)))
+    root = (
+        0.0
+        if scale == 0.0
+        else scale * math.sqrt(max((b / scale) ** 2 - 8.0 * n * (c / scale) / scale, 0.0))
+    )
+    p21 = (-b + root) / (4.0 * n)
     numerator = improved - regressed - n * delta
     variance = n * (2.0 * max(p21, 0.0) + delta * (1.0 - delta))
     if variance <= 0.0:
