@@ -11,6 +11,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from conftest import proctor
 from proctor.decide.distributions import t_quantile
 from proctor.decide.paired import (
     MIN_TASKS,
@@ -289,6 +290,20 @@ def test_power_figures_for_the_issue_example() -> None:
     for bad in ((0.98, 0.05, 1), (0.8, 0.0, 1), (0.8, -0.1, 0)):
         with pytest.raises(ValueError):
             tasks_needed(*bad)
+
+
+def test_proctor_power_prints_the_paired_design() -> None:
+    done = proctor(
+        "power", "--baseline", "0.8", "--effect", "-0.1", "--trials", "3", "--icc", "0.4"
+    )
+    assert done.returncode == 0, done.stderr
+    first = done.stdout.splitlines()[0]
+    assert first.startswith(f"{tasks_needed(0.8, -0.1, 3, icc=0.4)} tasks per run ")
+    assert "paired" in first and "ICC 0.4" in first and "note:" not in done.stdout
+    # ICC 0 is named as an assumption; a change out of [0, 1] is one line, exit 2
+    assert "note: ICC 0" in proctor("power", "--baseline", "0.8", "--effect", "-0.1").stdout
+    bad = proctor("power", "--baseline", "0.9", "--effect", "0.2")
+    assert bad.returncode == 2 and len(bad.stderr.strip().splitlines()) == 1
 
 
 def _compare_power(

@@ -2,9 +2,10 @@
 
 Both runs are reduced to one value per task, so every interval here is clustered by task
 by construction. Differences of rates (success, pass^k, tool precision: values in
-[0, 1]) use an adjusted paired t on per-task differences (`rate_difference`), which keeps
-its level when few tasks moved and a width when none did; other figures (cost,
-latency, tokens) the plain paired t interval. With fewer than MIN_TASKS tasks no two-sided test
+[0, 1]) use `rate_difference`: Tango's score interval with one trial per task, else an
+adjusted paired t on per-task differences; both keep their level when few tasks moved
+and a width when none did. Other figures (cost, latency, tokens) get the plain paired t
+interval. With fewer than MIN_TASKS tasks no two-sided test
 can reach 5% (McNemar's smallest p is 2/2^T), so such comparisons are reported as "too
 few tasks to conclude" (docs/architecture.md, Metrics).
 """
@@ -136,26 +137,26 @@ def rate_difference(
     cand_units: Sequence[int],
     confidence: float = 0.95,
 ) -> PairedDifference | None:
-    """Difference of two rates over the same tasks: a paired t on per-task differences,
-    adjusted for tasks that rarely move.
+    """Difference of two rates over the same tasks: a paired interval on per-task
+    differences d_i = cand_i − base_i.
 
-    With d_i = cand_i − base_i, d̄ their mean, and a² = max(mean of 1/m_i², d̄²) (m_i the
-    fewer units, trials, behind task i's two values: 1/m_i is the smallest step its
-    difference can take; one task with fewer trials does not set the step of all):
+    One trial per task on both sides (every d_i is −1, 0 or 1): Tango's score interval
+    (`paired_proportion_interval`), which finds what McNemar's asymptotic test finds.
+    Otherwise an adjusted paired t. With d̄ the mean and a² = max(mean of 1/m_i², d̄²)
+    (m_i the fewer units, trials, behind task i's two values: 1/m_i is the smallest step
+    its difference can take; one task with fewer trials does not set the step of all):
 
         s² = (Σ(d_i − d̄)² + 2a²) / (T − 1)        one more task up by a, one down by a
         centre = d̄ + Σ(d_i − d̄)³ / (6 s² T²)      Johnson's (1978) skewness correction
         interval = centre ± t_{T−1} · s / √T
 
-    With one trial per task the 2a² is Bonett and Price's (2012) pseudo-counts for paired
-    proportions; with many tasks that moved it vanishes and the interval is the paired t,
-    whose power it keeps. Without it, runs where no task moved get [0, 0] (a 10-point drop
-    over 10 tasks is then covered 70% of the time), and ten tasks that all fell from 5/5
-    to 0/5 get [−1, −1]; without the skewness term, drops carried by a few tasks are
-    missed. docs/architecture.md (Metrics) gives coverage and power over a grid. The
-    interval contains d̄ and stays in [−1, 1]. Below MIN_TASKS tasks it is [−1, 1]: no
-    exact test (McNemar, sign-flip) can reject any difference there. SE is the plain
-    paired sd(d)/√T.
+    With many tasks that moved the 2a² vanishes and the interval is the paired t, whose
+    power it keeps. Without it, runs where no task moved get [0, 0] and ten tasks that
+    all fell from 5/5 to 0/5 get [−1, −1]; without the skewness term, drops carried by a
+    few tasks are missed. docs/architecture.md (Metrics) gives coverage and power over a
+    grid. The interval contains d̄ and stays in [−1, 1]. Below MIN_TASKS tasks it is
+    [−1, 1]: no exact test (McNemar, sign-flip) can reject any difference there. SE is
+    the plain paired sd(d)/√T.
     """
     n = len(base)
     if n == 0:
