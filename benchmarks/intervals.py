@@ -14,8 +14,9 @@ with a 10-point drop, and calls proctor's own `paired.rate_difference` on each:
   coverage, and McNemar's exact test's on per-task majority verdicts;
 - the summary's minimal detectable effect for the cell's rate, ICC, tasks and trials, and
   how often compare finds a drop of that size (80% is promised);
-- non-inferiority with one trial per task: how often a candidate exactly `margin` worse
-  passes (one-sided, nominal 2.5%);
+- with one trial per task, exactly (summed over the multinomial of improved, regressed and
+  unchanged tasks, not simulated): the coverage of compare's interval, and how often a
+  candidate exactly `margin` worse passes non-inferiority (one-sided, nominal 2.5%);
 - the exact coverage of the one-trial headline interval (`stats.task_rate`), summed over
   the binomial, not simulated.
 
@@ -127,13 +128,54 @@ def mcnemar_power(base: np.ndarray, cand: np.ndarray) -> float:
     return float(np.mean(found))
 
 
-def non_inferiority(
-    rng: np.random.Generator, rate: float, icc: float, tasks: int, runs: int, margin: float
-) -> float:
-    """Share of one-trial candidates exactly `margin` worse that pass non-inferiority."""
-    base, cand = draw(rng, rate, icc, tasks, 1, margin, runs)
-    ours = proctor_intervals(base, cand, 1)
-    return float(np.mean(ours[:, 0] > -margin))
+def discordance(rate: float, icc: float, drop: float) -> tuple[float, float]:
+    """P(improved), P(regressed) of a task with one trial per run under `draw`'s model."""
+    shrink = 1.0 - drop / rate
+    second = icc * rate * (1.0 - rate) + rate * rate  # E[p²]
+    return shrink * (rate - second), rate - shrink * second
+
+
+def one_trial_paired(tasks: int, cells: list[tuple[float, float]], margin: float) -> list[Any]:
+    """Exact coverage and non-inferiority level of compare's one-trial interval.
+
+    With one trial per task a pair of runs is a multinomial draw of (improved, regressed,
+    unchanged) tasks, whatever the ICC, so both are sums over every outcome of
+    `paired.rate_difference` (computed once per outcome), not simulated: coverage the
+    worse of no drop and DROP, non-inferiority the chance that a candidate exactly
+    `margin` worse passes (one-sided, nominal 2.5%).
+    """
+    outcomes = [(a, b) for a in range(tasks + 1) for b in range(tasks + 1 - a)]
+    bounds = {}
+    for a, b in outcomes:
+        base = [0.0] * a + [1.0] * b + [1.0] * (tasks - a - b)
+        cand = [1.0] * a + [0.0] * b + [1.0] * (tasks - a - b)
+        diff = paired.rate_difference(base, cand, [1] * tasks, [1] * tasks)
+        assert diff is not None and diff.low is not None and diff.high is not None
+        bounds[a, b] = (diff.low, diff.high)
+
+    def chance(rate: float, icc: float, drop: float, hit: Any) -> float:
+        up, down = discordance(rate, icc, drop)
+        same = 1.0 - up - down
+        total = 0.0
+        for a, b in outcomes:
+            if hit(*bounds[a, b]):
+                ways = math.comb(tasks, a) * math.comb(tasks - a, b)
+                total += ways * up**a * down**b * same ** (tasks - a - b)
+        return total
+
+    return [
+        {
+            "icc": icc,
+            "rate": rate,
+            "tasks": tasks,
+            "coverage": min(
+                chance(rate, icc, drop, lambda lo, hi, d=drop: lo <= -d <= hi)
+                for drop in (0.0, DROP)
+            ),
+            "passed": chance(rate, icc, margin, lambda lo, _hi: lo > -margin),
+        }
+        for icc, rate in cells
+    ]
 
 
 def one_trial_coverage(rate: float, tasks: int) -> float:
@@ -159,15 +201,9 @@ def simulate(runs: int, *, seed: int = 0, grid: dict[str, Any] | None = None) ->
     ]
     margin = DEFAULT_MARGIN
     ni = [
-        {
-            "icc": icc,
-            "rate": rate,
-            "tasks": t,
-            "passed": non_inferiority(rng, rate, icc, t, runs, margin),
-        }
-        for icc in g["iccs"]
-        for rate in g["rates"]
+        row
         for t in g["tasks"]
+        for row in one_trial_paired(t, [(i, r) for i in g["iccs"] for r in g["rates"]], margin)
     ]
     exact = [
         {"rate": rate, "tasks": t, "coverage": one_trial_coverage(rate, t)}
@@ -211,10 +247,20 @@ def paired_tables(result: dict[str, Any]) -> str:
 
     ni = result["non_inferiority"]
     ni_cols = sorted({r["tasks"] for r in ni})
-    ni_at = {(r["icc"], r["rate"], r["tasks"]): r["passed"] for r in ni}
+    ni_at = {(r["icc"], r["rate"], r["tasks"]): r for r in ni}
     ni_table = _table(
         ["ICC, rate", *(f"{t} tasks" for t in ni_cols)],
-        [[f"{icc}, {rate}", *(_pct(ni_at[icc, rate, t]) for t in ni_cols)] for icc, rate in rows],
+        [
+            [
+                f"{icc}, {rate}",
+                *(
+                    f"{_pct(ni_at[icc, rate, t]['coverage'])} / "
+                    f"{_pct(ni_at[icc, rate, t]['passed'])}"
+                    for t in ni_cols
+                ),
+            ]
+            for icc, rate in rows
+        ],
     )
     return "\n\n".join(
         [
@@ -236,8 +282,10 @@ def paired_tables(result: dict[str, Any]) -> str:
             grid(
                 lambda c: "—" if c["mde"] is None else f"{_pct(c['mde'])} ({_pct(c['mde_power'])})"
             ),
-            f"Non-inferiority with one trial per task: candidates exactly the margin "
-            f"({_pct(result['margin'])} points) worse that pass, % (nominal 2.5):",
+            "One trial per task, exact (summed over every outcome, not simulated): coverage "
+            "of compare's interval, % (Tango's score interval; the worse of no drop and the "
+            f"drop) / candidates exactly the non-inferiority margin ({_pct(result['margin'])} "
+            "points) worse that pass, % (nominal 2.5):",
             ni_table,
         ]
     )

@@ -1,6 +1,7 @@
 """benchmarks/intervals.py on a smaller grid (issue 27): the paired rate difference holds
-its level where the paired t fails, finds drops about as often as the paired t where there
-are enough tasks that moved, and non-inferiority with one trial per task keeps its 2.5%.
+its level where the paired t fails, finds drops about as often as the paired t at 30
+tasks (with one trial per task exactly as often: Tango's interval, not McNemar's exact
+test), and non-inferiority with one trial per task keeps its 2.5% (exact sums).
 
 The full grid (1,000 runs per cell) is in docs/architecture.md, Metrics; 300 runs per
 cell here, so the bounds allow about two simulation standard errors.
@@ -34,9 +35,10 @@ def test_coverage_holds_in_every_cell(result: dict[str, Any]) -> None:
 
 
 def test_power_follows_the_paired_t_with_enough_tasks(result: dict[str, Any]) -> None:
+    # the issue's goal: within 10 points of the paired t where the t holds its level
     for c in result["cells"]:
-        if c["tasks"] == 30 and c["trials"] == 5:
-            assert c["proctor_power"] >= c["t_power"] - 0.12, c
+        if c["tasks"] == 30 and c["t_coverage"] >= 0.93:
+            assert c["proctor_power"] >= c["t_power"] - 0.10, c
     # the issue's case, 30 tasks × 5 trials at ICC 0.8: Newcombe's interval found 22.5%
     issue = next(
         c
@@ -46,11 +48,15 @@ def test_power_follows_the_paired_t_with_enough_tasks(result: dict[str, Any]) ->
     assert issue["proctor_power"] >= 0.8
 
 
-def test_one_trial_power_is_at_least_the_exact_tests(result: dict[str, Any]) -> None:
-    # where proctor trails the paired t, it finds what McNemar's exact test finds
+def test_one_trial_power_is_the_paired_ts_not_the_exact_tests(result: dict[str, Any]) -> None:
+    # at 30 tasks, ICC 0.8, McNemar's exact test found a 10-point drop 9% of the time, the
+    # paired t 30%: Tango's interval excludes 0 where McNemar's asymptotic test rejects
     for c in result["cells"]:
         if c["trials"] == 1:
-            assert c["proctor_power"] >= c["mcnemar_power"] - 0.01, c
+            assert c["proctor_power"] >= c["t_power"] - 0.01, c
+            assert c["proctor_power"] >= c["mcnemar_power"], c
+    high = [c for c in result["cells"] if c["trials"] == 1 and c["tasks"] == 30 and c["icc"] == 0.8]
+    assert all(c["proctor_power"] >= c["mcnemar_power"] + 0.10 for c in high), high
 
 
 def test_the_minimal_detectable_effect_is_found_as_promised(result: dict[str, Any]) -> None:
@@ -61,9 +67,35 @@ def test_the_minimal_detectable_effect_is_found_as_promised(result: dict[str, An
     assert all(c["mde"] is not None for c in result["cells"] if c["tasks"] == 30)
 
 
-def test_non_inferiority_at_the_margin_keeps_its_level(result: dict[str, Any]) -> None:
-    assert max(r["passed"] for r in result["non_inferiority"]) <= 0.05
+def test_one_trial_paired_interval_keeps_its_level_exactly(result: dict[str, Any]) -> None:
+    rows = result["non_inferiority"]
+    assert len(rows) == 8
+    # exact sums over every outcome: coverage of compare's one-trial interval, and
+    # candidates exactly the margin worse passing non-inferiority (nominal 2.5%)
+    assert min(r["coverage"] for r in rows) >= 0.94
+    assert max(r["passed"] for r in rows) <= 0.026
+    # and not bought by a test that never passes: near its level at 30 tasks, ICC 0.1
+    assert max(r["passed"] for r in rows if r["tasks"] == 30) >= 0.015
 
 
 def test_one_trial_interval_covers_in_every_cell(result: dict[str, Any]) -> None:
     assert min(r["coverage"] for r in result["one_trial"]) >= 0.93
+
+
+def test_one_trial_non_inferiority_off_the_grid_is_as_stated() -> None:
+    # docs/architecture.md and README (Non-inferiority): up to 3.0% between 12 and 20
+    # tasks when tasks share almost no difficulty; coverage stays >= 94.7% down to 6 tasks
+    bench = runpy.run_path(str(ROOT / "benchmarks" / "intervals.py"))
+    passed = [
+        row["passed"]
+        for tasks in range(12, 21)
+        for margin in (0.02, 0.05)
+        for row in bench["one_trial_paired"](tasks, [(0.0, 0.5), (0.05, 0.5)], margin)
+    ]
+    assert 0.028 <= max(passed) <= 0.0305
+    small = [
+        row["coverage"]
+        for tasks in range(6, 10)
+        for row in bench["one_trial_paired"](tasks, [(0.05, 0.5), (0.4, 0.9), (0.8, 0.1)], 0.02)
+    ]
+    assert min(small) >= 0.947

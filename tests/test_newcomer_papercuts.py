@@ -15,6 +15,7 @@ from pathlib import Path
 from conftest import proctor
 from proctor.agents.base import AgentInput
 from proctor.env.domain import ToolContext
+from proctor.report.html import PAIRED_RATE
 from proctor.tasks.models import Identity
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -44,7 +45,7 @@ def test_the_html_report_names_each_intervals_method(tmp_path: Path) -> None:
     assert "(paired t)</th>" not in html
     cells = r'<td class="mono">(\w+)</td>(?:<td[^>]*>[^<]*</td>){4}<td>([^<]+)</td></tr>'
     rows = dict(re.findall(cells, html))
-    assert rows["task_success_rate"] == "Newcombe (paired rate)"
+    assert rows["task_success_rate"] == PAIRED_RATE
     others = {m for m, method in rows.items() if method == "paired t"}
     assert others and "task_success_rate" not in others, rows
 

@@ -259,3 +259,28 @@ def test_show_prints_one_trace_readably(store: Store, runs: dict[str, StoredRun]
     done = proctor("show", run_id, "--store", str(store.path), "--task", "hostile-markup", "--json")
     data = json.loads(done.stdout)
     assert [e["seq"] for e in data["events"]] == [e.seq for e in trace.events]
+
+
+def test_the_minimal_detectable_drop_stands_beside_the_headline(
+    runs: dict[str, StoredRun],
+) -> None:
+    stored = runs["clinical"]
+    inputs = gather(stored.run, suite=stored.suite)
+    cards = re.compile(
+        r'<div class="label">([^<]*)</div><div class="value">([^<]*)</div>'
+        r'<div class="note">([^<]*)</div>'
+    )
+
+    def shown(mde: float | None, tasks: int) -> list[tuple[str, str, str]]:
+        summary = inputs.summary.model_copy(update={"mde": mde, "icc": 0.25, "tasks": tasks})
+        inputs.summary = summary
+        return cards.findall(render_html(inputs, stored.trace))
+
+    found = shown(0.1234, 30)
+    labels = [label for label, _, _ in found]
+    # right after the success card, with its interval
+    assert labels[labels.index("task success (pass@1)") + 1] == "minimal detectable drop"
+    (card,) = [c for c in found if c[0] == "minimal detectable drop"]
+    assert card[1] == pct(0.1234) and "80% power" in card[2] and "ICC 0.25" in card[2]
+    (card,) = [c for c in shown(None, 3) if c[0] == "minimal detectable drop"]
+    assert card[1:] == ("none", "too few tasks to detect any drop")

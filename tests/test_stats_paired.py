@@ -11,6 +11,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from conftest import proctor
 from proctor.decide.distributions import t_quantile
 from proctor.decide.paired import (
     MIN_TASKS,
@@ -18,7 +19,9 @@ from proctor.decide.paired import (
     holm,
     mcnemar_exact,
     paired_difference,
+    paired_proportion_interval,
     rate_difference,
+    tango_score,
 )
 from proctor.decide.stats import (
     design_effect,
@@ -123,6 +126,96 @@ def test_holm_by_hand_and_by_its_definition() -> None:
     assert holm([]) == []
 
 
+# --- Tango's score interval (one trial per task) --------------------------------------
+
+
+def _score_by_likelihood(improved: int, regressed: int, tasks: int, delta: float) -> float:
+    """Tango's statistic with P(regressed) under H0 found by maximising the multinomial
+    likelihood numerically (scipy), not by the closed-form root proctor uses."""
+    optimize = pytest.importorskip("scipy.optimize")
+    rest = tasks - improved - regressed
+
+    def minus_log_likelihood(p21: float) -> float:
+        cells = ((improved, p21 + delta), (regressed, p21), (rest, 1.0 - 2.0 * p21 - delta))
+        return -sum(x * math.log(max(p, 1e-300)) for x, p in cells if x)
+
+    low, high = max(0.0, -delta), (1.0 - delta) / 2.0
+    p21 = optimize.minimize_scalar(
+        minus_log_likelihood, bounds=(low, high), method="bounded", options={"xatol": 1e-12}
+    ).x
+    return (improved - regressed - tasks * delta) / math.sqrt(
+        tasks * (2.0 * p21 + delta * (1.0 - delta))
+    )
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.integers(6, 200), st.floats(0.0, 1.0), st.floats(0.0, 1.0), st.floats(-0.9, 0.9))
+def test_tango_score_is_the_score_statistic(
+    tasks: int, up: float, down: float, delta: float
+) -> None:
+    improved = round(up * tasks)
+    regressed = round(down * (tasks - improved))
+    reference = _score_by_likelihood(improved, regressed, tasks, delta)
+    assert tango_score(improved, regressed, tasks, delta) == pytest.approx(reference, abs=1e-4)
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.integers(1, 150), st.floats(0.0, 1.0), st.floats(0.0, 1.0))
+def test_tango_interval_inverts_mcnemars_asymptotic_test(
+    tasks: int, up: float, down: float
+) -> None:
+    improved = round(up * tasks)
+    regressed = round(down * (tasks - improved))
+    low, high = paired_proportion_interval(improved, regressed, tasks)
+    estimate = (improved - regressed) / tasks
+    assert -1.0 <= low <= estimate <= high <= 1.0
+    # swapping the runs mirrors the interval
+    mirror = paired_proportion_interval(regressed, improved, tasks)
+    assert mirror == pytest.approx((-high, -low), abs=1e-8)
+    z = scipy_stats.norm.ppf(0.975)
+    # every end inside (-1, 1) is a root of the score at ±z
+    if low > -1.0 + 1e-8:
+        assert tango_score(improved, regressed, tasks, low) == pytest.approx(z, abs=1e-5)
+    if high < 1.0 - 1e-8:
+        assert tango_score(improved, regressed, tasks, high) == pytest.approx(-z, abs=1e-5)
+    # 0 is outside exactly when McNemar's test without continuity correction rejects
+    moved = improved + regressed
+    if moved:
+        chi2 = (improved - regressed) ** 2 / moved
+        if abs(chi2 - z * z) > 1e-6:
+            assert (low > 0.0 or high < 0.0) == (chi2 > z * z)
+    else:
+        assert low < 0.0 < high
+
+
+def test_tango_interval_against_statsmodels_mcnemar_and_worked_cases() -> None:
+    tables = pytest.importorskip("statsmodels.stats.contingency_tables")
+    for improved, regressed in ((3, 7), (0, 4), (12, 2)):
+        table = [[0, improved], [regressed, 0]]
+        chi2 = tables.mcnemar(table, exact=False, correction=False).statistic
+        assert tango_score(improved, regressed, 30, 0.0) ** 2 == pytest.approx(chi2)
+    # four of 30 tasks regressed, none improved: McNemar's z is exactly 2 > 1.96, so the
+    # interval is below 0 (the exact test's p is 0.125: it found nothing)
+    low, high = paired_proportion_interval(0, 4, 30)
+    assert high < 0.0 and mcnemar_exact(0, 4) > 0.05
+    assert (low, high) == pytest.approx((-0.29681327, -0.00468482), abs=1e-7)
+    # nothing moved among 10 tasks: a symmetric interval with width
+    assert paired_proportion_interval(0, 0, 10) == pytest.approx((-0.27753280, 0.27753280))
+    with pytest.raises(ValueError):
+        paired_proportion_interval(5, 6, 10)
+
+
+def test_rate_difference_with_one_trial_per_task_is_tangos_interval() -> None:
+    base = [1.0] * 20 + [0.0] * 10
+    cand = [0.0] * 4 + [1.0] * 16 + [1.0] * 1 + [0.0] * 9
+    diff = rate_difference(base, cand, [1] * 30, [1] * 30)
+    assert diff is not None
+    assert (diff.low, diff.high) == pytest.approx(paired_proportion_interval(1, 4, 30))
+    # below MIN_TASKS nothing is concluded, whatever moved
+    few = rate_difference([1.0] * 5, [0.0] * 5, [1] * 5, [1] * 5)
+    assert few is not None and (few.low, few.high) == (-1.0, 1.0)
+
+
 # --- paired bootstrap ------------------------------------------------------------------
 
 
@@ -161,70 +254,93 @@ def test_bootstrap_agrees_with_scipy_percentile_bootstrap() -> None:
 # --- power -----------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize(
-    ("p", "effect", "m", "icc"),
-    [(0.8, 0.05, 5, 0.0), (0.8, 0.05, 5, 0.3), (0.8, -0.05, 1, 0.0), (0.5, 0.1, 3, 0.5)],
+@settings(max_examples=120, deadline=None)
+@given(
+    st.floats(0.05, 0.95),
+    st.floats(0.02, 0.5),
+    st.booleans(),
+    st.integers(1, 8),
+    st.floats(0.0, 0.95),
 )
-def test_tasks_needed_matches_the_reference_formula(
-    p: float, effect: float, m: int, icc: float
+def test_tasks_needed_is_the_fewest_tasks_whose_mde_reaches_the_effect(
+    rate: float, size: float, rise: bool, m: int, icc: float
 ) -> None:
-    z = scipy_stats.norm.ppf(0.975) + scipy_stats.norm.ppf(0.8)
-    p2 = p + effect
-    exact = z**2 * (p * (1 - p) + p2 * (1 - p2)) * (1 + (m - 1) * icc) / (m * effect**2)
-    assert tasks_needed(p, effect, m, icc=icc) == math.ceil(exact)
+    # a rise is a drop of the failure rate: the same design with pass and fail swapped
+    start, drop = (1.0 - rate, size) if rise else (rate, size)
+    if drop > start:
+        return
+    tasks = tasks_needed(rate, size if rise else -size, m, icc=icc)
+    assert tasks >= MIN_TASKS
+    mde = minimal_detectable_effect(start, tasks, m, icc=icc)
+    assert mde is not None and mde <= drop + 1e-5
+    if tasks > MIN_TASKS:
+        fewer = minimal_detectable_effect(start, tasks - 1, m, icc=icc)
+        assert fewer is None or fewer >= drop - 1e-5
 
 
 def test_power_figures_for_the_issue_example() -> None:
-    # proctor power --baseline 0.8 --effect 0.05 --trials 5 [--icc ...]
-    assert tasks_needed(0.8, 0.05, 5) == 181
-    assert tasks_needed(0.8, 0.05, 5, icc=0.3) == 398
-    assert tasks_needed(0.8, 0.05, 5, icc=1.0) == tasks_needed(0.8, 0.05, 1)
+    # proctor power --baseline 0.8 --effect 0.05 --trials 5 [--icc ...]: pairing removes the
+    # difficulty both runs share, so a higher ICC needs fewer tasks, not more (the unpaired
+    # formula said 181 and 398)
+    assert tasks_needed(0.8, 0.05, 5, icc=0.3) < tasks_needed(0.8, 0.05, 5)
+    # README, Power
+    assert (tasks_needed(0.8, 0.05, 5), tasks_needed(0.8, 0.05, 5, icc=0.3)) == (185, 148)
+    assert tasks_needed(0.8, -0.1, 1, icc=0.8) < tasks_needed(0.8, -0.1, 1, icc=0.4)
     assert design_effect(5, 0.3) == pytest.approx(2.2)
-    for bad in ((0.98, 0.05, 1), (0.8, 0.0, 1)):
+    for bad in ((0.98, 0.05, 1), (0.8, 0.0, 1), (0.8, -0.1, 0)):
         with pytest.raises(ValueError):
             tasks_needed(*bad)
 
 
-def _simulated_power(tasks: int, p: float, effect: float, m: int, icc: float, seed: int) -> float:
-    """Share of simulated two-run experiments whose z test on task means rejects."""
-    rng = np.random.default_rng(seed)
-    sims = 4000
-
-    def task_means(rate: float) -> np.ndarray:
-        if icc == 0:
-            probs = np.full((sims, tasks), rate)
-        else:  # beta-binomial tasks: ICC = 1 / (a + b + 1)
-            s = 1 / icc - 1
-            probs = rng.beta(rate * s, (1 - rate) * s, (sims, tasks))
-        return rng.binomial(m, probs) / m
-
-    a, b = task_means(p), task_means(p + effect)
-    se = np.sqrt(a.var(axis=1, ddof=1) / tasks + b.var(axis=1, ddof=1) / tasks)
-    z = (b.mean(axis=1) - a.mean(axis=1)) / se
-    return float(np.mean(np.abs(z) > scipy_stats.norm.ppf(0.975)))
+def test_proctor_power_prints_the_paired_design() -> None:
+    done = proctor(
+        "power", "--baseline", "0.8", "--effect", "-0.1", "--trials", "3", "--icc", "0.4"
+    )
+    assert done.returncode == 0, done.stderr
+    first = done.stdout.splitlines()[0]
+    assert first.startswith(f"{tasks_needed(0.8, -0.1, 3, icc=0.4)} tasks per run ")
+    assert "paired" in first and "ICC 0.4" in first and "note:" not in done.stdout
+    # ICC 0 is named as an assumption; a change out of [0, 1] is one line, exit 2
+    assert "note: ICC 0" in proctor("power", "--baseline", "0.8", "--effect", "-0.1").stdout
+    bad = proctor("power", "--baseline", "0.9", "--effect", "0.2")
+    assert bad.returncode == 2 and len(bad.stderr.strip().splitlines()) == 1
 
 
-@pytest.mark.parametrize(("icc", "effect"), [(0.0, 0.05), (0.3, -0.1)])
-def test_tasks_needed_achieves_the_power_in_simulation(icc: float, effect: float) -> None:
-    tasks = tasks_needed(0.8, effect, 5, icc=icc)
-    assert _simulated_power(tasks, 0.8, effect, 5, icc, seed=5) == pytest.approx(0.8, abs=0.03)
-    assert _simulated_power(tasks // 2, 0.8, effect, 5, icc, seed=6) < 0.6
-
-
-def _compare_power(rate: float, drop: float, tasks: int, m: int, icc: float, seed: int) -> float:
+def _compare_power(
+    rate: float, drop: float, tasks: int, m: int, icc: float, seed: int, *, rise: bool = False
+) -> float:
     """Share of simulated baseline/candidate pairs (same tasks, shared difficulty, every
-    task losing the share drop/rate) in which compare's success interval is below 0."""
+    task losing the share drop/rate) in which compare's success interval is below 0; with
+    `rise`, `rate` and `drop` are of the failure rate and the interval must be above 0."""
     rng = np.random.default_rng(seed)
     sims, s = 1500, 1 / icc - 1
     probs = rng.beta(rate * s, (1 - rate) * s, (sims, tasks))
     base = rng.binomial(m, probs) / m
     cand = rng.binomial(m, probs * (1 - drop / rate)) / m
+    if rise:
+        base, cand = 1 - base, 1 - cand
     found = 0
     for b, c in zip(base.tolist(), cand.tolist(), strict=True):
         diff = rate_difference(b, c, [m] * tasks, [m] * tasks)
-        assert diff is not None and diff.high is not None
-        found += diff.high < 0
+        assert diff is not None and diff.high is not None and diff.low is not None
+        found += diff.low > 0 if rise else diff.high < 0
     return found / sims
+
+
+@pytest.mark.parametrize(
+    ("rate", "effect", "m", "icc"),
+    [(0.8, -0.1, 3, 0.4), (0.9, -0.1, 1, 0.8), (0.6, 0.15, 5, 0.3), (0.7, -0.15, 1, 0.1)],
+)
+def test_tasks_needed_is_what_compare_needs_in_simulation(
+    rate: float, effect: float, m: int, icc: float
+) -> None:
+    tasks = tasks_needed(rate, effect, m, icc=icc)
+    start, drop = (1 - rate, effect) if effect > 0 else (rate, -effect)
+    # 80% power, less three simulation standard errors (1,500 runs: 1.0 point each)
+    assert _compare_power(start, drop, tasks, m, icc, seed=3, rise=effect > 0) >= 0.77
+    # and not far more tasks than needed: two thirds of them find it less often
+    fewer = max(MIN_TASKS, 2 * tasks // 3)
+    assert _compare_power(start, drop, fewer, m, icc, seed=4, rise=effect > 0) < 0.75
 
 
 @pytest.mark.parametrize(
@@ -270,7 +386,10 @@ def test_minimal_detectable_effect_shrinks_with_more_tasks_and_trials(
         return
     assert 0.0 < mde <= rate
     assert more_tasks is not None and more_tasks <= mde + 1e-6
-    assert more_trials is not None and more_trials <= mde + 1e-6
+    # one trial per task is Tango's interval, several the adjusted t whose floor of a
+    # trial's step costs more below 8 tasks (at most 7 tasks, rates from 0.79 up)
+    if m > 1 or tasks >= 8:
+        assert more_trials is not None and more_trials <= mde + 1e-6
 
 
 # --- ICC -------------------------------------------------------------------------------

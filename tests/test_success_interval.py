@@ -10,6 +10,7 @@ Checked against scipy and statsmodels, by coverage in simulation, and by propert
 from __future__ import annotations
 
 import itertools
+import math
 from functools import cache
 
 import numpy as np
@@ -239,21 +240,31 @@ def test_one_task_with_fewer_trials_does_not_set_the_step_of_all() -> None:
     assert width < one_short.high - one_short.low < 1.05 * width
 
 
-def test_four_of_thirty_regressed_is_not_significant_as_mcnemar_says() -> None:
-    # The paired t's interval ends below 0 here; McNemar's exact p is 2/16 = 0.125.
-    base, cand = [1.0] * 30, [0.0] * 4 + [1.0] * 26
-    diffs = np.subtract(cand, base)
-    t_high = diffs.mean() + t_quantile(0.975, 29) * diffs.std(ddof=1) / 30**0.5
-    assert t_high < 0 and mcnemar_exact(4, 0) == 0.125
-    diff = rate_difference(base, cand, [1] * 30, [1] * 30)
-    assert diff is not None and diff.high is not None and diff.high > 0
+def test_four_of_thirty_regressed_is_found_as_mcnemars_asymptotic_test_finds_it() -> None:
+    # Issue 27: the exact test (p = 2/16 = 0.125) missed what the paired t finds; one trial
+    # per task is Tango's interval, which excludes 0 where McNemar's z = (c − b)/√(b + c)
+    # passes 1.96: 4 of 30 regressed (z = 2) is found, 3 (z = 1.73) is not.
+    base = [1.0] * 30
+    for regressed, found in ((4, True), (3, False)):
+        cand = [0.0] * regressed + [1.0] * (30 - regressed)
+        diffs = np.subtract(cand, base)
+        t_high = diffs.mean() + t_quantile(0.975, 29) * diffs.std(ddof=1) / 30**0.5
+        assert (t_high < 0) == found and mcnemar_exact(regressed, 0) > 0.05
+        diff = rate_difference(base, cand, [1] * 30, [1] * 30)
+        assert diff is not None and diff.high is not None and (diff.high < 0) == found
 
 
 def test_no_task_moved_is_not_a_zero_width_no_change() -> None:
-    # A paired t gives [0, 0]; one trial per task: Bonett and Price's pseudo-counts.
+    # A paired t gives [0, 0]; Tango's interval keeps a width: its score at ±z is
+    # ∓n·Δ/√(n·Δ(1 − Δ)), so the ends are ±z²/(n + z²)
     diff = rate_difference([1.0] * 20, [1.0] * 20, [1] * 20, [1] * 20)
     assert diff is not None and diff.low is not None and diff.high is not None
-    half = t_quantile(0.975, 19) * (2 / 19 / 20) ** 0.5
+    z2 = 1.959963984540054**2
+    assert (diff.low, diff.high) == (pytest.approx(-z2 / (20 + z2)), pytest.approx(z2 / (20 + z2)))
+    # several trials per task: one more task up and one down by a trial's worth
+    diff = rate_difference([1.0] * 20, [1.0] * 20, [3] * 20, [3] * 20)
+    assert diff is not None and diff.low is not None and diff.high is not None
+    half = t_quantile(0.975, 19) * (2 / 9 / 19 / 20) ** 0.5
     assert (diff.low, diff.high) == (pytest.approx(-half), pytest.approx(half))
 
 
@@ -334,16 +345,20 @@ def test_rate_difference_coverage_by_simulation() -> None:
 
 
 @pytest.mark.parametrize(
-    ("trials", "margin", "tasks"), [(1, 0.05, 58), (5, 0.05, 13), (1, 0.02, 141), (5, 0.02, 30)]
+    ("trials", "margin", "tasks"), [(1, 0.05, 73), (5, 0.05, 13), (1, 0.02, 189), (5, 0.02, 30)]
 )
 def test_all_pass_runs_are_non_inferior_from_the_readme_task_counts(
     trials: int, margin: float, tasks: int
 ) -> None:
-    # README, Non-inferiority: about 2.8/(m·margin) + 2 tasks, m trials per task.
+    # README, Non-inferiority: one trial per task, Tango's lower end −z²/(T + z²) passes
+    # −margin from T > z²(1 − margin)/margin; m >= 2 trials, about 2.8/(m·margin) + 2 tasks.
     def lower(t: int) -> float:
         diff = rate_difference([1.0] * t, [1.0] * t, [trials] * t, [trials] * t)
         assert diff is not None and diff.low is not None
         return diff.low
 
     assert lower(tasks) > -margin >= lower(tasks - 1)
-    assert tasks == pytest.approx(2.8 / (trials * margin) + 2, abs=2)
+    if trials == 1:
+        assert tasks == math.floor(1.959963984540054**2 * (1 - margin) / margin) + 1
+    else:
+        assert tasks == pytest.approx(2.8 / (trials * margin) + 2, abs=2)

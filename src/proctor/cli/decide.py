@@ -268,21 +268,21 @@ def required_health(
     type=Finite(0, 1, min_open=True, max_open=True),
 )
 def power(rate: float, effect: float, trials: int, icc: float, alpha: float, power_: float) -> None:
-    """How many tasks two runs need to tell RATE from RATE + EFFECT apart."""
+    """Tasks two runs on the same tasks need for compare to find RATE -> RATE + EFFECT."""
     from proctor.decide import stats
 
     try:
         tasks = stats.tasks_needed(rate, effect, trials, icc=icc, alpha=alpha, power=power_)
     except ValueError as exc:
         fail(str(exc))
-    de = stats.design_effect(trials, icc)
     click.echo(
-        f"{tasks} tasks per run detect {rate:.1%} -> {rate + effect:.1%} with {trials} "
-        f"trials per task at {power_:.0%} power, two-sided alpha {alpha:g} "
-        f"(ICC {icc:g}, design effect {de:.2f})"
+        f"{tasks} tasks per run (the same tasks in both) detect {rate:.1%} -> "
+        f"{rate + effect:.1%} with {trials} trials per task at {power_:.0%} power, two-sided "
+        f"alpha {alpha:g}, in compare's paired interval (ICC {icc:g})"
     )
-    if icc == 0 and trials > 1:
+    if icc == 0:
         click.echo(
-            "note: ICC 0 treats a task's trials as independent; tasks differ in difficulty, "
-            "so pass --icc (a run's summary has its estimate: `proctor show RUN --json`)"
+            "note: ICC 0 treats every task as equally hard; tasks differ in difficulty (which "
+            "pairing removes), so pass --icc (a run's summary has its estimate: "
+            "`proctor show RUN --json`)"
         )

@@ -3,7 +3,8 @@
 Both runs are reduced to one value per task (its valid trials averaged), and every figure
 is a mean over the tasks both runs share, so every task weighs the same, as in the run's
 own success rate. Rates (success, pass^k, tool precision, recall, argument accuracy) get
-the adjusted paired t on per-task differences (`paired.rate_difference`), other figures the
+`paired.rate_difference` (Tango's score interval with one trial per task, else the
+adjusted paired t on per-task differences), other figures the
 paired t interval (`proctor.decide.paired`), with a seeded paired bootstrap over tasks
 beside both; below MIN_TASKS tasks nothing is significant or non-inferior: too few tasks
 to conclude.

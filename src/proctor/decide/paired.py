@@ -2,9 +2,10 @@
 
 Both runs are reduced to one value per task, so every interval here is clustered by task
 by construction. Differences of rates (success, pass^k, tool precision: values in
-[0, 1]) use an adjusted paired t on per-task differences (`rate_difference`), which keeps
-its level when few tasks moved and a width when none did; other figures (cost,
-latency, tokens) the plain paired t interval. With fewer than MIN_TASKS tasks no two-sided test
+[0, 1]) use `rate_difference`: Tango's score interval with one trial per task, else an
+adjusted paired t on per-task differences; both keep their level when few tasks moved
+and a width when none did. Other figures (cost, latency, tokens) get the plain paired t
+interval. With fewer than MIN_TASKS tasks no two-sided test
 can reach 5% (McNemar's smallest p is 2/2^T), so such comparisons are reported as "too
 few tasks to conclude" (docs/architecture.md, Metrics).
 """
@@ -16,7 +17,7 @@ import random
 from collections.abc import Sequence
 from typing import NamedTuple
 
-from proctor.decide.distributions import t_quantile
+from proctor.decide.distributions import normal_quantile, t_quantile
 from proctor.decide.stats import MIN_TASKS, percentile
 
 __all__ = [
@@ -26,7 +27,9 @@ __all__ = [
     "holm",
     "mcnemar_exact",
     "paired_difference",
+    "paired_proportion_interval",
     "rate_difference",
+    "tango_score",
 ]
 
 
@@ -68,6 +71,65 @@ def paired_difference(diffs: Sequence[float], confidence: float = 0.95) -> Paire
     return PairedDifference(m, se, m - half, m + half, n)
 
 
+def tango_score(improved: int, regressed: int, tasks: int, delta: float) -> float:
+    """Tango's (1998) score statistic for H0: p(candidate) − p(baseline) = delta, paired 0/1.
+
+    With x12 = `improved` (passed only in the candidate), x21 = `regressed`, n = `tasks`:
+    Z = (x12 − x21 − n·delta) / √(n·(2·p̃21 + delta·(1 − delta))), where p̃21 is the
+    maximum-likelihood P(regressed) under H0, the positive root of
+    2n·p² + (−x12 − x21 + (2n − x12 + x21)·delta)·p − x21·delta·(1 − delta) = 0
+    (Tango 1998, Stat. Med. 17:891, eq. 3-4). At delta = 0 it is McNemar's
+    (x12 − x21)/√(x12 + x21). Decreasing in delta; ±inf where the variance vanishes.
+    """
+    n = float(tasks)
+    b = -improved - regressed + (2.0 * n - improved + regressed) * delta
+    c = -regressed * delta * (1.0 - delta)
+    # √(b² − 8nc) scaled by its larger term, so that b² cannot underflow near delta = 0
+    scale = max(abs(b), math.sqrt(8.0 * n * abs(c)))
+    root = (
+        0.0
+        if scale == 0.0
+        else scale * math.sqrt(max((b / scale) ** 2 - 8.0 * n * (c / scale) / scale, 0.0))
+    )
+    p21 = (-b + root) / (4.0 * n)
+    numerator = improved - regressed - n * delta
+    variance = n * (2.0 * max(p21, 0.0) + delta * (1.0 - delta))
+    if variance <= 0.0:
+        return 0.0 if numerator == 0 else math.copysign(math.inf, numerator)
+    return numerator / math.sqrt(variance)
+
+
+def paired_proportion_interval(
+    improved: int, regressed: int, tasks: int, confidence: float = 0.95
+) -> tuple[float, float]:
+    """Tango's score interval for a difference of paired proportions (one trial per task).
+
+    The deltas whose score statistic (`tango_score`) lies within ±z, found by bisection to
+    1e-10. It excludes 0 exactly when McNemar's asymptotic test rejects, so it finds what
+    the paired t finds (the exact test does not), keeps its level over the grid of
+    docs/architecture.md (Metrics), and never leaves [−1, 1]. Newcombe (1998, method 10)
+    and Agresti-Min are its peers; Tango's is the one that inverts a single test.
+    """
+    if improved < 0 or regressed < 0 or improved + regressed > tasks:
+        raise ValueError(f"need 0 <= improved + regressed <= tasks ({improved}, {regressed})")
+    z = normal_quantile(0.5 + confidence / 2.0)
+    estimate = (improved - regressed) / tasks
+
+    def root(target: float, lo: float, hi: float) -> float:
+        # the delta in [lo, hi] where the (decreasing) score crosses target
+        for _ in range(80):
+            mid = 0.5 * (lo + hi)
+            if tango_score(improved, regressed, tasks, mid) > target:
+                lo = mid
+            else:
+                hi = mid
+            if hi - lo < 1e-10:
+                break
+        return 0.5 * (lo + hi)
+
+    return (root(z, -1.0, estimate), root(-z, estimate, 1.0))
+
+
 def rate_difference(
     base: Sequence[float],
     cand: Sequence[float],
@@ -75,26 +137,26 @@ def rate_difference(
     cand_units: Sequence[int],
     confidence: float = 0.95,
 ) -> PairedDifference | None:
-    """Difference of two rates over the same tasks: a paired t on per-task differences,
-    adjusted for tasks that rarely move.
+    """Difference of two rates over the same tasks: a paired interval on per-task
+    differences d_i = cand_i − base_i.
 
-    With d_i = cand_i − base_i, d̄ their mean, and a² = max(mean of 1/m_i², d̄²) (m_i the
-    fewer units, trials, behind task i's two values: 1/m_i is the smallest step its
-    difference can take; one task with fewer trials does not set the step of all):
+    One trial per task on both sides (every d_i is −1, 0 or 1): Tango's score interval
+    (`paired_proportion_interval`), which finds what McNemar's asymptotic test finds.
+    Otherwise an adjusted paired t. With d̄ the mean and a² = max(mean of 1/m_i², d̄²)
+    (m_i the fewer units, trials, behind task i's two values: 1/m_i is the smallest step
+    its difference can take; one task with fewer trials does not set the step of all):
 
         s² = (Σ(d_i − d̄)² + 2a²) / (T − 1)        one more task up by a, one down by a
         centre = d̄ + Σ(d_i − d̄)³ / (6 s² T²)      Johnson's (1978) skewness correction
         interval = centre ± t_{T−1} · s / √T
 
-    With one trial per task the 2a² is Bonett and Price's (2012) pseudo-counts for paired
-    proportions; with many tasks that moved it vanishes and the interval is the paired t,
-    whose power it keeps. Without it, runs where no task moved get [0, 0] (a 10-point drop
-    over 10 tasks is then covered 70% of the time), and ten tasks that all fell from 5/5
-    to 0/5 get [−1, −1]; without the skewness term, drops carried by a few tasks are
-    missed. docs/architecture.md (Metrics) gives coverage and power over a grid. The
-    interval contains d̄ and stays in [−1, 1]. Below MIN_TASKS tasks it is [−1, 1]: no
-    exact test (McNemar, sign-flip) can reject any difference there. SE is the plain
-    paired sd(d)/√T.
+    With many tasks that moved the 2a² vanishes and the interval is the paired t, whose
+    power it keeps. Without it, runs where no task moved get [0, 0] and ten tasks that
+    all fell from 5/5 to 0/5 get [−1, −1]; without the skewness term, drops carried by a
+    few tasks are missed. docs/architecture.md (Metrics) gives coverage and power over a
+    grid. The interval contains d̄ and stays in [−1, 1]. Below MIN_TASKS tasks it is
+    [−1, 1]: no exact test (McNemar, sign-flip) can reject any difference there. SE is
+    the plain paired sd(d)/√T.
     """
     n = len(base)
     if n == 0:
@@ -108,6 +170,11 @@ def rate_difference(
     se = _sd_of_mean(diffs, d_mean) if n > 1 else None
     if n < MIN_TASKS:
         return PairedDifference(d_mean, se, -1.0, 1.0, n)
+    if all(u == 1 for u in (*base_units, *cand_units)):
+        improved = sum(1 for d in diffs if d > 0.0)
+        regressed = sum(1 for d in diffs if d < 0.0)
+        low, high = paired_proportion_interval(improved, regressed, n, confidence)
+        return PairedDifference(d_mean, se, min(low, d_mean), max(high, d_mean), n)
     steps = math.fsum(1.0 / min(b, c) ** 2 for b, c in zip(base_units, cand_units, strict=True))
     pseudo = 2.0 * max(steps / n, d_mean * d_mean)
     var = (math.fsum((d - d_mean) ** 2 for d in diffs) + pseudo) / (n - 1)

@@ -325,57 +325,44 @@ def design_effect(trials: int, icc: float) -> float:
     return 1.0 + (trials - 1) * icc
 
 
-def _z_sum(alpha: float, power: float) -> float:
-    if not 0.0 < alpha < 1.0 or not 0.0 < power < 1.0:
-        raise ValueError(f"alpha and power must be strictly between 0 and 1 ({alpha}, {power})")
-    return normal_quantile(1.0 - alpha / 2.0) + normal_quantile(power)
-
-
-def tasks_needed(
-    baseline: float,
-    effect: float,
-    trials: int,
-    *,
-    icc: float = 0.0,
-    alpha: float = 0.05,
-    power: float = 0.8,
-) -> int:
-    """Tasks per run to detect a change from `baseline` to `baseline + effect`.
-
-    T = ceil((z_{1−α/2} + z_power)² · (p1·q1 + p2·q2) · DE / (m · δ²)), the two-sample
-    cluster design (Donner & Klar). Two runs on the *same* tasks need at most this many:
-    pairing removes the task-difficulty variance both runs share, so this is conservative.
-    """
-    p2 = baseline + effect
-    if not 0.0 <= baseline <= 1.0 or not 0.0 <= p2 <= 1.0:
-        raise ValueError(
-            f"baseline and baseline + effect must be rates in [0, 1] ({baseline}, {p2})"
-        )
-    if effect == 0:
-        raise ValueError("effect must not be 0")
-    variance = baseline * (1.0 - baseline) + p2 * (1.0 - p2)
-    z = _z_sum(alpha, power)
-    return max(2, math.ceil(z * z * variance * design_effect(trials, icc) / (trials * effect**2)))
-
-
-def _paired_detects(
-    rate: float, drop: float, tasks: int, trials: int, icc: float, z: float
+def _detects(
+    rate: float, drop: float, tasks: int, trials: int, icc: float, alpha: float, power: float
 ) -> bool:
-    """Whether `paired.rate_difference` is expected to find `drop` at the quantile sum z.
+    """Whether compare (`paired.rate_difference`) finds `drop` from `rate` with probability
+    `power` at two-sided `alpha`, on two runs of `tasks` × `trials` that share task
+    difficulty p_i (mean `rate`, intraclass correlation `icc`); the candidate passes with
+    p_i·(1 − drop/rate).
 
-    Two runs of the same tasks share each task's difficulty p_i (mean `rate`, intraclass
-    correlation `icc`); the candidate passes with p_i·(1 − drop/rate). A task's difference
-    of means then has variance E[p(1−p) + q(1−q)]/m + (drop/rate)²·Var(p); the interval
-    adds 2·max(1/m, drop)² to the sum of squares of its T − 1 degrees of freedom.
+    One trial per task: compare's interval (Tango's score) excludes 0 exactly when
+    McNemar's asymptotic test rejects; with ψ = P(regressed) + P(improved) its power is
+    reached when √T·drop >= z_{1−α/2}·√ψ + z_power·√(ψ − drop²) (Connor 1987).
+    Several trials: a task's difference of means has variance
+    E[p(1−p) + q(1−q)]/m + (drop/rate)²·Var(p), the interval adds 2·max(1/m, drop)² to the
+    sum of squares of its T − 1 degrees of freedom, and the quantile sum is
+    t_{1−α/2} + t_power·√(1 + t²_{1−α/2}/(2(T − 1))) (the interval's end varies with its s,
+    estimated on T − 1 degrees of freedom: Var(s) ≈ s²/(2(T − 1))).
     """
     shrink = 1.0 - drop / rate
     var_p = icc * rate * (1.0 - rate)
     second = var_p + rate * rate  # E[p²]
+    if trials == 1:
+        moved = (rate - shrink * second) + shrink * (rate - second)
+        z_alpha, z_power = normal_quantile(1.0 - alpha / 2.0), normal_quantile(power)
+        needed = z_alpha * math.sqrt(moved) + z_power * math.sqrt(max(moved - drop * drop, 0.0))
+        return drop * math.sqrt(tasks) >= needed
+    t = t_quantile(1.0 - alpha / 2.0, tasks - 1)
+    z = t + t_quantile(power, tasks - 1) * math.sqrt(1.0 + t * t / (2.0 * (tasks - 1)))
     within = (rate - second + shrink * rate - shrink * shrink * second) / trials
     var_d = within + (drop / rate) ** 2 * var_p
     step = max(1.0 / trials, drop)
     var = var_d + 2.0 * step * step / (tasks - 1)
     return drop >= z * math.sqrt(var / tasks)
+
+
+def _check_design(trials: int, icc: float, alpha: float, power: float) -> None:
+    design_effect(trials, icc)  # validates trials and icc
+    if not 0.0 < alpha < 1.0 or not 0.0 < power < 1.0:
+        raise ValueError(f"alpha and power must be strictly between 0 and 1 ({alpha}, {power})")
 
 
 def minimal_detectable_effect(
@@ -390,31 +377,65 @@ def minimal_detectable_effect(
     """Smallest drop from `rate` that proctor's compare detects with probability `power`.
 
     The compare's interval (`paired.rate_difference`) on two runs of this size that share
-    task difficulty with intraclass correlation `icc` (`_paired_detects`), at the quantile
-    sum t_{1−α/2} + t_power·√(1 + t²_{1−α/2}/(2(T − 1))) with T − 1 degrees of freedom
-    (the second term widened as the interval's s varies: Var(s) ≈ s²/(2(T − 1))); found
-    by bisection to 1e-6.
-    None when no drop from `rate` is detectable: below MIN_TASKS tasks, where compare
-    concludes nothing, or when even a drop to 0 would be missed.
+    task difficulty with intraclass correlation `icc` (`_detects`), found by bisection to
+    1e-6. None when no drop from `rate` is detectable: below MIN_TASKS tasks, where
+    compare concludes nothing, or when even a drop to 0 would be missed.
     tests/test_stats_paired.py checks the promise by simulating the compare itself.
     """
     if tasks < 1 or not 0.0 <= rate <= 1.0:
         raise ValueError(f"need tasks >= 1 and a rate in [0, 1] ({tasks}, {rate})")
-    design_effect(trials, icc)  # validates trials and icc
-    if not 0.0 < alpha < 1.0 or not 0.0 < power < 1.0:
-        raise ValueError(f"alpha and power must be strictly between 0 and 1 ({alpha}, {power})")
+    _check_design(trials, icc, alpha, power)
     if tasks < MIN_TASKS or rate == 0.0:
         return None
-    t = t_quantile(1.0 - alpha / 2.0, tasks - 1)
-    # the interval's end t·s/√T varies with s, estimated on T − 1 degrees of freedom
-    z = t + t_quantile(power, tasks - 1) * math.sqrt(1.0 + t * t / (2.0 * (tasks - 1)))
-    if not _paired_detects(rate, rate, tasks, trials, icc, z):
+    if not _detects(rate, rate, tasks, trials, icc, alpha, power):
         return None
     low, high = 0.0, rate
     while high - low > 1e-6:
         mid = 0.5 * (low + high)
-        low, high = (low, mid) if _paired_detects(rate, mid, tasks, trials, icc, z) else (mid, high)
+        found = _detects(rate, mid, tasks, trials, icc, alpha, power)
+        low, high = (low, mid) if found else (mid, high)
     return high
+
+
+def tasks_needed(
+    baseline: float,
+    effect: float,
+    trials: int,
+    *,
+    icc: float = 0.0,
+    alpha: float = 0.05,
+    power: float = 0.8,
+) -> int:
+    """Tasks two runs on the same tasks need for compare to find a change from `baseline`
+    to `baseline + effect` with probability `power` (`proctor power`).
+
+    The smallest T (at least MIN_TASKS) whose paired design detects the change under the
+    stated `icc` (`_detects`, the model behind the minimal detectable effect), by doubling
+    then bisection. A rise is a drop of the failure rate: pass and fail swap, and the
+    paired interval with them. With one trial per task, ICC 0 (tasks share no difficulty)
+    needs the most tasks; tests/test_stats_paired.py checks the figure by simulating compare.
+    """
+    target = baseline + effect
+    if not 0.0 <= baseline <= 1.0 or not 0.0 <= target <= 1.0:
+        raise ValueError(
+            f"baseline and baseline + effect must be rates in [0, 1] ({baseline}, {target})"
+        )
+    if effect == 0:
+        raise ValueError("effect must not be 0")
+    _check_design(trials, icc, alpha, power)
+    rate, drop = (baseline, -effect) if effect < 0 else (1.0 - baseline, effect)
+
+    def enough(tasks: int) -> bool:
+        return _detects(rate, drop, tasks, trials, icc, alpha, power)
+
+    high = MIN_TASKS
+    while not enough(high):
+        high *= 2
+    low = high // 2
+    while high - low > 1:
+        mid = (low + high) // 2
+        low, high = (low, mid) if enough(mid) else (mid, high)
+    return max(high, MIN_TASKS)
 
 
 def icc_anova(per_task: TaskCounts) -> float | None:

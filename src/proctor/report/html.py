@@ -41,10 +41,12 @@ from proctor.report.figures import Headline, headline, quality_note, review_note
 from proctor.report.fmt import (
     NOT_MEASURED,
     count,
+    detectable_drop,
     interval,
     metric_interval,
     metric_text,
     money,
+    num,
     pct,
     secs,
     value,
@@ -93,11 +95,16 @@ def _manifest_rows(inputs: ReportInputs) -> list[tuple[str, str]]:
     ]
 
 
+#: How compare's rate differences are computed (decide/paired.py: rate_difference).
+PAIRED_RATE = "paired rate: Tango score with one trial per task, else adjusted t"
+
+
 def interval_method(metric: str) -> str:
-    """The interval a compared metric gets (decide/compare.py): Newcombe's paired interval
-    for a rate, the paired t for any other figure."""
+    """The interval a compared metric gets (decide/compare.py, `paired.rate_difference`):
+    for a rate Tango's score interval with one trial per task, else the adjusted paired t;
+    the paired t for any other figure."""
     paired = paired_metric(metric)
-    return "Newcombe (paired rate)" if paired is not None and paired.units else "paired t"
+    return PAIRED_RATE if paired is not None and paired.units else "paired t"
 
 
 def _verdicts(inputs: ReportInputs) -> list[dict[str, Any]]:
@@ -112,7 +119,24 @@ def _verdicts(inputs: ReportInputs) -> list[dict[str, Any]]:
     return lines
 
 
-def _cards(h: Headline) -> list[dict[str, str]]:
+def _detectable_card(summary: RunSummary) -> dict[str, str]:
+    """The minimal detectable effect beside the headline interval: what a compare of two
+    runs of this size can find (docs/architecture.md, Metrics)."""
+    if summary.mde is None:
+        return {
+            "label": "minimal detectable drop",
+            "value": "none",
+            "note": detectable_drop(summary),
+        }
+    return {
+        "label": "minimal detectable drop",
+        "value": pct(summary.mde),
+        "note": f"a drop in success compare finds with 80% power against another run of "
+        f"this size (ICC {num(summary.icc)})",
+    }
+
+
+def _cards(h: Headline, summary: RunSummary) -> list[dict[str, str]]:
     cards = [
         {
             "label": "task success (pass@1)",
@@ -120,6 +144,7 @@ def _cards(h: Headline) -> list[dict[str, str]]:
             "note": f"mean over {h.tasks} tasks; {h.success_ci_text}; "
             f"pooled {h.passed}/{h.valid} trials; {pct(h.partial)} partial",
         },
+        _detectable_card(summary),
     ]
     if h.k > 1:
         cards.append(
@@ -377,7 +402,7 @@ def render_html(
         k=s.headline_k,
         verdicts=_verdicts(inputs),
         manifest=_manifest_rows(inputs),
-        cards=_cards(headline(s)) + _human_card(inputs.human),
+        cards=_cards(headline(s), s) + _human_card(inputs.human),
         plots=_plots(inputs),
         gate=_gate_rows(inputs.gate) if inputs.gate else None,
         comparison=_comparison(inputs.comparison) if inputs.comparison else None,
