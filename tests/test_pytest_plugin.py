@@ -39,7 +39,7 @@ def test_a_passing_agent_gives_one_passed_test_per_task(pytester: pytest.Pyteste
     result = _suite(pytester, "support/agents.py:scripted", "-v")
     result.assert_outcomes(passed=3)
     for task in TASKS:
-        result.stdout.fnmatch_lines([f"*proctor::{task} PASSED*"])
+        result.stdout.fnmatch_lines([f"support::{task} PASSED*"])
 
 
 def test_a_failing_agent_fails_each_task_with_its_checks(pytester: pytest.Pytester) -> None:

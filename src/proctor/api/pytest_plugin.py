@@ -66,7 +66,8 @@ def pytest_collection_modifyitems(
     paths = config.getoption("proctor")
     if not paths:
         return
-    node = SuiteNode.from_parent(session, name=MARKER, paths=paths)
+    name = ",".join(paths)  # the tests' ids: `examples/support::cancel-eligible-order`
+    node = SuiteNode.from_parent(session, name=name, nodeid=name, paths=paths)
     report = node.ihook.pytest_make_collect_report(collector=node)
     config.hook.pytest_collectreport(report=report)
     items.extend(item for item in report.result if isinstance(item, pytest.Item))
@@ -86,7 +87,8 @@ class SuiteNode(pytest.Collector):
 
         self.suite = load_tasks(self.paths)
         for task in self.suite.tasks:
-            item = TaskItem.from_parent(self, name=task.id)
+            item = TaskItem.from_parent(self, name=task.id, path=task.loaded.path)
+            item.line = task.loaded.line
             item.add_marker(MARKER)
             yield item
 
@@ -130,6 +132,8 @@ class TaskItem(pytest.Item):
     """One task of the suite: passes when its trials pass."""
 
     parent: SuiteNode
+    #: The task's line in its file (1-based), for the test's location.
+    line: int = 1
 
     def runtest(self) -> None:
         from proctor.report.junit import task_failure
@@ -146,7 +150,7 @@ class TaskItem(pytest.Item):
         return _input_problem(excinfo.value) or str(super().repr_failure(excinfo))
 
     def reportinfo(self) -> tuple[Path, int | None, str]:
-        return self.path, None, f"proctor task {self.name}"
+        return self.path, self.line - 1, f"proctor task {self.name}"
 
 
 def _input_problem(exc: BaseException) -> str | None:
