@@ -8,6 +8,7 @@ import json
 import shutil
 import subprocess
 import sys
+from importlib.metadata import entry_points
 from pathlib import Path
 
 import pytest
@@ -23,6 +24,8 @@ TASKS = ["cancel-eligible-order", "do-not-cancel-shipped-order", "handle-missing
 @pytest.fixture
 def pytester(pytester: pytest.Pytester) -> pytest.Pytester:
     """A pytest project holding a copy of the support example as `support/`."""
+    if not entry_points(group="pytest11", name="proctor"):
+        pytest.fail("the plugin's pytest11 entry point is not installed: `pip install -e .`")
     shutil.copytree(
         SUPPORT, pytester.path / "support", ignore=shutil.ignore_patterns("__pycache__")
     )
