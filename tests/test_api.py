@@ -128,6 +128,26 @@ def test_report_writes_the_run_with_its_traces(
         candidate.report()
 
 
+def test_the_report_command_writes_what_run_report_writes(tmp_path: Path) -> None:
+    """`proctor report` is a shell over RunResult.report: for one stored run, with a
+    baseline and rules, both write the same one-pager (gate, comparison, queue, program)."""
+    agents = EXAMPLES / "support" / "agents.py"
+    store = proctor.Store(tmp_path / "p.db")
+    base = proctor.evaluate(EXAMPLES / "support", f"{agents}:scripted", trials=2, store=store)
+    run = proctor.evaluate(EXAMPLES / "support", f"{agents}:careless", trials=2, store=store)
+    rules = EXAMPLES / "support" / "gates.yaml"
+    by_api, by_cli = tmp_path / "api.md", tmp_path / "cli.md"
+    assert run.report(markdown=by_api, baseline=base, rules=rules) == [by_api]
+    store.close()
+    args = ["report", run.run_id[:8], "--store", str(tmp_path / "p.db"), "--md", str(by_cli)]
+    done = CliRunner().invoke(main, [*args, "--baseline", base.run_id, "--rules", str(rules)])
+    assert done.exit_code == 0, done.output
+    assert f"report of run {run.run_id}: Markdown {by_cli}" in done.output
+    page = by_api.read_text(encoding="utf-8")
+    assert "Gate FAILED" in page and base.run_id in page
+    assert by_cli.read_text(encoding="utf-8") == page
+
+
 def test_inputs_are_refused_before_any_trial(tmp_path: Path) -> None:
     agents = EXAMPLES / "clinical" / "agents.py"
     store = tmp_path / "p.db"

@@ -9,6 +9,7 @@ commit a91e371, before the system prompt's own hash and before versions) still l
 from __future__ import annotations
 
 import json
+import sqlite3
 from pathlib import Path
 from typing import Any
 
@@ -16,8 +17,10 @@ import jsonschema
 import pytest
 from click.testing import CliRunner
 
+from proctor import Runner, Store, load_agent, load_suite
 from proctor.cli import main
 from proctor.core.manifest import MANIFEST_VERSION, Manifest, manifest_schema
+from proctor.core.results import Currency
 from proctor.core.runs import RunData
 from proctor.store.export import RunInputError, export_run, read_export
 
@@ -95,3 +98,65 @@ def test_the_schema_is_published() -> None:
     assert {"agent", "suite", "trials", "import", "manifest_version"} <= set(schema["properties"])
     with pytest.raises(jsonschema.ValidationError):
         jsonschema.validate({**_old(), "trials": "two"}, schema)
+
+
+def _stored_text(db: Path, run_id: str) -> str:
+    """The manifest's bytes as the store holds them."""
+    with sqlite3.connect(f"file:{db}?mode=ro", uri=True) as conn:
+        text: str = conn.execute(
+            "SELECT manifest FROM runs WHERE run_id = ?", (run_id,)
+        ).fetchone()[0]
+    return text
+
+
+def test_added_keys_go_last_and_changed_keys_keep_their_place() -> None:
+    """The order a dict gave: what `model_copy` adds follows in the order added, what it
+    changes stays where it was (a field's declared place would move `judges`)."""
+    old = Manifest.from_json(_old())
+    added = old.model_copy(update={"currency": {"code": "EUR", "per_usd": 0.9}})
+    added = added.model_copy(update={"judges": {"panel": "p"}, "judge_model": "m", "seed": 8})
+    keys = list(added.to_json())
+    assert keys == [*_old(), "currency", "judges"]
+    assert added.to_json()["judge_model"] == "m" and added.seed == 8
+    imported = added.model_copy(update={"import_": {"source": "s"}})
+    assert list(imported.to_json())[-1] == "import" and imported.import_ == {"source": "s"}
+
+
+def test_a_run_stores_its_additions_after_what_build_manifest_wrote(tmp_path: Path) -> None:
+    db = tmp_path / "p.db"
+    store = Store(db)
+    runner = Runner(
+        load_suite(SUPPORT),
+        load_agent(f"{SUPPORT / 'agents.py'}:scripted"),
+        store=store,
+        currency=Currency("EUR", 0.9),
+    )
+    runner.run()
+    store.close()
+    text = _stored_text(db, runner.run_id)
+    stored = json.loads(text)
+    assert list(stored)[-2:] == ["manifest_version", "currency"]
+    assert text == json.dumps(runner.manifest.to_json(), separators=(",", ":"), ensure_ascii=False)
+
+
+def test_a_resumed_run_stores_the_old_bytes_with_the_resumption_last(tmp_path: Path) -> None:
+    """Resuming writes the stored manifest back as it was, `resumes` appended: the bytes a
+    dict `{**stored, "resumes": [...]}` gave before the record was typed."""
+    db = tmp_path / "p.db"
+    suite, agent = load_suite(SUPPORT), f"{SUPPORT / 'agents.py'}:scripted"
+    store = Store(db)
+    first = Runner(suite, load_agent(agent), store=store, seed=3, agent_ref=agent)
+    store.create_run(first.run_id, first.manifest)
+    store.finish_run(first.run_id, "interrupted", {})
+    before = _stored_text(db, first.run_id)
+    again = Runner(
+        suite, load_agent(agent), store=store, seed=3, agent_ref=agent, run_id=first.run_id,
+        resume=True,
+    )  # fmt: skip
+    again.run()
+    store.close()
+    after = _stored_text(db, first.run_id)
+    resumes = json.loads(after)["resumes"]
+    assert len(resumes) == 1 and set(resumes[0]) == {"at", "host", "executor"}
+    was = {**json.loads(before), "resumes": resumes}
+    assert after == json.dumps(was, separators=(",", ":"), ensure_ascii=False)

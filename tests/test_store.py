@@ -194,12 +194,12 @@ def test_manifest_hashes_follow_what_they_hash() -> None:
     prompted_agent = agent()
     prompted_agent.system_prompt = "You are a careful clerk."  # type: ignore[attr-defined]
     prompted = Runner(SUITE, prompted_agent).manifest
-    assert prompted["prompt_hash"] != base["prompt_hash"]
-    assert prompted["tool_schema_hash"] == base["tool_schema_hash"]
-    assert prompted["policy_hash"] == base["policy_hash"]
+    assert prompted.prompt_hash != base.prompt_hash
+    assert prompted.tool_schema_hash == base.tool_schema_hash
+    assert prompted.policy_hash == base.policy_hash
     fewer = Runner(SUITE.select(ids=["read-item"]), agent()).manifest
-    assert fewer["suite"]["digest"] != base["suite"]["digest"]
-    assert fewer["prompt_hash"] != base["prompt_hash"]
+    assert fewer.suite.digest != base.suite.digest
+    assert fewer.prompt_hash != base.prompt_hash
 
 
 # -- interruption ------------------------------------------------------------------------------

@@ -116,6 +116,13 @@ class GateVerdict:
         return int(self.report["exit_code"])
 
 
+def rule_list(rules: Sequence[Rule] | str | Path) -> list[Rule]:
+    """The rules given, or those of a gates file (SpecError, `file:line`, when bad)."""
+    from proctor.decide.gate import load_rules
+
+    return load_rules(rules) if isinstance(rules, str | Path) else list(rules)
+
+
 def decision_figures(summary: RunSummary, queue: dict[str, Any]) -> dict[str, Any]:
     """What seed 001's harness prints beside its gate: task success, tool precision,
     recall and argument accuracy, and the tasks a person must review (routed by a rule;
@@ -146,13 +153,13 @@ def gate(
     health part (`required_health`); a refusal fails the gate."""
     from proctor.core.summary import RunSummary
     from proctor.decide.compare import CompareError
-    from proctor.decide.gate import Gate, load_rules
+    from proctor.decide.gate import Gate
     from proctor.report.recommendation import recommend
     from proctor.review.queue import review_queue
 
     data = run_data(run, store)
     base = None if baseline is None else run_data(baseline, store)
-    loaded = load_rules(rules) if isinstance(rules, str | Path) else list(rules)
+    loaded = rule_list(rules)
     try:
         checked = Gate(data, base, currency=currency)
         result = checked.evaluate(loaded)

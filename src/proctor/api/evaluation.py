@@ -14,7 +14,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, TypedDict, Unpack
 
-from proctor.api.decisions import GateVerdict, check_rules, compare, gate, required_health
+from proctor.api.decisions import (
+    GateVerdict,
+    check_rules,
+    compare,
+    gate,
+    required_health,
+    rule_list,
+)
 from proctor.api.errors import InputError
 from proctor.api.judging import Combine, judging_for
 
@@ -28,7 +35,9 @@ if TYPE_CHECKING:
     from proctor.decide.gate import Rule
     from proctor.decide.scorecard import ScorecardConfig
     from proctor.env.suite import Suite
+    from proctor.interop.redact import Redactor
     from proctor.judge.records import CalibrationPolicy
+    from proctor.review.queue import ReviewConfig
     from proctor.run.executor import Executor
     from proctor.run.runner import ProgressFn, Runner, RunReport
     from proctor.run.simulator import UserPlayer
@@ -198,7 +207,7 @@ class RunResult:
         """This run through the gate's rules (a list, or a gates file); baseline-relative
         rules need `baseline`. `require_health`: the suite's health report (the store's,
         or `health_report`) must be healthy for every gated slice."""
-        loaded = _rules(rules)
+        loaded = rule_list(rules)
         data = self.data
         health = (
             required_health(data, loaded, self.store, health_report) if require_health else None
@@ -218,38 +227,30 @@ class RunResult:
         *,
         baseline: RunRef | None = None,
         rules: Sequence[Rule] | str | Path | None = None,
+        review: ReviewConfig | None = None,
+        redactor: Redactor | None = None,
+        embed_limit: int | None = None,
+        desk_url: str | None = None,
     ) -> list[Path]:
         """Write the HTML report (with every trace) and/or the Markdown one-pager; returns
-        the paths written."""
-        from proctor.report.html import write_html
-        from proctor.report.inputs import gather
-        from proctor.report.markdown import write_markdown
+        the paths written. The report `proctor report` writes (`api.reports.write_report`,
+        which says what the options do)."""
+        from proctor.api.reports import write_report
 
-        if html is None and markdown is None:
-            raise InputError("nothing to write: pass html=PATH and/or markdown=PATH")
         base = None if baseline is None else _data(baseline, self.store)
-        inputs = gather(
+        return write_report(
             self.data,
+            self.store,
+            html=html,
+            markdown=markdown,
             baseline=base,
-            rules=None if rules is None else _rules(rules),
+            rules=rules,
             suite=self.suite,
+            review=review,
+            redactor=redactor,
+            embed_limit=embed_limit,
+            desk_url=desk_url,
         )
-        written = []
-        if html is not None:
-            write_html(
-                html, inputs, lambda task, trial: self.store.trace(self.run_id, task, trial)[0]
-            )
-            written.append(Path(html))
-        if markdown is not None:
-            write_markdown(markdown, inputs)
-            written.append(Path(markdown))
-        return written
-
-
-def _rules(rules: Sequence[Rule] | str | Path) -> list[Rule]:
-    from proctor.decide.gate import load_rules
-
-    return load_rules(rules) if isinstance(rules, str | Path) else list(rules)
 
 
 def _data(ref: RunRef, store: Store | None) -> RunData:

@@ -224,99 +224,48 @@ def report(
     """Write the HTML report (with every trace) and/or the Markdown one-pager of a run.
 
     With review desk labels for the run, both show human-adjudicated success too."""
+    from proctor.api import InputError
+    from proctor.api.reports import write_report
     from proctor.core.documents import SpecError
-    from proctor.decide.compare import CompareError
-    from proctor.decide.gate import load_rules
-    from proctor.report.inputs import gather
-    from proctor.store.export import RunInputError, store_run
+    from proctor.store import RunNotFound
 
     if not html_path and not md_path:
         fail("nothing to write: pass --html PATH and/or --md PATH")
     if not Path(store_path).exists():
         fail(f"{store_path}: no store yet (run `proctor run` first)")
-    try:
-        rules = load_rules(rules_path) if rules_path else None
-    except SpecError as exc:
-        fail(exc.lines())
     suite = suite_or_exit(task_paths) if task_paths else None
     store = open_store(store_path, readonly=True)
     try:
-        run_data = store_run(store, run_ref)
-    except RunInputError as exc:
+        run_id = store.run(run_ref)["run_id"]
+    except RunNotFound as exc:
         fail(str(exc))
-    base = run_data_or_exit(baseline, store) if baseline else None
-    from proctor.review.agreement import human_figures
-
-    human = human_figures(store, run_data.run_id, run_data.results)
     try:
-        inputs = gather(
-            run_data,
-            baseline=base,
-            rules=rules,
+        write_report(
+            run_id,
+            store,
+            html=html_path,
+            markdown=md_path,
+            baseline=baseline,
+            rules=rules_path,
             suite=suite,
             review=_review_config(sample_rate, review_seed),
             redactor=redactor_for(redact_path),
-            human=human if human["trials"] else None,
+            embed_limit=embed_limit,
+            desk_url=desk_url,
         )
-    except CompareError as exc:
+    except SpecError as exc:
+        fail(exc.lines())
+    except InputError as exc:
         fail(str(exc))
-    except ValueError as exc:
+    except ValueError as exc:  # a run without a summary
         fail(str(exc), EXIT_INVALID)
-    inputs.program = _program(store, run_data, suite)
-    from proctor.health.records import health_problems
-    from proctor.report.health_html import health_view
-    from proctor.store.health_reports import find_health, health_key
-
-    suite_ref = run_data.manifest.suite
-    health = find_health(store, suite_ref.name, suite_ref.digest)
-    if health is not None and health_problems(health, health_key(store)):
-        health = None  # edited, unsigned or self-contradicting: shown as never checked
-    inputs.health = health_view(health, run_data)
-    from proctor.report.html import write_html
-    from proctor.report.markdown import write_markdown
-
-    written = []
-    try:
-        if html_path:
-            size = write_html(
-                html_path,
-                inputs,
-                lambda task, trial: store.trace(run_data.run_id, task, trial)[0],
-                embed_limit=embed_limit,
-                desk_url=desk_url,
-            )
-            written.append(f"HTML {html_path} ({size / 1e6:.1f} MB)")
-        if md_path:
-            write_markdown(md_path, inputs)
-            written.append(f"Markdown {md_path}")
     except OSError as exc:
         fail(f"cannot write the report: {exc}")
-    click.echo(f"report of run {run_data.run_id}: " + "; ".join(written))
-
-
-def _program(store: Any, run_data: Any, suite: Any) -> dict[str, Any]:
-    """The evaluation program's figures of a run: its wall time, judge-human agreement,
-    the promoted tasks of its suite caught since (the run's task files when --tasks is
-    not given and they are still here)."""
-    from proctor.core.documents import SpecError
-    from proctor.env.suite import load_suite
-    from proctor.loop.desk_labels import human_verdicts
-    from proctor.loop.program import program_figures
-
-    if suite is None:
-        paths = run_data.manifest.suite.paths
-        if paths and all(Path(p).exists() for p in paths):
-            try:
-                suite = load_suite(paths)
-            except SpecError:
-                suite = None
-    return program_figures(
-        run_results=run_data.results,
-        human=human_verdicts(store, run_data.run_id),
-        summary=run_data.summary,
-        store=store,
-        suite=suite,
+    written = (
+        [f"HTML {html_path} ({Path(html_path).stat().st_size / 1e6:.1f} MB)"] if html_path else []
     )
+    written += [f"Markdown {md_path}"] if md_path else []
+    click.echo(f"report of run {run_id}: " + "; ".join(written))
 
 
 @main.command("review-queue")

@@ -1,19 +1,23 @@
 """Manifest: every version a run involved, as a typed, versioned record (docs/architecture.md,
 Verdicts: every run records a manifest).
 
-`run/manifest.build_manifest` writes the JSON form when a run starts; `Manifest.from_json`
-reads any stored one (an older one lacks keys added since: those are None or empty, never
-made up). `to_json` gives back exactly the keys it was given, so stored runs and exports
-are unchanged. The agent's settings, the judges' description, the user model's identity,
-the currency, the filters and the import/replay notes are free-form dicts: each is written
+`run/manifest.build_manifest` makes one when a run starts, and the parts of a run that know
+more add to it with `model_copy(update=...)` (the runner's judges and user model, a
+resumption, an import's or a replay's notes); `Manifest.from_json` reads any stored one (an
+older one lacks keys added since: those are None or empty, never made up). `to_json` gives
+back exactly the keys it was given, in their order, a key added by `model_copy` after them,
+as the dict it used to be kept in did: stored runs and exports are unchanged, byte for
+byte. The agent's settings, the judges' description, the user model's identity, the
+currency, the filters and the import/replay notes are free-form dicts: each is written
 by the part that owns it (an agent, judge/, run/simulator.py, the commands) in its own shape.
 """
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Mapping
+from typing import Any, Self
 
-from pydantic import ConfigDict, Field
+from pydantic import ConfigDict, Field, ModelWrapValidatorHandler, PrivateAttr, model_validator
 
 from proctor.core.summary import Migration, Record, migrated
 
@@ -101,6 +105,30 @@ class Manifest(Record):
     replay: dict[str, Any] | None = None
     import_: dict[str, Any] | None = Field(None, alias="import")
     manifest_version: int = MANIFEST_VERSION
+    #: The JSON keys in the order given, then added: the order `to_json` writes them in.
+    _order: tuple[str, ...] = PrivateAttr(default=())
+
+    @model_validator(mode="wrap")
+    @classmethod
+    def _keep_order(cls, data: Any, handler: ModelWrapValidatorHandler[Self]) -> Self:
+        manifest = handler(data)
+        if isinstance(data, Mapping):
+            manifest._order = tuple(_json_key(str(key)) for key in data)
+        return manifest
+
+    def model_copy(self, *, update: Mapping[str, Any] | None = None, deep: bool = False) -> Self:
+        """A copy with `update` (field names, typed values): a key it adds goes after the
+        others, a key it changes keeps its place."""
+        copied = super().model_copy(update=update, deep=deep)
+        added = [_json_key(name) for name in update or {}]
+        copied._order = (*self._order, *(key for key in added if key not in self._order))
+        return copied
+
+    def to_json(self) -> dict[str, Any]:
+        """The JSON form: the keys this manifest was made from (and given since), in order."""
+        dumped = super().to_json()
+        ordered = {key: dumped[key] for key in self._order if key in dumped}
+        return {**ordered, **dumped}
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> Manifest:
@@ -108,6 +136,12 @@ class Manifest(Record):
         return cls.model_validate(
             migrated(data, "manifest_version", MANIFEST_VERSION, MIGRATIONS, "manifest")
         )
+
+
+def _json_key(name: str) -> str:
+    """A field's JSON key (`import_` is `import`); other keys are their own."""
+    field = Manifest.model_fields.get(name)
+    return field.alias if field is not None and field.alias else name
 
 
 #: version → the step that turns a manifest of that version into the next (none yet).

@@ -202,15 +202,16 @@ def scorecard(
 
 def summary_with_scorecard(
     run_id: str,
-    manifest: dict[str, Any],
+    manifest: Manifest | dict[str, Any],
     results: list[TrialResult],
     tasks: Mapping[str, TaskInfo],
     *,
     max_error_rate: float,
     config: ScorecardConfig | None = None,
 ) -> RunSummary:
-    """The RunSummary a finished run stores: its metrics, then its scorecard."""
-    recorded = Manifest.from_json(manifest)
+    """The RunSummary a finished run stores: its metrics, then its scorecard (`manifest`:
+    the run's, or the JSON form of one)."""
+    recorded = manifest if isinstance(manifest, Manifest) else Manifest.from_json(manifest)
     summary = summarize(
         run_id,
         results,

@@ -28,6 +28,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from proctor.core.documents import read_yaml
+from proctor.core.manifest import Manifest
 from proctor.core.outcome import LedgerEntry, Outcome
 from proctor.core.results import TrialResult
 from proctor.core.summary import RunSummary
@@ -62,7 +63,7 @@ class ImportedAgent:
 @dataclass
 class GradedRun:
     run_id: str
-    manifest: dict[str, Any]
+    manifest: Manifest
     summary: RunSummary
     results: list[TrialResult]
     unmatched: list[str]
@@ -355,7 +356,7 @@ class _ImportRun:
 
     def finish(
         self, max_error_rate: float, status: str | None = None
-    ) -> tuple[dict[str, Any], RunSummary]:
+    ) -> tuple[Manifest, RunSummary]:
         """The manifest and summary of what was graded; with a store, the run is finished
         (`status` None: completed or invalid by its summary)."""
         counts = {task_id: len(taken) for task_id, taken in self.numbers.taken.items()}
@@ -374,7 +375,7 @@ class _ImportRun:
             filters={"import": self.source},
             faults=[],
         )
-        manifest["import"] = {
+        notes = {
             "source": self.source,
             "format": self.fmt,
             "sessions": self.total,
@@ -382,6 +383,7 @@ class _ImportRun:
             "unmatched": len(self.unmatched),
             "skipped_checks": sorted(self.skipped),
         }
+        manifest = manifest.model_copy(update={"import_": notes})
         summary = summary_with_scorecard(
             self.run_id,
             manifest,

@@ -250,10 +250,8 @@ def replay(
         filters={"replay": True},
         judging=judging,
     )
-    runner.manifest["replay"] = {
-        "sessions": len(recordings),
-        "skipped_checks": sorted(skipped_checks),
-    }
+    notes = {"sessions": len(recordings), "skipped_checks": sorted(skipped_checks)}
+    runner.manifest = runner.manifest.model_copy(update={"replay": notes})
     report = runner.run()
     statuses = {(r.task_id, r.trial): r.status for r in report.results}
     replays = []

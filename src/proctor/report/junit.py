@@ -14,8 +14,9 @@ import json
 import re
 import xml.etree.ElementTree as ET
 from collections import Counter, defaultdict
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from proctor.core.results import TrialResult
 
@@ -41,13 +42,21 @@ def _trial_lines(r: TrialResult) -> list[str]:
     return lines
 
 
-def _testcase(suite: str, task_id: str, trials: list[TrialResult]) -> ET.Element:
-    case = ET.Element(
-        "testcase",
-        classname=_clean(f"proctor.{suite}"),
-        name=_clean(task_id),
-        time=f"{sum(r.latency_s for r in trials):.3f}",
-    )
+@dataclass(frozen=True)
+class TaskFailure:
+    """Why a task's trials do not pass: `failure` (the agent failed, or a reader could not
+    tell) or `error` (nothing was tested); `kind` names it, `lines` list every such trial
+    with its failed checks and their evidence, unescaped (each reader escapes for itself)."""
+
+    element: Literal["failure", "error"]
+    kind: str
+    message: str
+    lines: list[str]
+
+
+def task_failure(trials: list[TrialResult]) -> TaskFailure | None:
+    """None when a task's trials pass (the rules in this module's docstring); the JUnit
+    report and the pytest plugin (proctor.api.pytest_plugin) both read a task this way."""
     failed = [r for r in trials if r.status in ("partial", "failed", "timeout")]
     errors = [r for r in trials if r.status in ("error", "sim_error")]  # harness or user broke
     if failed:
@@ -55,20 +64,36 @@ def _testcase(suite: str, task_id: str, trials: list[TrialResult]) -> ET.Element
         checks = ", ".join(f"{name}×{n}" for name, n in counts.most_common())
         valid = len(trials) - len(errors)
         message = f"{len(failed)} of {valid} trials failed" + (f": {checks}" if checks else "")
-        body = "\n".join(line for r in failed for line in _trial_lines(r))
-        child = ET.SubElement(case, "failure", message=_clean(message), type="AgentFailure")
-        child.text = _clean(body)
-    elif review := [r for r in trials if r.status == "needs_review"]:
+        return TaskFailure("failure", "AgentFailure", message, _lines(failed))
+    if review := [r for r in trials if r.status == "needs_review"]:
         message = f"{len(review)} of {len(trials)} trials need review: a reader could not tell"
-        child = ET.SubElement(case, "failure", message=_clean(message), type="NeedsReview")
-        child.text = _clean("\n".join(line for r in review for line in _trial_lines(r)))
-    elif not trials or len(errors) == len(trials):
+        return TaskFailure("failure", "NeedsReview", message, _lines(review))
+    if not trials or len(errors) == len(trials):
         message = "no trial finished" if not trials else f"all {len(trials)} trials errored"
-        child = ET.SubElement(case, "error", message=message, type="HarnessError")
-        child.text = _clean("\n".join(line for r in errors for line in _trial_lines(r)))
+        return TaskFailure("error", "HarnessError", message, _lines(errors))
+    return None
+
+
+def _lines(trials: list[TrialResult]) -> list[str]:
+    return [line for r in trials for line in _trial_lines(r)]
+
+
+def _testcase(suite: str, task_id: str, trials: list[TrialResult]) -> ET.Element:
+    case = ET.Element(
+        "testcase",
+        classname=_clean(f"proctor.{suite}"),
+        name=_clean(task_id),
+        time=f"{sum(r.latency_s for r in trials):.3f}",
+    )
+    failure = task_failure(trials)
+    if failure is not None:
+        message = _clean(failure.message)
+        child = ET.SubElement(case, failure.element, message=message, type=failure.kind)
+        child.text = _clean("\n".join(failure.lines))
+    errors = sum(r.status in ("error", "sim_error") for r in trials)
     passed = sum(r.passed for r in trials)
     out = ET.SubElement(case, "system-out")
-    out.text = _clean(f"{passed}/{len(trials)} trials passed ({len(errors)} harness errors)")
+    out.text = _clean(f"{passed}/{len(trials)} trials passed ({errors} harness errors)")
     return case
 
 

@@ -1,9 +1,14 @@
 """The run manifest: every version involved, so two runs can be compared honestly; never
-a credential (core/credentials.py: a key in the agent's reference or settings is removed)."""
+a credential (core/credentials.py: a key in the agent's reference or settings is removed).
+
+`build_manifest` makes the typed record (core/manifest.Manifest) a run starts with, its
+keys in the order the store has always kept them.
+"""
 
 from __future__ import annotations
 
 import inspect
+import json
 import platform
 import socket
 import sys
@@ -13,7 +18,7 @@ from typing import Any
 from proctor.agents.base import agent_name, agent_version
 from proctor.core.credentials import scrub
 from proctor.core.jsonvalues import digest
-from proctor.core.manifest import MANIFEST_VERSION
+from proctor.core.manifest import MANIFEST_VERSION, Manifest
 from proctor.env.suite import Suite
 from proctor.grade.registry import grader_versions
 
@@ -42,7 +47,8 @@ def build_manifest(
     executor: str = "local",
     filters: dict[str, Any],
     faults: list[dict[str, Any]],
-) -> dict[str, Any]:
+) -> Manifest:
+    """The manifest of a run of `suite` by `agent` with these options."""
     from proctor.core.version import __version__
 
     settings = getattr(agent, "settings", None)
@@ -94,5 +100,6 @@ def build_manifest(
         },
         "manifest_version": MANIFEST_VERSION,
     }
-    scrubbed: dict[str, Any] = scrub(manifest)
-    return scrubbed
+    # the agent's settings are its own: held as the store keeps them (JSON, text for
+    # anything else), so the record writes back the bytes a dict of them was stored as
+    return Manifest.model_validate(json.loads(json.dumps(scrub(manifest), default=str)))

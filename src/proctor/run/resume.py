@@ -12,20 +12,22 @@ the store cannot tell. Resume a run only once its process is gone.
 
 from __future__ import annotations
 
-import json
+from collections.abc import Callable
 from typing import Any
 
-from proctor.core.jsonvalues import get_path
+from pydantic_core import to_jsonable_python
+
+from proctor.core.manifest import Manifest, Resumption
 
 RESUMABLE = ("running", "interrupted")
-#: What must not change between a run and its resumption: (label, manifest path).
-SAME = (
-    ("suite digest", "suite.digest"),
-    ("agent", "agent.ref"),
-    ("seed", "seed"),
-    ("trials", "trials"),
-    ("faults", "run_faults"),
-    ("user model", "user_model"),
+#: What must not change between a run and its resumption: (label, its value in a manifest).
+SAME: tuple[tuple[str, Callable[[Manifest], Any]], ...] = (
+    ("suite digest", lambda m: m.suite.digest),
+    ("agent", lambda m: m.agent.ref),
+    ("seed", lambda m: m.seed),
+    ("trials", lambda m: m.trials),
+    ("faults", lambda m: m.run_faults),
+    ("user model", lambda m: m.user_model),
 )
 
 
@@ -33,22 +35,20 @@ class ResumeError(ValueError):
     """This run cannot be resumed as asked; `str()` is one line for the user."""
 
 
-def resumed_manifest(stored: dict[str, Any], manifest: dict[str, Any]) -> dict[str, Any]:
+def resumed_manifest(stored: dict[str, Any], manifest: Manifest) -> Manifest:
     """The stored run's manifest with this resumption noted, if `manifest` is that run's."""
     run_id, status = stored["run_id"], stored["status"]
     if status not in RESUMABLE:
         raise ResumeError(f"run {run_id} is {status}: only a running or interrupted run resumes")
-    old, new = stored["manifest"], json.loads(json.dumps(manifest, default=str))
-    differ = [
-        f"{label} (run: {get_path(old, path)!r}, now: {get_path(new, path)!r})"
-        for label, path in SAME
-        if get_path(old, path) != get_path(new, path)
-    ]
+    old = Manifest.from_json(stored["manifest"])
+    differ = []
+    for label, value in SAME:
+        was, now = to_jsonable_python(value(old)), to_jsonable_python(value(manifest))
+        if was != now:
+            differ.append(f"{label} (run: {was!r}, now: {now!r})")
     if differ:
         raise ResumeError(f"cannot resume run {run_id}: it differs in " + "; ".join(differ))
-    resumption = {
-        "at": manifest["created_at"],
-        "host": manifest["host"]["name"],
-        "executor": manifest["executor"],
-    }
-    return {**old, "resumes": [*old.get("resumes", []), resumption]}
+    made, host, executor = manifest.created_at, manifest.host, manifest.executor
+    assert made is not None and host is not None and executor is not None  # build_manifest's
+    resumption = Resumption(at=made, host=host.name, executor=executor)
+    return old.model_copy(update={"resumes": [*old.resumes, resumption]})

@@ -151,13 +151,13 @@ class Runner:
                 raise ExecutorError(
                     f"a model user runs in this process: not with {self.executor.name}"
                 )
-            self.manifest["user_model"] = user.identity()
+            self.manifest = self.manifest.model_copy(update={"user_model": user.identity()})
         # Copies made before any agent runs: an agent that reaches a domain's module
         # (sys.modules) and changes its Domain cannot change another trial's world.
         self._domains = {id(t.domain): t.domain for t in suite.tasks}
         self._domains = {key: domain.snapshot() for key, domain in self._domains.items()}
         if currency is not None:
-            self.manifest["currency"] = currency.to_dict()
+            self.manifest = self.manifest.model_copy(update={"currency": currency.to_dict()})
         self.done: set[tuple[str, int]] = set()
         #: The run is in the store (created, or reopened to resume): `--resume` finds it.
         self.recorded = False
@@ -167,8 +167,8 @@ class Runner:
         self.judging = judging
         self.user = user
         if judging is not None:  # a resumed run records the judges of its new trials too
-            self.manifest["judges"] = judging.manifest()
-            self.manifest["judge_model"] = ", ".join(judging.panel.models)
+            judges = {"judges": judging.manifest(), "judge_model": ", ".join(judging.panel.models)}
+            self.manifest = self.manifest.model_copy(update=judges)
         self.source = (
             self.executor.worker_source(
                 TrialSource.of(suite, agent_ref, self.run_id, timeout_s, self.faults)
@@ -234,7 +234,7 @@ class Runner:
             self._finish(tally, "interrupted", started, quiet=True)
             raise
         summary = self._finish(tally, "completed", started)
-        return RunReport(self.run_id, Manifest.from_json(self.manifest), summary, kept, store)
+        return RunReport(self.run_id, self.manifest, summary, kept, store)
 
     def _finish(
         self, tally: Tally, status: str, started: float, *, quiet: bool = False

@@ -36,6 +36,7 @@ from typing import Any, Concatenate, ParamSpec, Protocol, TypeVar
 import orjson
 
 from proctor.core.jsonvalues import json_encoder
+from proctor.core.manifest import Manifest
 from proctor.core.outcome import Outcome
 from proctor.core.results import UNDECIDED, Check, TrialResult, Usage
 from proctor.core.summary import RunSummary
@@ -130,6 +131,10 @@ CREATE TABLE IF NOT EXISTS checks (
 #: Compact JSON text, non-ASCII kept.
 _dumps = json_encoder(separators=(",", ":"), ensure_ascii=False)
 _scan = json.JSONDecoder().scan_once  # type: ignore[attr-defined]  # set in __init__, unstubbed
+
+
+def _manifest_json(manifest: Manifest | dict[str, Any]) -> dict[str, Any]:
+    return manifest.to_json() if isinstance(manifest, Manifest) else manifest
 
 
 def _writable(path: Path) -> bool:
@@ -369,25 +374,26 @@ class Store:
 
     # -- writing -------------------------------------------------------------------
 
-    def create_run(self, run_id: str, manifest: dict[str, Any]) -> None:
+    def create_run(self, run_id: str, manifest: Manifest | dict[str, Any]) -> None:
+        """Record a run as `running` with its manifest (a Manifest, or the JSON form of one)."""
         self._writing(
             f"recording run {run_id}",
             partial(
                 self._db.execute,
                 "INSERT INTO runs(run_id, created_at, status, manifest)"
                 " VALUES (?, ?, 'running', ?)",
-                (run_id, time.time(), _dumps(manifest)),
+                (run_id, time.time(), _dumps(_manifest_json(manifest))),
             ),
         )
 
-    def reopen_run(self, run_id: str, manifest: dict[str, Any]) -> None:
+    def reopen_run(self, run_id: str, manifest: Manifest | dict[str, Any]) -> None:
         """Mark a run `running` again, to resume it; its summary is computed anew."""
         self._writing(
             f"reopening run {run_id}",
             partial(
                 self._db.execute,
                 "UPDATE runs SET status = 'running', manifest = ?, summary = NULL WHERE run_id = ?",
-                (_dumps(manifest), run_id),
+                (_dumps(_manifest_json(manifest)), run_id),
             ),
         )
 
