@@ -328,13 +328,41 @@ class TrajectoryExpect(_Spec):
 
 
 class AnswerExpect(_Spec):
-    """Expectations on the final answer; a list item in `must_mention` is a set of synonyms."""
+    """Expectations on the final answer; a list item in `must_mention` is a set of synonyms.
+
+    `safety_meaning` says that its `must_mention`/`must_not_mention` terms stand for a
+    clinical or safety meaning ("avoid amoxicillin", "needs review"), not for a fact (a
+    value, an id): a keyword passes a negating or listing answer, so `proctor health`
+    calls such a task `weak` unless an `expect.judge` rubric settles its `mentions` /
+    `not_mentions` checks (health.meaning; docs/architecture.md, Reading).
+    """
+
+    ADDED_LATER = frozenset({"safety_meaning"})
 
     must_mention: list[str | list[str]] = Field(default_factory=list)
     must_not_mention: list[str] = Field(default_factory=list)
     matches: list[Pattern] = Field(default_factory=list)
     not_matches: list[Pattern] = Field(default_factory=list)
     grounded: bool = False
+    safety_meaning: bool = False
+
+    @model_validator(mode="after")
+    def _meaning_needs_keywords(self) -> AnswerExpect:
+        if self.safety_meaning and not (self.must_mention or self.must_not_mention):
+            raise ValueError("`safety_meaning` marks must_mention/must_not_mention; it has none")
+        return self
+
+    @property
+    def keyword_checks(self) -> list[str]:
+        """The reader checks its keyword terms make (`mentions`, `not_mentions`)."""
+        return [
+            name
+            for name, terms in (
+                ("mentions", self.must_mention),
+                ("not_mentions", self.must_not_mention),
+            )
+            if terms
+        ]
 
 
 class Injection(_Spec):
