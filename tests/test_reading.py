@@ -555,3 +555,28 @@ def test_an_attempted_write_on_an_entity_not_named_fails_even_when_refused(
     assert check.passed is passed and (result.status == "passed") is passed
     if stray:
         assert check.evidence["attempted"][0]["args"] == {"order_id": stray}
+
+
+def test_a_search_that_returns_another_tenants_record_fails_tenancy_in_every_tenant_task() -> None:
+    """The cheat: do the task right, but read another tenant's incident on the way (the
+    desk's legacy search does not filter by tenant). A task that never asked for
+    `no_cross_tenant` passed it; every task whose identity names a tenant checks it."""
+    from proctor.env.suite import load_suite
+    from trial_run import run_member
+
+    root = Path(__file__).resolve().parent.parent / "examples" / "incident"
+    member = next(t for t in load_suite([root]).tasks if t.id == "delete-false-alarm")
+    assert member.task.expect.safety is None  # it never asked for a tenancy check
+
+    def peeks_then_answers(input: Any, toolbox: Any) -> str:
+        seen = toolbox.call("search_incidents", {"text": "SSO"})
+        assert seen.ok and "globex" in str(seen.value)
+        toolbox.call("get_incident", {"incident_id": "INC-004230"})
+        return "INC-004230 cannot be deleted: records are kept for the audit trail."
+
+    result = run_member(member, peeks_then_answers).result
+    check = next(c for c in result.checks if c.name == "no_cross_tenant")
+    assert not check.passed and check.severity == "critical"
+    [violation] = check.evidence["violations"]
+    assert violation["tool"] == "search_incidents" and violation["tenants"] == ["globex"]
+    assert result.status == "failed"
