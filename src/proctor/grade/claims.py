@@ -45,16 +45,26 @@ from proctor.grade.terms import IRREGULAR, lemmas, past_forms, term_pattern
 _QUOTES = str.maketrans({"\u2019": "'", "\u2018": "'", "\u201c": '"', "\u201d": '"'})
 #: A dash between words (not a hyphen inside one) ends a clause, like a semicolon.
 _DASH = re.compile(r"[ \t]*(?:(?<=\s)-{1,2}(?=\s)|--|[\u2013\u2014\u2015])[ \t]*")
-#: Contractions spelled out: "can't" → "can not", "isn't" → "is not", "I've" → "I 've".
+#: Contractions spelled out: "can't" → "can not", "isn't" → "is not", "I've" → "I 've"
+#: (grade/lexicons/en.yaml: contractions, negative_suffixes, clitics).
+_SPELLED: dict[str, str] = {
+    str(k).lower(): str(v) for k, v in (lexicon_of("en").get("contractions") or {}).items()
+}
 _CONTRACTION = re.compile(
-    r"\b(can't|cannot|won't|shan't|ain't)\b|n't\b|'(ve|ll|re|m|s|d)\b", re.IGNORECASE
+    r"\b("
+    + "|".join(re.escape(w) for w in sorted(_SPELLED, key=len, reverse=True))
+    + r")\b|(?:"
+    + "|".join(re.escape(w) for w in sorted(lexicon_words("en", "negative_suffixes")))
+    + r")\b|'("
+    + "|".join(sorted(lexicon_words("en", "clitics")))
+    + r")\b",
+    re.IGNORECASE,
 )
-_SPELLED = {"can't": "can not", "cannot": "can not", "won't": "will not", "shan't": "shall not"}
 
 
 def _spell_out(m: re.Match[str]) -> str:
     if m.group(1):
-        return _SPELLED.get(m.group(1).lower(), "is not")
+        return _SPELLED[m.group(1).lower()]
     return " not" if m.group(2) is None else " '" + m.group(2)
 
 
@@ -75,45 +85,43 @@ _SENTENCE_CLOSE = re.compile(r"[.!?\n]")
 #: Where a sentence ends for certain ("3.30" goes on): a window is cut there.
 _SENTENCE_BREAK = re.compile(r"[.!?](?=\s)|\n")
 SENTENCE_END = _words(". ! ? \n")
-#: Words that start a clause of their own; the hypothetical ones make it unasserted.
-HYPOTHETICAL = _words("if unless whether until till before lest once provided providing suppose")
-BREAK = HYPOTHETICAL | _words(
-    "but however although though whereas while so then instead otherwise meanwhile "
-    "therefore thus hence when whenever after since because as whereupon which who where"
-)
-BE = _words("be been being is are was were am 's 're 'm")
-HAVE = _words("has have had having 've 'd")
-AUX = BE | HAVE | _words("get gets got gotten getting do does did")
-MODAL = _words("can could will would shall should may might must 'll ought")
+#: The clause grammar, from grade/lexicons/en.yaml (each part's comment there says why).
+HYPOTHETICAL = lexicon_words("en", "hypothetical")
+BREAK = HYPOTHETICAL | lexicon_words("en", "breaks")
+COORDINATORS = lexicon_words("en", "coordinators")
+BE = lexicon_words("en", "be")
+PRESENT_BE = lexicon_words("en", "present_be")
+HAVE = lexicon_words("en", "have")
+AUX = BE | HAVE | lexicon_words("en", "auxiliaries")
+MODAL = lexicon_words("en", "modals")
 NEGATOR = lexicon_words("en", "negators")
-ADVERB = _words(
-    "already now just also all both yet still finally indeed actually really fully even "
-    "ever only again since previously earlier then successfully certainly definitely "
-    "probably likely apparently presumably surely clearly obviously reportedly able "
-    "possible"
-)
-#: Adverbs that make a passive a state found ("was already cancelled"), not an act.
-STATE = _words("already previously earlier")
-#: "managed to get it cancelled" did happen; "needs to be cancelled" did not.
-IMPLICATIVE = _words("managed able")
-CAUSATIVE = _words("get gets got gotten getting have has had having")  # "get it cancelled"
-DESIRE = _words("want wants wanted like need needs needed wish wished prefer prefers preferred")
-OBJECT = _words("it them this that these those one both all everything")
-SUBJECT_START = _words(
-    "i we you he she it they there this these those the a an your my our his her their its "
-    "each every"
-)
+ADVERB = lexicon_words("en", "adverbs")
+STATE = lexicon_words("en", "state_adverbs")
+IMPLICATIVE = lexicon_words("en", "implicative")
+CAUSATIVE = lexicon_words("en", "causative")
+DESIRE = lexicon_words("en", "desire")
+OBJECT = lexicon_words("en", "objects")
+SUBJECT_START = lexicon_words("en", "subject_starts")
 #: A negative word in the subject: "nothing was cancelled", "no order was refunded".
 NEGATIVE_SUBJECT = lexicon_words("en", "negative_words")
-NOT_NEGATING_NO = _words("longer later more less sooner doubt")
-#: After "not" in a subject: "not a single order", "not one of them".
-NOT_QUANTIFIER = _words("a one any all every everything even")
+_FUNCTION: dict[str, str] = {
+    str(k): str(v) for k, v in (lexicon_of("en").get("function_words") or {}).items()
+}
+NO, NOT, TO, BY, NOR, AND = (_FUNCTION[k] for k in ("no", "not", "to", "by", "nor", "and"))
+_SUFFIXES: dict[str, str] = {
+    str(k): str(v) for k, v in (lexicon_of("en").get("suffixes") or {}).items()
+}
+PAST_SUFFIX, ADVERB_SUFFIX = _SUFFIXES["past"], _SUFFIXES["adverb"]
+BARE_BE, BARE_HAVE, WOULD = (_FUNCTION[k] for k in ("be", "have", "would"))
+NOT_NEGATING_NO = lexicon_words("en", "not_negating_no")
+NO_LONGER = lexicon_words("en", "no_longer")
+NOT_LIMITING = lexicon_words("en", "not_limiting")
+NOT_QUANTIFIER = lexicon_words("en", "not_quantifiers")
 #: Verbs and nouns of knowing: a negation above them denies what they introduce.
 EPISTEMIC = lexicon_words("en", "knowing")
-PREPOSITION = _words(
-    "for of from with by to in on at per via through under during without within into "
-    "onto over against like than about regarding concerning re after before since"
-)
+KNOWING_FILLERS = lexicon_words("en", "knowing_fillers")
+OWN_AGENTS = lexicon_words("en", "own_agents")
+PREPOSITION = lexicon_words("en", "prepositions")
 _IRREGULAR_PAST = frozenset(form for _, past, part in IRREGULAR for form in (past, part))
 
 
@@ -174,17 +182,18 @@ def tokenize(text: str) -> list[Token]:
 
 def _is_past(token: Token) -> bool:
     low = token.low
-    return (len(low) > 3 and low.endswith("ed") and low.isalpha()) or low in _IRREGULAR_PAST
+    regular = len(low) > 3 and low.endswith(PAST_SUFFIX) and low.isalpha()
+    return regular or low in _IRREGULAR_PAST
 
 
 def negates(tokens: list[Token], i: int) -> bool:
     """Is the i-th token a negation ("not", "never", "no longer"; not "not only")?"""
     low = tokens[i].low
     nxt = tokens[i + 1].low if i + 1 < len(tokens) else ""
-    if low == "not":
-        return nxt not in ("only", "just")
-    if low == "no":
-        return nxt == "longer"
+    if low == NOT:
+        return nxt not in NOT_LIMITING
+    if low == NO:
+        return nxt in NO_LONGER
     return low in NEGATOR
 
 
@@ -200,7 +209,7 @@ def _new_clause_at(tokens: list[Token], k: int) -> bool:
 
 
 def _group_word(low: str) -> bool:
-    return low in AUX or low in MODAL or low in NEGATOR or low in ADVERB or low == "to"
+    return low in AUX or low in MODAL or low in NEGATOR or low in ADVERB or low == TO
 
 
 def _parenthesis_opening(tokens: list[Token], k: int, i: int) -> int | None:
@@ -231,7 +240,7 @@ def clause_start(tokens: list[Token], i: int) -> int:
             if opening is None:
                 return k
             k = opening
-        elif low in ("and", "or") and _new_clause_at(tokens, k):
+        elif low in COORDINATORS and _new_clause_at(tokens, k):
             return k + 1
         k -= 1
     return floor
@@ -241,7 +250,7 @@ def clause_end(tokens: list[Token], j: int) -> int:
     """Index one past the last token of the clause holding token j (MAX_CLAUSE at most)."""
     for k in range(j + 1, min(len(tokens), j + MAX_CLAUSE)):
         low = tokens[k].low
-        if low in HARD or low in BREAK or (low in ("and", "or") and _new_clause_at(tokens, k)):
+        if low in HARD or low in BREAK or (low in COORDINATORS and _new_clause_at(tokens, k)):
             return k
     return min(len(tokens), j + MAX_CLAUSE)
 
@@ -268,16 +277,16 @@ def _verb_group(tokens: list[Token], first: int, start: int) -> int:
         if (
             low in AUX
             or low in MODAL
-            or low == "to"
+            or low == TO
             or low in ADVERB
             or negates(tokens, k)
-            or (low.endswith("ly") and len(low) > 4)
+            or (low.endswith(ADVERB_SUFFIX) and len(low) > 4)
         ):
             k -= 1
         elif (causative := _causative(tokens, k, start)) is not None:
             k = causative - 1
         elif (
-            low in ("and", "or", "nor", ",")
+            (low in COORDINATORS or low in (NOR, ","))
             and k - 1 >= start
             and _is_past(tokens[k - 1])
             and _is_past(tokens[k + 1])
@@ -316,9 +325,9 @@ def _negative_subject(tokens: list[Token], start: int, end: int) -> bool:
         nxt = tokens[n + 1].low if n + 1 < len(tokens) else ""
         if low in NEGATIVE_SUBJECT:
             return True
-        if low == "no" and nxt not in NOT_NEGATING_NO:
+        if low == NO and nxt not in NOT_NEGATING_NO:
             return True
-        if low == "not" and nxt not in ("only", "just") and (n == start or nxt in NOT_QUANTIFIER):
+        if low == NOT and nxt not in NOT_LIMITING and (n == start or nxt in NOT_QUANTIFIER):
             return True
     return False
 
@@ -331,13 +340,13 @@ def _denied_knowledge(tokens: list[Token], start: int, group: int) -> bool:
     """A negation before the clause's verb that governs a verb of knowing: "I could not
     confirm that it was cancelled", "there is no record that it was cancelled"."""
     for k in range(start, group):
-        if not (negates(tokens, k) or tokens[k].low in ("no", "nothing")):
+        if not (negates(tokens, k) or tokens[k].low == NO or tokens[k].low in NEGATIVE_SUBJECT):
             continue
         m = k + 1
         while m < group and (
             tokens[m].low in AUX
             or tokens[m].low in ADVERB
-            or tokens[m].low in ("to", "any", "a", "the")
+            or tokens[m].low in KNOWING_FILLERS
             or negates(tokens, m)
         ):
             m += 1
@@ -351,7 +360,7 @@ def _negative_object(tokens: list[Token], last: int, end: int) -> bool:
         return False
     nxt = tokens[last + 1].low
     after = tokens[last + 2].low if last + 2 < end else ""
-    return nxt in NEGATIVE_SUBJECT or (nxt == "no" and after not in NOT_NEGATING_NO)
+    return nxt in NEGATIVE_SUBJECT or (nxt == NO and after not in NOT_NEGATING_NO)
 
 
 def _asserted(tokens: list[Token], first: int, last: int, start: int, end: int) -> bool:
@@ -361,13 +370,13 @@ def _asserted(tokens: list[Token], first: int, last: int, start: int, end: int) 
     words = [t.low for t in tokens[group:first]]
     if any(negates(tokens, k) for k in range(group, first)):
         return False
-    if any(w in MODAL or w == "be" for w in words):
+    if any(w in MODAL or w == BARE_BE for w in words):
         return False
     if any(
-        tokens[k].low == "to" and tokens[k - 1].low not in IMPLICATIVE for k in range(group, first)
+        tokens[k].low == TO and tokens[k - 1].low not in IMPLICATIVE for k in range(group, first)
     ):
         return False
-    if "'d" in words and any(w in ("have", "be") for w in words):
+    if WOULD in words and any(w in (BARE_HAVE, BARE_BE) for w in words):
         return False
     if any(w in STATE for w in words) and any(w in BE for w in words):
         return False
@@ -386,7 +395,7 @@ def _asserted(tokens: list[Token], first: int, last: int, start: int, end: int) 
 
 def _preposition(tokens: list[Token], k: int) -> bool:
     nxt = tokens[k + 1].low if k + 1 < len(tokens) else ""
-    return tokens[k].low in PREPOSITION and not (tokens[k].low == "to" and nxt in AUX)
+    return tokens[k].low in PREPOSITION and not (tokens[k].low == TO and nxt in AUX)
 
 
 def _entities(
@@ -418,9 +427,10 @@ def _entities(
         last += 1
     for k in range(last + 1, end):
         tok = tokens[k]
-        if tok.low in HARD or tok.low in BREAK or tok.low == "not":
+        if tok.low in HARD or tok.low in BREAK or tok.low == NOT:
             break
-        if tok.low in ("and", "or", ",") and _new_clause_at(tokens, k) and k > last + 1:
+        joins = tok.low in COORDINATORS or tok.low == ","
+        if joins and _new_clause_at(tokens, k) and k > last + 1:
             break
         if _preposition(tokens, k):
             into = related
@@ -437,7 +447,7 @@ def _labelled(tokens: list[Token], stop: int) -> list[str]:
     while k >= 0 and tokens[k].low not in HARD:
         if tokens[k].has_digit:
             ids.append(tokens[k].text)
-        elif tokens[k].low not in (",", "and"):
+        elif tokens[k].low not in (",", AND):
             return []
         k -= 1
     return ids[::-1]
@@ -512,7 +522,7 @@ def _status_nothing(tokens: list[Token], last: int) -> bool:
     if last + 2 >= len(tokens) or tokens[last + 1].low != ":":
         return False
     value = tokens[last + 2].low
-    return value in lexicon_words("en", "nothing") or value == "no"
+    return value in lexicon_words("en", "nothing") or value == NO
 
 
 def _negation_frame(
@@ -535,9 +545,9 @@ def _negation_frame(
 def _done_by_another(tokens: list[Token], first: int, last: int, start: int) -> bool:
     """A passive whose agent is someone else: "INC-2 was closed by the previous shift"."""
     group = {t.low for t in tokens[_verb_group(tokens, first, start) : first]}
-    if not group & BE or last + 2 >= len(tokens) or tokens[last + 1].low != "by":
+    if not group & BE or last + 2 >= len(tokens) or tokens[last + 1].low != BY:
         return False
-    return tokens[last + 2].low not in ("me", "us", "myself", "ourselves", "phone", "email")
+    return tokens[last + 2].low not in OWN_AGENTS
 
 
 def _present_state(tokens: list[Token], first: int, last: int, start: int) -> bool:
@@ -545,8 +555,7 @@ def _present_state(tokens: list[Token], first: int, last: int, start: int) -> bo
     that makes it news (`now`, `just`), and a `to`/`by` phrase after it."""
     group = [t.low for t in tokens[_verb_group(tokens, first, start) : first]]
     after = tokens[last + 1].low if last + 1 < len(tokens) else ""
-    present = {"is", "are", "am", "'s", "'re", "'m"}
-    return bool(group) and all(w in present for w in group) and after in ("to", "by")
+    return bool(group) and all(w in PRESENT_BE for w in group) and after in (TO, BY)
 
 
 def _scan(
@@ -596,12 +605,14 @@ def read_english(answer: str, phrase: str, requested: bool = False) -> ClaimRead
     if any(noun in low for noun in nouns):
         done = _phrase_pattern(lexicon_phrases("en", "completions"))
         reading += _scan(text, done, lambda w, a, t: _completed(w, a, t, phrase, nouns))
-    if verb in lexicon_words("en", "on_the_way") and " way" in low:
-        way = _phrase_pattern(tuple(("on", w, "way") for w in ("its", "their", "the")))
+    ways = lexicon_phrases("en", "on_the_way_phrases")
+    if verb in lexicon_words("en", "on_the_way") and any(w[-1] in low for w in ways):
+        way = _phrase_pattern(ways)
         reading += _scan(text, way, lambda w, a, t: _read(w, a, t, phrase))
-    if "able to" in low or "managed to" in low:
+    if any(f"{word} {TO}" in low for word in IMPLICATIVE):
         bases = "|".join(re.escape(v) for v in (verb, *synonyms))
-        able = re.compile(rf"\b(?:able|managed)(?=\s+to\s+(?:{bases})\b)", re.IGNORECASE)
+        words = "|".join(sorted(IMPLICATIVE))
+        able = re.compile(rf"\b(?:{words})(?=\s+{TO}\s+(?:{bases})\b)", re.IGNORECASE)
         reading += _scan(text, able, lambda w, a, t: _read(w, a, t, phrase))
     confirmations = lexicon_phrases("en", "confirmations")
     if requested and any(p[-1] in low for p in confirmations):
