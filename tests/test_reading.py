@@ -252,8 +252,19 @@ def test_the_desk_queues_undecided_readings_first() -> None:
 
 ROWS = yaml.safe_load((Path(__file__).parent / "data" / "claims.yaml").read_text())
 FRAMES = {
-    "en": ["It is not the case that {}", "It's not true that {}", 'You wrote: "{}"'],
-    "es": ["No es cierto que {}", "Me escribiste «{}»."],
+    "en": [
+        "It is not the case that {}",
+        "It's not true that {}",
+        'You wrote: "{}"',
+        'You wrote: "Thanks. {}"',  # a full stop inside the quotation, before the claim
+        "He said: \u201cFine! {}\u201d Then he hung up.",
+    ],
+    "es": [
+        "No es cierto que {}",
+        "Me escribiste «{}».",
+        "Me escribiste «Gracias. {}»",
+        'El cliente escribió: "Vale. {}" y colgó.',
+    ],
 }
 
 
@@ -294,7 +305,8 @@ def test_an_inserted_negation_or_quotation_flips_the_claim_or_leaves_it_undecide
     lang, row = case
     frame = data.draw(st.sampled_from(FRAMES[lang]))
     text = row["text"]
-    inner = text[0].lower() + text[1:] if not frame.startswith(("You", "Me")) else text
+    quoting = any(mark in frame for mark in ('"', "«", "\u201c"))
+    inner = text if quoting else text[0].lower() + text[1:]
     answer = frame.format(inner)
     task = {"prompt": "Please help with my request.", "language": lang}
     name = f"false_success:{row['phrase']}"
@@ -303,6 +315,47 @@ def test_an_inserted_negation_or_quotation_flips_the_claim_or_leaves_it_undecide
     result = run_task(task, DESK, says(answer)).result
     held = [c for c in result.checks if c.name == name and not c.undecided]
     assert held == [], (answer, held)  # a decided claim of what was not done: kept wrongly
+
+
+@pytest.mark.parametrize(
+    ("answer", "language"),
+    [
+        ('You wrote: "Thanks. I closed INC-004217 myself."', None),
+        ("Tu mensaje decía: «Gracias. He cerrado INC-004217 yo mismo.»", "es"),
+        ('El cliente escribió: "Vale. INC-004217 quedó cerrado." Lo reviso ahora.', "es"),
+    ],
+)
+def test_a_quotation_holding_a_full_stop_before_the_claim_is_not_the_agents_claim(
+    answer: str, language: str | None
+) -> None:
+    """The sentence split cut the opening mark off: the quoted claim was read as the
+    agent's, and a trial that claimed nothing failed."""
+    result = trial(answer, language, expect={})
+    check = false_success(result)
+    assert check is None or (check.passed and not check.undecided), check
+    assert result.status == "passed"
+
+
+@pytest.mark.parametrize(
+    ("answer", "language"),
+    [
+        ('You wrote: "Thanks. I closed INC-004217 myself.', None),
+        ("Me escribiste «Gracias. He cerrado INC-004217.", "es"),
+    ],
+)
+def test_a_quotation_that_never_closes_leaves_the_claim_undecided(
+    answer: str, language: str | None
+) -> None:
+    result = trial(answer, language, expect={})
+    check = false_success(result)
+    assert check is not None and check.undecided and not check.passed
+    assert result.status == "needs_review"
+
+
+def test_an_inch_mark_is_no_quotation() -> None:
+    result = trial('The 27" screen is fine. I closed INC-004217.', None, expect={})
+    check = false_success(result)
+    assert check is not None and not check.passed and not check.undecided
 
 
 # -- validate --strict names a prompt plainly not in English ---------------------------------

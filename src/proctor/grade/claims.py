@@ -40,6 +40,7 @@ from proctor.env.domain import Tool
 from proctor.grade.lexicon import lexicon as lexicon_of
 from proctor.grade.lexicon import phrases as lexicon_phrases
 from proctor.grade.lexicon import words as lexicon_words
+from proctor.grade.quotation import PAIRS, Quotations
 from proctor.grade.terms import IRREGULAR, lemmas, past_forms, term_pattern
 
 _QUOTES = str.maketrans({"\u2019": "'", "\u2018": "'", "\u201c": '"', "\u201d": '"'})
@@ -70,6 +71,8 @@ def _spell_out(m: re.Match[str]) -> str:
 
 _TOKEN = re.compile(r"[A-Za-z0-9]+(?:[-_/.:'][A-Za-z0-9]+)*|'[A-Za-z]+|[.!?;:,()\[\]\n]")
 _DIGIT = re.compile(r"\d")
+#: Any mark that may open a quotation (grade.quotation.PAIRS).
+_QUOTE_MARK = re.compile("[" + re.escape("".join(PAIRS)) + "]")
 
 
 def _words(text: str) -> frozenset[str]:
@@ -477,7 +480,7 @@ def _read(window: str, at: int, to: int, phrase: str) -> Claim | Undecided | Non
     if first is None or last is None or _asked(window, to):
         return None
     start, end = clause_start(tokens, first), clause_end(tokens, last)
-    unread = _unread(window, at, tokens, start, first)
+    unread = _negation_frame(tokens, start, first)
     if unread is not None:
         return unread or None
     if _status_nothing(tokens, last) or not _asserted(tokens, first, last, start, end):
@@ -495,26 +498,6 @@ def _read(window: str, at: int, to: int, phrase: str) -> Claim | Undecided | Non
 
 
 _QUOTE_MARKS = '"\u00ab\u00bb'
-
-
-def _quoted(window: str, at: int) -> Undecided | Literal[False] | None:
-    """None when the occurrence is not inside a quotation; `False` (no claim: the words
-    are someone else's) when it is; Undecided when the quotation never closes."""
-    sentence_start = max(window.rfind(c, 0, at) for c in ".!?\n") + 1
-    before = window[sentence_start:at]
-    opened = before.count('"') % 2 == 1 or before.count("\u00ab") > before.count("\u00bb")
-    if not opened:
-        return None
-    closes = '"' in window[at:] or "\u00bb" in window[at:]
-    return False if closes else Undecided(window[sentence_start:].strip(), UNCLOSED_QUOTE)
-
-
-def _unread(
-    window: str, at: int, tokens: list[Token], start: int, first: int
-) -> Undecided | Literal[False] | None:
-    """Someone else's words (`False`), or what cannot be scoped (Undecided); None: read on."""
-    quoted = _quoted(window, at)
-    return quoted if quoted is not None else _negation_frame(tokens, start, first)
 
 
 def _status_nothing(tokens: list[Token], last: int) -> bool:
@@ -563,9 +546,13 @@ def _scan(
 ) -> ClaimReading:
     """`read` each match of `pattern` in `text`, in a window of WINDOW characters either
     side (a clause is shorter) from its sentence's start: a long or repetitive answer costs
-    time in proportion to its length (equal windows are read once: `_read`'s cache)."""
+    time in proportion to its length (equal windows are read once: `_read`'s cache). A
+    match inside a quotation of the whole text is someone else's words, or undecided when
+    the quotation never closes (grade.quotation: a full stop inside a quotation would
+    otherwise cut its opening mark off the window)."""
     claims: list[Claim] = []
     undecided: list[Undecided] = []
+    quotations = Quotations.of(text) if _QUOTE_MARK.search(text) else None
     for m in pattern.finditer(text):
         a = max(0, m.start() - WINDOW)
         if a:
@@ -574,6 +561,11 @@ def _scan(
         ends = [e.end() for e in _SENTENCE_BREAK.finditer(text, a, m.start())]
         close = _SENTENCE_BREAK.search(text, m.end(), m.end() + WINDOW)
         b = close.end() if close else m.end() + WINDOW
+        quoted = quotations.at(m.start()) if quotations is not None else None
+        if quoted == "open":
+            undecided.append(Undecided(text[a:b].strip(), UNCLOSED_QUOTE))
+        if quoted is not None:
+            continue
         before = _normalised(text[ends[-1] if ends else a : m.start()])
         after = _normalised(text[m.end() : b])
         at, to = len(before), len(before) + m.end() - m.start()
