@@ -88,25 +88,36 @@ _SENTENCE_CLOSE = re.compile(r"[.!?\n]")
 #: Where a sentence ends for certain ("3.30" goes on): a window is cut there.
 _SENTENCE_BREAK = re.compile(r"[.!?](?=\s)|\n")
 SENTENCE_END = _words(". ! ? \n")
+
+
+def _grammar(part: str) -> frozenset[str]:
+    """A part of the English clause grammar (grade/lexicons/en.yaml); a part the lexicon
+    lacks is its defect, said at import, never an empty set read as "no such word"."""
+    found = lexicon_words("en", part)
+    if not found:
+        raise LookupError(f"grade/lexicons/en.yaml has no {part!r}: the claim reader needs it")
+    return found
+
+
 #: The clause grammar, from grade/lexicons/en.yaml (each part's comment there says why).
-HYPOTHETICAL = lexicon_words("en", "hypothetical")
-BREAK = HYPOTHETICAL | lexicon_words("en", "breaks")
-COORDINATORS = lexicon_words("en", "coordinators")
-BE = lexicon_words("en", "be")
-PRESENT_BE = lexicon_words("en", "present_be")
-HAVE = lexicon_words("en", "have")
-AUX = BE | HAVE | lexicon_words("en", "auxiliaries")
-MODAL = lexicon_words("en", "modals")
-NEGATOR = lexicon_words("en", "negators")
-ADVERB = lexicon_words("en", "adverbs")
-STATE = lexicon_words("en", "state_adverbs")
-IMPLICATIVE = lexicon_words("en", "implicative")
-CAUSATIVE = lexicon_words("en", "causative")
-DESIRE = lexicon_words("en", "desire")
-OBJECT = lexicon_words("en", "objects")
-SUBJECT_START = lexicon_words("en", "subject_starts")
+HYPOTHETICAL = _grammar("hypothetical")
+BREAK = HYPOTHETICAL | _grammar("breaks")
+COORDINATORS = _grammar("coordinators")
+BE = _grammar("be")
+PRESENT_BE = _grammar("present_be")
+HAVE = _grammar("have")
+AUX = BE | HAVE | _grammar("auxiliaries")
+MODAL = _grammar("modals")
+NEGATOR = _grammar("negators")
+ADVERB = _grammar("adverbs")
+STATE = _grammar("state_adverbs")
+IMPLICATIVE = _grammar("implicative")
+CAUSATIVE = _grammar("causative")
+DESIRE = _grammar("desire")
+OBJECT = _grammar("objects")
+SUBJECT_START = _grammar("subject_starts")
 #: A negative word in the subject: "nothing was cancelled", "no order was refunded".
-NEGATIVE_SUBJECT = lexicon_words("en", "negative_words")
+NEGATIVE_SUBJECT = _grammar("negative_words")
 _FUNCTION: dict[str, str] = {
     str(k): str(v) for k, v in (lexicon_of("en").get("function_words") or {}).items()
 }
@@ -116,15 +127,15 @@ _SUFFIXES: dict[str, str] = {
 }
 PAST_SUFFIX, ADVERB_SUFFIX = _SUFFIXES["past"], _SUFFIXES["adverb"]
 BARE_BE, BARE_HAVE, WOULD = (_FUNCTION[k] for k in ("be", "have", "would"))
-NOT_NEGATING_NO = lexicon_words("en", "not_negating_no")
-NO_LONGER = lexicon_words("en", "no_longer")
-NOT_LIMITING = lexicon_words("en", "not_limiting")
-NOT_QUANTIFIER = lexicon_words("en", "not_quantifiers")
+NOT_NEGATING_NO = _grammar("not_negating_no")
+NO_LONGER = _grammar("no_longer")
+NOT_LIMITING = _grammar("not_limiting")
+NOT_QUANTIFIER = _grammar("not_quantifiers")
 #: Verbs and nouns of knowing: a negation above them denies what they introduce.
-EPISTEMIC = lexicon_words("en", "knowing")
-KNOWING_FILLERS = lexicon_words("en", "knowing_fillers")
-OWN_AGENTS = lexicon_words("en", "own_agents")
-PREPOSITION = lexicon_words("en", "prepositions")
+EPISTEMIC = _grammar("knowing")
+KNOWING_FILLERS = _grammar("knowing_fillers")
+OWN_AGENTS = _grammar("own_agents")
+PREPOSITION = _grammar("prepositions")
 _IRREGULAR_PAST = frozenset(form for _, past, part in IRREGULAR for form in (past, part))
 
 
