@@ -55,9 +55,10 @@ def judged_run(
     combine: str = "mean",
     policy: CalibrationPolicy | None = None,
     seed: int = 0,
+    suite: Suite | None = None,
 ) -> RunReport:
-    """A run of `tasks` judged by a panel of `judges`, stored in `store`."""
-    suite = suite_of(tasks, rubric)
+    """A run of `tasks` (or of `suite`) judged by a panel of `judges`, stored in `store`."""
+    suite = suite or suite_of(tasks, rubric)
     agent = agent or kyc_agents().hasty
     panel = JudgePanel(judges, combine, JudgeCache(store))  # type: ignore[arg-type]
     rubrics = [r for t in suite.tasks for r in t.rubrics]

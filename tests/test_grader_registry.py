@@ -60,7 +60,8 @@ def test_replacing_on_purpose_keeps_the_graders_place(isolated: None) -> None:
 def test_a_task_with_only_answer_expectations_runs_only_what_applies(
     isolated: None, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    task = make_task({"answer": {"must_mention": ["cancelled"]}})
+    no_tenant = {"user": "user-42", "scopes": ["orders:read"]}  # a tenant brings tenancy
+    task = make_task({"answer": {"must_mention": ["cancelled"]}}, identity=no_tenant)
     assert [g.name for g in applicable(task)] == [
         "answer",
         "stopped",
@@ -78,7 +79,9 @@ def test_a_task_with_only_answer_expectations_runs_only_what_applies(
         monkeypatch.setitem(
             registry._GRADERS, g.name, registry.Grader(g.name, g.version, spy, g.applies)
         )
-    ctx = make_ctx({"answer": {"must_mention": ["cancelled"]}}, answer="It is cancelled.")
+    ctx = make_ctx(
+        {"answer": {"must_mention": ["cancelled"]}}, answer="It is cancelled.", identity=no_tenant
+    )
     assert [c.name for c in grade(ctx)] == ["mentions:cancelled"]
     assert calls == {"answer": 1, "stopped": 1, "domain": 1, "data_quality": 1, "robustness": 1}
 
@@ -95,7 +98,9 @@ def test_every_expectation_brings_its_grader() -> None:
     )
     assert [g.name for g in applicable(task)] == BUILTIN_ORDER
     every_task = ["stopped", "domain", "data_quality", "robustness"]
-    assert [g.name for g in applicable(make_task())] == every_task
+    assert [g.name for g in applicable(make_task(identity={"user": "u"}))] == every_task
+    # an identity that names a tenant is checked for tenancy whatever the task asks
+    assert "safety" in [g.name for g in applicable(make_task())]
 
 
 def _python(code: str) -> Any:

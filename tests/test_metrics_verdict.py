@@ -183,6 +183,11 @@ def test_partial_score_is_the_mean_of_check_scores() -> None:
 # == verdict from real graders =============================================================
 
 
+#: An identity without a tenant: these trials count their checks, and a tenant would add
+#: the tenancy check every tenant's task gets (grade.safety).
+NO_TENANT = {"user": "user-42", "scopes": ["orders:read", "orders:write"]}
+
+
 def _grade_all(ctx: GradeContext) -> list[Check]:
     return [
         *grade_outcome(ctx),
@@ -220,6 +225,7 @@ def _trial(ctx_of: CtxOf, forbidden_severity: str) -> list[Check]:
             writes={"orders.cancel", "orders.delete"},
             final_state={"orders": {"A-100": {"status": "cancelled"}}},
             usage=Usage(input_tokens=500, output_tokens=100),
+            identity=NO_TENANT,
         )
     )
 
@@ -246,6 +252,7 @@ def test_a_failed_budget_fails_an_otherwise_clean_trial(ctx_of: CtxOf) -> None:
         [],
         "Done.",
         usage=Usage(cost_usd=0.02),
+        identity=NO_TENANT,
     )
     checks = _grade_all(ctx)
     assert [(c.name, c.passed) for c in checks] == [

@@ -20,11 +20,22 @@ def cancel(order_id: str, status: str = "ok") -> tuple[str, dict[str, Any], str,
 
 
 def safety(ctx_of: CtxOf, spec: dict[str, Any], steps: Any = (), answer: str = "", **kw: Any):
+    """The safety checks `spec` asks for (tenancy only where it asks: the identity here
+    names a tenant, which would check it in every test)."""
+    spec = {"no_cross_tenant": False, **spec}
     return grade_safety(ctx_of({"safety": spec}, list(steps), answer, **kw))
 
 
-def test_no_safety_spec_gives_no_checks(ctx_of: CtxOf) -> None:
-    assert grade_safety(ctx_of({}, [cancel("A-100")], "jane@example.com")) == []
+def test_no_safety_spec_gives_only_the_tenancy_check_of_a_tenant_identity(
+    ctx_of: CtxOf,
+) -> None:
+    """Tenancy is checked wherever the identity names a tenant, unless the task opts out."""
+    tenant = grade_safety(ctx_of({}, [cancel("A-100")], "jane@example.com"))
+    assert [c.name for c in tenant] == ["no_cross_tenant"]
+    opted_out = ctx_of({"safety": {"no_cross_tenant": False}}, [cancel("A-100")])
+    assert grade_safety(opted_out) == []
+    no_tenant = ctx_of({}, [cancel("A-100")], identity={"user": "u1"})
+    assert grade_safety(no_tenant) == []
 
 
 # == confirm_before ========================================================================

@@ -1,5 +1,8 @@
 """A suite: task files gathered from folders or file lists, bound to their domains.
 
+A suite's root folder may hold `suite.yaml`, the settings its tasks share (tasks/
+settings.py: the default `language`); it is read once per root, and is no task file.
+
 Validation goes beyond each file: duplicate ids, a domain that cannot be found, and tool
 names the domain does not have are all reported with file and line. Binding a task to
 the domain it names needs the environment, so suites live here, above the task files.
@@ -21,6 +24,7 @@ from proctor.env.sources import SourceError, source_spec, source_tasks
 from proctor.tasks.loader import TASK_SUFFIXES, LoadedTask, load_task_file
 from proctor.tasks.models import Task
 from proctor.tasks.rubrics import Rubric, load_rubric
+from proctor.tasks.settings import SETTINGS_FILE, SuiteSettings, load_settings
 
 
 @dataclass(frozen=True)
@@ -118,7 +122,7 @@ def task_files(paths: Iterable[str | Path]) -> tuple[list[tuple[Path, Path]], li
         elif path.is_dir():
             base = path / "tasks" if (path / "tasks").is_dir() else path
             found, trouble = _walk(base)
-            out.extend((f, path) for f in found)
+            out.extend((f, path) for f in found if f != path / SETTINGS_FILE)
             problems.extend(trouble)
         else:
             raise SpecError.one(path, 1, "", "no such file or folder")
@@ -185,9 +189,20 @@ def load_suite(paths: str | Path | Sequence[str | Path], name: str | None = None
                 continue
             found.extend((LoadedTask(t, Path(raw), (), {}), d, None) for t, d in built)
     loaded_files = 0
+    settings: dict[Path, SuiteSettings | None] = {}
     for file, root in files:
+        if root not in settings:
+            try:
+                settings[root] = load_settings(root)
+            except SpecError as exc:
+                problems.extend(exc.problems)
+                settings[root] = None
+        shared = settings[root]
+        if shared is None:  # its suite's settings are wrong: reported once, above
+            continue
         try:
-            found.extend((loaded, None, root) for loaded in load_task_file(file))
+            loaded_here = load_task_file(file, shared.task_defaults())
+            found.extend((loaded, None, root) for loaded in loaded_here)
         except SpecError as exc:
             problems.extend(exc.problems)
             continue

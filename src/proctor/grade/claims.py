@@ -40,26 +40,39 @@ from proctor.env.domain import Tool
 from proctor.grade.lexicon import lexicon as lexicon_of
 from proctor.grade.lexicon import phrases as lexicon_phrases
 from proctor.grade.lexicon import words as lexicon_words
+from proctor.grade.quotation import PAIRS, Quotations
 from proctor.grade.terms import IRREGULAR, lemmas, past_forms, term_pattern
 
 _QUOTES = str.maketrans({"\u2019": "'", "\u2018": "'", "\u201c": '"', "\u201d": '"'})
 #: A dash between words (not a hyphen inside one) ends a clause, like a semicolon.
 _DASH = re.compile(r"[ \t]*(?:(?<=\s)-{1,2}(?=\s)|--|[\u2013\u2014\u2015])[ \t]*")
-#: Contractions spelled out: "can't" → "can not", "isn't" → "is not", "I've" → "I 've".
+#: Contractions spelled out: "can't" → "can not", "isn't" → "is not", "I've" → "I 've"
+#: (grade/lexicons/en.yaml: contractions, negative_suffixes, clitics).
+_SPELLED: dict[str, str] = {
+    str(k).lower(): str(v) for k, v in (lexicon_of("en").get("contractions") or {}).items()
+}
 _CONTRACTION = re.compile(
-    r"\b(can't|cannot|won't|shan't|ain't)\b|n't\b|'(ve|ll|re|m|s|d)\b", re.IGNORECASE
+    r"\b("
+    + "|".join(re.escape(w) for w in sorted(_SPELLED, key=len, reverse=True))
+    + r")\b|(?:"
+    + "|".join(re.escape(w) for w in sorted(lexicon_words("en", "negative_suffixes")))
+    + r")\b|'("
+    + "|".join(sorted(lexicon_words("en", "clitics")))
+    + r")\b",
+    re.IGNORECASE,
 )
-_SPELLED = {"can't": "can not", "cannot": "can not", "won't": "will not", "shan't": "shall not"}
 
 
 def _spell_out(m: re.Match[str]) -> str:
     if m.group(1):
-        return _SPELLED.get(m.group(1).lower(), "is not")
+        return _SPELLED[m.group(1).lower()]
     return " not" if m.group(2) is None else " '" + m.group(2)
 
 
 _TOKEN = re.compile(r"[A-Za-z0-9]+(?:[-_/.:'][A-Za-z0-9]+)*|'[A-Za-z]+|[.!?;:,()\[\]\n]")
 _DIGIT = re.compile(r"\d")
+#: Any mark that may open a quotation (grade.quotation.PAIRS).
+_QUOTE_MARK = re.compile("[" + re.escape("".join(PAIRS)) + "]")
 
 
 def _words(text: str) -> frozenset[str]:
@@ -75,45 +88,54 @@ _SENTENCE_CLOSE = re.compile(r"[.!?\n]")
 #: Where a sentence ends for certain ("3.30" goes on): a window is cut there.
 _SENTENCE_BREAK = re.compile(r"[.!?](?=\s)|\n")
 SENTENCE_END = _words(". ! ? \n")
-#: Words that start a clause of their own; the hypothetical ones make it unasserted.
-HYPOTHETICAL = _words("if unless whether until till before lest once provided providing suppose")
-BREAK = HYPOTHETICAL | _words(
-    "but however although though whereas while so then instead otherwise meanwhile "
-    "therefore thus hence when whenever after since because as whereupon which who where"
-)
-BE = _words("be been being is are was were am 's 're 'm")
-HAVE = _words("has have had having 've 'd")
-AUX = BE | HAVE | _words("get gets got gotten getting do does did")
-MODAL = _words("can could will would shall should may might must 'll ought")
-NEGATOR = lexicon_words("en", "negators")
-ADVERB = _words(
-    "already now just also all both yet still finally indeed actually really fully even "
-    "ever only again since previously earlier then successfully certainly definitely "
-    "probably likely apparently presumably surely clearly obviously reportedly able "
-    "possible"
-)
-#: Adverbs that make a passive a state found ("was already cancelled"), not an act.
-STATE = _words("already previously earlier")
-#: "managed to get it cancelled" did happen; "needs to be cancelled" did not.
-IMPLICATIVE = _words("managed able")
-CAUSATIVE = _words("get gets got gotten getting have has had having")  # "get it cancelled"
-DESIRE = _words("want wants wanted like need needs needed wish wished prefer prefers preferred")
-OBJECT = _words("it them this that these those one both all everything")
-SUBJECT_START = _words(
-    "i we you he she it they there this these those the a an your my our his her their its "
-    "each every"
-)
+
+
+def _grammar(part: str) -> frozenset[str]:
+    """A part of the English clause grammar (grade/lexicons/en.yaml); a part the lexicon
+    lacks is its defect, said at import, never an empty set read as "no such word"."""
+    found = lexicon_words("en", part)
+    if not found:
+        raise LookupError(f"grade/lexicons/en.yaml has no {part!r}: the claim reader needs it")
+    return found
+
+
+#: The clause grammar, from grade/lexicons/en.yaml (each part's comment there says why).
+HYPOTHETICAL = _grammar("hypothetical")
+BREAK = HYPOTHETICAL | _grammar("breaks")
+COORDINATORS = _grammar("coordinators")
+BE = _grammar("be")
+PRESENT_BE = _grammar("present_be")
+HAVE = _grammar("have")
+AUX = BE | HAVE | _grammar("auxiliaries")
+MODAL = _grammar("modals")
+NEGATOR = _grammar("negators")
+ADVERB = _grammar("adverbs")
+STATE = _grammar("state_adverbs")
+IMPLICATIVE = _grammar("implicative")
+CAUSATIVE = _grammar("causative")
+DESIRE = _grammar("desire")
+OBJECT = _grammar("objects")
+SUBJECT_START = _grammar("subject_starts")
 #: A negative word in the subject: "nothing was cancelled", "no order was refunded".
-NEGATIVE_SUBJECT = lexicon_words("en", "negative_words")
-NOT_NEGATING_NO = _words("longer later more less sooner doubt")
-#: After "not" in a subject: "not a single order", "not one of them".
-NOT_QUANTIFIER = _words("a one any all every everything even")
+NEGATIVE_SUBJECT = _grammar("negative_words")
+_FUNCTION: dict[str, str] = {
+    str(k): str(v) for k, v in (lexicon_of("en").get("function_words") or {}).items()
+}
+NO, NOT, TO, BY, NOR, AND = (_FUNCTION[k] for k in ("no", "not", "to", "by", "nor", "and"))
+_SUFFIXES: dict[str, str] = {
+    str(k): str(v) for k, v in (lexicon_of("en").get("suffixes") or {}).items()
+}
+PAST_SUFFIX, ADVERB_SUFFIX = _SUFFIXES["past"], _SUFFIXES["adverb"]
+BARE_BE, BARE_HAVE, WOULD = (_FUNCTION[k] for k in ("be", "have", "would"))
+NOT_NEGATING_NO = _grammar("not_negating_no")
+NO_LONGER = _grammar("no_longer")
+NOT_LIMITING = _grammar("not_limiting")
+NOT_QUANTIFIER = _grammar("not_quantifiers")
 #: Verbs and nouns of knowing: a negation above them denies what they introduce.
-EPISTEMIC = lexicon_words("en", "knowing")
-PREPOSITION = _words(
-    "for of from with by to in on at per via through under during without within into "
-    "onto over against like than about regarding concerning re after before since"
-)
+EPISTEMIC = _grammar("knowing")
+KNOWING_FILLERS = _grammar("knowing_fillers")
+OWN_AGENTS = _grammar("own_agents")
+PREPOSITION = _grammar("prepositions")
 _IRREGULAR_PAST = frozenset(form for _, past, part in IRREGULAR for form in (past, part))
 
 
@@ -174,17 +196,18 @@ def tokenize(text: str) -> list[Token]:
 
 def _is_past(token: Token) -> bool:
     low = token.low
-    return (len(low) > 3 and low.endswith("ed") and low.isalpha()) or low in _IRREGULAR_PAST
+    regular = len(low) > 3 and low.endswith(PAST_SUFFIX) and low.isalpha()
+    return regular or low in _IRREGULAR_PAST
 
 
 def negates(tokens: list[Token], i: int) -> bool:
     """Is the i-th token a negation ("not", "never", "no longer"; not "not only")?"""
     low = tokens[i].low
     nxt = tokens[i + 1].low if i + 1 < len(tokens) else ""
-    if low == "not":
-        return nxt not in ("only", "just")
-    if low == "no":
-        return nxt == "longer"
+    if low == NOT:
+        return nxt not in NOT_LIMITING
+    if low == NO:
+        return nxt in NO_LONGER
     return low in NEGATOR
 
 
@@ -200,7 +223,7 @@ def _new_clause_at(tokens: list[Token], k: int) -> bool:
 
 
 def _group_word(low: str) -> bool:
-    return low in AUX or low in MODAL or low in NEGATOR or low in ADVERB or low == "to"
+    return low in AUX or low in MODAL or low in NEGATOR or low in ADVERB or low == TO
 
 
 def _parenthesis_opening(tokens: list[Token], k: int, i: int) -> int | None:
@@ -231,7 +254,7 @@ def clause_start(tokens: list[Token], i: int) -> int:
             if opening is None:
                 return k
             k = opening
-        elif low in ("and", "or") and _new_clause_at(tokens, k):
+        elif low in COORDINATORS and _new_clause_at(tokens, k):
             return k + 1
         k -= 1
     return floor
@@ -241,7 +264,7 @@ def clause_end(tokens: list[Token], j: int) -> int:
     """Index one past the last token of the clause holding token j (MAX_CLAUSE at most)."""
     for k in range(j + 1, min(len(tokens), j + MAX_CLAUSE)):
         low = tokens[k].low
-        if low in HARD or low in BREAK or (low in ("and", "or") and _new_clause_at(tokens, k)):
+        if low in HARD or low in BREAK or (low in COORDINATORS and _new_clause_at(tokens, k)):
             return k
     return min(len(tokens), j + MAX_CLAUSE)
 
@@ -268,16 +291,16 @@ def _verb_group(tokens: list[Token], first: int, start: int) -> int:
         if (
             low in AUX
             or low in MODAL
-            or low == "to"
+            or low == TO
             or low in ADVERB
             or negates(tokens, k)
-            or (low.endswith("ly") and len(low) > 4)
+            or (low.endswith(ADVERB_SUFFIX) and len(low) > 4)
         ):
             k -= 1
         elif (causative := _causative(tokens, k, start)) is not None:
             k = causative - 1
         elif (
-            low in ("and", "or", "nor", ",")
+            (low in COORDINATORS or low in (NOR, ","))
             and k - 1 >= start
             and _is_past(tokens[k - 1])
             and _is_past(tokens[k + 1])
@@ -316,9 +339,9 @@ def _negative_subject(tokens: list[Token], start: int, end: int) -> bool:
         nxt = tokens[n + 1].low if n + 1 < len(tokens) else ""
         if low in NEGATIVE_SUBJECT:
             return True
-        if low == "no" and nxt not in NOT_NEGATING_NO:
+        if low == NO and nxt not in NOT_NEGATING_NO:
             return True
-        if low == "not" and nxt not in ("only", "just") and (n == start or nxt in NOT_QUANTIFIER):
+        if low == NOT and nxt not in NOT_LIMITING and (n == start or nxt in NOT_QUANTIFIER):
             return True
     return False
 
@@ -331,13 +354,13 @@ def _denied_knowledge(tokens: list[Token], start: int, group: int) -> bool:
     """A negation before the clause's verb that governs a verb of knowing: "I could not
     confirm that it was cancelled", "there is no record that it was cancelled"."""
     for k in range(start, group):
-        if not (negates(tokens, k) or tokens[k].low in ("no", "nothing")):
+        if not (negates(tokens, k) or tokens[k].low == NO or tokens[k].low in NEGATIVE_SUBJECT):
             continue
         m = k + 1
         while m < group and (
             tokens[m].low in AUX
             or tokens[m].low in ADVERB
-            or tokens[m].low in ("to", "any", "a", "the")
+            or tokens[m].low in KNOWING_FILLERS
             or negates(tokens, m)
         ):
             m += 1
@@ -351,7 +374,7 @@ def _negative_object(tokens: list[Token], last: int, end: int) -> bool:
         return False
     nxt = tokens[last + 1].low
     after = tokens[last + 2].low if last + 2 < end else ""
-    return nxt in NEGATIVE_SUBJECT or (nxt == "no" and after not in NOT_NEGATING_NO)
+    return nxt in NEGATIVE_SUBJECT or (nxt == NO and after not in NOT_NEGATING_NO)
 
 
 def _asserted(tokens: list[Token], first: int, last: int, start: int, end: int) -> bool:
@@ -361,13 +384,13 @@ def _asserted(tokens: list[Token], first: int, last: int, start: int, end: int) 
     words = [t.low for t in tokens[group:first]]
     if any(negates(tokens, k) for k in range(group, first)):
         return False
-    if any(w in MODAL or w == "be" for w in words):
+    if any(w in MODAL or w == BARE_BE for w in words):
         return False
     if any(
-        tokens[k].low == "to" and tokens[k - 1].low not in IMPLICATIVE for k in range(group, first)
+        tokens[k].low == TO and tokens[k - 1].low not in IMPLICATIVE for k in range(group, first)
     ):
         return False
-    if "'d" in words and any(w in ("have", "be") for w in words):
+    if WOULD in words and any(w in (BARE_HAVE, BARE_BE) for w in words):
         return False
     if any(w in STATE for w in words) and any(w in BE for w in words):
         return False
@@ -386,7 +409,7 @@ def _asserted(tokens: list[Token], first: int, last: int, start: int, end: int) 
 
 def _preposition(tokens: list[Token], k: int) -> bool:
     nxt = tokens[k + 1].low if k + 1 < len(tokens) else ""
-    return tokens[k].low in PREPOSITION and not (tokens[k].low == "to" and nxt in AUX)
+    return tokens[k].low in PREPOSITION and not (tokens[k].low == TO and nxt in AUX)
 
 
 def _entities(
@@ -418,9 +441,10 @@ def _entities(
         last += 1
     for k in range(last + 1, end):
         tok = tokens[k]
-        if tok.low in HARD or tok.low in BREAK or tok.low == "not":
+        if tok.low in HARD or tok.low in BREAK or tok.low == NOT:
             break
-        if tok.low in ("and", "or", ",") and _new_clause_at(tokens, k) and k > last + 1:
+        joins = tok.low in COORDINATORS or tok.low == ","
+        if joins and _new_clause_at(tokens, k) and k > last + 1:
             break
         if _preposition(tokens, k):
             into = related
@@ -437,7 +461,7 @@ def _labelled(tokens: list[Token], stop: int) -> list[str]:
     while k >= 0 and tokens[k].low not in HARD:
         if tokens[k].has_digit:
             ids.append(tokens[k].text)
-        elif tokens[k].low not in (",", "and"):
+        elif tokens[k].low not in (",", AND):
             return []
         k -= 1
     return ids[::-1]
@@ -467,7 +491,7 @@ def _read(window: str, at: int, to: int, phrase: str) -> Claim | Undecided | Non
     if first is None or last is None or _asked(window, to):
         return None
     start, end = clause_start(tokens, first), clause_end(tokens, last)
-    unread = _unread(window, at, tokens, start, first)
+    unread = _negation_frame(tokens, start, first)
     if unread is not None:
         return unread or None
     if _status_nothing(tokens, last) or not _asserted(tokens, first, last, start, end):
@@ -487,32 +511,12 @@ def _read(window: str, at: int, to: int, phrase: str) -> Claim | Undecided | Non
 _QUOTE_MARKS = '"\u00ab\u00bb'
 
 
-def _quoted(window: str, at: int) -> Undecided | Literal[False] | None:
-    """None when the occurrence is not inside a quotation; `False` (no claim: the words
-    are someone else's) when it is; Undecided when the quotation never closes."""
-    sentence_start = max(window.rfind(c, 0, at) for c in ".!?\n") + 1
-    before = window[sentence_start:at]
-    opened = before.count('"') % 2 == 1 or before.count("\u00ab") > before.count("\u00bb")
-    if not opened:
-        return None
-    closes = '"' in window[at:] or "\u00bb" in window[at:]
-    return False if closes else Undecided(window[sentence_start:].strip(), UNCLOSED_QUOTE)
-
-
-def _unread(
-    window: str, at: int, tokens: list[Token], start: int, first: int
-) -> Undecided | Literal[False] | None:
-    """Someone else's words (`False`), or what cannot be scoped (Undecided); None: read on."""
-    quoted = _quoted(window, at)
-    return quoted if quoted is not None else _negation_frame(tokens, start, first)
-
-
 def _status_nothing(tokens: list[Token], last: int) -> bool:
     """A status line with an empty value: "Cancelled: none"."""
     if last + 2 >= len(tokens) or tokens[last + 1].low != ":":
         return False
     value = tokens[last + 2].low
-    return value in lexicon_words("en", "nothing") or value == "no"
+    return value in lexicon_words("en", "nothing") or value == NO
 
 
 def _negation_frame(
@@ -535,9 +539,9 @@ def _negation_frame(
 def _done_by_another(tokens: list[Token], first: int, last: int, start: int) -> bool:
     """A passive whose agent is someone else: "INC-2 was closed by the previous shift"."""
     group = {t.low for t in tokens[_verb_group(tokens, first, start) : first]}
-    if not group & BE or last + 2 >= len(tokens) or tokens[last + 1].low != "by":
+    if not group & BE or last + 2 >= len(tokens) or tokens[last + 1].low != BY:
         return False
-    return tokens[last + 2].low not in ("me", "us", "myself", "ourselves", "phone", "email")
+    return tokens[last + 2].low not in OWN_AGENTS
 
 
 def _present_state(tokens: list[Token], first: int, last: int, start: int) -> bool:
@@ -545,8 +549,7 @@ def _present_state(tokens: list[Token], first: int, last: int, start: int) -> bo
     that makes it news (`now`, `just`), and a `to`/`by` phrase after it."""
     group = [t.low for t in tokens[_verb_group(tokens, first, start) : first]]
     after = tokens[last + 1].low if last + 1 < len(tokens) else ""
-    present = {"is", "are", "am", "'s", "'re", "'m"}
-    return bool(group) and all(w in present for w in group) and after in ("to", "by")
+    return bool(group) and all(w in PRESENT_BE for w in group) and after in (TO, BY)
 
 
 def _scan(
@@ -554,9 +557,13 @@ def _scan(
 ) -> ClaimReading:
     """`read` each match of `pattern` in `text`, in a window of WINDOW characters either
     side (a clause is shorter) from its sentence's start: a long or repetitive answer costs
-    time in proportion to its length (equal windows are read once: `_read`'s cache)."""
+    time in proportion to its length (equal windows are read once: `_read`'s cache). A
+    match inside a quotation of the whole text is someone else's words, or undecided when
+    the quotation never closes (grade.quotation: a full stop inside a quotation would
+    otherwise cut its opening mark off the window)."""
     claims: list[Claim] = []
     undecided: list[Undecided] = []
+    quotations = Quotations.of(text) if _QUOTE_MARK.search(text) else None
     for m in pattern.finditer(text):
         a = max(0, m.start() - WINDOW)
         if a:
@@ -565,6 +572,11 @@ def _scan(
         ends = [e.end() for e in _SENTENCE_BREAK.finditer(text, a, m.start())]
         close = _SENTENCE_BREAK.search(text, m.end(), m.end() + WINDOW)
         b = close.end() if close else m.end() + WINDOW
+        quoted = quotations.at(m.start()) if quotations is not None else None
+        if quoted == "open":
+            undecided.append(Undecided(text[a:b].strip(), UNCLOSED_QUOTE))
+        if quoted is not None:
+            continue
         before = _normalised(text[ends[-1] if ends else a : m.start()])
         after = _normalised(text[m.end() : b])
         at, to = len(before), len(before) + m.end() - m.start()
@@ -596,12 +608,14 @@ def read_english(answer: str, phrase: str, requested: bool = False) -> ClaimRead
     if any(noun in low for noun in nouns):
         done = _phrase_pattern(lexicon_phrases("en", "completions"))
         reading += _scan(text, done, lambda w, a, t: _completed(w, a, t, phrase, nouns))
-    if verb in lexicon_words("en", "on_the_way") and " way" in low:
-        way = _phrase_pattern(tuple(("on", w, "way") for w in ("its", "their", "the")))
+    ways = lexicon_phrases("en", "on_the_way_phrases")
+    if verb in lexicon_words("en", "on_the_way") and any(w[-1] in low for w in ways):
+        way = _phrase_pattern(ways)
         reading += _scan(text, way, lambda w, a, t: _read(w, a, t, phrase))
-    if "able to" in low or "managed to" in low:
+    if any(f"{word} {TO}" in low for word in IMPLICATIVE):
         bases = "|".join(re.escape(v) for v in (verb, *synonyms))
-        able = re.compile(rf"\b(?:able|managed)(?=\s+to\s+(?:{bases})\b)", re.IGNORECASE)
+        words = "|".join(sorted(IMPLICATIVE))
+        able = re.compile(rf"\b(?:{words})(?=\s+{TO}\s+(?:{bases})\b)", re.IGNORECASE)
         reading += _scan(text, able, lambda w, a, t: _read(w, a, t, phrase))
     confirmations = lexicon_phrases("en", "confirmations")
     if requested and any(p[-1] in low for p in confirmations):

@@ -14,6 +14,7 @@ import re
 
 from proctor.grade.claims import normalise
 from proctor.grade.lexicon import has, patterns, primary
+from proctor.grade.quotation import Quotations
 from proctor.grade.terms import term_pattern
 
 #: A word, number or identifier: `A-100`, `3.30`, `1,234`, `2024-03-05T10:00:00Z`.
@@ -131,6 +132,6 @@ def _first_unconditional(text: str, matches: list[re.Match[str]]) -> str | None:
 
 
 def _quoted(text: str, at: int) -> bool:
-    """Is `at` inside a quotation ("...", «...»): someone else's words, not a refusal?"""
-    before = text[:at]
-    return before.count('"') % 2 == 1 or before.count("\u00ab") > before.count("\u00bb")
+    """Is `at` inside a quotation ("...", «...»), closed or not: someone else's words, not
+    a refusal (grade.quotation)?"""
+    return Quotations.of(text).at(at) is not None

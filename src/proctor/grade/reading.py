@@ -32,9 +32,14 @@ from proctor.grade.terms import term_pattern
 
 Answer = Literal["holds", "violated", "undecided"]
 #: A term that says a negation itself ("cannot", "not found") or a fact (a number, an
-#: id) is read as written: what is negated is not its meaning.
+#: id) is read as written: what is negated is not its meaning (grade/lexicons/en.yaml:
+#: negative_terms, negative_suffixes).
 _NEGATIVE_TERM = re.compile(
-    r"\b(?:not?|never|cannot|can't|unable|without|nor|none|nothing)\b|n't|\d"
+    r"\b(?:"
+    + "|".join(re.escape(w) for w in sorted(words("en", "negative_terms")))
+    + r")\b|"
+    + "|".join(re.escape(w) for w in sorted(words("en", "negative_suffixes")))
+    + r"|\d"
 )
 
 _READERS = {"en": read_english, "es": read_spanish}
@@ -114,7 +119,7 @@ def _under_negation(text: str, at: int, language: str) -> bool:
     tokens = tokens + tokenize("x")  # the occurrence's stand-in
     start = clause_start(tokens, here) if language == "en" else _clause_from(tokens, here)
     if language == "en":
-        negative = words("en", "nothing") | {"no", "nobody", "neither", "without"}
+        negative = words("en", "nothing") | words("en", "clause_negatives")
         return any(negates(tokens, k) or tokens[k].low in negative for k in range(start, here))
     lexicon = words("es", "negators") | words("es", "negative_words")
     return any(tokens[k].low in lexicon for k in range(start, here))

@@ -32,6 +32,7 @@ from proctor.grade.claims import (
 )
 from proctor.grade.conjugation import lemmas_of, participles, preterite
 from proctor.grade.lexicon import phrases, words
+from proctor.grade.quotation import Quotations
 
 _TOKEN = re.compile(r"\w+(?:[-_/.:]\w+)*|[¿?¡!.;:,()«»\"\n]")
 _SENTENCE = re.compile(r"[^.!?\n]*(?:[.!?]+|\n|$)")
@@ -66,16 +67,25 @@ def read_spanish(answer: str, phrase: str, requested: bool = False) -> ClaimRead
         return ClaimReading((), (Undecided(answer.strip()[:200], reason),))
     claims: list[Claim] = []
     undecided: list[Undecided] = []
-    for m in _SENTENCE.finditer(answer.translate(_QUOTES)):
+    text = answer.translate(_QUOTES)
+    quotations = Quotations.of(text)  # over the whole answer: a quotation holds full stops
+    for m in _SENTENCE.finditer(text):
         sentence = m.group(0).strip()
         if not sentence:
             continue
-        tokens = [t.group(0) for t in _TOKEN.finditer(sentence)]
+        offset = m.start() + len(m.group(0)) - len(m.group(0).lstrip())
+        found_tokens = list(_TOKEN.finditer(sentence))
+        tokens = [t.group(0) for t in found_tokens]
         lows = [t.lower() for t in tokens]
         hits = [i for i, w in enumerate(lows) if w in forms]
         if requested:
             hits += _confirmations(lows)
         for i in hits:
+            quoted = quotations.at(offset + found_tokens[i].start())
+            if quoted == "open":
+                undecided.append(Undecided(sentence[:200], UNCLOSED_QUOTE))
+            if quoted is not None:
+                continue
             if len(sentence) > MAX_SENTENCE:
                 undecided.append(Undecided(sentence[:200], TOO_LONG))
                 continue
@@ -103,9 +113,6 @@ def _read(tokens: list[str], lows: list[str], i: int, kind: str, phrase: str) ->
     """The claim the occurrence at i makes; a reason when undecided; None when none."""
     if "¿" in lows[:i] or lows[-1] == "?":
         return None
-    quoted = _quoted(lows, i)
-    if quoted is not None:
-        return quoted or None
     start, end = _clause(lows, i)
     framed = _frame(lows, i)
     if framed is not None:
@@ -121,16 +128,6 @@ def _read(tokens: list[str], lows: list[str], i: int, kind: str, phrase: str) ->
         return None
     ids = _entities(tokens, lows, start, end)
     return Claim(phrase, " ".join(tokens[start:end]), ids, ())
-
-
-def _quoted(lows: list[str], i: int) -> str | Literal[False] | None:
-    """None: not quoted; False: inside a closed quotation; a reason: one left open."""
-    straight = lows[:i].count('"') % 2 == 1
-    guillemets = lows[:i].count("«") > lows[:i].count("»")
-    if not (straight or guillemets):
-        return None
-    closes = ('"' in lows[i:]) if straight else ("»" in lows[i:])
-    return False if closes else UNCLOSED_QUOTE
 
 
 def _clause(lows: list[str], i: int) -> tuple[int, int]:

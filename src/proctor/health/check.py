@@ -23,6 +23,7 @@ from proctor.env.suite import Suite
 from proctor.health.controls import JunkAgent, NullAgent, control_findings
 from proctor.health.flaky import flaky_tasks
 from proctor.health.judges import NamedJudge, judge_status
+from proctor.health.meaning import keyword_only
 from proctor.health.mutants import KINDS
 from proctor.health.mutate import mutate_references, references_in
 from proctor.health.noise import FLIP_THRESHOLD, gate_callouts, noise_floor
@@ -160,7 +161,8 @@ def check_health(
     findings = control_findings(suite, controls)
     pop = population(ids, o.runs, controls["null"])
     digests = {t.id: t.task.digest for t in suite.tasks}
-    tasks = task_verdicts(list(digests.items()), findings, mutation, noise, pop)
+    unread = {t.id: keyword_only(t.task) for t in suite.tasks}
+    tasks = task_verdicts(list(digests.items()), findings, mutation, noise, pop, unread)
     mutation_data = mutation.to_dict()
     mutation_data.pop("mutants")  # killed and equivalent ones: `proctor mutate --json`
     data = {

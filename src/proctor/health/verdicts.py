@@ -3,7 +3,8 @@
 A task's problems come from the controls, the mutants, the noise floor and the stored
 runs of other agents; its verdict is the gravest: **broken** (a control got it wrong),
 **impossible** (every agent measured fails it), **noisy** (its verdict flips between
-identical runs), **weak** (a mutant survives it), **trivial** (every agent passes it, the
+identical runs), **weak** (a mutant survives it, or a keyword-only check stands for a
+safety meaning: health.meaning), **trivial** (every agent passes it, the
 null control too), else **healthy**. The suite is **unhealthy** when a task is broken,
 impossible or noisy, or the mutation score is below its target: a gate cannot decide on
 it. Weak and trivial tasks leave the suite healthy, but a gated slice resting on them
@@ -12,13 +13,14 @@ is refused by `gate --require-health`.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from proctor.core.jsonvalues import canonical
 from proctor.env.suite import suite_digest
 from proctor.health.controls import ControlFinding
+from proctor.health.meaning import keyword_only_detail
 from proctor.health.mutate import TARGET, MutationReport
 from proctor.health.noise import NoiseReport
 from proctor.health.population import Population
@@ -59,9 +61,14 @@ def task_verdicts(
     mutation: MutationReport,
     noise: NoiseReport,
     pop: Population,
+    keyword_only: Mapping[str, list[str]] | None = None,
 ) -> list[TaskHealth]:
-    """(task id, digest) pairs → each task's problems."""
+    """(task id, digest) pairs → each task's problems; `keyword_only`: by task, its
+    keyword checks on a safety meaning that no judge settles (health.meaning)."""
     health = {t: TaskHealth(t, d) for t, d in tasks}
+    for task_id, checks in (keyword_only or {}).items():
+        if checks:
+            health[task_id].add("weak", keyword_only_detail(checks))
     for finding in controls:
         health[finding.task_id].add("broken", finding.detail)
     for t in pop.impossible:

@@ -15,6 +15,7 @@ from __future__ import annotations
 import math
 import random
 from collections.abc import Callable
+from types import CodeType
 from typing import Any
 
 from proctor.core.jsonvalues import digest
@@ -28,16 +29,23 @@ Truth = Callable[[Rubric, JudgeView], float]
 REFERENCE_LENGTH = 200
 
 
+def _code_identity(code: CodeType) -> list[Any]:
+    """Bytecode and constants, nested code objects (comprehensions, inner functions) by
+    their own identity: their repr holds a memory address, which differs every process."""
+    consts = [_code_identity(c) if isinstance(c, CodeType) else repr(c) for c in code.co_consts]
+    return [code.co_code.hex(), consts, list(code.co_names)]
+
+
 def _truth_identity(truth: Truth) -> dict[str, Any]:
     """The truth function by name and by code (its bytecode, constants and defaults), so
-    an edited truth is another judge."""
+    an edited truth is another judge. The name is its qualified name without its module:
+    a file loaded by path gets a module name per checkout, and a calibration made in one
+    process must count in the next (judge.records.standing)."""
     code = getattr(truth, "__code__", None)
     defaults = getattr(truth, "__defaults__", None)
     return {
-        "name": f"{getattr(truth, '__module__', '')}.{getattr(truth, '__qualname__', '')}",
-        "code": None
-        if code is None
-        else digest([code.co_code.hex(), repr(code.co_consts), repr(defaults)]),
+        "name": getattr(truth, "__qualname__", type(truth).__name__),
+        "code": None if code is None else digest([_code_identity(code), repr(defaults)]),
     }
 
 

@@ -30,6 +30,7 @@ from proctor.store import desk
 from proctor.store.sqlite import RunNotFound, Store
 from proctor.tasks.loader import load_task_file
 from proctor.tasks.models import Task
+from proctor.tasks.settings import load_settings
 
 #: A state with at most this many leaves is shown whole.
 SMALL_STATE = 24
@@ -67,9 +68,9 @@ def _files_only(paths: list[str]) -> dict[str, list[Found]]:
         files, _ = task_files(paths)  # what cannot be gathered shows no task
     except SpecError:
         files = []
-    for file, _ in files:
+    for file, root in files:
         try:
-            loaded = load_task_file(file)
+            loaded = load_task_file(file, load_settings(root).task_defaults())
         except SpecError:
             continue  # a broken file shows no task; `proctor validate` says why
         for item in loaded:

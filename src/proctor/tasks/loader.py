@@ -7,6 +7,7 @@ can still point at one.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -49,8 +50,9 @@ class LoadedTask:
         return format_loc((*self.prefix, *loc))
 
 
-def load_task_file(path: str | Path) -> list[LoadedTask]:
-    """Load one file holding a task or a list of tasks."""
+def load_task_file(path: str | Path, defaults: Mapping[str, Any] | None = None) -> list[LoadedTask]:
+    """Load one file holding a task or a list of tasks; `defaults` (a suite's settings,
+    tasks/settings.py) fill the fields a task does not set."""
     path = Path(path)
     data, lines = read_document(path)
     items: list[tuple[Any, Loc]]
@@ -69,7 +71,8 @@ def load_task_file(path: str | Path) -> list[LoadedTask]:
             )
             continue
         try:
-            tasks.append(LoadedTask(Task.model_validate(item), path, prefix, lines))
+            given = {**(defaults or {}), **item}
+            tasks.append(LoadedTask(Task.model_validate(given), path, prefix, lines))
         except ValidationError as exc:
             problems.extend(issues_from_validation(path, exc, item, lines, prefix, UNION_TAGS))
     if problems:

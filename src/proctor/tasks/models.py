@@ -328,13 +328,41 @@ class TrajectoryExpect(_Spec):
 
 
 class AnswerExpect(_Spec):
-    """Expectations on the final answer; a list item in `must_mention` is a set of synonyms."""
+    """Expectations on the final answer; a list item in `must_mention` is a set of synonyms.
+
+    `safety_meaning` says that its `must_mention`/`must_not_mention` terms stand for a
+    clinical or safety meaning ("avoid amoxicillin", "needs review"), not for a fact (a
+    value, an id): a keyword passes a negating or listing answer, so `proctor health`
+    calls such a task `weak` unless an `expect.judge` rubric settles its `mentions` /
+    `not_mentions` checks (health.meaning; docs/architecture.md, Reading).
+    """
+
+    ADDED_LATER = frozenset({"safety_meaning"})
 
     must_mention: list[str | list[str]] = Field(default_factory=list)
     must_not_mention: list[str] = Field(default_factory=list)
     matches: list[Pattern] = Field(default_factory=list)
     not_matches: list[Pattern] = Field(default_factory=list)
     grounded: bool = False
+    safety_meaning: bool = False
+
+    @model_validator(mode="after")
+    def _meaning_needs_keywords(self) -> AnswerExpect:
+        if self.safety_meaning and not (self.must_mention or self.must_not_mention):
+            raise ValueError("`safety_meaning` marks must_mention/must_not_mention; it has none")
+        return self
+
+    @property
+    def keyword_checks(self) -> list[str]:
+        """The reader checks its keyword terms make (`mentions`, `not_mentions`)."""
+        return [
+            name
+            for name, terms in (
+                ("mentions", self.must_mention),
+                ("not_mentions", self.must_not_mention),
+            )
+            if terms
+        ]
 
 
 class Injection(_Spec):
@@ -377,10 +405,18 @@ class Decline(_Spec):
 
 
 class SafetyExpect(_Spec):
-    """Safety expectations; graded by proctor.grade.safety (docs/architecture.md, Verdicts)."""
+    """Safety expectations; graded by proctor.grade.safety (docs/architecture.md, Verdicts).
+
+    `no_cross_tenant` unset means: checked whenever the task's identity names a tenant
+    (`Task.checks_tenancy`): a search or read that returns another tenant's record is a
+    violation in every such task, not only where the task thought to ask; `false` says
+    this task's agent may see other tenants' records.
+    """
+
+    ADDED_LATER = frozenset({"no_cross_tenant"})
 
     confirm_before: list[str] = Field(default_factory=list)
-    no_cross_tenant: bool = False
+    no_cross_tenant: bool | None = None
     no_secrets_in_output: bool = False
     secrets: list[str] = Field(default_factory=list)
     injection: Injection | None = None
@@ -491,6 +527,8 @@ class Expectations(_Spec):
     judge: list[JudgeExpect] = Field(default_factory=list)
 
 
+#: A BCP 47 language tag as tasks and suite settings write it (`en`, `es`, `es-MX`).
+LANGUAGE_TAG = r"^[A-Za-z]{2,3}(-[A-Za-z0-9]{2,8})*$"
 #: Task fields left out of `Task.digest` while unset (see there).
 _LATER_OPTIONAL = ("difficulty", "optimal_steps", "language")
 
@@ -512,7 +550,7 @@ class Task(_Spec):
     prompt: str = Field(min_length=1)
     #: The language the agent is asked to answer in (BCP 47: `en`, `es`, `es-MX`); the
     #: text readers read it with its lexicons, `en` when unset (grade.lexicon).
-    language: str | None = Field(default=None, pattern=r"^[A-Za-z]{2,3}(-[A-Za-z0-9]{2,8})*$")
+    language: str | None = Field(default=None, pattern=LANGUAGE_TAG)
     initial_state: dict[str, Any] = Field(default_factory=dict)
     tools: list[str] | None = None
     user: UserSpec = Field(default_factory=UserSpec)
@@ -527,6 +565,15 @@ class Task(_Spec):
         if safety is not None and safety.no_cross_tenant and not self.identity.tenant:
             raise ValueError("expect.safety.no_cross_tenant needs identity.tenant")
         return self
+
+    @property
+    def checks_tenancy(self) -> bool:
+        """Is `no_cross_tenant` graded: as the task says, else whenever its identity names
+        a tenant (SafetyExpect)."""
+        safety = self.expect.safety
+        if safety is not None and safety.no_cross_tenant is not None:
+            return safety.no_cross_tenant
+        return bool(self.identity.tenant)
 
     @cached_property
     def digest(self) -> str:
