@@ -48,8 +48,9 @@ STEPS = ("agent", "judge", "calibrate", "user")
 SUPPORT = ROOT / "examples" / "support"
 #: Where the user step's figures are kept for the README block (examples/figures.py).
 FIGURES = Path(__file__).with_name("figures.json")
-#: The user step's trials per scenario task: about 15 minutes on one thread of a loaded
-#: 2-core machine (a base model's reply takes 5-35 s; a trial asks up to 6).
+#: The user step's trials per scenario task: within 15 minutes on one thread of the loaded
+#: 2-core machine (README "Local models" has the step's measured time; a trial asks the
+#: model 2 to 6 times, a reply that runs on to max_tokens takes longest).
 USER_TRIALS = 15
 
 
