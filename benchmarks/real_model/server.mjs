@@ -1,7 +1,10 @@
 // An OpenAI-compatible chat-completions server on 127.0.0.1 for one GGUF model, on CPU,
 // with node-llama-cpp (its prebuilt llama.cpp binary). Used by `make real-model`.
 //
-//   node server.mjs MODEL.gguf PORT [THREADS]
+//   node server.mjs MODEL.gguf PORT [THREADS] [REQUESTS.jsonl]
+//
+// REQUESTS.jsonl, when given, gets one line per answered request: its seed, tokens in and
+// out, seconds and response format (what run.py counts a simulated user's cost from).
 //
 // POST /v1/chat/completions takes the usual request: messages (system, user, assistant
 // with tool_calls, tool), tools, response_format (json_schema or json_object), max_tokens,
@@ -12,11 +15,12 @@
 // one JSON object, {"tool": NAME, "arguments": {...}} or {"answer": TEXT}, and its
 // output is constrained to that schema by a grammar (what llama.cpp's server does for
 // such models); the object is returned as an OpenAI tool call or message.
+import fs from "node:fs";
 import http from "node:http";
 import path from "node:path";
 import { getLlama, LlamaChatSession } from "node-llama-cpp";
 
-const [modelPath, portText = "8080", threadsText = "1"] = process.argv.slice(2);
+const [modelPath, portText = "8080", threadsText = "1", requestLog] = process.argv.slice(2);
 if (!modelPath) {
   console.error("usage: node server.mjs MODEL.gguf PORT [THREADS]");
   process.exit(2);
@@ -82,8 +86,13 @@ function history(messages, tools) {
   const items = [];
   let system = tools.length ? toolPrompt(tools) : "";
   for (const m of messages) {
-    if (m.role === "system" || m.role === "developer") {
+    const instruction = m.role === "system" || m.role === "developer";
+    if (instruction && !items.length) {
       system = [text(m.content), system].filter(Boolean).join("\n\n");
+    } else if (instruction) {
+      // An instruction after the conversation began (a simulated user's "that reply was
+      // rejected") is said at that point, as chat templates without a system role do.
+      items.push({ type: "user", text: text(m.content) });
     } else if (m.role === "user") {
       items.push({ type: "user", text: text(m.content) });
     } else if (m.role === "tool") {
@@ -125,6 +134,7 @@ async function complete(body) {
     grammar = await llama.createGrammarForJsonSchema(format.json_schema.schema);
   } else if (format.type === "json_object") grammar = await llama.getGrammarFor("json");
   const before = sequence.tokenMeter.getState();
+  const started = performance.now();
   const out = await session.prompt(prompt, {
     grammar,
     maxTokens: body.max_tokens || 512,
@@ -159,6 +169,11 @@ async function complete(body) {
   }
   const input = after.usedInputTokens - before.usedInputTokens;
   const output = after.usedOutputTokens - before.usedOutputTokens;
+  if (requestLog) {
+    const seconds = (performance.now() - started) / 1000;
+    const line = { seed: body.seed ?? null, input, output, seconds, format: format.type || null };
+    fs.appendFileSync(requestLog, JSON.stringify(line) + "\n");
+  }
   return {
     id: `chatcmpl-${counter}`,
     object: "chat.completion",
