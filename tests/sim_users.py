@@ -2,6 +2,12 @@
 
 from __future__ import annotations
 
+import asyncio
+import time
+from pathlib import Path
+from typing import Any
+
+from proctor import load_module_from_path
 from proctor.run.scripteduser import FAILURES, ScriptedUserModel
 from proctor.run.simulator import user_seed
 
@@ -56,3 +62,41 @@ class FailsFirstTrial(ScriptedUserModel):
 
 
 fails_first = FailsFirstTrial()
+
+
+class Slow(ScriptedUserModel):
+    """`good`, taking `pause` seconds over each reply (a slow endpoint)."""
+
+    def __init__(self, pause: float) -> None:
+        super().__init__(SCRIPT, name=f"slow-{pause}")
+        self.pause = pause
+
+    def complete(self, messages: list[dict[str, str]], seed: int) -> str:
+        time.sleep(self.pause)
+        return super().complete(messages, seed)
+
+
+#: Two replies of 0.8 s: within the user's own bound of `--timeout 2`.
+slow = Slow(0.8)
+#: Two replies of 1.5 s: past the user's own bound of `--timeout 2`.
+stalled = Slow(1.5)
+
+_support: Any = load_module_from_path(
+    Path(__file__).resolve().parents[1] / "examples" / "support" / "agents.py"
+)
+
+
+class Pausing:
+    """examples/support's `conversational`, thinking `pause` seconds before it starts."""
+
+    name = "pausing-conversational"
+
+    def __init__(self, pause: float) -> None:
+        self.pause = pause
+
+    async def run(self, agent_input: Any, toolbox: Any) -> Any:
+        await asyncio.sleep(self.pause)
+        return await _support.conversational.run(agent_input, toolbox)
+
+
+pausing = Pausing(1.0)

@@ -117,6 +117,18 @@ class Judges(Record):
     errors: int = 0
 
 
+class UserSpending(Record):
+    """What the model playing the user spent (`--user-model`), apart from the agent and
+    the judges: calls, replies replayed from the cache, tokens and cost (None: no call
+    reported it, "not measured", never 0)."""
+
+    calls: int = 0
+    cache_hits: int = 0
+    input_tokens: int | None = None
+    output_tokens: int | None = None
+    cost_usd: float | None = None
+
+
 class Efficiency(Record):
     """Steps against the task's optimum (`score`), and seed 003's combined score of steps,
     tokens and latency (`combined`), each a mean over the tasks that measured it."""
@@ -232,6 +244,8 @@ class RunSummary(Rates, _RunSize):
     tool_use: dict[str, float | None]
     #: None: a summary from before judges were summarised.
     judges: Judges | None = None
+    #: None: no model played a user in the run.
+    user_model: UserSpending | None = None
     data_quality: dict[str, int] = {}
     quality: dict[str, float | None] = {}
     efficiency: Efficiency = Efficiency()

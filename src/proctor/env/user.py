@@ -11,6 +11,7 @@ here, because the agent may swallow the exception raised into it: the trial read
 from __future__ import annotations
 
 import re
+import time
 from typing import Protocol
 
 from proctor.core.trace import Recorder
@@ -54,6 +55,15 @@ class SimulatedUser:
         self.responder = responder
         #: What the responder raised (the first time): the trial's status reads it.
         self.failure: Exception | None = None
+        #: Seconds spent waiting on the responder (a model) so far, and since when the
+        #: current wait runs: the agent's turn does not count them against its limit.
+        self.waited_s = 0.0
+        self._since: float | None = None
+
+    def waited(self, now: float) -> float:
+        """Seconds (time.monotonic) the agent has waited on the model user up to `now`."""
+        since = self._since
+        return self.waited_s + (0.0 if since is None else max(0.0, now - since))
 
     def reply(self, question: str) -> str:
         question = str(question)
@@ -82,11 +92,15 @@ class SimulatedUser:
     def _ask_model(self, question: str, responder: Responder) -> str:
         if self.failure is not None:  # the conversation broke down: it stays broken
             raise SimulatorFailed(str(self.failure))
+        self._since = time.monotonic()
         try:
             return responder.answer(question, self.recorder)
         except Exception as exc:
             self.failure = exc
             raise
+        finally:
+            self.waited_s += time.monotonic() - self._since
+            self._since = None
 
 
 def is_affirmative(reply: str) -> bool:

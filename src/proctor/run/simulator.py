@@ -17,12 +17,14 @@ from __future__ import annotations
 import hashlib
 import inspect
 import json
-from collections.abc import Callable
+import math
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any, Protocol, runtime_checkable
 
 from proctor.core.jsonvalues import digest
-from proctor.core.trace import Recorder
+from proctor.core.results import Usage
+from proctor.core.trace import Recorder, TraceEvent
 from proctor.env.user import SimulatorFailed
 from proctor.run.userguards import GUARD_VERSION, Conversation, Draft, rejections
 from proctor.tasks.models import Task, UserSpec
@@ -85,6 +87,15 @@ RULES = "\n".join([_RULES, _NOT_HELPFUL, _HELPFUL, *HEADINGS])
 PROMPT_VERSION = digest([RULES, inspect.getsource(user_prompt)], 12)
 
 
+@dataclass(frozen=True)
+class UserAnswer:
+    """A user model's raw answer and what it spent; a model that answers a bare string
+    spent what nobody measured (its tokens and cost are "not measured", never 0)."""
+
+    text: str
+    usage: Usage = field(default_factory=Usage)
+
+
 @runtime_checkable
 class UserModel(Protocol):
     """What plays the user: a chat model (proctor.run.usermodel) or a scripted one."""
@@ -94,7 +105,7 @@ class UserModel(Protocol):
     @property
     def fingerprint(self) -> str: ...
 
-    def complete(self, messages: list[dict[str, str]], seed: int) -> str:
+    def complete(self, messages: list[dict[str, str]], seed: int) -> str | UserAnswer:
         """The model's raw answer to `messages` (system prompt first), drawn with `seed`."""
         ...
 
@@ -224,7 +235,7 @@ class ModelUser:
         )
         problems: list[str] = []
         for attempt in range(1, player.attempts + 1):
-            text, cached = self._complete(messages)
+            text, cached, spent = self._complete(messages)
             try:
                 draft = parse_reply(text)
                 problems = rejections(draft, conv)
@@ -241,12 +252,21 @@ class ModelUser:
                             "stop": draft.stop,
                             "stop_reason": draft.stop_reason,
                             "disclosed": list(draft.disclosed),
+                            "spent": spent,
                         }
                     },
                 )
                 return draft
             recorder.emit(
-                "note", {"user_rejected": {"attempt": attempt, "reply": text, "why": problems}}
+                "note",
+                {
+                    "user_rejected": {
+                        "attempt": attempt,
+                        "reply": text,
+                        "why": problems,
+                        "spent": spent,
+                    }
+                },
             )
             messages = [
                 *messages,
@@ -261,17 +281,68 @@ class ModelUser:
             f"no acceptable reply in {player.attempts} attempts (last: {'; '.join(problems)})"
         )
 
-    def _complete(self, messages: list[dict[str, str]]) -> tuple[str, bool]:
+    def _complete(self, messages: list[dict[str, str]]) -> tuple[str, bool, dict[str, Any]]:
+        """(answer, was cached, what it spent as the trace's note records it)."""
         model, seed = self.player.model, self.seed
+        asked: list[UserAnswer] = []
+
+        def ask() -> str:
+            answer = model.complete(messages, seed)
+            asked.append(answer if isinstance(answer, UserAnswer) else UserAnswer(answer))
+            return asked[-1].text
+
         if self.player.cache is None:
-            return model.complete(messages, seed), False
-        key = digest(
-            {
-                "model": model.fingerprint,
-                "prompt": PROMPT_VERSION,
-                "seed": seed,
-                "messages": messages,
-            },
-            32,
-        )
-        return self.player.cache.fetch(key, lambda: model.complete(messages, seed))
+            text, cached = ask(), False
+        else:
+            key = digest(
+                {
+                    "model": model.fingerprint,
+                    "prompt": PROMPT_VERSION,
+                    "seed": seed,
+                    "messages": messages,
+                },
+                32,
+            )
+            text, cached = self.player.cache.fetch(key, ask)
+        spent: dict[str, Any] = {"calls": len(asked)}
+        if asked:
+            usage = asked[0].usage
+            spent.update(
+                input_tokens=usage.input_tokens,
+                output_tokens=usage.output_tokens,
+                cost_usd=usage.cost_usd,
+            )
+        return text, cached, spent
+
+
+#: The trial metrics of a model user's spending, apart from the agent's and the judges'.
+USER_METRICS = (
+    "user_calls",
+    "user_cache_hits",
+    "user_input_tokens",
+    "user_output_tokens",
+    "user_cost_usd",
+)
+
+
+def user_spending(events: Iterable[TraceEvent]) -> dict[str, float]:
+    """What the model user spent in a trial, from its trace's notes (so `regrade` finds
+    it again): calls, replies replayed from the cache, and per figure the sum of what the
+    calls reported; a figure no call reported is left out ("not measured", never 0).
+    Empty for a trial no model user played."""
+    notes = [
+        note["spent"]
+        for e in events
+        if e.kind == "note"
+        for key in ("user_sim", "user_rejected")
+        if isinstance(note := e.data.get(key), dict) and isinstance(note.get("spent"), dict)
+    ]
+    if not notes:
+        return {}
+    calls = sum(int(n.get("calls", 0)) for n in notes)
+    out = {"user_calls": float(calls), "user_cache_hits": float(len(notes) - calls)}
+    for name in ("input_tokens", "output_tokens", "cost_usd"):
+        values = [n[name] for n in notes if n.get(name) is not None]
+        if values:
+            out[f"user_{name}"] = math.fsum(values)
+    return out
