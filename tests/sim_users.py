@@ -100,3 +100,23 @@ class Pausing:
 
 
 pausing = Pausing(1.0)
+
+
+#: Gives up at its first turn with a plausible decline: no guard can tell; the fidelity
+#: judge does (proctor.run.fidelity).
+gives_up = ScriptedUserModel(SCRIPT, fail="gives_up", persist=True, name="gives-up")
+
+#: Asks for the account's email, looks the order up, and never cancels it: a failed
+#: trial a model user talked in.
+asks_only = _support.ScriptedAgent(
+    {
+        TASK: _support.Plan(
+            steps=(
+                _support.Step(ask="What is the email address on your account?"),
+                _support.get("A-100"),
+            ),
+            answer="I looked order A-100 up.",
+        )
+    },
+    name="asks-only",
+)

@@ -642,6 +642,8 @@ def test_the_user_models_tokens_and_cost_are_recorded_apart_from_the_agents(
         "input_tokens": 0,
         "output_tokens": 0,
         "cost_usd": 0.0,
+        "fidelity_judged": 0,
+        "fidelity_failed": 0,
     }
 
 

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any, Literal, TypedDict, Unpack
 
 from proctor.api.decisions import GateVerdict, check_rules, compare, gate, required_health
 from proctor.api.errors import InputError
-from proctor.api.judging import Combine, judging_for
+from proctor.api.judging import Combine, fidelity_for, judging_for
 
 if TYPE_CHECKING:
     from proctor.agents.pricing import PriceTable
@@ -64,6 +64,8 @@ class RunOptions(TypedDict, total=False):
     # who plays the task's user past its scripted lines
     user_model: str | None
     user_cache: Literal["use", "require", "off"]
+    user_fidelity: Sequence[str]
+    fidelity_sample: float
     # where the run goes, and what a person is told
     store: Store | str | Path
     say: Callable[[str], None]
@@ -319,6 +321,8 @@ def prepare(
     resume: str | None = None,
     user_model: str | None = None,
     user_cache: Literal["use", "require", "off"] = "use",
+    user_fidelity: Sequence[str] = (),
+    fidelity_sample: float = 0.1,
     say: Callable[[str], None] = lambda line: None,
 ) -> Evaluation:
     """Check every input and build the run `evaluate` makes (see there)."""
@@ -375,6 +379,9 @@ def prepare(
         say=say,
     )
     user = _user_player(user_model, user_cache, store, executor, isolation)
+    if user_fidelity and user is None:
+        raise InputError("--user-fidelity judges a model user: it goes with --user-model")
+    fidelity = fidelity_for(store, user_fidelity, fidelity_sample, policy=calibration, say=say)
     scenarios = sum(t.task.user.scenario for t in selected.tasks)
     if scenarios and user is None:
         say(
@@ -401,6 +408,7 @@ def prepare(
             resume=resume is not None,
             judging=judging,
             user=user,
+            fidelity=fidelity,
         )
     except (ResumeError, RunNotFound, ExecutorError) as exc:
         raise InputError(str(exc)) from None
@@ -446,7 +454,9 @@ def evaluate(
     defaults: concurrency, timeout_s (None: no limit), tags/suite/split/ids (filters),
     faults, scorecard, prices, max_error_rate, isolation (`thread` | `process`), executor
     (`local` | `ray`), address, working_dir, judges, judge_combine, calibration, user_model
-    and user_cache (a model plays the user), store (a Store or a path; by default in
+    and user_cache (a model plays the user), user_fidelity (judges of how faithfully it
+    played, proctor.run.fidelity) and fidelity_sample (the share of passed trials they
+    judge besides every failed one), store (a Store or a path; by default in
     memory), resume (a run id), say (notes for a person).
     """
     return prepare(tasks, agent, trials=trials, seed=seed, **options).run(progress)

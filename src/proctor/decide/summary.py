@@ -21,6 +21,7 @@ from proctor.core.results import (
     GRADER_CHECK,
     NOT_MEASURED,
     READER_CHECKS,
+    SIMULATOR_CHECKS,
     TRIAL_STATUSES,
     UNDECIDED,
     Check,
@@ -273,14 +274,16 @@ def _judges(results: Sequence[TrialResult]) -> dict[str, Any]:
     }
 
 
-def _user_spending(results: Sequence[TrialResult]) -> dict[str, Any] | None:
-    """The model user's spending over the run (docs/architecture.md, Simulated users);
-    None when no model played a user. A figure calls were made for and none reported is
-    None ("not measured"), never 0; replies all replayed from the cache spent 0."""
+def _user_model(results: Sequence[TrialResult]) -> dict[str, Any] | None:
+    """The model user's spending and judged fidelity over the run (docs/architecture.md,
+    Simulated users); None when no model played a user. A figure calls were made for
+    and none reported is None ("not measured"), never 0; replies all replayed from the
+    cache spent 0."""
     played = [r.metrics for r in results if "user_calls" in r.metrics]
     if not played:
         return None
     calls = sum(m["user_calls"] for m in played)
+    fidelity = [c for r in results for c in r.checks if c.name in SIMULATOR_CHECKS]
 
     def total(name: str) -> float | None:
         values = [m[name] for m in played if name in m]
@@ -296,6 +299,8 @@ def _user_spending(results: Sequence[TrialResult]) -> dict[str, Any] | None:
         "input_tokens": whole("user_input_tokens"),
         "output_tokens": whole("user_output_tokens"),
         "cost_usd": total("user_cost_usd"),
+        "fidelity_judged": len(fidelity),
+        "fidelity_failed": sum(not c.passed for c in fidelity),
     }
 
 
@@ -449,7 +454,13 @@ def summarize(
     for task_id in sorted(tasks):
         rs = by_task.get(task_id, [])
         n, c = counts.get(task_id, (0, 0))
-        failed = Counter(ch.name for r in rs if r.valid for ch in r.checks if not ch.passed)
+        failed = Counter(
+            ch.name
+            for r in rs
+            if r.valid
+            for ch in r.checks
+            if not ch.passed and ch.name not in SIMULATOR_CHECKS
+        )
         info = tasks[task_id]
         efficiency = _task_mean(step_efficiency(r, info.optimal_steps) for r in rs)
         efficiencies.append(efficiency)
@@ -517,7 +528,7 @@ def summarize(
         "safety_violations": _violations(results),
         "tool_use": _tool_use(results),
         "judges": _judges(results),
-        "user_model": _user_spending(results),
+        "user_model": _user_model(results),
         "data_quality": data_quality(results),
         "quality": _quality(results),
         "efficiency": {

@@ -15,6 +15,7 @@ from __future__ import annotations
 import math
 import random
 from collections.abc import Callable
+from types import CodeType
 from typing import Any
 
 from proctor.core.jsonvalues import digest
@@ -37,8 +38,22 @@ def _truth_identity(truth: Truth) -> dict[str, Any]:
         "name": f"{getattr(truth, '__module__', '')}.{getattr(truth, '__qualname__', '')}",
         "code": None
         if code is None
-        else digest([code.co_code.hex(), repr(code.co_consts), repr(defaults)]),
+        else digest([code.co_code.hex(), _constants(code), repr(defaults)]),
     }
+
+
+def _constants(code: CodeType) -> str:
+    """A code object's constants as text the same in every process: a nested code
+    object (a comprehension's, before Python 3.12) by its own bytecode and constants,
+    never by its repr, which holds its memory address."""
+    return repr(
+        tuple(
+            f"<code {c.co_name} {c.co_code.hex()} {_constants(c)}>"
+            if isinstance(c, CodeType)
+            else c
+            for c in code.co_consts
+        )
+    )
 
 
 class ScriptedJudge:

@@ -33,8 +33,8 @@ def plain(value: Any) -> Text:
 
 
 def user_spending_text(summary: RunSummary) -> str:
-    """The model user's calls, tokens and cost, apart from the agent's; a figure no call
-    reported is "not measured"."""
+    """The model user's calls, tokens and cost, apart from the agent's (a figure no call
+    reported is "not measured"), and how many trials its fidelity was judged on."""
     spent = summary.user_model
     assert spent is not None
     tokens = (
@@ -47,7 +47,12 @@ def user_spending_text(summary: RunSummary) -> str:
         if spent.cost_usd is None
         else money(spent.cost_usd, summary.cost.currency)
     )
-    return f"{spent.calls} calls ({spent.cache_hits} replayed), {tokens}, {cost}"
+    judged = (
+        f"; fidelity judged on {spent.fidelity_judged} trials, {spent.fidelity_failed} failed"
+        if spent.fidelity_judged
+        else ""
+    )
+    return f"{spent.calls} calls ({spent.cache_hits} replayed), {tokens}, {cost}{judged}"
 
 
 def cost_text(summary: RunSummary, *stats: str) -> str:
