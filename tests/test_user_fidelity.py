@@ -232,3 +232,19 @@ def test_the_transcript_is_what_each_side_said_with_the_stop_marked() -> None:
     )
     assert conversation_turns(Trace("t#0", "x", [events[0], events[1]])) == []
     assert fidelity_rubric().subject == "user_turns"
+
+
+def test_regrade_keeps_the_fidelity_check_and_its_sim_error(
+    calibrated: Path, tmp_path: Path
+) -> None:
+    store = tmp_path / "p.db"
+    store.write_bytes(calibrated.read_bytes())
+    _, summary = run(store, "gives_up", "--user-fidelity", CAREFUL, "--fidelity-sample", "1")
+    out = tmp_path / "regraded.json"
+    done = proctor("regrade", summary["run_id"], "--store", str(store), "--json", str(out))
+    assert "Traceback" not in done.stderr, done.stderr
+    again = json.loads(out.read_text())
+    assert again["statuses"]["sim_error"] == 1
+    (result,) = results(store, again["run_id"])
+    (check,) = fidelity_checks(result)
+    assert not check.passed and "fidelity judge" in (result.error or "")
