@@ -120,3 +120,26 @@ asks_only = _support.ScriptedAgent(
     },
     name="asks-only",
 )
+
+#: `conversational`, with its closing question in other words: the agents differ from
+#: the second turn on.
+rephrasing = _support.ScriptedAgent(
+    {
+        TASK: _support.Plan(
+            steps=(
+                _support.Step(ask="What is the email address on your account?"),
+                _support.get("A-100"),
+                _support.cancel("A-100"),
+                _support.Step(ask="A-100 is cancelled now. Anything more I can do?"),
+            ),
+            answer="Order A-100 is cancelled.",
+        )
+    },
+    name="rephrasing",
+)
+
+#: Another user model than `good`: its own closing words.
+other = ScriptedUserModel(
+    [*SCRIPT, {"message": "No, that's it. Bye.", "stop": True, "stop_reason": "done"}],
+    name="other-user",
+)

@@ -686,3 +686,51 @@ def test_a_run_of_only_sim_errors_is_not_completed(
     ]
     assert done.returncode == EXIT_INVALID
     assert "RUN INVALID: no valid trials" in done.stdout
+
+
+def test_an_exported_runs_users_replay_byte_for_byte_then_another_model_takes_over(
+    tmp_path: Path,
+) -> None:
+    """`--user-replay EXPORT`: in a new store (no cache to answer), with a user model that
+    may not be called, the recorded users say every turn while the agent says the same:
+    the conversation is byte-identical. An agent that words its second question
+    differently gets the recorded first answer, then the other user model's."""
+    done, first = run(tmp_path, "good")
+    exported = tmp_path / "run.jsonl"
+    done = proctor(
+        "export", first["run_id"], "--store", str(tmp_path / "p.db"), "--out", str(exported)
+    )
+    assert done.returncode == 0, done.stderr
+    replay = ("--user-replay", str(exported))
+    done, again = run(tmp_path, "replayed", *replay, store="fresh.db")
+    assert done.returncode == 0, done.stderr
+    a, b = trace_of(tmp_path, first), trace_of(tmp_path, again, store="fresh.db")
+    messages = [e.data for e in a.of_kind("message")], [e.data for e in b.of_kind("message")]
+    assert json.dumps(messages[0]) == json.dumps(messages[1])
+    assert [n.get("replayed") for n in notes(b, "user_sim")] == [True, True]
+    assert again["manifest"]["user_model"]["replay"]["run_id"] == first["run_id"]
+    agent = ("--agent", f"{USERS}:rephrasing")
+    done, mixed = run(tmp_path, "other", *replay, *agent, store="mixed.db")
+    assert done.returncode == 0, done.stderr
+    trace = trace_of(tmp_path, mixed, store="mixed.db")
+    assert said_by_user(trace)[1:] == ["It is sam.k@example.com.", "No, that's it. Bye."]
+    assert notes(trace, "user_replay") == [{"diverged_at_turn": 1}]
+    assert [n.get("replayed", False) for n in notes(trace, "user_sim")] == [True, False]
+
+
+def test_user_replay_refuses_a_file_without_recorded_users(tmp_path: Path) -> None:
+    plain = tmp_path / "plain.jsonl"
+    scripted = proctor(
+        "run",
+        str(SUPPORT),
+        "--agent",
+        f"{SUPPORT}/agents.py:scripted",
+        "--store",
+        str(tmp_path / "s.db"),
+        "-q",
+    )
+    assert scripted.returncode == 0, scripted.stderr
+    proctor("export", "latest", "--store", str(tmp_path / "s.db"), "--out", str(plain))
+    done, _ = run(tmp_path, "good", "--user-replay", str(plain))
+    assert done.returncode == 2
+    assert "--user-replay" in done.stderr and "no trial has recorded user turns" in done.stderr

@@ -31,7 +31,7 @@ if TYPE_CHECKING:
     from proctor.judge.records import CalibrationPolicy
     from proctor.run.executor import Executor
     from proctor.run.runner import ProgressFn, Runner, RunReport
-    from proctor.run.simulator import UserPlayer
+    from proctor.run.simulator import Replay, UserPlayer
     from proctor.store.sqlite import Store
     from proctor.tasks.models import Fault
 
@@ -66,6 +66,7 @@ class RunOptions(TypedDict, total=False):
     user_cache: Literal["use", "require", "off"]
     user_fidelity: Sequence[str]
     fidelity_sample: float
+    user_replay: str | Path | None
     # where the run goes, and what a person is told
     store: Store | str | Path
     say: Callable[[str], None]
@@ -323,6 +324,7 @@ def prepare(
     user_cache: Literal["use", "require", "off"] = "use",
     user_fidelity: Sequence[str] = (),
     fidelity_sample: float = 0.1,
+    user_replay: str | Path | None = None,
     say: Callable[[str], None] = lambda line: None,
 ) -> Evaluation:
     """Check every input and build the run `evaluate` makes (see there)."""
@@ -378,7 +380,7 @@ def prepare(
         policy=calibration,
         say=say,
     )
-    user = _user_player(user_model, user_cache, store, executor, isolation)
+    user = _user_player(user_model, user_cache, store, executor, isolation, user_replay)
     if user_fidelity and user is None:
         raise InputError("--user-fidelity judges a model user: it goes with --user-model")
     fidelity = fidelity_for(store, user_fidelity, fidelity_sample, policy=calibration, say=say)
@@ -416,11 +418,19 @@ def prepare(
 
 
 def _user_player(
-    ref: str | None, cache: str, store: Store, executor: str, isolation: str
+    ref: str | None,
+    cache: str,
+    store: Store,
+    executor: str,
+    isolation: str,
+    replay: str | Path | None = None,
 ) -> UserPlayer | None:
-    """The run's model user (None without a `user_model` reference); InputError for a bad
-    reference, or an executor a model user cannot run on."""
+    """The run's model user (None without a `user_model` reference), replaying an export's
+    recorded users first when `replay` names one; InputError for a bad reference or
+    file, or an executor a model user cannot run on."""
     if ref is None:
+        if replay is not None:
+            raise InputError("--user-replay needs --user-model: the model that takes over")
         return None
     if executor != "local" or isolation != "thread":
         raise InputError("--user-model runs with the local executor and thread isolation only")
@@ -432,9 +442,25 @@ def _user_player(
         model = load_user_model(ref)
     except UserModelNotFound as exc:
         raise InputError(str(exc)) from None
+    recorded = None if replay is None else _replay(replay)
     if cache == "off":
-        return UserPlayer(model)
-    return UserPlayer(model, UserCache(store, "require" if cache == "require" else "use"))
+        return UserPlayer(model, replay=recorded)
+    mode = "require" if cache == "require" else "use"
+    return UserPlayer(model, UserCache(store, mode), replay=recorded)
+
+
+def _replay(path: str | Path) -> Replay:
+    """The recorded users of an export (`proctor export`); InputError naming the file."""
+    from proctor.run.simulator import Replay
+    from proctor.store.export import RunInputError, read_user_turns
+
+    try:
+        run, turns = read_user_turns(path)
+        return Replay.of(run.run_id, turns)
+    except RunInputError as exc:
+        raise InputError(f"--user-replay: {exc}") from None
+    except ValueError as exc:
+        raise InputError(f"--user-replay: {path}: {exc}") from None
 
 
 def evaluate(
@@ -456,7 +482,8 @@ def evaluate(
     (`local` | `ray`), address, working_dir, judges, judge_combine, calibration, user_model
     and user_cache (a model plays the user), user_fidelity (judges of how faithfully it
     played, proctor.run.fidelity) and fidelity_sample (the share of passed trials they
-    judge besides every failed one), store (a Store or a path; by default in
+    judge besides every failed one), user_replay (an export whose recorded users speak
+    first), store (a Store or a path; by default in
     memory), resume (a run id), say (notes for a person).
     """
     return prepare(tasks, agent, trials=trials, seed=seed, **options).run(progress)

@@ -228,6 +228,14 @@ RUN_GROUPS = (
     show_default=True,
     help="The share of passed trials the fidelity judge sees (seeded by task and trial).",
 )
+@click.option(
+    "--user-replay",
+    "user_replay",
+    default=None,
+    type=click.Path(),
+    help="An exported run (proctor export): its recorded users speak while the agent says "
+    "what that run's agent said; --user-model takes over where it differs.",
+)
 def run(
     paths: tuple[str, ...],
     agent_ref: str,
@@ -262,6 +270,7 @@ def run(
     user_cache: str,
     fidelity_refs: tuple[str, ...],
     fidelity_sample: float,
+    user_replay: str | None,
 ) -> None:
     """Run the tasks under PATHS with an agent, k trials each, and print the summary.
 
@@ -317,6 +326,7 @@ def run(
             user_cache=user_cache,  # type: ignore[arg-type]
             user_fidelity=fidelity_refs,
             fidelity_sample=fidelity_sample,
+            user_replay=user_replay,
             say=say,
         )
     except SpecError as exc:

@@ -12,9 +12,10 @@ from __future__ import annotations
 
 import re
 import time
-from typing import Protocol
+from collections.abc import Iterable
+from typing import Any, Protocol
 
-from proctor.core.trace import Recorder
+from proctor.core.trace import Recorder, TraceEvent
 from proctor.tasks.models import UserSpec
 
 _CONFIRM_QUESTION = re.compile(
@@ -101,6 +102,34 @@ class SimulatedUser:
         finally:
             self.waited_s += time.monotonic() - self._since
             self._since = None
+
+
+def recorded_turns(events: Iterable[TraceEvent]) -> list[dict[str, Any]]:
+    """The conversation of a trial a model user played, turn by turn, as an export keeps
+    it for replay (`proctor run --user-replay`): what the agent said, what the user
+    answered, and for a turn the model answered, its `stop`, `stop_reason` and
+    `disclosed` (its `user_sim` note, which has the trial's `seed`, comes before the
+    answer). Empty when no model played."""
+    turns: list[dict[str, Any]] = []
+    asked: str | None = None
+    note: dict[str, Any] | None = None
+    for e in events:
+        data = e.data
+        if e.kind == "note" and isinstance(data.get("user_sim"), dict):
+            note = data["user_sim"] if "seed" in data["user_sim"] else None
+        elif e.kind == "message" and data.get("to") == "user":
+            asked, note = str(data.get("content") or ""), None
+        elif e.kind == "message" and data.get("role") == "user" and asked is not None:
+            turn: dict[str, Any] = {"agent": asked, "user": str(data.get("content") or "")}
+            if note is not None:
+                turn["model"] = {
+                    "stop": bool(note.get("stop")),
+                    "stop_reason": note.get("stop_reason"),
+                    "disclosed": list(note.get("disclosed") or []),
+                }
+            turns.append(turn)
+            asked, note = None, None
+    return turns if any("model" in t for t in turns) else []
 
 
 def is_affirmative(reply: str) -> bool:

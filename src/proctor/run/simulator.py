@@ -18,7 +18,7 @@ import hashlib
 import inspect
 import json
 import math
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Protocol, runtime_checkable
 
@@ -153,6 +153,39 @@ def parse_reply(text: str) -> Draft:
     return Draft(message, stop, reason, tuple(disclosed))
 
 
+@dataclass(frozen=True)
+class Replay:
+    """Another run's recorded user turns, by (task id, trial) (`--user-replay`): each
+    trial's user says what it said there while the agent says what that run's agent
+    said, and the run's user model takes over from the first turn the agents differ."""
+
+    run_id: str
+    turns: Mapping[tuple[str, int], list[dict[str, Any]]]
+
+    @classmethod
+    def of(cls, run_id: str, turns: Mapping[tuple[str, int], Any]) -> Replay:
+        """Checked recorded turns (env/user.py: recorded_turns); ValueError naming the
+        trial and turn of the first that is not one."""
+        for (task, trial), recorded in turns.items():
+            for i, turn in enumerate(recorded if isinstance(recorded, list) else [None]):
+                model = turn.get("model", {}) if isinstance(turn, dict) else None
+                ok = (
+                    isinstance(turn, dict)
+                    and isinstance(turn.get("agent"), str)
+                    and isinstance(turn.get("user"), str)
+                    and isinstance(model, dict)
+                    and isinstance(model.get("stop", False), bool)
+                    and isinstance(model.get("stop_reason"), str | None)
+                    and isinstance(model.get("disclosed", []), list)
+                )
+                if not ok:
+                    raise ValueError(f"{task}#{trial}: user turn {i}: not a recorded turn")
+        return cls(run_id, dict(turns))
+
+    def identity(self) -> dict[str, Any]:
+        return {"run_id": self.run_id, "digest": digest(sorted(map(list, self.turns.items())))}
+
+
 @dataclass
 class UserPlayer:
     """The run's model user: one per run, a ModelUser per trial."""
@@ -160,6 +193,7 @@ class UserPlayer:
     model: UserModel
     cache: ReplyCache | None = None
     attempts: int = 3
+    replay: Replay | None = None
 
     def __post_init__(self) -> None:
         if self.attempts < 1:
@@ -173,13 +207,16 @@ class UserPlayer:
             "prompt_version": PROMPT_VERSION,
             "guard_version": GUARD_VERSION,
             "attempts": self.attempts,
+            **({"replay": self.replay.identity()} if self.replay is not None else {}),
         }
 
     def responder(self, task: Task, trial: int, tools: tuple[str, ...]) -> ModelUser | None:
         """The trial's model user, or None when the task has no scenario to play."""
         if not task.user.scenario:
             return None
-        return ModelUser(self, task.user, task.prompt, tools, user_seed(task.id, trial))
+        recorded = self.replay.turns.get((task.id, trial)) if self.replay else None
+        seed = user_seed(task.id, trial)
+        return ModelUser(self, task.user, task.prompt, tools, seed, recorded=recorded)
 
 
 @dataclass
@@ -194,6 +231,9 @@ class ModelUser:
     agent: list[str] = field(default_factory=list)
     user: list[str] = field(default_factory=list)
     ended: str | None = None
+    #: Another run's turns for this trial (`--user-replay`), replayed until the agents
+    #: differ; then None, and the model answers.
+    recorded: list[dict[str, Any]] | None = None
 
     def said(self, question: str, reply: str) -> None:
         self.agent.append(question)
@@ -207,11 +247,46 @@ class ModelUser:
         if self.ended is not None:  # the user has left: silence
             self.user.append("")
             return ""
-        draft = self._draft(recorder)
+        draft = self._replayed(recorder) or self._draft(recorder)
         self.user.append(draft.message)
         if draft.stop:
             self.ended = draft.stop_reason
         return draft.message
+
+    def _replayed(self, recorder: Recorder) -> Draft | None:
+        """The recorded answer to this turn while the agent has said what the recorded
+        run's agent said, word for word, up to it; None (for good) from the first turn
+        it has not."""
+        turns, i = self.recorded, len(self.user)
+        if turns is None:
+            return None
+        if i >= len(turns) or [t["agent"] for t in turns[: i + 1]] != self.agent or (
+            "model" not in turns[i]
+        ):
+            self.recorded = None
+            recorder.emit("note", {"user_replay": {"diverged_at_turn": i}})
+            return None
+        model = turns[i]["model"]
+        draft = Draft(
+            turns[i]["user"],
+            model.get("stop", False),
+            model.get("stop_reason"),
+            tuple(model.get("disclosed", [])),
+        )
+        recorder.emit(
+            "note",
+            {
+                "user_sim": {
+                    "seed": self.seed,
+                    "replayed": True,
+                    "stop": draft.stop,
+                    "stop_reason": draft.stop_reason,
+                    "disclosed": list(draft.disclosed),
+                    "spent": {"calls": 0},
+                }
+            },
+        )
+        return draft
 
     def _messages(self) -> list[dict[str, str]]:
         """The model's view: its prompt, the agent's messages as the other party's, its own
