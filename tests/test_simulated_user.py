@@ -5,6 +5,7 @@ the real CLI with the loopback user models of tests/sim_users.py."""
 from __future__ import annotations
 
 import json
+import math
 import shutil
 from pathlib import Path
 from typing import Any
@@ -20,6 +21,7 @@ from proctor.cli.common import EXIT_INVALID
 from proctor.core.trace import Recorder, SimClock
 from proctor.env.suite import load_suite
 from proctor.env.user import SimulatedUser
+from proctor.health.simulator import sample_tasks
 from proctor.run import Runner
 from proctor.run.process import ProcessExecutor
 from proctor.run.scripteduser import FAILURES, ScriptedUserModel
@@ -734,3 +736,65 @@ def test_user_replay_refuses_a_file_without_recorded_users(tmp_path: Path) -> No
     done, _ = run(tmp_path, "good", "--user-replay", str(plain))
     assert done.returncode == 2
     assert "--user-replay" in done.stderr and "no trial has recorded user turns" in done.stderr
+
+
+def test_health_runs_the_reference_with_the_simulator_and_its_noise_with_a_second(
+    tmp_path: Path,
+) -> None:
+    """The reference with the user model as a control; the same agent with a second user
+    model on the sampled scenario tasks: both pass rates, their paired difference and its
+    interval, in the JSON and the terminal."""
+    out = tmp_path / "health.json"
+    done = proctor(
+        "health",
+        str(SUPPORT),
+        "--reference",
+        f"{SUPPORT}/agents.py:conversational",
+        "--user-model",
+        f"{USERS}:good",
+        "--second-user-model",
+        f"{USERS}:fails_first",
+        "--trials",
+        "2",
+        "--no-save",
+        "--store",
+        str(tmp_path / "h.db"),
+        "--json",
+        str(out),
+        "--kinds",
+        "drop_required_call",
+    )
+    assert "Traceback" not in done.stderr, done.stderr
+    simulator = json.loads(out.read_text())["simulator"]
+    assert simulator["tasks"] == simulator["sample"] == [TASK]
+    assert simulator["control"] == {
+        "user_model": "scripted-user",
+        "trials": 2,
+        "success_rate": 1.0,
+        "sim_errors": 0,
+        "sim_error_rate": 0.0,
+    }
+    first, second = simulator["pair"]
+    assert first["success_rate"] == second["success_rate"] == 1.0
+    assert second["user_model"] == "fails-first-trial" and second["sim_errors"] == 1
+    # one task: no test can tell any difference, and the interval says so
+    assert simulator["difference"] == {"mean": 0.0, "low": -1.0, "high": 1.0, "tasks": 1}
+    assert "simulator noise floor on 1 sampled task(s)" in done.stdout
+    assert "simulated user as a control (scripted-user" in done.stdout
+
+
+@given(
+    ids=st.lists(st.text(min_size=1, max_size=8), unique=True, max_size=30),
+    share=st.floats(0, 1),
+    seed=st.integers(0, 10),
+)
+def test_the_health_sample_is_a_seeded_share_in_suite_order(
+    ids: list[str], share: float, seed: int
+) -> None:
+    chosen = sample_tasks(ids, share, seed)
+    assert chosen == sample_tasks(ids, share, seed)
+    assert chosen == [t for t in ids if t in chosen]
+    assert len(chosen) == (max(1, math.ceil(share * len(ids))) if ids else 0)
+    assert set(sample_tasks(ids, share, seed)) <= set(
+        sample_tasks(ids, min(1.0, share + 0.2), seed)
+    )

@@ -260,8 +260,10 @@ class ModelUser:
         turns, i = self.recorded, len(self.user)
         if turns is None:
             return None
-        if i >= len(turns) or [t["agent"] for t in turns[: i + 1]] != self.agent or (
-            "model" not in turns[i]
+        if (
+            i >= len(turns)
+            or [t["agent"] for t in turns[: i + 1]] != self.agent
+            or ("model" not in turns[i])
         ):
             self.recorded = None
             recorder.emit("note", {"user_replay": {"diverged_at_turn": i}})
