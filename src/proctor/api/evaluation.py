@@ -435,7 +435,7 @@ def _user_player(
     if executor != "local" or isolation != "thread":
         raise InputError("--user-model runs with the local executor and thread isolation only")
     from proctor.run.simulator import UserPlayer
-    from proctor.run.usercache import UserCache
+    from proctor.run.usercache import CacheMode, UserCache
     from proctor.run.usermodel import UserModelNotFound, load_user_model
 
     try:
@@ -445,7 +445,7 @@ def _user_player(
     recorded = None if replay is None else _replay(replay)
     if cache == "off":
         return UserPlayer(model, replay=recorded)
-    mode = "require" if cache == "require" else "use"
+    mode: CacheMode = "require" if cache == "require" else "use"
     return UserPlayer(model, UserCache(store, mode), replay=recorded)
 
 

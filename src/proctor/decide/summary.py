@@ -369,7 +369,7 @@ def invalid_reasons(
     missing: int,
     expected: int,
     grader_errors: int,
-    statuses: Mapping[str, int] | None = None,
+    statuses: Mapping[Any, int] | None = None,
 ) -> list[str]:
     """Why a run is invalid, one phrase each; empty for a valid run. Every report says these.
     A run whose every trial the harness or the simulated user broke, with some of them
