@@ -2,6 +2,12 @@
 
 from __future__ import annotations
 
+import asyncio
+import time
+from pathlib import Path
+from typing import Any
+
+from proctor import load_module_from_path
 from proctor.run.scripteduser import FAILURES, ScriptedUserModel
 from proctor.run.simulator import user_seed
 
@@ -56,3 +62,84 @@ class FailsFirstTrial(ScriptedUserModel):
 
 
 fails_first = FailsFirstTrial()
+
+
+class Slow(ScriptedUserModel):
+    """`good`, taking `pause` seconds over each reply (a slow endpoint)."""
+
+    def __init__(self, pause: float) -> None:
+        super().__init__(SCRIPT, name=f"slow-{pause}")
+        self.pause = pause
+
+    def complete(self, messages: list[dict[str, str]], seed: int) -> str:
+        time.sleep(self.pause)
+        return super().complete(messages, seed)
+
+
+#: Two replies of 0.8 s: within the user's own bound of `--timeout 2`.
+slow = Slow(0.8)
+#: Two replies of 1.5 s: past the user's own bound of `--timeout 2`.
+stalled = Slow(1.5)
+
+_support: Any = load_module_from_path(
+    Path(__file__).resolve().parents[1] / "examples" / "support" / "agents.py"
+)
+
+
+class Pausing:
+    """examples/support's `conversational`, thinking `pause` seconds before it starts."""
+
+    name = "pausing-conversational"
+
+    def __init__(self, pause: float) -> None:
+        self.pause = pause
+
+    async def run(self, agent_input: Any, toolbox: Any) -> Any:
+        await asyncio.sleep(self.pause)
+        return await _support.conversational.run(agent_input, toolbox)
+
+
+pausing = Pausing(1.0)
+
+
+#: Gives up at its first turn with a plausible decline: no guard can tell; the fidelity
+#: judge does (proctor.run.fidelity).
+gives_up = ScriptedUserModel(SCRIPT, fail="gives_up", persist=True, name="gives-up")
+
+#: Asks for the account's email, looks the order up, and never cancels it: a failed
+#: trial a model user talked in.
+asks_only = _support.ScriptedAgent(
+    {
+        TASK: _support.Plan(
+            steps=(
+                _support.Step(ask="What is the email address on your account?"),
+                _support.get("A-100"),
+            ),
+            answer="I looked order A-100 up.",
+        )
+    },
+    name="asks-only",
+)
+
+#: `conversational`, with its closing question in other words: the agents differ from
+#: the second turn on.
+rephrasing = _support.ScriptedAgent(
+    {
+        TASK: _support.Plan(
+            steps=(
+                _support.Step(ask="What is the email address on your account?"),
+                _support.get("A-100"),
+                _support.cancel("A-100"),
+                _support.Step(ask="A-100 is cancelled now. Anything more I can do?"),
+            ),
+            answer="Order A-100 is cancelled.",
+        )
+    },
+    name="rephrasing",
+)
+
+#: Another user model than `good`: its own closing words.
+other = ScriptedUserModel(
+    [*SCRIPT, {"message": "No, that's it. Bye.", "stop": True, "stop_reason": "done"}],
+    name="other-user",
+)

@@ -5,6 +5,7 @@ the real CLI with the loopback user models of tests/sim_users.py."""
 from __future__ import annotations
 
 import json
+import math
 import shutil
 from pathlib import Path
 from typing import Any
@@ -15,13 +16,24 @@ from hypothesis import strategies as st
 
 from conftest import proctor, shared_data
 from openai_server import ScriptedChatServer, completion
+from proctor.agents.pricing import PriceTable
+from proctor.cli.common import EXIT_INVALID
 from proctor.core.trace import Recorder, SimClock
 from proctor.env.suite import load_suite
 from proctor.env.user import SimulatedUser
+from proctor.health.simulator import sample_tasks
 from proctor.run import Runner
 from proctor.run.process import ProcessExecutor
 from proctor.run.scripteduser import FAILURES, ScriptedUserModel
-from proctor.run.simulator import HEADINGS, RULES, UserPlayer, parse_reply, user_prompt, user_seed
+from proctor.run.simulator import (
+    HEADINGS,
+    RULES,
+    UserPlayer,
+    parse_reply,
+    user_prompt,
+    user_seed,
+    user_spending,
+)
 from proctor.run.source import ExecutorError
 from proctor.run.userguards import Conversation, Draft, rejections
 from proctor.run.usermodel import ChatUserModel
@@ -295,7 +307,7 @@ def test_chat_user_model_sends_the_seed_and_asks_for_json() -> None:
     answer = json.dumps({"message": "It is sam.k@example.com.", "stop": False})
     with ScriptedChatServer([completion(answer)]) as server:
         model = ChatUserModel("user-llm", base_url=server.url)
-        assert model.complete([{"role": "system", "content": "x"}], seed=42) == answer
+        assert model.complete([{"role": "system", "content": "x"}], seed=42).text == answer
     (request,) = server.requests
     assert request["seed"] == 42 and request["response_format"] == {"type": "json_object"}
 
@@ -586,3 +598,203 @@ def test_allow_changed_names_an_instrument_on_a_baseline_rule(
     done = proctor("gate", "any", "--rules", str(rules), "--store", str(tmp_path / "p.db"))
     assert done.returncode == 2 and "Traceback" not in done.stderr
     assert str(rules) in done.stderr and where in done.stderr, done.stderr
+
+
+def chat_answers() -> list[dict[str, Any]]:
+    answers = [
+        {"message": "It is sam.k@example.com.", "stop": False, "disclosed": ["email"]},
+        {"message": "No, thanks.", "stop": True, "stop_reason": "done"},
+    ]
+    return [completion(json.dumps(a), prompt_tokens=300, completion_tokens=40) for a in answers]
+
+
+@pytest.mark.parametrize("model", ["user-llm", "gpt-4o-mini"])
+def test_the_user_models_tokens_and_cost_are_recorded_apart_from_the_agents(
+    tmp_path: Path, model: str
+) -> None:
+    """Per trial (metrics, from the trace's notes) and in the summary, like judge cost; a
+    model the price table does not know is "not measured", never $0; replayed replies
+    spend nothing."""
+    out = tmp_path / "s.json"
+    with ScriptedChatServer(chat_answers()) as server:
+        ref = f"chat:{model}?base_url={server.url}"
+        done = proctor(*cli_run(tmp_path, ref, "--json", str(out)))
+    assert done.returncode == 0, done.stderr
+    summary = json.loads(out.read_text())
+    spent = summary["user_model"]
+    assert spent["calls"] == 2 and spent["cache_hits"] == 0
+    assert (spent["input_tokens"], spent["output_tokens"]) == (600, 80)
+    priced = PriceTable().cost(model, 600, 80)
+    assert (priced is None) == (model == "user-llm")
+    assert spent["cost_usd"] == (None if priced is None else pytest.approx(priced))
+    with Store(tmp_path / "chat.db") as db:
+        (result,) = db.trial_results(summary["run_id"])
+    assert result.metrics["user_calls"] == 2 and result.metrics["user_input_tokens"] == 600
+    assert ("user_cost_usd" in result.metrics) == (priced is not None)
+    shown = "cost not measured" if priced is None else "$"
+    shown_run = proctor("show", "latest", "--store", str(tmp_path / "chat.db"))
+    line = next(x for x in shown_run.stdout.splitlines() if "simulated user spent" in x)
+    assert "2 calls (0 replayed), 680 tokens" in line and shown in line
+    again = proctor(*cli_run(tmp_path, ref, "--user-cache", "require", "--json", str(out)))
+    assert again.returncode == 0, again.stderr
+    replayed = json.loads(out.read_text())["user_model"]
+    assert replayed == {
+        "calls": 0,
+        "cache_hits": 2,
+        "input_tokens": 0,
+        "output_tokens": 0,
+        "cost_usd": 0.0,
+        "fidelity_judged": 0,
+        "fidelity_failed": 0,
+    }
+
+
+def test_a_user_model_without_usage_is_not_measured() -> None:
+    """A Python user model that answers bare strings: calls counted, tokens and cost not."""
+    task = support_task()
+    player = UserPlayer(ScriptedUserModel(["It is sam.k@example.com."]))
+    user = player.responder(task, 0, ())
+    assert user is not None
+    recorder = Recorder(SimClock())
+    user.answer("What is the email address on your account?", recorder)
+    assert user_spending(recorder.events) == {"user_calls": 1.0, "user_cache_hits": 0.0}
+    assert user_spending([]) == {}
+
+
+def test_the_user_models_time_is_not_the_agents(tmp_path: Path) -> None:
+    """The agent thinks 1 s, the user takes 0.8 s a reply (two replies), `--timeout 2`:
+    2.6 s of wall time, 1 s of the agent's, so the trial passes; the user's time is out
+    of the agent's latency too. A user past its own bound (the same 2 s) is the user's
+    fault: `sim_error`, not the agent's `timeout`."""
+    agent = ["--agent", f"{USERS}:pausing", "--timeout", "2"]
+    done, summary = run(tmp_path, "slow", *agent)
+    assert done.returncode == 0, done.stderr
+    assert summary["statuses"]["passed"] == 1, summary["statuses"]
+    done, summary = run(tmp_path, "stalled", "--timeout", "2", store="stalled.db")
+    assert summary["statuses"]["sim_error"] == 1, summary["statuses"]
+    with Store(tmp_path / "stalled.db") as db:
+        (result,) = db.trial_results(summary["run_id"])
+    assert "took longer than its 2.0 s bound" in (result.error or "")
+
+
+def test_a_run_of_only_sim_errors_is_not_completed(
+    injected: dict[str, tuple[Any, dict, Path]],
+) -> None:
+    """No trial left to score: invalid (its exit code), as a run of harness errors is."""
+    done, summary, _ = injected["always"]
+    assert summary["status"] == "invalid" and not summary["valid"]
+    assert summary["invalid_reasons"] == [
+        f"no valid trials: {len(FAILURES)} sim_error (the simulated user broke)"
+    ]
+    assert done.returncode == EXIT_INVALID
+    assert "RUN INVALID: no valid trials" in done.stdout
+
+
+def test_an_exported_runs_users_replay_byte_for_byte_then_another_model_takes_over(
+    tmp_path: Path,
+) -> None:
+    """`--user-replay EXPORT`: in a new store (no cache to answer), with a user model that
+    may not be called, the recorded users say every turn while the agent says the same:
+    the conversation is byte-identical. An agent that words its second question
+    differently gets the recorded first answer, then the other user model's."""
+    done, first = run(tmp_path, "good")
+    exported = tmp_path / "run.jsonl"
+    done = proctor(
+        "export", first["run_id"], "--store", str(tmp_path / "p.db"), "--out", str(exported)
+    )
+    assert done.returncode == 0, done.stderr
+    replay = ("--user-replay", str(exported))
+    done, again = run(tmp_path, "replayed", *replay, store="fresh.db")
+    assert done.returncode == 0, done.stderr
+    a, b = trace_of(tmp_path, first), trace_of(tmp_path, again, store="fresh.db")
+    messages = [e.data for e in a.of_kind("message")], [e.data for e in b.of_kind("message")]
+    assert json.dumps(messages[0]) == json.dumps(messages[1])
+    assert [n.get("replayed") for n in notes(b, "user_sim")] == [True, True]
+    assert again["manifest"]["user_model"]["replay"]["run_id"] == first["run_id"]
+    agent = ("--agent", f"{USERS}:rephrasing")
+    done, mixed = run(tmp_path, "other", *replay, *agent, store="mixed.db")
+    assert done.returncode == 0, done.stderr
+    trace = trace_of(tmp_path, mixed, store="mixed.db")
+    assert said_by_user(trace)[1:] == ["It is sam.k@example.com.", "No, that's it. Bye."]
+    assert notes(trace, "user_replay") == [{"diverged_at_turn": 1}]
+    assert [n.get("replayed", False) for n in notes(trace, "user_sim")] == [True, False]
+
+
+def test_user_replay_refuses_a_file_without_recorded_users(tmp_path: Path) -> None:
+    plain = tmp_path / "plain.jsonl"
+    scripted = proctor(
+        "run",
+        str(SUPPORT),
+        "--agent",
+        f"{SUPPORT}/agents.py:scripted",
+        "--store",
+        str(tmp_path / "s.db"),
+        "-q",
+    )
+    assert scripted.returncode == 0, scripted.stderr
+    proctor("export", "latest", "--store", str(tmp_path / "s.db"), "--out", str(plain))
+    done, _ = run(tmp_path, "good", "--user-replay", str(plain))
+    assert done.returncode == 2
+    assert "--user-replay" in done.stderr and "no trial has recorded user turns" in done.stderr
+
+
+def test_health_runs_the_reference_with_the_simulator_and_its_noise_with_a_second(
+    tmp_path: Path,
+) -> None:
+    """The reference with the user model as a control; the same agent with a second user
+    model on the sampled scenario tasks: both pass rates, their paired difference and its
+    interval, in the JSON and the terminal."""
+    out = tmp_path / "health.json"
+    done = proctor(
+        "health",
+        str(SUPPORT),
+        "--reference",
+        f"{SUPPORT}/agents.py:conversational",
+        "--user-model",
+        f"{USERS}:good",
+        "--second-user-model",
+        f"{USERS}:fails_first",
+        "--trials",
+        "2",
+        "--no-save",
+        "--store",
+        str(tmp_path / "h.db"),
+        "--json",
+        str(out),
+        "--kinds",
+        "drop_required_call",
+    )
+    assert "Traceback" not in done.stderr, done.stderr
+    simulator = json.loads(out.read_text())["simulator"]
+    assert simulator["tasks"] == simulator["sample"] == [TASK]
+    assert simulator["control"] == {
+        "user_model": "scripted-user",
+        "trials": 2,
+        "success_rate": 1.0,
+        "sim_errors": 0,
+        "sim_error_rate": 0.0,
+    }
+    first, second = simulator["pair"]
+    assert first["success_rate"] == second["success_rate"] == 1.0
+    assert second["user_model"] == "fails-first-trial" and second["sim_errors"] == 1
+    # one task: no test can tell any difference, and the interval says so
+    assert simulator["difference"] == {"mean": 0.0, "low": -1.0, "high": 1.0, "tasks": 1}
+    assert "simulator noise floor on 1 sampled task(s)" in done.stdout
+    assert "simulated user as a control (scripted-user" in done.stdout
+
+
+@given(
+    ids=st.lists(st.text(min_size=1, max_size=8), unique=True, max_size=30),
+    share=st.floats(0, 1),
+    seed=st.integers(0, 10),
+)
+def test_the_health_sample_is_a_seeded_share_in_suite_order(
+    ids: list[str], share: float, seed: int
+) -> None:
+    chosen = sample_tasks(ids, share, seed)
+    assert chosen == sample_tasks(ids, share, seed)
+    assert chosen == [t for t in ids if t in chosen]
+    assert len(chosen) == (max(1, math.ceil(share * len(ids))) if ids else 0)
+    assert set(sample_tasks(ids, share, seed)) <= set(
+        sample_tasks(ids, min(1.0, share + 0.2), seed)
+    )

@@ -6,6 +6,9 @@ network or a key (proctor.run.scripteduser).
   so the trial is `sim_error`.
 - `rescuer`: on its first turn tells the agent what to do; a guard rejects it once and
   the retry is delivered (the rejection is in the trace).
+- `quitter`: gives up at its first turn ("Never mind, I'll keep it."), which no guard
+  can tell from a real decline; a calibrated fidelity judge makes the trial `sim_error`
+  (`fidelity/`).
 """
 
 from __future__ import annotations
@@ -17,3 +20,4 @@ SCRIPT = ["It is sam.k@example.com."]
 customer = ScriptedUserModel(SCRIPT, name="support-customer")
 leaky = ScriptedUserModel(SCRIPT, fail="leaks", persist=True, name="support-leaky")
 rescuer = ScriptedUserModel(SCRIPT, fail="rescues", name="support-rescuer")
+quitter = ScriptedUserModel(SCRIPT, fail="gives_up", persist=True, name="support-quitter")

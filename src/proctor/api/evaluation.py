@@ -23,7 +23,7 @@ from proctor.api.decisions import (
     rule_list,
 )
 from proctor.api.errors import InputError
-from proctor.api.judging import Combine, judging_for
+from proctor.api.judging import Combine, fidelity_for, judging_for
 
 if TYPE_CHECKING:
     from proctor.agents.pricing import PriceTable
@@ -40,7 +40,7 @@ if TYPE_CHECKING:
     from proctor.review.queue import ReviewConfig
     from proctor.run.executor import Executor
     from proctor.run.runner import ProgressFn, Runner, RunReport
-    from proctor.run.simulator import UserPlayer
+    from proctor.run.simulator import Replay, UserPlayer
     from proctor.store.sqlite import Store
     from proctor.tasks.models import Fault
 
@@ -73,6 +73,9 @@ class RunOptions(TypedDict, total=False):
     # who plays the task's user past its scripted lines
     user_model: str | None
     user_cache: Literal["use", "require", "off"]
+    user_fidelity: Sequence[str]
+    fidelity_sample: float
+    user_replay: str | Path | None
     # where the run goes, and what a person is told
     store: Store | str | Path
     say: Callable[[str], None]
@@ -320,6 +323,9 @@ def prepare(
     resume: str | None = None,
     user_model: str | None = None,
     user_cache: Literal["use", "require", "off"] = "use",
+    user_fidelity: Sequence[str] = (),
+    fidelity_sample: float = 0.1,
+    user_replay: str | Path | None = None,
     say: Callable[[str], None] = lambda line: None,
 ) -> Evaluation:
     """Check every input and build the run `evaluate` makes (see there)."""
@@ -375,7 +381,10 @@ def prepare(
         policy=calibration,
         say=say,
     )
-    user = _user_player(user_model, user_cache, store, executor, isolation)
+    user = _user_player(user_model, user_cache, store, executor, isolation, user_replay)
+    if user_fidelity and user is None:
+        raise InputError("--user-fidelity judges a model user: it goes with --user-model")
+    fidelity = fidelity_for(store, user_fidelity, fidelity_sample, policy=calibration, say=say)
     scenarios = sum(t.task.user.scenario for t in selected.tasks)
     if scenarios and user is None:
         say(
@@ -402,6 +411,7 @@ def prepare(
             resume=resume is not None,
             judging=judging,
             user=user,
+            fidelity=fidelity,
         )
     except (ResumeError, RunNotFound, ExecutorError) as exc:
         raise InputError(str(exc)) from None
@@ -409,25 +419,49 @@ def prepare(
 
 
 def _user_player(
-    ref: str | None, cache: str, store: Store, executor: str, isolation: str
+    ref: str | None,
+    cache: str,
+    store: Store,
+    executor: str,
+    isolation: str,
+    replay: str | Path | None = None,
 ) -> UserPlayer | None:
-    """The run's model user (None without a `user_model` reference); InputError for a bad
-    reference, or an executor a model user cannot run on."""
+    """The run's model user (None without a `user_model` reference), replaying an export's
+    recorded users first when `replay` names one; InputError for a bad reference or
+    file, or an executor a model user cannot run on."""
     if ref is None:
+        if replay is not None:
+            raise InputError("--user-replay needs --user-model: the model that takes over")
         return None
     if executor != "local" or isolation != "thread":
         raise InputError("--user-model runs with the local executor and thread isolation only")
     from proctor.run.simulator import UserPlayer
-    from proctor.run.usercache import UserCache
+    from proctor.run.usercache import CacheMode, UserCache
     from proctor.run.usermodel import UserModelNotFound, load_user_model
 
     try:
         model = load_user_model(ref)
     except UserModelNotFound as exc:
         raise InputError(str(exc)) from None
+    recorded = None if replay is None else _replay(replay)
     if cache == "off":
-        return UserPlayer(model)
-    return UserPlayer(model, UserCache(store, "require" if cache == "require" else "use"))
+        return UserPlayer(model, replay=recorded)
+    mode: CacheMode = "require" if cache == "require" else "use"
+    return UserPlayer(model, UserCache(store, mode), replay=recorded)
+
+
+def _replay(path: str | Path) -> Replay:
+    """The recorded users of an export (`proctor export`); InputError naming the file."""
+    from proctor.run.simulator import Replay
+    from proctor.store.export import RunInputError, read_user_turns
+
+    try:
+        run, turns = read_user_turns(path)
+        return Replay.of(run.run_id, turns)
+    except RunInputError as exc:
+        raise InputError(f"--user-replay: {exc}") from None
+    except ValueError as exc:
+        raise InputError(f"--user-replay: {path}: {exc}") from None
 
 
 def evaluate(
@@ -447,7 +481,10 @@ def evaluate(
     defaults: concurrency, timeout_s (None: no limit), tags/suite/split/ids (filters),
     faults, scorecard, prices, max_error_rate, isolation (`thread` | `process`), executor
     (`local` | `ray`), address, working_dir, judges, judge_combine, calibration, user_model
-    and user_cache (a model plays the user), store (a Store or a path; by default in
+    and user_cache (a model plays the user), user_fidelity (judges of how faithfully it
+    played, proctor.run.fidelity) and fidelity_sample (the share of passed trials they
+    judge besides every failed one), user_replay (an export whose recorded users speak
+    first), store (a Store or a path; by default in
     memory), resume (a run id), say (notes for a person).
     """
     return prepare(tasks, agent, trials=trials, seed=seed, **options).run(progress)

@@ -16,6 +16,7 @@ if TYPE_CHECKING:
     from proctor.env.suite import Suite
     from proctor.judge.grading import Judging
     from proctor.judge.records import CalibrationPolicy
+    from proctor.run.fidelity import Fidelity
     from proctor.store.sqlite import Store
 
 Combine = Literal["mean", "majority"]
@@ -61,3 +62,35 @@ def judging_for(
     for warning in judging.warnings:
         say(f"warning: {warning}")
     return judging
+
+
+def fidelity_for(
+    store: Store | None,
+    refs: Sequence[str],
+    sample: float,
+    *,
+    policy: CalibrationPolicy | None = None,
+    say: Callable[[str], None] = lambda line: None,
+) -> Fidelity | None:
+    """The judge of a run's simulated users (`--user-fidelity`): None without one; an
+    uncalibrated judge is said (its checks are shown and decide nothing)."""
+    from proctor.judge.cache import JudgeCache
+    from proctor.judge.loading import JudgeNotFound, load_panel
+    from proctor.judge.records import CalibrationPolicy
+    from proctor.run.fidelity import Fidelity
+
+    if not refs:
+        return None
+    if not 0.0 <= sample <= 1.0:
+        raise InputError(f"--fidelity-sample: {sample:g} is not a share from 0 to 1")
+    try:
+        panel = load_panel(list(refs), "mean", JudgeCache(store))
+    except JudgeNotFound as exc:
+        raise InputError(str(exc).replace("--judge", "--user-fidelity", 1)) from None
+    fidelity = Fidelity.prepare(panel, refs, store, policy or CalibrationPolicy(), sample)
+    if not fidelity.standing.calibrated:
+        say(
+            f"fidelity judge {panel.name}: {fidelity.standing.reason} (its checks are "
+            "shown and never make a trial sim_error)"
+        )
+    return fidelity

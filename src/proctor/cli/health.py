@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
+from typing import Any
 
 import click
 
@@ -42,6 +43,26 @@ from proctor.cli.judges import JudgeOptions, judge_options
 @click.option("--store", "store_path", default=str(DEFAULT_PATH), show_default=True)
 @click.option("--no-save", is_flag=True, help="Do not keep the report in the store.")
 @click.option("--json", "json_path", type=click.Path(), help="Write the report here.")
+@click.option(
+    "--user-model",
+    "user_ref",
+    default=None,
+    help="A model user (as `run --user-model`): the reference plays the scenario tasks "
+    "with it, a control of the simulator.",
+)
+@click.option(
+    "--second-user-model",
+    "second_user_ref",
+    default=None,
+    help="Another user model: the same agent on a sample with both, the simulator's noise.",
+)
+@click.option(
+    "--user-sample",
+    default=1.0,
+    show_default=True,
+    type=RATE,
+    help="The share of scenario tasks the second user model plays (seeded by --seed).",
+)
 @judge_options
 def health(
     paths: tuple[str, ...],
@@ -60,6 +81,9 @@ def health(
     store_path: str,
     no_save: bool,
     json_path: str | None,
+    user_ref: str | None,
+    second_user_ref: str | None,
+    user_sample: float,
     judges: JudgeOptions,
 ) -> None:
     """Suite health: controls, mutation score, noise floor, impossible and trivial tasks,
@@ -94,6 +118,8 @@ def health(
     if judges.refs:
         panel = judges.panel(None)  # its name and fingerprint only: nothing is judged
         judge = NamedJudge(panel.name, panel.fingerprint)
+    if second_user_ref is not None and user_ref is None:
+        fail("--second-user-model goes with --user-model (the first of the two)")
     options = HealthOptions(
         seed=seed,
         trials=trials,
@@ -105,6 +131,9 @@ def health(
         store=store,
         judge=judge,
         policy=judges.policy(),
+        user=_user(user_ref),
+        second_user=_user(second_user_ref),
+        user_sample=user_sample,
     )
     reference = agent_or_exit(reference_ref)
     noise = agent_or_exit(noise_ref) if noise_ref else None
@@ -118,3 +147,17 @@ def health(
     print_health(report, Console())
     if report["suite_verdict"]["verdict"] != "healthy":
         sys.exit(EXIT_INVALID)
+
+
+def _user(ref: str | None) -> Any:
+    """The UserPlayer of a `--user-model` reference (None without one); exit 2 on a bad
+    one."""
+    if ref is None:
+        return None
+    from proctor.run.simulator import UserPlayer
+    from proctor.run.usermodel import UserModelNotFound, load_user_model
+
+    try:
+        return UserPlayer(load_user_model(ref))
+    except UserModelNotFound as exc:
+        fail(str(exc))

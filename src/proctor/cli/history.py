@@ -147,13 +147,22 @@ def _show_trace(store: Any, run_id: str, task_id: str, trial: int, as_json: bool
 @click.option("--out", "out_path", required=True, type=click.Path(), help="JSON lines file.")
 @click.option("--store", "store_path", default=str(DEFAULT_PATH), show_default=True)
 def export(run_ref: str, out_path: str, store_path: str) -> None:
-    """Write a stored run (manifest, summary, trial results) to a file for compare/gate."""
+    """Write a stored run (manifest, summary, trial results) to a file for compare/gate;
+    a trial a model user played keeps its conversation, for `run --user-replay`."""
+    from proctor.env.user import recorded_turns
     from proctor.store.export import export_run
 
     if not Path(store_path).exists():
         fail(f"{store_path}: no store yet (run `proctor run` first)")
-    run_data = run_data_or_exit(run_ref, open_store(store_path, readonly=True))
-    count = export_run(run_data, out_path)
+    store = open_store(store_path, readonly=True)
+    run_data = run_data_or_exit(run_ref, store)
+    turns = {}
+    if run_data.manifest.user_model is not None:
+        for r in run_data.results:
+            if r.trace_id:
+                events = store.trace(run_data.run_id, r.task_id, r.trial)[0].events
+                turns[(r.task_id, r.trial)] = recorded_turns(events)
+    count = export_run(run_data, out_path, turns)
     click.echo(f"run {run_data.run_id}: {count} trials written to {out_path}")
 
 

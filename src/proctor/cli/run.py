@@ -214,6 +214,28 @@ RUN_GROUPS = (
     show_default=True,
     help="Replay user replies cached on the conversation so far; require: a miss is an error.",
 )
+@click.option(
+    "--user-fidelity",
+    "fidelity_refs",
+    multiple=True,
+    help="A judge of the model user's fidelity (repeat for a panel): every failed trial and "
+    "a sample of passed ones; calibrated on the user-fidelity rubric, a failure is sim_error.",
+)
+@click.option(
+    "--fidelity-sample",
+    type=click.FloatRange(0, 1),
+    default=0.1,
+    show_default=True,
+    help="The share of passed trials the fidelity judge sees (seeded by task and trial).",
+)
+@click.option(
+    "--user-replay",
+    "user_replay",
+    default=None,
+    type=click.Path(),
+    help="An exported run (proctor export): its recorded users speak while the agent says "
+    "what that run's agent said; --user-model takes over where it differs.",
+)
 def run(
     paths: tuple[str, ...],
     agent_ref: str,
@@ -246,6 +268,9 @@ def run(
     judges: JudgeOptions,
     user_model_ref: str | None,
     user_cache: str,
+    fidelity_refs: tuple[str, ...],
+    fidelity_sample: float,
+    user_replay: str | None,
 ) -> None:
     """Run the tasks under PATHS with an agent, k trials each, and print the summary.
 
@@ -299,6 +324,9 @@ def run(
             resume=resume_id,
             user_model=user_model_ref,
             user_cache=user_cache,  # type: ignore[arg-type]
+            user_fidelity=fidelity_refs,
+            fidelity_sample=fidelity_sample,
+            user_replay=user_replay,
             say=say,
         )
     except SpecError as exc:

@@ -87,6 +87,8 @@ class Manifest(Record):
     judges: dict[str, Any] | None = None
     #: The model playing the users (run/simulator.py's identity): free-form.
     user_model: dict[str, Any] | None = None
+    #: The judge of the simulated user's fidelity (proctor.run.fidelity), its standing.
+    user_fidelity: dict[str, Any] | None = None
     #: The currency reports and gates convert costs to (decide/: its own dict).
     currency: dict[str, Any] | None = None
     proctor_version: str | None = None

@@ -125,10 +125,16 @@ def evidence_seqs(evidence: Any) -> list[int]:
     return sorted(set(found))
 
 
+#: Checks of the simulated user, not the agent (proctor.run.fidelity): shown with the
+#: trial, never failing it nor counted in its partial credit.
+SIMULATOR_CHECKS = frozenset({"user_fidelity"})
+
+
 def verdict(checks: Sequence[Check]) -> tuple[bool, float]:
     """(passed, partial credit). Partial credit never turns a failed check into a pass."""
     passed = not any(c.blocks for c in checks)
-    score = sum(c.score or 0.0 for c in checks) / len(checks) if checks else 1.0
+    scored = [c for c in checks if c.name not in SIMULATOR_CHECKS]
+    score = sum(c.score or 0.0 for c in scored) / len(scored) if scored else 1.0
     return passed, round(score, 6)
 
 

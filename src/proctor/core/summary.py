@@ -117,6 +117,21 @@ class Judges(Record):
     errors: int = 0
 
 
+class UserModelFigures(Record):
+    """The model playing the user (`--user-model`): what it spent, apart from the agent
+    and the judges (calls, replies replayed from the cache, tokens and cost; None: no
+    call reported it, "not measured", never 0), and its fidelity judged
+    (`--user-fidelity`: trials judged, and those whose user the judge failed)."""
+
+    calls: int = 0
+    cache_hits: int = 0
+    input_tokens: int | None = None
+    output_tokens: int | None = None
+    cost_usd: float | None = None
+    fidelity_judged: int = 0
+    fidelity_failed: int = 0
+
+
 class Efficiency(Record):
     """Steps against the task's optimum (`score`), and seed 003's combined score of steps,
     tokens and latency (`combined`), each a mean over the tasks that measured it."""
@@ -232,6 +247,8 @@ class RunSummary(Rates, _RunSize):
     tool_use: dict[str, float | None]
     #: None: a summary from before judges were summarised.
     judges: Judges | None = None
+    #: None: no model played a user in the run.
+    user_model: UserModelFigures | None = None
     data_quality: dict[str, int] = {}
     quality: dict[str, float | None] = {}
     efficiency: Efficiency = Efficiency()

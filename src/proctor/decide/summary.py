@@ -21,6 +21,7 @@ from proctor.core.results import (
     GRADER_CHECK,
     NOT_MEASURED,
     READER_CHECKS,
+    SIMULATOR_CHECKS,
     TRIAL_STATUSES,
     UNDECIDED,
     Check,
@@ -273,6 +274,36 @@ def _judges(results: Sequence[TrialResult]) -> dict[str, Any]:
     }
 
 
+def _user_model(results: Sequence[TrialResult]) -> dict[str, Any] | None:
+    """The model user's spending and judged fidelity over the run (docs/architecture.md,
+    Simulated users); None when no model played a user. A figure calls were made for
+    and none reported is None ("not measured"), never 0; replies all replayed from the
+    cache spent 0."""
+    played = [r.metrics for r in results if "user_calls" in r.metrics]
+    if not played:
+        return None
+    calls = sum(m["user_calls"] for m in played)
+    fidelity = [c for r in results for c in r.checks if c.name in SIMULATOR_CHECKS]
+
+    def total(name: str) -> float | None:
+        values = [m[name] for m in played if name in m]
+        return math.fsum(values) if values or not calls else None
+
+    def whole(name: str) -> int | None:
+        value = total(name)
+        return None if value is None else int(value)
+
+    return {
+        "calls": whole("user_calls"),
+        "cache_hits": whole("user_cache_hits"),
+        "input_tokens": whole("user_input_tokens"),
+        "output_tokens": whole("user_output_tokens"),
+        "cost_usd": total("user_cost_usd"),
+        "fidelity_judged": len(fidelity),
+        "fidelity_failed": sum(not c.passed for c in fidelity),
+    }
+
+
 def _tool_use(results: Sequence[TrialResult]) -> dict[str, float | None]:
     """Each tool metric's mean over valid trials, and `score`: the mean over trials of each
     trial's mean of the metrics it has (what the scorecard weighs and gates)."""
@@ -333,12 +364,26 @@ def _power(results: Sequence[TrialResult], trials_per_task: int) -> dict[str, fl
 
 
 def invalid_reasons(
-    error_rate: float, max_error_rate: float, missing: int, expected: int, grader_errors: int
+    error_rate: float,
+    max_error_rate: float,
+    missing: int,
+    expected: int,
+    grader_errors: int,
+    statuses: Mapping[Any, int] | None = None,
 ) -> list[str]:
-    """Why a run is invalid, one phrase each; empty for a valid run. Every report says these."""
+    """Why a run is invalid, one phrase each; empty for a valid run. Every report says these.
+    A run whose every trial the harness or the simulated user broke, with some of them
+    `sim_error`, has no trial to score: invalid, as a run of harness errors is."""
     reasons = []
     if error_rate > max_error_rate:
         reasons.append(f"harness error rate {error_rate:.1%} above {max_error_rate:.1%}")
+    counts = statuses or {}
+    broken, sim = counts.get("error", 0) + counts.get("sim_error", 0), counts.get("sim_error", 0)
+    if sim and broken == sum(counts.values()):
+        reasons.append(
+            f"no valid trials: {sim} sim_error (the simulated user broke)"
+            + (f" and {broken - sim} harness errors" if broken > sim else "")
+        )
     if missing:
         reasons.append(f"{missing} of {expected} trials missing")
     if grader_errors:
@@ -391,7 +436,10 @@ def summarize(
     error_rate = statuses["error"] / len(results) if results else 0.0
     missing = max(expected - len(results), 0)
     grader_errors = sum(any(c.name == GRADER_CHECK for c in r.checks) for r in results)
-    valid_run = error_rate <= max_error_rate and missing == 0 and grader_errors == 0
+    reasons = invalid_reasons(
+        error_rate, max_error_rate, missing, expected, grader_errors, statuses
+    )
+    valid_run = not reasons
     passed_results = [r for r in results if r.passed]
     valid = [r for r in results if r.valid]
     total_cost = _measured_sum(r.usage.cost_usd for r in results)
@@ -406,7 +454,13 @@ def summarize(
     for task_id in sorted(tasks):
         rs = by_task.get(task_id, [])
         n, c = counts.get(task_id, (0, 0))
-        failed = Counter(ch.name for r in rs if r.valid for ch in r.checks if not ch.passed)
+        failed = Counter(
+            ch.name
+            for r in rs
+            if r.valid
+            for ch in r.checks
+            if not ch.passed and ch.name not in SIMULATOR_CHECKS
+        )
         info = tasks[task_id]
         efficiency = _task_mean(step_efficiency(r, info.optimal_steps) for r in rs)
         efficiencies.append(efficiency)
@@ -470,12 +524,11 @@ def summarize(
         "max_error_rate": max_error_rate,
         "grader_errors": grader_errors,
         "valid": valid_run,
-        "invalid_reasons": invalid_reasons(
-            error_rate, max_error_rate, missing, expected, grader_errors
-        ),
+        "invalid_reasons": reasons,
         "safety_violations": _violations(results),
         "tool_use": _tool_use(results),
         "judges": _judges(results),
+        "user_model": _user_model(results),
         "data_quality": data_quality(results),
         "quality": _quality(results),
         "efficiency": {

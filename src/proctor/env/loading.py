@@ -9,6 +9,7 @@ standard-library module, never a name that is not a dotted Python identifier.
 
 from __future__ import annotations
 
+import hashlib
 import importlib
 import importlib.util
 import os
@@ -26,11 +27,14 @@ class DomainNotFound(LookupError):
 
 
 def load_module_from_path(path: Path) -> object:
-    """Import a Python file once per process (agents and domains written beside tasks)."""
+    """Import a Python file once per process (agents and domains written beside tasks).
+    Its module name comes from its path alone, the same in every process (`hash` of a
+    string is not), so what names it (a scripted judge's fingerprint in a calibration
+    record) is found again by the next command."""
     path = path.resolve()
     if path in _cache:
         return _cache[path]
-    name = f"proctor_user_{abs(hash(str(path))):x}_{path.stem}"
+    name = f"proctor_user_{hashlib.sha256(str(path).encode()).hexdigest()[:16]}_{path.stem}"
     spec = importlib.util.spec_from_file_location(name, path)
     if spec is None or spec.loader is None:
         raise ImportError(f"cannot import {path}")

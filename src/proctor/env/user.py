@@ -11,9 +11,11 @@ here, because the agent may swallow the exception raised into it: the trial read
 from __future__ import annotations
 
 import re
-from typing import Protocol
+import time
+from collections.abc import Iterable
+from typing import Any, Protocol
 
-from proctor.core.trace import Recorder
+from proctor.core.trace import Recorder, TraceEvent
 from proctor.tasks.models import UserSpec
 
 _CONFIRM_QUESTION = re.compile(
@@ -54,6 +56,15 @@ class SimulatedUser:
         self.responder = responder
         #: What the responder raised (the first time): the trial's status reads it.
         self.failure: Exception | None = None
+        #: Seconds spent waiting on the responder (a model) so far, and since when the
+        #: current wait runs: the agent's turn does not count them against its limit.
+        self.waited_s = 0.0
+        self._since: float | None = None
+
+    def waited(self, now: float) -> float:
+        """Seconds (time.monotonic) the agent has waited on the model user up to `now`."""
+        since = self._since
+        return self.waited_s + (0.0 if since is None else max(0.0, now - since))
 
     def reply(self, question: str) -> str:
         question = str(question)
@@ -82,11 +93,43 @@ class SimulatedUser:
     def _ask_model(self, question: str, responder: Responder) -> str:
         if self.failure is not None:  # the conversation broke down: it stays broken
             raise SimulatorFailed(str(self.failure))
+        self._since = time.monotonic()
         try:
             return responder.answer(question, self.recorder)
         except Exception as exc:
             self.failure = exc
             raise
+        finally:
+            self.waited_s += time.monotonic() - self._since
+            self._since = None
+
+
+def recorded_turns(events: Iterable[TraceEvent]) -> list[dict[str, Any]]:
+    """The conversation of a trial a model user played, turn by turn, as an export keeps
+    it for replay (`proctor run --user-replay`): what the agent said, what the user
+    answered, and for a turn the model answered, its `stop`, `stop_reason` and
+    `disclosed` (its `user_sim` note, which has the trial's `seed`, comes before the
+    answer). Empty when no model played."""
+    turns: list[dict[str, Any]] = []
+    asked: str | None = None
+    note: dict[str, Any] | None = None
+    for e in events:
+        data = e.data
+        if e.kind == "note" and isinstance(data.get("user_sim"), dict):
+            note = data["user_sim"] if "seed" in data["user_sim"] else None
+        elif e.kind == "message" and data.get("to") == "user":
+            asked, note = str(data.get("content") or ""), None
+        elif e.kind == "message" and data.get("role") == "user" and asked is not None:
+            turn: dict[str, Any] = {"agent": asked, "user": str(data.get("content") or "")}
+            if note is not None:
+                turn["model"] = {
+                    "stop": bool(note.get("stop")),
+                    "stop_reason": note.get("stop_reason"),
+                    "disclosed": list(note.get("disclosed") or []),
+                }
+            turns.append(turn)
+            asked, note = None, None
+    return turns if any("model" in t for t in turns) else []
 
 
 def is_affirmative(reply: str) -> bool:

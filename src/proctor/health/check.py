@@ -4,7 +4,9 @@ Suite health).
 One check runs, in a store in memory: the agent of the noise floor twice with one seed
 (proctor.health.flaky) and once per further seed; the reference agent (the noise agent's
 first run when they are the same); the null and junk controls; the mutants of the
-reference's passing trials (proctor.health.mutate). It reads the stored runs of other
+reference's passing trials (proctor.health.mutate); with a user model, the reference
+with it as a control and a second one's noise (proctor.health.simulator). It reads the
+stored runs of other
 agents it is given, the simulated users in the reference's trials and the judges'
 calibration records, and decides per task and for the suite (proctor.health.verdicts).
 Functions return data; printing is proctor.report.health_tables.
@@ -28,10 +30,12 @@ from proctor.health.mutants import KINDS
 from proctor.health.mutate import mutate_references, references_in
 from proctor.health.noise import FLIP_THRESHOLD, gate_callouts, noise_floor
 from proctor.health.population import population
+from proctor.health.simulator import simulator_health
 from proctor.health.users import users_report
 from proctor.health.verdicts import suite_verdict, task_verdicts
 from proctor.judge.records import CalibrationPolicy
 from proctor.run.runner import Runner, task_infos
+from proctor.run.simulator import UserPlayer
 from proctor.run.trial import CRASH_CHECK
 from proctor.store.sqlite import Store
 
@@ -55,6 +59,11 @@ class HealthOptions:
     policy: CalibrationPolicy | None = None
     concurrency: int = 4
     timeout_s: float | None = 60.0
+    #: The simulated user as a control (the reference plays the scenario tasks with
+    #: it), and a second one on a `user_sample` share of them: the simulator's noise.
+    user: UserPlayer | None = None
+    second_user: UserPlayer | None = None
+    user_sample: float = 1.0
 
 
 @dataclass
@@ -139,6 +148,26 @@ def check_health(
         refs, failed = references_in(store, ref_run, suite)
         say(f"mutants of {len(refs)} reference trials")
         mutation = mutate_references(suite, refs, failed, ref_name, kinds=o.kinds)
+        simulator = None
+        if o.user is not None:
+
+            def play(tasks: Suite, user: UserPlayer) -> list[TrialResult]:
+                say(f"simulated user: the reference with {user.model.name}")
+                report = Runner(
+                    tasks,
+                    reference,
+                    trials=o.trials,
+                    seed=o.seed,
+                    store=store,
+                    concurrency=o.concurrency,
+                    timeout_s=o.timeout_s,
+                    user=user,
+                ).run()
+                return _results(store, report.run_id)
+
+            simulator = simulator_health(
+                suite, o.user, o.second_user, play, share=o.user_sample, seed=o.seed
+            )
         members = {t.id: t for t in suite.tasks}
         users = users_report(
             members,
@@ -179,5 +208,6 @@ def check_health(
         "population": pop.to_dict(),
         "users": [u.to_dict() for u in users],
         "judges": [j.to_dict() for j in judge_status(suite, o.store, o.policy, o.judge)],
+        "simulator": None if simulator is None else simulator.to_dict(),
     }
     return HealthReport(suite.name, suite.digest, digests, ref_name, data)

@@ -11,7 +11,7 @@ only when the rubric names `expected`, and the task's own reference text (its
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from typing import Any
 
 from proctor.core.outcome import Outcome
@@ -21,9 +21,48 @@ from proctor.judge.base import JudgeView
 from proctor.tasks.models import JudgeExpect, Task
 from proctor.tasks.rubrics import Rubric, ToolSubject
 
+#: How a transcript marks the user's turn that ended the conversation.
+ENDS = "[ends the conversation: {}]"
+
+
+def transcript(turns: Iterable[tuple[str, str, str | None]]) -> str:
+    """(who, text, stop reason or None) turns as the fidelity judge reads them: `User:` and
+    `Agent:` lines, the turn that ended the conversation marked with its reason."""
+    return "\n".join(
+        f"{who}{'' if stop is None else ' ' + ENDS.format(stop)}: {text}"
+        for who, text, stop in turns
+    )
+
+
+def conversation_turns(trace: Trace) -> list[tuple[str, str, str | None]]:
+    """The turns of a conversation a model user played (empty when none played): what
+    each side said to the other, the agent's final answer last. A `user_sim` note
+    that stops comes before the message it stops with."""
+    turns: list[tuple[str, str, str | None]] = []
+    stop: str | None = None
+    played = False
+    for e in trace.events:
+        note = e.data.get("user_sim") if e.kind == "note" else None
+        if isinstance(note, dict):
+            played = True
+            stop = note.get("stop_reason") if note.get("stop") else None
+        elif e.kind == "message" and e.data.get("role") == "user":
+            turns.append(("User", str(e.data.get("content") or ""), stop))
+            stop = None
+        elif e.kind == "message" and e.data.get("to") == "user":
+            turns.append(("Agent", str(e.data.get("content") or ""), None))
+    if not played:
+        return []
+    if trace.answer.strip():
+        turns.append(("Agent (final answer)", trace.answer, None))
+    return turns
+
 
 def subject_of(rubric: Rubric, trace: Trace) -> tuple[str, ...]:
     """The texts the rubric judges in this trace (empty when there is none)."""
+    if rubric.subject == "user_turns":
+        turns = conversation_turns(trace)
+        return (transcript(turns),) if turns else ()
     if not isinstance(rubric.subject, ToolSubject):
         answer = trace.answer
         return (answer,) if answer.strip() else ()

@@ -144,6 +144,35 @@ def noise_lines(noise: dict[str, Any]) -> list[str]:
     return lines
 
 
+def simulator_lines(simulator: dict[str, Any] | None) -> list[str]:
+    """The simulated user as a control, and its noise floor with a second user model."""
+    if simulator is None:
+        return []
+    c = simulator["control"]
+    lines = [
+        f"simulated user as a control ({c['user_model']}, {len(simulator['tasks'])} "
+        f"scenario task(s), {c['trials']} trials): reference success "
+        f"{pct(c['success_rate'])}, {c['sim_errors']} sim_error ({pct(c['sim_error_rate'])})"
+    ]
+    pair, d = simulator["pair"], simulator["difference"]
+    if pair is None:
+        return [*lines, "simulator noise floor: not measured (give --second-user-model)"]
+    first, second = pair
+    shown = (
+        "not measured (no sampled task valid with both)"
+        if d is None
+        else f"{d['mean'] * 100:+.1f} points, 95% CI [{d['low'] * 100:+.1f}, "
+        f"{d['high'] * 100:+.1f}] over {d['tasks']} task(s)"
+    )
+    lines.append(
+        f"simulator noise floor on {len(simulator['sample'])} sampled task(s): "
+        f"{first['user_model']} {pct(first['success_rate'])}, {second['user_model']} "
+        f"{pct(second['success_rate'])} ({second['sim_errors']} sim_error); "
+        f"difference {shown}"
+    )
+    return lines
+
+
 def print_health(report: dict[str, Any], console: Console | None = None) -> None:
     """The health report in the terminal: tasks, users, judges, figures, the verdict."""
     console = console or Console()
@@ -188,6 +217,8 @@ def print_health(report: dict[str, Any], console: Console | None = None) -> None
     else:
         console.print(plain("impossible tasks: not measured (give --runs of several agents)"))
     for line in noise_lines(report["noise"]):
+        console.print(plain(line))
+    for line in simulator_lines(report.get("simulator")):
         console.print(plain(line))
     verdict = report["suite_verdict"]
     counts = ", ".join(f"{n} {v}" for v, n in verdict["counts"].items() if n)

@@ -32,6 +32,29 @@ def plain(value: Any) -> Text:
     return Text("".join(ch if ch.isprintable() else "?" for ch in str(value)))
 
 
+def user_spending_text(summary: RunSummary) -> str:
+    """The model user's calls, tokens and cost, apart from the agent's (a figure no call
+    reported is "not measured"), and how many trials its fidelity was judged on."""
+    spent = summary.user_model
+    assert spent is not None
+    tokens = (
+        "tokens not measured"
+        if spent.input_tokens is None and spent.output_tokens is None
+        else f"{(spent.input_tokens or 0) + (spent.output_tokens or 0):,} tokens"
+    )
+    cost = (
+        "cost not measured"
+        if spent.cost_usd is None
+        else money(spent.cost_usd, summary.cost.currency)
+    )
+    judged = (
+        f"; fidelity judged on {spent.fidelity_judged} trials, {spent.fidelity_failed} failed"
+        if spent.fidelity_judged
+        else ""
+    )
+    return f"{spent.calls} calls ({spent.cache_hits} replayed), {tokens}, {cost}{judged}"
+
+
 def cost_text(summary: RunSummary, *stats: str) -> str:
     """Cost per passed trial, or the per-trial `stats` (seed 002's cost per case);
     "not measured" when no trial reported a cost."""
@@ -93,6 +116,7 @@ def headline(summary: RunSummary) -> Table:
             if summary.sim_errors
             else []
         ),
+        *([("simulated user spent", user_spending_text(summary))] if summary.user_model else []),
         (
             "errors / timeouts / needs review",
             f"{summary.errors} / {summary.timeouts} / {summary.needs_review}"

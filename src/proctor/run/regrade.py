@@ -8,7 +8,8 @@ change did. Regraded trials share their source's trace in the store (no copy).
 
 A status decided before grading stands: a timeout, an infrastructure error, an agent
 crash or protocol error (the checks the harness added are kept, as is a failed
-`trace_integrity`). A trial whose graders raised is graded again.
+`trace_integrity`, and the judged fidelity of a model user, `user_fidelity`, with the
+`sim_error` it decided). A trial whose graders raised is graded again.
 An imported session that carried no final state is regraded without state checks, as it
 was graded on import.
 
@@ -32,7 +33,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from proctor.core.results import TrialResult
+from proctor.core.results import SIMULATOR_CHECKS, TrialResult
 from proctor.core.summary import RunSummary
 from proctor.decide.scorecard import ScorecardConfig, summary_with_scorecard
 from proctor.decide.summary import DEFAULT_MAX_ERROR_RATE, Tally
@@ -71,6 +72,10 @@ if TYPE_CHECKING:
 BATCH = 2000
 #: Trials per share: what one worker reads, grades and hands back at a time.
 SHARE = 500
+
+#: Checks a regrade keeps from the stored trial: the harness's, and the simulated user's
+#: judged fidelity (no grader makes them again).
+KEPT_CHECKS = (*HARNESS_CHECKS, *sorted(SIMULATOR_CHECKS))
 
 
 class RegradeError(ValueError):
@@ -233,7 +238,7 @@ def grade_share(
                 _readers[share.store] = Store(share.store, readonly=True)
             store = _readers[share.store]
         trials = store.graded_trials(
-            share.source_id, HARNESS_CHECKS, after=share.after, until=share.until
+            share.source_id, KEPT_CHECKS, after=share.after, until=share.until
         )
     stored_trials = list(trials)
     graded = [_regraded(stored, share.run_id, members) for stored in stored_trials]
@@ -272,7 +277,7 @@ def _shares(
     for after, until in store.share_bounds(source_id, SHARE):
         rows = None
         if not pool.local:
-            rows = store.graded_rows(source_id, HARNESS_CHECKS, after, until, SHARE)
+            rows = store.graded_rows(source_id, KEPT_CHECKS, after, until, SHARE)
         yield Share(suite, source_id, run_id, after, until, path, rows)
 
 

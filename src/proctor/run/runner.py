@@ -25,6 +25,7 @@ from proctor.decide.scorecard import ScorecardConfig, summary_with_scorecard
 from proctor.decide.summary import DEFAULT_MAX_ERROR_RATE, Tally
 from proctor.env.suite import Suite
 from proctor.run.executor import Executor, LocalExecutor, RunContext, stream
+from proctor.run.fidelity import Fidelity
 from proctor.run.judging import JUDGE_ERROR, apply_judges, needs_judging
 from proctor.run.manifest import build_manifest
 from proctor.run.resume import resumed_manifest
@@ -100,12 +101,14 @@ class Runner:
         resume: bool = False,
         judging: Judging | None = None,
         user: UserPlayer | None = None,
+        fidelity: Fidelity | None = None,
     ) -> None:
         """`faults` are injected into every task on top of its own (`--faults`).
         `currency`: the price table's reporting currency, recorded in the manifest for
         gates, scorecards and reports (costs stay recorded in USD). `judging` judges the
         trials of tasks with rubrics (proctor.run.judging). `user`: the model that plays
-        the users of tasks with a scenario (proctor.run.simulator), in the manifest.
+        the users of tasks with a scenario (proctor.run.simulator), in the manifest;
+        `fidelity` judges how faithfully it played them (proctor.run.fidelity).
 
         `resume`: continue the stored run `run_id` (a unique prefix will do): its stored
         trials are kept and the others run. Raises ResumeError (one line) when that run is
@@ -166,6 +169,9 @@ class Runner:
             self.done = store.trial_keys(self.run_id)
         self.judging = judging
         self.user = user
+        self.fidelity = fidelity if user is not None else None
+        if self.fidelity is not None:
+            self.manifest["user_fidelity"] = self.fidelity.manifest()
         if judging is not None:  # a resumed run records the judges of its new trials too
             judges = {"judges": judging.manifest(), "judge_model": ", ".join(judging.panel.models)}
             self.manifest = self.manifest.model_copy(update=judges)
@@ -324,6 +330,7 @@ class _JudgeLanes:
 
     def __init__(self, runner: Runner, accept: Callable[[TrialRecord], None]) -> None:
         self.judging = runner.judging
+        self.fidelity = runner.fidelity
         self.members = {t.id: t for t in runner.suite.tasks}
         self.accept = accept
         self.slots = asyncio.Semaphore(max(runner.concurrency, 1))
@@ -332,18 +339,27 @@ class _JudgeLanes:
     async def submit(self, record: TrialRecord) -> None:
         member = self.members.get(record.result.task_id)
         rubrics = member.rubrics if member is not None else ()
-        if self.judging is None or member is None or not needs_judging(record.findings, rubrics):
-            record.decide()
+        judges = self.judging is not None and needs_judging(record.findings, rubrics)
+        record.decide()  # the verdict before any judge: the fidelity judge reads it
+        fidelity = self.fidelity
+        if fidelity is not None and not judges:
+            fidelity = fidelity if fidelity.selects(record.result, record.trace) else None
+        if member is None or (not judges and fidelity is None):
             self.accept(record)
             return
         await self.slots.acquire()
         judging, key = self.judging, (record.result.task_id, record.result.trial)
 
         async def judge() -> None:
+            findings = record.findings
             try:
-                findings = await apply_judges(
-                    judging, record.findings, member.task, rubrics, record.trace, record.outcome
-                )
+                if judges and judging is not None:
+                    findings = await apply_judges(
+                        judging, findings, member.task, rubrics, record.trace, record.outcome
+                    )
+                    record.decide(findings)
+                if fidelity is not None and fidelity.selects(record.result, record.trace):
+                    findings = await fidelity.apply(findings, member.task, record.trace)
             finally:
                 self.slots.release()
             if self.pending.pop(key, None) is not None:

@@ -3,10 +3,11 @@ network (tests, demos): what ScriptedAgent is to agents and ScriptedJudge to jud
 
 It says its `script` in order, one line per turn, then ends the conversation as done.
 `fail` makes one turn (`at`, counted from 0) go wrong in one of the ways the field's
-simulators do (FAILURES); `persist` makes every attempt at that turn go wrong (the trial
-becomes `sim_error`), otherwise only the first (a guard rejects it and the retry is
-clean). It reads nothing but the messages it is given, like a chat model
-(docs/architecture.md, Simulated users).
+simulators do (FAILURES, each caught by a guard; UNGUARDED, which no guard can tell from
+a faithful reply and only the fidelity judge sees, proctor.run.fidelity); `persist`
+makes every attempt at that turn go wrong (the trial becomes `sim_error`), otherwise
+only the first (a guard rejects it and the retry is clean). It reads nothing but the
+messages it is given, like a chat model (docs/architecture.md, Simulated users).
 """
 
 from __future__ import annotations
@@ -27,6 +28,8 @@ FAILURES = (
     "discloses",
     "malformed",
 )
+#: Gives up on its goal with a plausible decline before the agent could act.
+UNGUARDED = ("gives_up",)
 Line = str | dict[str, Any]
 
 
@@ -40,8 +43,8 @@ class ScriptedUserModel:
         persist: bool = False,
         name: str = "scripted-user",
     ) -> None:
-        if fail is not None and fail not in FAILURES:
-            raise ValueError(f"fail must be one of {', '.join(FAILURES)}")
+        if fail is not None and fail not in FAILURES + UNGUARDED:
+            raise ValueError(f"fail must be one of {', '.join(FAILURES + UNGUARDED)}")
         self.script = list(script)
         self.fail = fail
         self.at = at
@@ -80,21 +83,26 @@ class ScriptedUserModel:
         asked = " ".join(m["content"] for m in messages if m["role"] == "user").lower()
         if kind == "malformed":
             return "Sure, go ahead."
-        message = {
-            "ends_early": "Never mind, bye.",
-            "leaks": "I should never start over or greet again, so: yes.",
-            "invents_id": "It is order ZX-9917, I think.",
-            "rescues": "You should look the order up before you cancel it.",
-            "swaps_roles": "As an AI assistant, I can help you with that.",
-            "restarts": _after(prompt, OPENING),
-            "discloses": f"By the way, it is {_unasked_fact(prompt, asked)}.",
-        }[kind]
-        stop = kind == "ends_early"
+        if kind == "restarts":
+            message = _after(prompt, OPENING)
+        elif kind == "discloses":
+            message = f"By the way, it is {_unasked_fact(prompt, asked)}."
+        else:
+            message = {
+                "ends_early": "Never mind, bye.",
+                "gives_up": "Never mind, I'll keep it.",
+                "leaks": "I should never start over or greet again, so: yes.",
+                "invents_id": "It is order ZX-9917, I think.",
+                "rescues": "You should look the order up before you cancel it.",
+                "swaps_roles": "As an AI assistant, I can help you with that.",
+            }[kind]
+        stop = kind in ("ends_early", "gives_up")
+        reason = {"ends_early": "done", "gives_up": "declined"}.get(kind)
         return json.dumps(
             {
                 "message": message,
                 "stop": stop,
-                "stop_reason": "done" if stop else None,
+                "stop_reason": reason,
                 "disclosed": [],
             }
         )

@@ -17,12 +17,14 @@ from __future__ import annotations
 import hashlib
 import inspect
 import json
-from collections.abc import Callable
+import math
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Protocol, runtime_checkable
 
 from proctor.core.jsonvalues import digest
-from proctor.core.trace import Recorder
+from proctor.core.results import Usage
+from proctor.core.trace import Recorder, TraceEvent
 from proctor.env.user import SimulatorFailed
 from proctor.run.userguards import GUARD_VERSION, Conversation, Draft, rejections
 from proctor.tasks.models import Task, UserSpec
@@ -85,6 +87,15 @@ RULES = "\n".join([_RULES, _NOT_HELPFUL, _HELPFUL, *HEADINGS])
 PROMPT_VERSION = digest([RULES, inspect.getsource(user_prompt)], 12)
 
 
+@dataclass(frozen=True)
+class UserAnswer:
+    """A user model's raw answer and what it spent; a model that answers a bare string
+    spent what nobody measured (its tokens and cost are "not measured", never 0)."""
+
+    text: str
+    usage: Usage = field(default_factory=Usage)
+
+
 @runtime_checkable
 class UserModel(Protocol):
     """What plays the user: a chat model (proctor.run.usermodel) or a scripted one."""
@@ -94,7 +105,7 @@ class UserModel(Protocol):
     @property
     def fingerprint(self) -> str: ...
 
-    def complete(self, messages: list[dict[str, str]], seed: int) -> str:
+    def complete(self, messages: list[dict[str, str]], seed: int) -> str | UserAnswer:
         """The model's raw answer to `messages` (system prompt first), drawn with `seed`."""
         ...
 
@@ -142,6 +153,39 @@ def parse_reply(text: str) -> Draft:
     return Draft(message, stop, reason, tuple(disclosed))
 
 
+@dataclass(frozen=True)
+class Replay:
+    """Another run's recorded user turns, by (task id, trial) (`--user-replay`): each
+    trial's user says what it said there while the agent says what that run's agent
+    said, and the run's user model takes over from the first turn the agents differ."""
+
+    run_id: str
+    turns: Mapping[tuple[str, int], list[dict[str, Any]]]
+
+    @classmethod
+    def of(cls, run_id: str, turns: Mapping[tuple[str, int], Any]) -> Replay:
+        """Checked recorded turns (env/user.py: recorded_turns); ValueError naming the
+        trial and turn of the first that is not one."""
+        for (task, trial), recorded in turns.items():
+            for i, turn in enumerate(recorded if isinstance(recorded, list) else [None]):
+                model = turn.get("model", {}) if isinstance(turn, dict) else None
+                ok = (
+                    isinstance(turn, dict)
+                    and isinstance(turn.get("agent"), str)
+                    and isinstance(turn.get("user"), str)
+                    and isinstance(model, dict)
+                    and isinstance(model.get("stop", False), bool)
+                    and isinstance(model.get("stop_reason"), str | None)
+                    and isinstance(model.get("disclosed", []), list)
+                )
+                if not ok:
+                    raise ValueError(f"{task}#{trial}: user turn {i}: not a recorded turn")
+        return cls(run_id, dict(turns))
+
+    def identity(self) -> dict[str, Any]:
+        return {"run_id": self.run_id, "digest": digest(sorted(map(list, self.turns.items())))}
+
+
 @dataclass
 class UserPlayer:
     """The run's model user: one per run, a ModelUser per trial."""
@@ -149,6 +193,7 @@ class UserPlayer:
     model: UserModel
     cache: ReplyCache | None = None
     attempts: int = 3
+    replay: Replay | None = None
 
     def __post_init__(self) -> None:
         if self.attempts < 1:
@@ -162,13 +207,16 @@ class UserPlayer:
             "prompt_version": PROMPT_VERSION,
             "guard_version": GUARD_VERSION,
             "attempts": self.attempts,
+            **({"replay": self.replay.identity()} if self.replay is not None else {}),
         }
 
     def responder(self, task: Task, trial: int, tools: tuple[str, ...]) -> ModelUser | None:
         """The trial's model user, or None when the task has no scenario to play."""
         if not task.user.scenario:
             return None
-        return ModelUser(self, task.user, task.prompt, tools, user_seed(task.id, trial))
+        recorded = self.replay.turns.get((task.id, trial)) if self.replay else None
+        seed = user_seed(task.id, trial)
+        return ModelUser(self, task.user, task.prompt, tools, seed, recorded=recorded)
 
 
 @dataclass
@@ -183,6 +231,9 @@ class ModelUser:
     agent: list[str] = field(default_factory=list)
     user: list[str] = field(default_factory=list)
     ended: str | None = None
+    #: Another run's turns for this trial (`--user-replay`), replayed until the agents
+    #: differ; then None, and the model answers.
+    recorded: list[dict[str, Any]] | None = None
 
     def said(self, question: str, reply: str) -> None:
         self.agent.append(question)
@@ -196,11 +247,48 @@ class ModelUser:
         if self.ended is not None:  # the user has left: silence
             self.user.append("")
             return ""
-        draft = self._draft(recorder)
+        draft = self._replayed(recorder) or self._draft(recorder)
         self.user.append(draft.message)
         if draft.stop:
             self.ended = draft.stop_reason
         return draft.message
+
+    def _replayed(self, recorder: Recorder) -> Draft | None:
+        """The recorded answer to this turn while the agent has said what the recorded
+        run's agent said, word for word, up to it; None (for good) from the first turn
+        it has not."""
+        turns, i = self.recorded, len(self.user)
+        if turns is None:
+            return None
+        if (
+            i >= len(turns)
+            or [t["agent"] for t in turns[: i + 1]] != self.agent
+            or ("model" not in turns[i])
+        ):
+            self.recorded = None
+            recorder.emit("note", {"user_replay": {"diverged_at_turn": i}})
+            return None
+        model = turns[i]["model"]
+        draft = Draft(
+            turns[i]["user"],
+            model.get("stop", False),
+            model.get("stop_reason"),
+            tuple(model.get("disclosed", [])),
+        )
+        recorder.emit(
+            "note",
+            {
+                "user_sim": {
+                    "seed": self.seed,
+                    "replayed": True,
+                    "stop": draft.stop,
+                    "stop_reason": draft.stop_reason,
+                    "disclosed": list(draft.disclosed),
+                    "spent": {"calls": 0},
+                }
+            },
+        )
+        return draft
 
     def _messages(self) -> list[dict[str, str]]:
         """The model's view: its prompt, the agent's messages as the other party's, its own
@@ -224,7 +312,7 @@ class ModelUser:
         )
         problems: list[str] = []
         for attempt in range(1, player.attempts + 1):
-            text, cached = self._complete(messages)
+            text, cached, spent = self._complete(messages)
             try:
                 draft = parse_reply(text)
                 problems = rejections(draft, conv)
@@ -241,12 +329,21 @@ class ModelUser:
                             "stop": draft.stop,
                             "stop_reason": draft.stop_reason,
                             "disclosed": list(draft.disclosed),
+                            "spent": spent,
                         }
                     },
                 )
                 return draft
             recorder.emit(
-                "note", {"user_rejected": {"attempt": attempt, "reply": text, "why": problems}}
+                "note",
+                {
+                    "user_rejected": {
+                        "attempt": attempt,
+                        "reply": text,
+                        "why": problems,
+                        "spent": spent,
+                    }
+                },
             )
             messages = [
                 *messages,
@@ -261,17 +358,68 @@ class ModelUser:
             f"no acceptable reply in {player.attempts} attempts (last: {'; '.join(problems)})"
         )
 
-    def _complete(self, messages: list[dict[str, str]]) -> tuple[str, bool]:
+    def _complete(self, messages: list[dict[str, str]]) -> tuple[str, bool, dict[str, Any]]:
+        """(answer, was cached, what it spent as the trace's note records it)."""
         model, seed = self.player.model, self.seed
+        asked: list[UserAnswer] = []
+
+        def ask() -> str:
+            answer = model.complete(messages, seed)
+            asked.append(answer if isinstance(answer, UserAnswer) else UserAnswer(answer))
+            return asked[-1].text
+
         if self.player.cache is None:
-            return model.complete(messages, seed), False
-        key = digest(
-            {
-                "model": model.fingerprint,
-                "prompt": PROMPT_VERSION,
-                "seed": seed,
-                "messages": messages,
-            },
-            32,
-        )
-        return self.player.cache.fetch(key, lambda: model.complete(messages, seed))
+            text, cached = ask(), False
+        else:
+            key = digest(
+                {
+                    "model": model.fingerprint,
+                    "prompt": PROMPT_VERSION,
+                    "seed": seed,
+                    "messages": messages,
+                },
+                32,
+            )
+            text, cached = self.player.cache.fetch(key, ask)
+        spent: dict[str, Any] = {"calls": len(asked)}
+        if asked:
+            usage = asked[0].usage
+            spent.update(
+                input_tokens=usage.input_tokens,
+                output_tokens=usage.output_tokens,
+                cost_usd=usage.cost_usd,
+            )
+        return text, cached, spent
+
+
+#: The trial metrics of a model user's spending, apart from the agent's and the judges'.
+USER_METRICS = (
+    "user_calls",
+    "user_cache_hits",
+    "user_input_tokens",
+    "user_output_tokens",
+    "user_cost_usd",
+)
+
+
+def user_spending(events: Iterable[TraceEvent]) -> dict[str, float]:
+    """What the model user spent in a trial, from its trace's notes (so `regrade` finds
+    it again): calls, replies replayed from the cache, and per figure the sum of what the
+    calls reported; a figure no call reported is left out ("not measured", never 0).
+    Empty for a trial no model user played."""
+    notes = [
+        note["spent"]
+        for e in events
+        if e.kind == "note"
+        for key in ("user_sim", "user_rejected")
+        if isinstance(note := e.data.get(key), dict) and isinstance(note.get("spent"), dict)
+    ]
+    if not notes:
+        return {}
+    calls = sum(int(n.get("calls", 0)) for n in notes)
+    out = {"user_calls": float(calls), "user_cache_hits": float(len(notes) - calls)}
+    for name in ("input_tokens", "output_tokens", "cost_usd"):
+        values = [n[name] for n in notes if n.get(name) is not None]
+        if values:
+            out[f"user_{name}"] = math.fsum(values)
+    return out

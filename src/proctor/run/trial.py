@@ -45,7 +45,7 @@ from proctor.grade.parts import failed_status, required_parts
 from proctor.grade.registry import GraderCrashed, grade
 from proctor.grade.root_cause import root_cause_metric
 from proctor.grade.secrets import hide_task_secrets
-from proctor.run.simulator import UserPlayer
+from proctor.run.simulator import UserPlayer, user_spending
 from proctor.run.turn import Raised, last_frames, take_turn
 from proctor.tasks.models import Fault, Task
 
@@ -145,7 +145,9 @@ async def play_trial(spec: TrialSpec, agent: Any, timeout_s: float | None) -> Pl
     error: str | None = None
     extra: list[Check] = []
     answer, usage = "", Usage()
-    if turn.timed_out:
+    if turn.user_timed_out:  # the agent's own time was within its limit
+        status, error = "sim_error", f"simulated user: took longer than its {timeout_s} s bound"
+    elif turn.timed_out:
         status, error = "timeout", f"agent ran past its {timeout_s} s limit"
     elif turn.raised is not None:
         status, error, crash = _blame(turn.raised)
@@ -328,7 +330,12 @@ def grade_trial(
     try:
         checks = grade(ctx) + extra
         try:
-            metrics = {**tool_metrics(ctx), **required_parts(checks), **root_cause_metric(checks)}
+            metrics = {
+                **tool_metrics(ctx),
+                **required_parts(checks),
+                **root_cause_metric(checks),
+                **user_spending(ctx.trace.events),
+            }
         except Exception as exc:
             raise GraderCrashed("tool_metrics", exc) from exc
     except GraderCrashed as crashed:

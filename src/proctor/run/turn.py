@@ -48,6 +48,9 @@ class Turn:
     value: Any = None
     raised: Raised | None = None
     timed_out: bool = False
+    #: Past the limit because the model user ran past its own bound, not the agent.
+    user_timed_out: bool = False
+    #: The turn's wall time less the time it waited on a model user: the agent's own.
     wall_s: float = 0.0
     #: The latest moment (time.monotonic) the trial may still use to close its world.
     deadline: float | None = None
@@ -85,7 +88,10 @@ def last_frames(exc: BaseException, count: int = 3) -> list[str]:
 async def take_turn(
     agent: Any, agent_input: AgentInput, env: Environment, timeout_s: float | None
 ) -> Turn:
-    """Run the agent on `env` until it returns, raises, or runs past `timeout_s`."""
+    """Run the agent on `env` until it returns, raises, or runs past `timeout_s` of its
+    own time. Time spent waiting on a model user is not the agent's: it moves the limit,
+    up to a bound of the user's own as long as the agent's (docs/architecture.md,
+    Simulated users); a user past that bound ends the turn as the user's fault."""
     fn = agent_callable(agent)
     harness = asyncio.get_running_loop()
     ended: asyncio.Future[Turn] = harness.create_future()
@@ -106,13 +112,27 @@ async def take_turn(
         cancel = _start_async(loop, fn, agent_input, Toolbox(env), hand_over)
     else:
         AGENT_THREADS.submit(lambda: hand_over(_run_sync(fn, agent_input, SyncToolbox(env))))
-    done, _ = await asyncio.wait({ended}, timeout=timeout_s)
-    if done:
+    user, began, over = env.user, time.monotonic(), False
+    while True:
+        wait = None
+        if timeout_s is not None:
+            now = time.monotonic()
+            waited = user.waited(now)
+            agent_left = began + timeout_s + waited - now  # the agent's own time left
+            over = waited >= timeout_s
+            if agent_left <= 0 or over:
+                break
+            # the user's bound cannot run out sooner than what it has left of it
+            wait = min(agent_left, timeout_s - waited) if user.remote else agent_left
+        done, _ = await asyncio.wait({ended}, timeout=wait)
+        if done:
+            break
+    if ended.done():
         turn = ended.result()
-        turn.wall_s = time.perf_counter() - started
+        turn.wall_s = time.perf_counter() - started - user.waited_s
         turn.deadline = time.monotonic() + GRACE_S
         return turn
-    wall = time.perf_counter() - started
+    wall = time.perf_counter() - started - user.waited(time.monotonic())
     deadline = time.monotonic() + GRACE_S
     if loop is not None and cancel is not None:
         alive = _ping(loop, harness)
@@ -121,7 +141,7 @@ async def take_turn(
         await asyncio.wait(waits, timeout=GRACE_S / 2, return_when=asyncio.ALL_COMPLETED)
         if not alive.done():  # the agent blocked its loop: later trials get another
             AGENT_LOOP.abandon(loop)
-    return Turn(timed_out=True, wall_s=wall, deadline=deadline)
+    return Turn(timed_out=True, user_timed_out=over, wall_s=wall, deadline=deadline)
 
 
 def _run_sync(fn: Any, agent_input: AgentInput, toolbox: SyncToolbox) -> Turn:

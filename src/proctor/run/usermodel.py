@@ -17,8 +17,10 @@ from typing import Any
 
 from proctor.agents.endpoint import ENDPOINT_OPTIONS, ChatEndpoint, parse_options
 from proctor.agents.loading import load_reference
+from proctor.agents.pricing import PriceTable
 from proctor.core.jsonvalues import digest
-from proctor.run.simulator import PROMPT_VERSION, UserModel
+from proctor.core.results import Usage
+from proctor.run.simulator import PROMPT_VERSION, UserAnswer, UserModel
 
 RESPONSE_FORMATS = ("json_object", "none")
 
@@ -38,6 +40,7 @@ class ChatUserModel:
         temperature: float = 0.7,
         max_tokens: int = 300,
         response_format: str = "json_object",
+        prices: PriceTable | None = None,
         name: str | None = None,
         **endpoint: Any,
     ) -> None:
@@ -49,6 +52,7 @@ class ChatUserModel:
         self.temperature = temperature
         self.max_tokens = max_tokens
         self.response_format = response_format
+        self.prices = prices or PriceTable.from_env()
         self._loop: asyncio.AbstractEventLoop | None = None
         self._started = threading.Lock()
 
@@ -59,6 +63,7 @@ class ChatUserModel:
             "temperature": float,
             "max_tokens": int,
             "response_format": str,
+            "prices": PriceTable.load,
             "name": str,
         }
         return cls(model, **parse_options(options, converters))
@@ -85,7 +90,7 @@ class ChatUserModel:
                 self._loop = loop
             return self._loop
 
-    def complete(self, messages: list[dict[str, str]], seed: int) -> str:
+    def complete(self, messages: list[dict[str, str]], seed: int) -> UserAnswer:
         request: dict[str, Any] = {
             "temperature": self.temperature,
             "max_tokens": self.max_tokens,
@@ -95,7 +100,17 @@ class ChatUserModel:
             request["response_format"] = {"type": "json_object"}
         call = self.endpoint.complete(messages, **request)
         completion = asyncio.run_coroutine_threadsafe(call, self._running_loop()).result()
-        return str(completion.choices[0].message.content or "")
+        return UserAnswer(str(completion.choices[0].message.content or ""), self._usage(completion))
+
+    def _usage(self, completion: Any) -> Usage:
+        """The call's tokens, and their cost where the price table knows the model (an
+        unpriced one is "not measured", never $0); none reported: none measured."""
+        tokens = getattr(completion, "usage", None)
+        given = getattr(tokens, "prompt_tokens", None), getattr(tokens, "completion_tokens", None)
+        if not all(isinstance(n, int) for n in given):
+            return Usage(model_calls=1)
+        prompt, output = int(given[0] or 0), int(given[1] or 0)
+        return Usage(prompt, output, self.prices.cost(self.model, prompt, output), 1)
 
 
 def load_user_model(ref: str) -> UserModel:

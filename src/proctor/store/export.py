@@ -14,11 +14,16 @@ whose digests do not match, is refused with file and line. The digests are not k
 they catch an edited file, not one rewritten with proctor's own code, so keep
 baselines where changes are reviewed. Files of `proctor-run/1` (no digests) are read
 with the same checks on their trials.
+
+A trial a model user played also carries `user_turns` (env/user.py: recorded_turns):
+what each side said, so `proctor run --user-replay FILE` can replay the user where the
+agent says the same (the traces themselves stay in the store).
 """
 
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -67,11 +72,20 @@ def _head_digest(head: dict[str, Any], trial_digests: list[str]) -> str:
     )
 
 
-def export_run(run: RunData, path: str | Path) -> int:
-    """Write `run` as JSON lines; returns the number of trials written."""
+#: A trial's recorded conversation with a model user, by (task id, trial).
+UserTurns = Mapping[tuple[str, int], list[dict[str, Any]]]
+
+
+def export_run(run: RunData, path: str | Path, user_turns: UserTurns | None = None) -> int:
+    """Write `run` as JSON lines, with each trial's `user_turns` where a model played its
+    user; returns the number of trials written."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    rows = [r.to_dict() for r in run.results]
+    turns = user_turns or {}
+    rows = [
+        {**r.to_dict(), **({"user_turns": t} if (t := turns.get((r.task_id, r.trial))) else {})}
+        for r in run.results
+    ]
     digests = [_digest(row) for row in rows]
     head = {
         "format": FORMAT,
@@ -130,6 +144,7 @@ def _checked_digests(path: Path, head: dict[str, Any], rows: list[tuple[int, Any
 
 
 def _trial(data: dict[str, Any]) -> TrialResult:
+    data = {k: v for k, v in data.items() if k != "user_turns"}
     return TrialResult(
         **{
             **data,
@@ -149,7 +164,28 @@ def _json(text: str) -> Any:
 
 def read_export(path: str | Path) -> RunData:
     """Read a file written by `export_run`; anything else is a RunInputError."""
-    path = Path(path)
+    return _read(Path(path))[0]
+
+
+def read_user_turns(path: str | Path) -> tuple[RunData, dict[tuple[str, int], list[Any]]]:
+    """The run of an export, and its trials' recorded conversations with a model user
+    (checked like the rest of the file; RunInputError when it holds none)."""
+    run, rows = _read(Path(path))
+    turns = {
+        (str(row["task_id"]), int(row["trial"])): row["user_turns"]
+        for _, row in rows
+        if isinstance(row.get("user_turns"), list)
+    }
+    if not turns:
+        raise RunInputError(
+            f"{path}: no trial has recorded user turns (was it a run with --user-model, "
+            "exported by this version?)"
+        )
+    return run, turns
+
+
+def _read(path: Path) -> tuple[RunData, list[tuple[int, Any]]]:
+    """The export's run and its trial rows, checked."""
     try:
         text = path.read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError) as exc:
@@ -197,7 +233,7 @@ def read_export(path: str | Path) -> RunData:
         raise RunInputError(f"{path}:1: manifest.{field}: {error['msg']}") from None
     except ValueError as exc:
         raise RunInputError(f"{path}:1: manifest: {exc}") from None
-    return RunData(
+    run = RunData(
         head["run_id"],
         manifest,
         summary,
@@ -205,6 +241,7 @@ def read_export(path: str | Path) -> RunData:
         head.get("status", "completed"),
         head.get("created_at", 0.0),
     )
+    return run, rows
 
 
 def store_run(store: Store, ref: str) -> RunData:

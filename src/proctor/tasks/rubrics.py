@@ -59,7 +59,9 @@ class Rubric(_Spec):
     scale: list[ScalePoint] = Field(min_length=2)
     pass_threshold: int
     severity: Severity = "high"
-    subject: Literal["answer"] | ToolSubject = "answer"
+    #: `user_turns`: the conversation of a model-played user, for the simulator's fidelity
+    #: (proctor.run.fidelity), with the user's scenario as the judge's prompt.
+    subject: Literal["answer", "user_turns"] | ToolSubject = "answer"
     shows: list[Shown] = Field(default_factory=list)
 
     @field_validator("scale")
@@ -103,6 +105,8 @@ class Rubric(_Spec):
     def describe_subject(self) -> str:
         if isinstance(self.subject, ToolSubject):
             return f"the `{self.subject.argument}` the agent wrote in `{self.subject.tool}` calls"
+        if self.subject == "user_turns":
+            return "conversation with a model-played user"
         return "the agent's final answer"
 
 
