@@ -284,6 +284,8 @@ def test_guards_let_a_plain_user_reply_through() -> None:
         (draft("Thanks, bye.", True, "done"), "early_stop"),
         (draft("bye", True, "max_turns"), "early_stop"),
         (draft(""), "empty"),
+        (draft("<your next message>"), "leak"),  # the answer format's example, copied
+        (draft("Your next message"), "leak"),
     ],
 )
 def test_each_guard_rejects_its_failure(reply: Draft, guard: str) -> None:
@@ -310,6 +312,40 @@ def test_chat_user_model_sends_the_seed_and_asks_for_json() -> None:
         assert model.complete([{"role": "system", "content": "x"}], seed=42).text == answer
     (request,) = server.requests
     assert request["seed"] == 42 and request["response_format"] == {"type": "json_object"}
+
+
+def test_chat_user_model_can_ask_for_the_replys_schema() -> None:
+    answer = json.dumps({"message": "ok", "stop": False, "stop_reason": None, "disclosed": []})
+    with ScriptedChatServer([completion(answer)]) as server:
+        model = ChatUserModel("user-llm", base_url=server.url, response_format="json_schema")
+        model.complete([{"role": "system", "content": "x"}], seed=1)
+    (request,) = server.requests
+    schema = request["response_format"]["json_schema"]["schema"]
+    assert request["response_format"]["type"] == "json_schema"
+    assert set(schema["required"]) == {"message", "stop", "stop_reason", "disclosed"}
+    assert schema["properties"]["disclosed"]["maxItems"] > 0
+
+
+def test_a_rejected_reply_is_answered_in_a_user_turn_so_turns_alternate() -> None:
+    """Chat templates that need turns to alternate (Gemma's) refuse a system message in
+    the middle: the harness's retry goes as a user turn that says who speaks."""
+    task = support_task()
+    seen: list[list[dict[str, str]]] = []
+
+    class Recording(ScriptedUserModel):
+        def complete(self, messages: list[dict[str, str]], seed: int) -> str:
+            seen.append(messages)
+            return super().complete(messages, seed)
+
+    player = UserPlayer(Recording(["It is sam.k@example.com."], fail="swaps_roles"))
+    responder = player.responder(task, 0, ("orders.get", "orders.cancel"))
+    assert responder is not None
+    user = SimulatedUser(task.user, Recorder(SimClock()), responder)
+    assert user.reply("What is the email address on your account?") == "It is sam.k@example.com."
+    roles = [m["role"] for m in seen[-1]]
+    assert roles == ["system", "user", "assistant", "user"]
+    assert seen[-1][-1]["content"].startswith("(Not the assistant: the harness.")
+    assert "role_swap" in seen[-1][-1]["content"]
 
 
 def test_a_bad_scenario_names_file_line_and_field(tmp_path: Path) -> None:

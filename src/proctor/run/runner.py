@@ -171,7 +171,8 @@ class Runner:
         self.user = user
         self.fidelity = fidelity if user is not None else None
         if self.fidelity is not None:
-            self.manifest["user_fidelity"] = self.fidelity.manifest()
+            fidelity_identity = {"user_fidelity": self.fidelity.manifest()}
+            self.manifest = self.manifest.model_copy(update=fidelity_identity)
         if judging is not None:  # a resumed run records the judges of its new trials too
             judges = {"judges": judging.manifest(), "judge_model": ", ".join(judging.panel.models)}
             self.manifest = self.manifest.model_copy(update=judges)

@@ -16,7 +16,7 @@ import json
 from typing import Any
 
 from proctor.core.jsonvalues import digest
-from proctor.run.simulator import FACTS, OPENING, UPFRONT
+from proctor.run.simulator import FACTS, OPENING, RETRY_MARK, UPFRONT, agent_messages
 
 FAILURES = (
     "ends_early",
@@ -66,8 +66,8 @@ class ScriptedUserModel:
 
     def complete(self, messages: list[dict[str, str]], seed: int) -> str:
         self.calls += 1
-        turn = sum(m["role"] == "user" for m in messages) - 1
-        retry = sum(m["role"] == "system" for m in messages) > 1
+        turn = len(agent_messages(messages)) - 1
+        retry = any(m["content"].startswith(RETRY_MARK) for m in messages)
         if self.fail is not None and turn == self.at and (self.persist or not retry):
             return self._failure(self.fail, messages)
         if turn < len(self.script):
@@ -80,7 +80,7 @@ class ScriptedUserModel:
     @staticmethod
     def _failure(kind: str, messages: list[dict[str, str]]) -> str:
         prompt = messages[0]["content"]
-        asked = " ".join(m["content"] for m in messages if m["role"] == "user").lower()
+        asked = " ".join(agent_messages(messages)).lower()
         if kind == "malformed":
             return "Sure, go ahead."
         if kind == "restarts":

@@ -26,7 +26,13 @@ from proctor.core.jsonvalues import digest
 from proctor.core.results import Usage
 from proctor.core.trace import Recorder, TraceEvent
 from proctor.env.user import SimulatorFailed
-from proctor.run.userguards import GUARD_VERSION, Conversation, Draft, rejections
+from proctor.run.userguards import (
+    GUARD_VERSION,
+    PLACEHOLDER,
+    Conversation,
+    Draft,
+    rejections,
+)
 from proctor.tasks.models import Task, UserSpec
 
 #: The line of the prompt that quotes the opening (the scripted test model reads it).
@@ -40,11 +46,11 @@ UNKNOWN = "You do not know:"
 UPFRONT = " (say it at the start)"
 #: The prompt's own headings: a reply that says one is reading its prompt out.
 HEADINGS = (OPENING, FACTS, WHO, GOALS, UNKNOWN, UPFRONT.strip(" ()"))
-_RULES = """You are a person writing to a customer assistant (an AI agent). You are the \
+_RULES = f"""You are a person writing to a customer assistant (an AI agent). You are the \
 user, never the assistant. Write as this person would, briefly, in plain words.
 
-Answer with one JSON object only: {"message": "what you say", "stop": false, \
-"stop_reason": null, "disclosed": []}. "disclosed" lists the names of the facts your \
+Answer with one JSON object only: {{"message": "{PLACEHOLDER}", "stop": false, \
+"stop_reason": null, "disclosed": []}}. "disclosed" lists the names of the facts your \
 message states. Set "stop" to true, with "stop_reason" "done" when the assistant has told \
 you that every goal is done, or "declined" when you give up on what is left; your \
 message then ends the conversation.
@@ -82,9 +88,29 @@ def user_prompt(spec: UserSpec, opening: str) -> str:
 RULES = "\n".join([_RULES, _NOT_HELPFUL, _HELPFUL, *HEADINGS])
 
 
-#: The prompt's version for the manifest and the cache key (its text and the code that
-#: lays it out): a changed prompt is a different simulator.
-PROMPT_VERSION = digest([RULES, inspect.getsource(user_prompt)], 12)
+#: What a rejected reply is answered with. It goes as a `user` turn (from the model's
+#: side, the agent's): chat templates that need turns to alternate (Gemma's) refuse a
+#: `system` message mid-conversation, so it says plainly who is speaking.
+RETRY_MARK = "(Not the assistant: the harness."
+RETRY = (
+    RETRY_MARK + " Your reply was rejected: {}. Reply again as the user to the "
+    "assistant's last message, with the JSON object only.)"
+)
+
+
+def agent_messages(messages: Iterable[Mapping[str, str]]) -> list[str]:
+    """What the agent said, from a user model's messages: its `user` turns other than the
+    harness's retries."""
+    return [
+        m["content"]
+        for m in messages
+        if m["role"] == "user" and not m["content"].startswith(RETRY_MARK)
+    ]
+
+
+#: The prompt's version for the manifest and the cache key (its text, the retry's and
+#: the code that lays it out): a changed prompt is a different simulator.
+PROMPT_VERSION = digest([RULES, RETRY, inspect.getsource(user_prompt)], 12)
 
 
 @dataclass(frozen=True)
@@ -348,11 +374,7 @@ class ModelUser:
             messages = [
                 *messages,
                 {"role": "assistant", "content": text},
-                {
-                    "role": "system",
-                    "content": "That reply was rejected: " + "; ".join(problems) + ". Reply "
-                    "again as the user, with the JSON object only.",
-                },
+                {"role": "user", "content": RETRY.format("; ".join(problems))},
             ]
         raise SimulatorFailed(
             f"no acceptable reply in {player.attempts} attempts (last: {'; '.join(problems)})"

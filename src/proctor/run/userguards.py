@@ -24,6 +24,9 @@ from proctor.tasks.models import UserFact, UserSpec
 STOP_REASONS = ("done", "declined")
 #: Consecutive words of the instructions that, found in a reply, are a leak (or a restart).
 SHINGLE = 6
+#: The answer format's stand-in for the message in the prompt: a model that copies the
+#: format's example instead of writing (a base model does) says this, never a person.
+PLACEHOLDER = "<your next message>"
 
 _ROLE_SWAP = re.compile(
     r"\bas an? (ai|assistant|language model|chatbot)\b|\bi('m| am) (an? )?(ai|assistant|"
@@ -107,6 +110,8 @@ def _leak(text: str, conv: Conversation) -> Iterable[str]:
     found = _REASONING.search(text)
     if found:
         yield f"leak: reasoning or scenario talk ({found.group(0)!r})"
+    if " ".join(_words(PLACEHOLDER)) in " ".join(_words(text)):
+        yield f"leak: repeats the answer format's placeholder ({PLACEHOLDER!r})"
     copied = _shared_words(text, conv.rules)
     heading = next((h for h in conv.rules.splitlines() if h and h.lower() in text.lower()), None)
     if copied or heading:

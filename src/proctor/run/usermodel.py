@@ -22,7 +22,22 @@ from proctor.core.jsonvalues import digest
 from proctor.core.results import Usage
 from proctor.run.simulator import PROMPT_VERSION, UserAnswer, UserModel
 
-RESPONSE_FORMATS = ("json_object", "none")
+RESPONSE_FORMATS = ("json_object", "json_schema", "none")
+#: The answer's shape for `response_format=json_schema`: a server that constrains output
+#: to it (llama.cpp, vLLM, OpenAI) cannot return a record of its own or a `disclosed`
+#: list that repeats until the token limit, the two ways a small model broke
+#: `json_object` in `make real-model`.
+REPLY_SCHEMA = {
+    "type": "object",
+    "properties": {
+        "message": {"type": "string"},
+        "stop": {"type": "boolean"},
+        "stop_reason": {"anyOf": [{"enum": ["done", "declined"]}, {"type": "null"}]},
+        "disclosed": {"type": "array", "items": {"type": "string"}, "maxItems": 20},
+    },
+    "required": ["message", "stop", "stop_reason", "disclosed"],
+    "additionalProperties": False,
+}
 
 
 class UserModelNotFound(LookupError):
@@ -98,6 +113,11 @@ class ChatUserModel:
         }
         if self.response_format == "json_object":
             request["response_format"] = {"type": "json_object"}
+        elif self.response_format == "json_schema":
+            request["response_format"] = {
+                "type": "json_schema",
+                "json_schema": {"name": "user_reply", "strict": True, "schema": REPLY_SCHEMA},
+            }
         call = self.endpoint.complete(messages, **request)
         completion = asyncio.run_coroutine_threadsafe(call, self._running_loop()).result()
         return UserAnswer(str(completion.choices[0].message.content or ""), self._usage(completion))
