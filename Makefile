@@ -43,7 +43,7 @@ demo: $(CORE)
 	@echo "  $(BIN)/proctor gate latest $(DEMO_GATE)"
 
 readme-figures: $(DEV)
-	$(BIN)/python benchmarks/intervals.py --json benchmarks/intervals.json > /dev/null
+	$(BIN)/python benchmarks/intervals.py --runs 2000 --json benchmarks/intervals.json > /dev/null
 	$(BIN)/python examples/figures.py
 
 # Figures against peers (Inspect AI, AgentDojo): both sides interleaved in one process tree,

@@ -22,7 +22,8 @@ with a 10-point drop, and calls proctor's own `paired.rate_difference` on each:
 
     python benchmarks/intervals.py [--runs 1000] [--json benchmarks/intervals.json]
 
-`make readme-figures` runs it with `--json benchmarks/intervals.json` and writes the tables
+`make readme-figures` runs it with `--runs 2000 --json benchmarks/intervals.json` (about
+30 s; a figure's simulation error is then about a point) and writes the tables
 into docs/architecture.md (examples/figures.py); a smaller run is
 tests/test_interval_benchmark.py. Data are drawn with numpy (seeded); intervals are
 proctor's, one call per simulated run.

@@ -99,3 +99,13 @@ def test_one_trial_non_inferiority_off_the_grid_is_as_stated() -> None:
         for row in bench["one_trial_paired"](tasks, [(0.05, 0.5), (0.4, 0.9), (0.8, 0.1)], 0.02)
     ]
     assert min(small) >= 0.947
+
+
+def test_ten_tasks_with_several_trials_keep_the_paired_ts_power() -> None:
+    """Where few tasks move (10 tasks, ICC 0.8, rate 0.9) a floor at full weight halved the
+    power of the paired t: the floor fades with the tasks that moved, keeping the level."""
+    bench = runpy.run_path(str(ROOT / "benchmarks" / "intervals.py"))
+    grid = {"iccs": (0.8,), "rates": (0.9,), "tasks": (10,), "trials": (3, 5)}
+    for c in bench["simulate"](1000, seed=0, grid=grid)["cells"]:
+        assert c["t_coverage"] >= 0.93 and c["proctor_coverage"] >= 0.93, c
+        assert c["proctor_power"] >= c["t_power"] - 0.10, c

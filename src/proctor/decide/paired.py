@@ -142,21 +142,25 @@ def rate_difference(
 
     One trial per task on both sides (every d_i is −1, 0 or 1): Tango's score interval
     (`paired_proportion_interval`), which finds what McNemar's asymptotic test finds.
-    Otherwise an adjusted paired t. With d̄ the mean and a² = max(mean of 1/m_i², d̄²)
+    Otherwise an adjusted paired t. With d̄ the mean, a² = max(mean of 1/m_i², d̄²)
     (m_i the fewer units, trials, behind task i's two values: 1/m_i is the smallest step
-    its difference can take; one task with fewer trials does not set the step of all):
+    its difference can take; one task with fewer trials does not set the step of all) and
+    k the tasks whose difference is not 0:
 
-        s² = (Σ(d_i − d̄)² + 2a²) / (T − 1)        one more task up by a, one down by a
+        w = min(1, 3 / k)                           the floor's weight
+        s² = (Σ(d_i − d̄)² + 2w·a²) / (T − 1)      one more task up by a, one down by a
         centre = d̄ + Σ(d_i − d̄)³ / (6 s² T²)      Johnson's (1978) skewness correction
         interval = centre ± t_{T−1} · s / √T
 
-    With many tasks that moved the 2a² vanishes and the interval is the paired t, whose
-    power it keeps. Without it, runs where no task moved get [0, 0] and ten tasks that
-    all fell from 5/5 to 0/5 get [−1, −1]; without the skewness term, drops carried by a
-    few tasks are missed. docs/architecture.md (Metrics) gives coverage and power over a
-    grid. The interval contains d̄ and stays in [−1, 1]. Below MIN_TASKS tasks it is
-    [−1, 1]: no exact test (McNemar, sign-flip) can reject any difference there. SE is
-    the plain paired sd(d)/√T.
+    The two pseudo-tasks stand in for the spread the data cannot show when at most three
+    tasks moved: without them runs where no task moved get [0, 0] and ten tasks that all
+    fell from 5/5 to 0/5 get [−1, −1]. Once more tasks moved, their own spread carries
+    the variance and the floor fades (3/k): at full weight it halved the power of a
+    10-task suite against the paired t where the t holds its level. Without the skewness
+    term, drops carried by a few tasks are missed. docs/architecture.md (Metrics) gives
+    coverage and power over a grid. The interval contains d̄ and stays in [−1, 1]. Below
+    MIN_TASKS tasks it is [−1, 1]: no exact test (McNemar, sign-flip) can reject any
+    difference there. SE is the plain paired sd(d)/√T.
     """
     n = len(base)
     if n == 0:
@@ -176,7 +180,8 @@ def rate_difference(
         low, high = paired_proportion_interval(improved, regressed, n, confidence)
         return PairedDifference(d_mean, se, min(low, d_mean), max(high, d_mean), n)
     steps = math.fsum(1.0 / min(b, c) ** 2 for b, c in zip(base_units, cand_units, strict=True))
-    pseudo = 2.0 * max(steps / n, d_mean * d_mean)
+    moved = sum(1 for d in diffs if d != 0.0)
+    pseudo = 2.0 * min(1.0, 3.0 / max(moved, 1)) * max(steps / n, d_mean * d_mean)
     var = (math.fsum((d - d_mean) ** 2 for d in diffs) + pseudo) / (n - 1)
     centre = d_mean + math.fsum((d - d_mean) ** 3 for d in diffs) / (6.0 * var * n * n)
     half = t_quantile(0.5 + confidence / 2.0, n - 1) * math.sqrt(var / n)
