@@ -127,7 +127,7 @@ def simulated_user(store: str, requests: Path, trials: int) -> None:
     """Step 4: the model plays the user of the scenario tasks; the figures to figures.json."""
     started = step(f"support scenario tasks, the model as the simulated user ({trials} trials)")
     tasks = simusers.scenario_tasks(SUPPORT)
-    ref = f"chat:{MODEL}?{ENDPOINT}"
+    ref = f"chat:{MODEL}?{ENDPOINT}&response_format=json_schema"
     out, logged = HOME / "user.json", len(simusers.read_requests(requests))
     load = os.getloadavg()[0]
     selected = [arg for task in tasks for arg in ("--task", task)]
