@@ -51,7 +51,7 @@ def timed(label: str, store: Store, source: str, suite: Suite, n: int, pool: Poo
     started = time.perf_counter()
     done = regrade(store, source, suite, pool=pool)
     wall = time.perf_counter() - started
-    assert not done.flips and done.summary["trials"] == n, (done.flips, done.summary["trials"])
+    assert not done.flips and done.summary.trials == n, (done.flips, done.summary.trials)
     print(f"regrade, {label}: {n} trials in {wall:.2f} s = {n / wall:,.0f} trials/s")
 
 
@@ -113,7 +113,7 @@ def main() -> None:
         store = Store(Path(tmp) / "bench.db")
         started = time.perf_counter()
         source = Runner(suite, agent, trials=args.trials, concurrency=4, store=store).run()
-        n: int = source.summary["trials"]
+        n: int = source.summary.trials
         print(f"stored {n} trials in {time.perf_counter() - started:.1f} s")
         started = time.perf_counter()
         timed("in this process", store, source.run_id, suite, n, open_pool(1))
