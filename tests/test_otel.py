@@ -69,7 +69,8 @@ def test_round_trip_gives_the_same_verdicts(live: tuple[Path, str, Any], tmp_pat
         export_run(store, run_id, out=out, include_content=True)
         graded = grade_sessions(load_sessions(out), support_suite(), store=store)
     assert verdicts(graded.results) == original
-    assert graded.manifest["import"]["skipped_checks"] == []  # the final state came along
+    assert graded.manifest.import_ is not None
+    assert graded.manifest.import_["skipped_checks"] == []  # the final state came along
     assert graded.summary.cost.total_usd == pytest.approx(sum(r.usage.cost_usd for r in results))
     # the graded run keeps the trials' trace ids, and compares cleanly with the live run
     assert {r.trace_id for r in graded.results} == {r.trace_id for r in results}

@@ -113,7 +113,7 @@ def grade(
     summary = graded.summary
     if json_path:
         Path(json_path).parent.mkdir(parents=True, exist_ok=True)
-        out = {**summary.to_json(), "manifest": graded.manifest}
+        out = {**summary.to_json(), "manifest": graded.manifest.to_json()}
         Path(json_path).write_text(json.dumps(out, indent=2, default=str) + "\n")
     if not quiet:
         print_summary(summary, Console(), all_checks=all_checks)

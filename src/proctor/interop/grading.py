@@ -28,6 +28,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from proctor.core.documents import read_yaml
+from proctor.core.manifest import Manifest
 from proctor.core.outcome import LedgerEntry, Outcome
 from proctor.core.results import TrialResult
 from proctor.core.summary import RunSummary
@@ -59,10 +60,14 @@ class ImportedAgent:
     settings: dict[str, Any] = field(default_factory=dict)
 
 
-@dataclass
+@dataclass(frozen=True)
 class GradedRun:
+    """What grading imported sessions made: the run's id, manifest and summary, its
+    results (without a store: every one in full; with one: as summaries read them), and
+    the sessions no task matched."""
+
     run_id: str
-    manifest: dict[str, Any]
+    manifest: Manifest
     summary: RunSummary
     results: list[TrialResult]
     unmatched: list[str]
@@ -277,7 +282,7 @@ def grade_sessions(
         )
     manifest, summary = run.finish(max_error_rate)
     results = run.kept if store is None else run.tally.results
-    return GradedRun(run.run_id, manifest, summary, results, run.unmatched)
+    return GradedRun(run.run_id, Manifest.from_json(manifest), summary, results, run.unmatched)
 
 
 @dataclass
