@@ -202,3 +202,18 @@ def test_the_regrade_command_with_workers(tmp_path: Path) -> None:
     assert full(store, store.run("latest")["run_id"]) == full(store, source)
     stray = cli("regrade", source, "--store", str(db), "--address", "127.0.0.1:1")
     assert stray.returncode == 2 and "--executor ray" in stray.stderr
+
+
+def test_full_collections_are_rarer_only_while_regrading(ran: tuple[Store, Any, Any]) -> None:
+    import gc
+
+    store, suite, report = ran
+    before = gc.get_threshold()
+    during: list[tuple[int, int, int]] = []
+    regrade(store, report.run_id, suite, progress=lambda _: during.append(gc.get_threshold()))
+    assert during and all(t[2] >= regrade_module.FULL_COLLECTION_EVERY for t in during)
+    assert all(t[:2] == before[:2] for t in during)  # young collections as before
+    assert gc.get_threshold() == before
+    with pytest.raises(RegradeError):
+        regrade(store, report.run_id, load_suite(MINI / "tasks" / "read-item.yaml"))
+    assert gc.get_threshold() == before
