@@ -104,7 +104,9 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--tasks", type=int, default=1000)
     parser.add_argument("--trials", type=int, default=20)
-    parser.add_argument("--workers", default="1,2", help="worker process counts, comma-separated")
+    parser.add_argument(
+        "--workers", default="1,2", help='worker process counts, comma-separated (none: "")'
+    )
     parser.add_argument("--cluster", action="store_true", help="also on a two-node Ray cluster")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
@@ -118,7 +120,7 @@ def main() -> None:
         started = time.perf_counter()
         timed("in this process", store, source.run_id, suite, n, open_pool(1))
         parts(store, source.run_id, suite, n, time.perf_counter() - started)
-        for workers in (int(w) for w in args.workers.split(",")):
+        for workers in (int(w) for w in args.workers.split(",") if w):
             with ProcessPool(workers) as pool:
                 label = f"{workers} worker process{'es' if workers > 1 else ''}"
                 timed(label, store, source.run_id, suite, n, pool)
