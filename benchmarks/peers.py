@@ -63,7 +63,7 @@ def _number(pattern: str, text: str) -> float:
     found = re.search(pattern, text)
     if found is None:
         raise RuntimeError(f"no {pattern!r} in:\n{text}")
-    return float(found.group(1))
+    return float(found.group(1).replace(",", ""))
 
 
 def proctor_overhead_ms(pinned: bool = False) -> float:
