@@ -302,10 +302,13 @@ def proctor_block(entries: dict[str, Any]) -> str:
     e = entries["proctor"]
     core = "one core (`taskset -c 0`)" if e["pinned"] else "unpinned (no `taskset`)"
 
+    pin = "taskset -c 0 " if e["pinned"] else ""
+
     def row(what: str, target: str, found: dict[str, float], unit: str, command: str) -> str:
-        fmt = "{:,.0f}" if found["min"] >= 100 else "{:.2f}"
+        fmt = "{:,.0f}" if found["min"] >= 10 else "{:.2f}"
         figure = f"{fmt.format(found['min'])} / {fmt.format(found['median'])} {unit}"
-        return f"| {what} | {target} | **{figure}** | `{command}` |\n"
+        shown = command if command.startswith("(") else f"`{command}`"
+        return f"| {what} | {target} | **{figure}** | {shown} |\n"
 
     return (
         "| what | target | min / median | command |\n| --- | --- | --- | --- |\n"
@@ -314,14 +317,14 @@ def proctor_block(entries: dict[str, Any]) -> str:
             "≤ 0.45 ms",
             e["overhead_ms"],
             "ms",
-            "python benchmarks/overhead.py " + " ".join(OVERHEAD_ARGS),
+            f"{pin}python benchmarks/overhead.py " + " ".join(OVERHEAD_ARGS),
         )
         + row(
             f"regrade of {e['regrade_trials']:,} stored trials, in the process, {core}",
             "≥ 5,000 trials/s",
             e["regrade_one_core"],
             "trials/s",
-            "python benchmarks/regrade.py " + " ".join(REGRADE_ARGS) + ' --workers ""',
+            f"{pin}python benchmarks/regrade.py " + " ".join(REGRADE_ARGS) + ' --workers ""',
         )
         + row(
             "the same regrade on 1 worker process",
@@ -347,11 +350,11 @@ def proctor_block(entries: dict[str, Any]) -> str:
         )
         + row("the same with `--strict`", "< 10 s", e["validate_strict_s"], "s", "(the same)")
         + row(
-            "`import proctor` (a bare `python -c pass` on the next row)",
+            f"`import proctor`, median of {STARTUP_RUNS} fresh processes (`python -c pass` below)",
             "≤ 300 ms",
             e["import_ms"],
             "ms",
-            f"python benchmarks/startup.py --runs {STARTUP_RUNS} (medians of the runs)",
+            f"python benchmarks/startup.py --runs {STARTUP_RUNS}",
         )
         + row("`python -c pass`", "", e["python_ms"], "ms", "(the same)")
         + row("`proctor --help`", "≤ 500 ms", e["help_ms"], "ms", "(the same)")
