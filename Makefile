@@ -46,8 +46,9 @@ readme-figures: $(DEV)
 	$(BIN)/python benchmarks/intervals.py --runs 2000 --json benchmarks/intervals.json > /dev/null
 	$(BIN)/python examples/figures.py
 
-# Figures against peers (Inspect AI, AgentDojo): both sides interleaved in one process tree,
-# ratios of the same run, min/median and load printed; a peer not installed keeps its block.
+# Benchmark figures: proctor's own (overhead, regrade, validate, start-up, memory) and against
+# peers (Inspect AI, AgentDojo), interleaved in one process tree, ratios of the same run,
+# min/median and load printed; a peer not installed keeps its block.
 bench-figures: $(DEV)
 	$(BIN)/python benchmarks/peers.py --json benchmarks/peers.json
 	$(BIN)/python examples/figures.py

@@ -1,10 +1,10 @@
 """Golden verdicts: every example suite run by each of its agents, and regraded, as JSON.
 
 A refactoring of how a trial is graded or decided must leave every trial's status, score,
-checks and metrics as they were. Run this before the change (`--out before.json`) and
-after (`--out after.json`), then `--compare before.json after.json`: it prints each trial
-whose verdict moved and exits 1 if any did. KYC runs twice, once with its scripted
-careful judge, so the judge path is covered; every run is also regraded, so `regrade`'s
+checks (with their evidence) and metrics as they were. Run this before the change (`--out
+before.json`) and after (`--out after.json`), then `--compare before.json after.json`: it
+prints each trial whose verdict moved and exits 1 if any did. KYC runs twice, once with
+its scripted careful judge, so the judge path is covered; every run is also regraded, so `regrade`'s
 path is too.
 
     python benchmarks/golden_verdicts.py --out before.json [--trials 2]
@@ -64,7 +64,9 @@ def _trials(store: Store, run_id: str) -> dict[str, Any]:
             "score": r.score,
             "error": r.error,
             "metrics": {k: v for k, v in sorted(r.metrics.items()) if k not in JUDGE_SPEND},
-            "checks": [[c.name, c.kind, c.passed, c.score, c.severity] for c in r.checks],
+            "checks": [
+                [c.name, c.kind, c.passed, c.score, c.severity, c.evidence] for c in r.checks
+            ],
         }
         for r in store.trial_results(run_id)
     }

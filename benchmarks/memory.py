@@ -41,7 +41,7 @@ def main() -> None:
         wall = time.perf_counter() - started
         peak = rss_mib()
         size = (Path(tmp) / "bench.db").stat().st_size / 2**20 if store else 0.0
-    n = report.summary["trials"]
+    n = report.summary.trials
     print(
         f"trials: {n} in {wall:.0f} s ({'no store' if args.no_store else f'store {size:,.0f} MiB'})"
     )

@@ -13,6 +13,12 @@ with the load average seen. The peers:
 - AgentDojo's own runner against proctor on AgentDojo's tasks
   (`benchmarks/agentdojo_speed.py`), CPU time.
 
+proctor's own figures (no peer) are measured in the same command, each benchmark in a fresh
+process, interleaved the same way: harness overhead per trial on one core
+(`overhead.py`), regrade on one core and on 1 and 2 worker processes (`regrade.py`),
+`validate` on 10,000 task files (`validate_scale.py`), start-up (`startup.py`) and peak
+memory of a long run (`memory.py`).
+
 A peer that is not installed is said so, and its entry in the JSON (and so its block) is
 left as it was: no figure is carried over into a new claim, none is made up.
 
@@ -29,6 +35,7 @@ import datetime
 import json
 import os
 import re
+import shutil
 import statistics
 import subprocess
 import sys
@@ -43,6 +50,9 @@ INSPECT_VENV = Path("/tmp/inspect-venv/bin/python")
 OVERHEAD_ARGS = ["--tasks", "100", "--trials", "5", "--repeat", "1"]
 INSPECT_SAMPLES = 300
 AGENTDOJO_EVERY = 8
+REGRADE_ARGS = ["--tasks", "500", "--trials", "10"]
+MEMORY_ARGS = ["--tasks", "1000", "--trials", "10"]
+STARTUP_RUNS = "10"
 
 
 def _run(args: list[str]) -> str:
@@ -53,13 +63,93 @@ def _number(pattern: str, text: str) -> float:
     found = re.search(pattern, text)
     if found is None:
         raise RuntimeError(f"no {pattern!r} in:\n{text}")
-    return float(found.group(1))
+    return float(found.group(1).replace(",", ""))
 
 
-def proctor_overhead_ms() -> float:
-    """Wall milliseconds per trial of benchmarks/overhead.py's workload."""
-    out = _run([sys.executable, str(HERE / "overhead.py"), *OVERHEAD_ARGS])
+def proctor_overhead_ms(pinned: bool = False) -> float:
+    """Wall milliseconds per trial of benchmarks/overhead.py's workload (on one core)."""
+    command = [sys.executable, str(HERE / "overhead.py"), *OVERHEAD_ARGS]
+    out = _run(one_core(command) if pinned else command)
     return _number(r"per trial: ([\d.]+) ms wall", out)
+
+
+def one_core(args: list[str]) -> list[str]:
+    """`args` pinned to the first core where `taskset` exists (the figures say which)."""
+    return ["taskset", "-c", "0", *args] if shutil.which("taskset") else args
+
+
+def regrade_rates() -> tuple[float, float, float]:
+    """Regraded trials per second: in the process on one core, then 1 and 2 workers."""
+    script = str(HERE / "regrade.py")
+    pinned = _run(one_core([sys.executable, script, *REGRADE_ARGS, "--workers", ""]))
+    spread_out = _run([sys.executable, script, *REGRADE_ARGS, "--workers", "1,2"])
+    rate = r"= ([\d,]+) trials/s"
+    return (
+        _number(rf"in this process: .* {rate}", pinned),
+        _number(rf"1 worker process: .* {rate}", spread_out),
+        _number(rf"2 worker processes: .* {rate}", spread_out),
+    )
+
+
+def validate_s() -> tuple[float, float]:
+    """`proctor validate` and `validate --strict` on 10,000 task files (prompts with ids)."""
+    out = _run([sys.executable, str(HERE / "validate_scale.py"), "--suites", "ids"])
+    return (
+        _number(r"validate +([\d.]+) s", out),
+        _number(r"--strict +([\d.]+) s", out),
+    )
+
+
+def startup_ms() -> tuple[float, float, float]:
+    """Medians of `python -c pass`, `import proctor` and `proctor --help`, in ms."""
+    out = _run([sys.executable, str(HERE / "startup.py"), "--runs", STARTUP_RUNS])
+    return (
+        _number(r"python -c pass: +([\d.]+) ms", out),
+        _number(r"import proctor: +([\d.]+) ms", out),
+        _number(r"proctor --help: +([\d.]+) ms", out),
+    )
+
+
+def memory_mib() -> tuple[float, float, int]:
+    """Peak RSS of a long run with a store, before the run, and its trials."""
+    out = _run([sys.executable, str(HERE / "memory.py"), *MEMORY_ARGS])
+    return (
+        _number(r"peak RSS: ([\d.]+) MiB", out),
+        _number(r"before the run: ([\d.]+) MiB", out),
+        int(_number(r"trials: (\d+)", out)),
+    )
+
+
+def proctor_entry(repeat: int) -> dict[str, Any]:
+    """proctor's own figures: each benchmark `repeat` times, interleaved."""
+    sides: dict[str, Callable[[], Any]] = {
+        "overhead": lambda: proctor_overhead_ms(pinned=True),
+        "regrade": regrade_rates,
+        "validate": validate_s,
+        "startup": startup_ms,
+        "memory": memory_mib,
+    }
+    found, load = interleave(sides, repeat)
+    regrade, validate = found["regrade"], found["validate"]
+    startup, memory = found["startup"], found["memory"]
+    return {
+        **stamp(load, repeat),
+        "pinned": shutil.which("taskset") is not None,
+        "overhead_ms": spread(found["overhead"]),
+        "regrade_trials": 500 * 10,
+        "regrade_one_core": spread([r[0] for r in regrade]),
+        "regrade_one_worker": spread([r[1] for r in regrade]),
+        "regrade_two_workers": spread([r[2] for r in regrade]),
+        "regrade_scaling": spread([r[2] / r[1] for r in regrade]),
+        "validate_s": spread([v[0] for v in validate]),
+        "validate_strict_s": spread([v[1] for v in validate]),
+        "python_ms": spread([s[0] for s in startup]),
+        "import_ms": spread([s[1] for s in startup]),
+        "help_ms": spread([s[2] for s in startup]),
+        "memory_trials": memory[0][2],
+        "memory_peak_mib": spread([m[0] for m in memory]),
+        "memory_before_mib": spread([m[1] for m in memory]),
+    }
 
 
 def inspect_ms(python: str) -> tuple[float, float]:
@@ -168,9 +258,15 @@ def main() -> None:
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--json", type=Path, help="update this file's entries")
     parser.add_argument("--inspect-python", help="an interpreter with inspect-ai installed")
+    parser.add_argument("--only", choices=["proctor", "peers"], help="one half of the figures")
     args = parser.parse_args()
     old = json.loads(args.json.read_text()) if args.json and args.json.exists() else {}
     entries = dict(old)
+    if args.only != "peers":
+        entries["proctor"] = proctor_entry(args.repeat)
+    if args.only == "proctor":
+        _write(args.json, entries, old)
+        return
     candidates = (
         [args.inspect_python] if args.inspect_python else [sys.executable, str(INSPECT_VENV)]
     )
@@ -189,11 +285,89 @@ def main() -> None:
         )
     else:
         entries["agentdojo"] = agentdojo_entry(args.repeat)
+    _write(args.json, entries, old)
+
+
+def _write(path: Path | None, entries: dict[str, Any], old: dict[str, Any]) -> None:
+    """Print the entries measured now; write them all to `path`."""
     for peer, entry in entries.items():
         if entry is not old.get(peer):
             print(f"{peer}: {json.dumps(entry)}")
-    if args.json:
-        args.json.write_text(json.dumps(entries, indent=1, sort_keys=True) + "\n")
+    if path:
+        path.write_text(json.dumps(entries, indent=1, sort_keys=True) + "\n")
+
+
+def proctor_block(entries: dict[str, Any]) -> str:
+    """proctor's own figures, one table: min and median of the repetitions."""
+    e = entries["proctor"]
+    core = "one core (`taskset -c 0`)" if e["pinned"] else "unpinned (no `taskset`)"
+
+    pin = "taskset -c 0 " if e["pinned"] else ""
+
+    def row(what: str, target: str, found: dict[str, float], unit: str, command: str) -> str:
+        fmt = "{:,.0f}" if found["min"] >= 10 else "{:.2f}"
+        figure = f"{fmt.format(found['min'])} / {fmt.format(found['median'])} {unit}"
+        shown = command if command.startswith("(") else f"`{command}`"
+        return f"| {what} | {target} | **{figure}** | {shown} |\n"
+
+    return (
+        "| what | target | min / median | command |\n| --- | --- | --- | --- |\n"
+        + row(
+            f"harness overhead per trial (4 tool calls, full grading, every event stored), {core}",
+            "≤ 0.45 ms",
+            e["overhead_ms"],
+            "ms",
+            f"{pin}python benchmarks/overhead.py " + " ".join(OVERHEAD_ARGS),
+        )
+        + row(
+            f"regrade of {e['regrade_trials']:,} stored trials, in the process, {core}",
+            "≥ 5,000 trials/s",
+            e["regrade_one_core"],
+            "trials/s",
+            f"{pin}python benchmarks/regrade.py " + " ".join(REGRADE_ARGS) + ' --workers ""',
+        )
+        + row(
+            "the same regrade on 1 worker process",
+            "",
+            e["regrade_one_worker"],
+            "trials/s",
+            "python benchmarks/regrade.py " + " ".join(REGRADE_ARGS) + " --workers 1,2",
+        )
+        + row(
+            f"the same regrade on 2 worker processes ({e['cores']} cores, shared)",
+            "",
+            e["regrade_two_workers"],
+            "trials/s",
+            "(the same command)",
+        )
+        + row("2 workers / 1 worker", "≥ 1.7×", e["regrade_scaling"], "×", "(the same command)")
+        + row(
+            "`proctor validate` on 10,000 task files (prompts differing in ids, numbers, dates)",
+            "< 10 s",
+            e["validate_s"],
+            "s",
+            "python benchmarks/validate_scale.py --suites ids",
+        )
+        + row("the same with `--strict`", "< 10 s", e["validate_strict_s"], "s", "(the same)")
+        + row(
+            f"`import proctor`, median of {STARTUP_RUNS} fresh processes (`python -c pass` below)",
+            "≤ 300 ms",
+            e["import_ms"],
+            "ms",
+            f"python benchmarks/startup.py --runs {STARTUP_RUNS}",
+        )
+        + row("`python -c pass`", "", e["python_ms"], "ms", "(the same)")
+        + row("`proctor --help`", "≤ 500 ms", e["help_ms"], "ms", "(the same)")
+        + row(
+            f"peak RSS of a run of {e['memory_trials']:,} trials with a store (concurrency 8)",
+            "< 400 MB at 100,000 trials",
+            e["memory_peak_mib"],
+            "MiB",
+            "python benchmarks/memory.py " + " ".join(MEMORY_ARGS),
+        )
+        + row("the same process before the run", "", e["memory_before_mib"], "MiB", "(the same)")
+        + f"\n{_conditions(e)}.\n"
+    )
 
 
 def inspect_block(entries: dict[str, Any]) -> str:

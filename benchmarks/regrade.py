@@ -51,7 +51,7 @@ def timed(label: str, store: Store, source: str, suite: Suite, n: int, pool: Poo
     started = time.perf_counter()
     done = regrade(store, source, suite, pool=pool)
     wall = time.perf_counter() - started
-    assert not done.flips and done.summary["trials"] == n, (done.flips, done.summary["trials"])
+    assert not done.flips and done.summary.trials == n, (done.flips, done.summary.trials)
     print(f"regrade, {label}: {n} trials in {wall:.2f} s = {n / wall:,.0f} trials/s")
 
 
@@ -104,7 +104,9 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--tasks", type=int, default=1000)
     parser.add_argument("--trials", type=int, default=20)
-    parser.add_argument("--workers", default="1,2", help="worker process counts, comma-separated")
+    parser.add_argument(
+        "--workers", default="1,2", help='worker process counts, comma-separated (none: "")'
+    )
     parser.add_argument("--cluster", action="store_true", help="also on a two-node Ray cluster")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
@@ -113,12 +115,12 @@ def main() -> None:
         store = Store(Path(tmp) / "bench.db")
         started = time.perf_counter()
         source = Runner(suite, agent, trials=args.trials, concurrency=4, store=store).run()
-        n: int = source.summary["trials"]
+        n: int = source.summary.trials
         print(f"stored {n} trials in {time.perf_counter() - started:.1f} s")
         started = time.perf_counter()
         timed("in this process", store, source.run_id, suite, n, open_pool(1))
         parts(store, source.run_id, suite, n, time.perf_counter() - started)
-        for workers in (int(w) for w in args.workers.split(",")):
+        for workers in (int(w) for w in args.workers.split(",") if w):
             with ProcessPool(workers) as pool:
                 label = f"{workers} worker process{'es' if workers > 1 else ''}"
                 timed(label, store, source.run_id, suite, n, pool)

@@ -24,6 +24,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 from proctor.env.suite import load_suite
@@ -75,12 +76,14 @@ def timed(command: list[str]) -> tuple[float, subprocess.CompletedProcess[str]]:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--tasks", type=int, default=10_000)
+    parser.add_argument("--suites", default="ids,words", help="which suites, comma-separated")
     args = parser.parse_args()
     rng = random.Random(0)
-    suites = {
-        "ids": [ids_prompt(rng, i) for i in range(args.tasks)],
-        "words": words_prompts(rng, args.tasks),
+    makers: dict[str, Callable[[], list[str]]] = {
+        "ids": lambda: [ids_prompt(rng, i) for i in range(args.tasks)],
+        "words": lambda: words_prompts(rng, args.tasks),
     }
+    suites = {name: makers[name]() for name in args.suites.split(",")}
     with tempfile.TemporaryDirectory() as tmp:
         for name, prompts in suites.items():
             folder = Path(tmp) / name

@@ -11,8 +11,9 @@ store. The demo block replays the `demo:` recipe of the Makefile, command for co
 The coverage and power tables of docs/architecture.md come from the result
 benchmarks/intervals.py last wrote (benchmarks/intervals.json; `make readme-figures` runs it
 first), since the simulation takes a minute; the figures against peers (Inspect AI,
-AgentDojo) come from what benchmarks/peers.py last wrote (benchmarks/peers.json; `make
-bench-figures` runs it first: each side interleaved, ratios of one run).
+AgentDojo) and proctor's own (overhead, regrade, validate, start-up, memory) come from what
+benchmarks/peers.py last wrote (benchmarks/peers.json; `make bench-figures` runs it first:
+each side interleaved, ratios of one run, min and median with the load).
 
 tests/test_readme_figures.py runs the check, so a change that moves a figure fails until
 the READMEs are regenerated. The simulated-user block of README "Local models" comes from
@@ -390,6 +391,7 @@ def real_model_user(_: Lab) -> str:
 
 INSPECT = ("inspect", "install inspect-ai in a venv of its own (benchmarks/inspect_compare.py)")
 AGENTDOJO = ("agentdojo", "pip install 'proctor[agentdojo]'")
+OWN = ("proctor", "no peer to install")
 
 #: Each block: the README it lives in, and what writes it.
 BLOCKS: dict[str, tuple[Path, Callable[[Lab], str]]] = {
@@ -413,6 +415,7 @@ BLOCKS: dict[str, tuple[Path, Callable[[Lab], str]]] = {
             ("kyc", "mistake_proofed", "--trials", "3"),
         )
     },
+    "bench-proctor": (ROOT / "benchmarks" / "README.md", peers("proctor_block", *OWN)),
     "bench-inspect": (ROOT / "benchmarks" / "README.md", peers("inspect_block", *INSPECT)),
     "bench-agentdojo": (ROOT / "benchmarks" / "README.md", peers("agentdojo_block", *AGENTDOJO)),
     "agentdojo-speed": (ROOT / "README.md", peers("agentdojo_block", *AGENTDOJO)),

@@ -49,6 +49,14 @@ def test_regrading_unchanged_graders_reproduces_every_result(ran: tuple[Store, A
     assert not done.flips and not done.changed_tasks
     row = store.run(done.run_id)
     assert row["manifest"]["regraded_from"] == report.run_id
+    # The typed manifest is the one stored: the source's keys with the regrade's own.
+    assert done.manifest.to_json() == row["manifest"]
+    source = store.run(report.run_id)["manifest"]
+    renewed = {"run_id", "created_at", "regraded_from", "grader_versions", "proctor_version"}
+    assert set(row["manifest"]) == set(source) | renewed | {"judges", "judge_model"}
+    kept = set(source) - renewed - {"suite", "judges", "judge_model"}
+    assert {k: row["manifest"][k] for k in kept} == {k: source[k] for k in kept}
+    assert row["manifest"]["suite"] == source["suite"]  # the same tasks, unchanged
     assert row["status"] == "completed"
     same = {k: v for k, v in report.summary.to_json().items() if k not in ("run_id", "status")}
     assert {k: v for k, v in row["summary"].items() if k not in ("run_id", "status")} == same
@@ -107,7 +115,7 @@ def test_a_task_changed_since_the_run(ran: tuple[Store, Any, Any], tmp_path: Pat
         task_file.read_text().replace("must_mention: [red]", "must_mention: [blue]")
     )
     done = regrade(store, report.run_id, load_suite(copy))
-    assert done.changed_tasks == ["read-item"]
+    assert done.changed_tasks == ("read-item",)
     after = [r for r in store.trial_results(done.run_id) if r.task_id == "read-item"]
     assert after and all("mentions:blue" in [c.name for c in r.failed_checks] for r in after)
     with pytest.raises(RegradeError, match="tasks the suite lacks: count-item"):
@@ -194,3 +202,18 @@ def test_the_regrade_command_with_workers(tmp_path: Path) -> None:
     assert full(store, store.run("latest")["run_id"]) == full(store, source)
     stray = cli("regrade", source, "--store", str(db), "--address", "127.0.0.1:1")
     assert stray.returncode == 2 and "--executor ray" in stray.stderr
+
+
+def test_full_collections_are_rarer_only_while_regrading(ran: tuple[Store, Any, Any]) -> None:
+    import gc
+
+    store, suite, report = ran
+    before = gc.get_threshold()
+    during: list[tuple[int, int, int]] = []
+    regrade(store, report.run_id, suite, progress=lambda _: during.append(gc.get_threshold()))
+    assert during and all(t[2] >= regrade_module.FULL_COLLECTION_EVERY for t in during)
+    assert all(t[:2] == before[:2] for t in during)  # young collections as before
+    assert gc.get_threshold() == before
+    with pytest.raises(RegradeError):
+        regrade(store, report.run_id, load_suite(MINI / "tasks" / "read-item.yaml"))
+    assert gc.get_threshold() == before

@@ -486,7 +486,6 @@ def regrade(
     from rich.console import Console
 
     from proctor.core.documents import SpecError
-    from proctor.core.manifest import Manifest
     from proctor.decide.scorecard import load_scorecard
     from proctor.env.sources import source_spec
     from proctor.report.judges import print_judges
@@ -536,12 +535,12 @@ def regrade(
         listed = ", ".join(done.changed_tasks)
         click.echo(f"warning: tasks changed since the run, graded as they are now: {listed}")
     if json_path:
-        out = {**summary.to_json(), "manifest": done.manifest}
+        out = {**summary.to_json(), "manifest": done.manifest.to_json()}
         Path(json_path).parent.mkdir(parents=True, exist_ok=True)
         Path(json_path).write_text(json.dumps(out, indent=2, default=str) + "\n")
     if not quiet:
         print_summary(summary, Console(), all_checks=all_checks)
-        print_judges(Manifest.from_json(done.manifest), summary, Console())
+        print_judges(done.manifest, summary, Console())
     flips = ", ".join(f"{a} -> {b}: {n}" for (a, b), n in sorted(done.flips.items()))
     rate = summary.trials / elapsed if elapsed > 0 else 0.0
     click.echo(

@@ -11,6 +11,7 @@ claim lexicon is undecided.
 from __future__ import annotations
 
 import re
+from functools import lru_cache
 from typing import Any, Literal
 
 from proctor.core.results import UNDECIDED
@@ -43,8 +44,12 @@ _NEGATIVE_TERM = re.compile(
 )
 
 _READERS = {"en": read_english, "es": read_spanish}
+#: Readings remembered: a pure function of its text, and the trials of a task (a regrade
+#: grades them one after another) mostly give the same answer.
+_REMEMBERED = 4096
 
 
+@lru_cache(maxsize=_REMEMBERED)
 def read_claim(
     answer: str, phrase: str, language: str | None, requested: bool = False
 ) -> ClaimReading:
@@ -87,6 +92,7 @@ def undecided_evidence(found: tuple[Undecided, ...] | list[Undecided]) -> dict[s
     }
 
 
+@lru_cache(maxsize=_REMEMBERED)
 def negated_mention(
     text: str, term: str, language: str | None, inflect: bool = False
 ) -> str | None:

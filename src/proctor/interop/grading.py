@@ -60,8 +60,12 @@ class ImportedAgent:
     settings: dict[str, Any] = field(default_factory=dict)
 
 
-@dataclass
+@dataclass(frozen=True)
 class GradedRun:
+    """What grading imported sessions made: the run's id, manifest and summary, its
+    results (without a store: every one in full; with one: as summaries read them), and
+    the sessions no task matched."""
+
     run_id: str
     manifest: Manifest
     summary: RunSummary
