@@ -45,11 +45,11 @@ def main() -> None:
             if profiler:
                 profiler.disable()
             wall, cpu = time.perf_counter() - wall0, time.process_time() - cpu0
-            events = store.db.execute("SELECT count(*) FROM events").fetchone()[0]
+            events = store.select("events", "SELECT count(*) FROM events")[0][0]
             store.close()
         best = (wall, cpu) if best is None or wall < best[0] else best
     wall, cpu = best
-    n, passed = report.summary["trials"], report.summary["passed_trials"]
+    n, passed = report.summary.trials, report.summary.passed_trials
     print(f"trials: {n} ({args.tasks} tasks x {args.trials}), passed {passed}")
     print(f"trace events stored: {events} ({events / n:.1f} per trial)")
     print(f"wall: {wall:.3f} s   cpu: {cpu:.3f} s   (fastest of {args.repeat})")

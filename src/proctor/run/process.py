@@ -23,7 +23,7 @@ from multiprocessing.connection import Connection
 from multiprocessing.process import BaseProcess
 from typing import Any
 
-from proctor.run.executor import Executor, Lane, RunContext
+from proctor.run.executor import Executor, Lane, RunContext, SerialLane
 from proctor.run.pool import worker_context
 from proctor.run.source import ExecutorError, TrialItem, TrialSource, load, run_item
 from proctor.run.trial import TrialRecord, TrialSpec, crash_check, lost_trial
@@ -56,7 +56,7 @@ class ProcessExecutor(Executor):
         self.threads.shutdown(wait=False, cancel_futures=True)
 
 
-class _ProcessLane(Lane):
+class _ProcessLane(SerialLane):
     def __init__(self, executor: ProcessExecutor) -> None:
         self._ex = executor
         self._worker: tuple[BaseProcess, Connection] | None = None
