@@ -98,8 +98,8 @@ def golden(trials: int) -> dict[str, Any]:
                 judging=judging,
             ).run()
             key = f"{path} {agent}"
-            out[key] = _trials(store, report.summary["run_id"])
-            again = regrade(store, report.summary["run_id"], suite, judging=judging)
+            out[key] = _trials(store, report.run_id)
+            again = regrade(store, report.run_id, suite, judging=judging)
             out[f"{key} regraded"] = _trials(store, again.run_id)
         store.close()
     return out

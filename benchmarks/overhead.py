@@ -80,7 +80,8 @@ def main() -> None:
     print(f"per trial (min / median of {args.repeat}): wall {ms(walls)}, cpu {ms(cpus)}")
     print(f"floor (state copy + events to SQLite): {ms(floors)}")
     ratios = sorted(w / f for w, f in zip(walls, floors, strict=True))
-    print(f"wall / floor, same repetition: {ratios[0]:.1f}x min, {statistics.median(ratios):.1f}x median")
+    low, mid = ratios[0], statistics.median(ratios)
+    print(f"wall / floor, same repetition: {low:.1f}x min, {mid:.1f}x median")
     print(f"throughput: {n / min(walls):,.0f} trials/s (fastest run)")
     if profiler:
         pstats.Stats(profiler).sort_stats("cumulative").print_stats(25)
@@ -110,9 +111,7 @@ def floor(suite: Suite, rows: list[Any], path: Path) -> float:
     db.execute("BEGIN")
     for i, (rowid, events) in enumerate(by_trial.items()):
         copy.deepcopy(states[i % len(states)])
-        db.executemany(
-            "INSERT INTO events VALUES (?,?,?,?,?)", [(rowid, *e) for e in events]
-        )
+        db.executemany("INSERT INTO events VALUES (?,?,?,?,?)", [(rowid, *e) for e in events])
         if i % 256 == 255:
             db.execute("COMMIT")
             db.execute("BEGIN")
