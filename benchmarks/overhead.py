@@ -45,7 +45,8 @@ def main() -> None:
     print(f"load average at start: {os.getloadavg()[0]:.2f} ({os.cpu_count()} CPUs)")
     with tempfile.TemporaryDirectory() as tmp:
         suite, agent, ref = bench_suite(args.tasks, args.isolation, Path(tmp))
-        walls, cpus, floors = [], [], []
+        walls, cpus, floors, starts, steady = [], [], [], [], []
+        n_all = args.tasks * args.trials
         for i in range(args.repeat):
             store = Store(Path(tmp) / f"bench-{i}.db")
             executor: Executor = (
@@ -62,13 +63,16 @@ def main() -> None:
                 executor=executor,
             )
             profiler = cProfile.Profile() if args.profile else None
+            firsts: list[float] = []
             cpu0, wall0 = time.process_time(), time.perf_counter()
             if profiler:
                 profiler.enable()
-            report = runner.run()
+            report = runner.run(lambda _, f=firsts: f or f.append(time.perf_counter()))
             if profiler:
                 profiler.disable()
             walls.append(time.perf_counter() - wall0)
+            starts.append(firsts[0] - wall0)
+            steady.append((walls[-1] - starts[-1]) * n_all / (n_all - 1))
             cpus.append(time.process_time() - cpu0)
             rows = store.select("events", "SELECT trial_rowid, seq, t, kind, data FROM events")
             store.close()
@@ -78,6 +82,8 @@ def main() -> None:
     print(f"trace events stored: {len(rows)} ({len(rows) / n:.1f} per trial)")
     ms = lambda xs: f"{1000 * min(xs) / n:.3f} / {1000 * statistics.median(xs) / n:.3f} ms"  # noqa: E731
     print(f"per trial (min / median of {args.repeat}): wall {ms(walls)}, cpu {ms(cpus)}")
+    print(f"  after the first record (start-up left out): wall {ms(steady)}")
+    print(f"  start-up, to the first record: {min(starts):.3f} / {statistics.median(starts):.3f} s")
     print(f"floor (state copy + events to SQLite): {ms(floors)}")
     ratios = sorted(w / f for w, f in zip(walls, floors, strict=True))
     low, mid = ratios[0], statistics.median(ratios)
