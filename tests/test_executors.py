@@ -319,3 +319,66 @@ def test_worker_agent_references_are_absolute_except_chat_models(tmp_path: Path)
         f"{Path('examples/support/agents.py').resolve()}:scripted"
     )
     assert _absolute_ref("mypkg.agents:build") == "mypkg.agents:build"
+
+
+# -- local lanes: a stuck agent's thread or loop is left behind, its lane goes on ----------
+
+
+RELEASE = threading.Event()
+
+
+class StuckOnce:
+    """Trial 1 never returns on its own: a sync agent blocks its thread, an async one its
+    whole loop. Each trial notes the thread it ran on."""
+
+    def __init__(self, is_async: bool) -> None:
+        self.is_async = is_async
+        self.name = "stuck-once"
+
+    def play(self, input: AgentInput, toolbox: Any) -> str:
+        toolbox.note(f"thread {threading.get_ident()}")
+        if input.trial == 1:
+            RELEASE.wait(30)  # blocks: no await, so an async agent blocks its loop too
+        return "done"
+
+    @property
+    def run(self) -> Any:
+        if not self.is_async:
+            return self.play
+
+        async def run(input: AgentInput, toolbox: Toolbox) -> str:
+            return self.play(input, toolbox)
+
+        return run
+
+
+def threads_of(store: Store, run_id: str, trial: int) -> list[str]:
+    trace, _, _ = store.trace(run_id, "read-item", trial)
+    return [e.data["text"] for e in trace.events if e.kind == "note"]
+
+
+@pytest.mark.parametrize("is_async", [False, True])
+def test_a_stuck_agent_is_left_behind_and_the_trial_handed_ahead_runs_elsewhere(
+    tmp_path: Path, is_async: bool
+) -> None:
+    """The lane had handed trial 2 to the stuck agent's side already: the harness takes it
+    back and plays it on a fresh thread or loop, and trial 1 is a timeout."""
+    store = Store(tmp_path / "p.db")
+    RELEASE.clear()
+    try:
+        runner = Runner(
+            SUITE.select(ids=["read-item"]),
+            StuckOnce(is_async),
+            trials=3,
+            concurrency=1,
+            timeout_s=0.3,
+            store=store,
+        )
+        report = runner.run()
+    finally:
+        RELEASE.set()
+    statuses = {r.trial: r.status for r in report.results}
+    assert statuses[1] == "timeout" and statuses[0] == statuses[2] != "timeout"
+    first, stuck, last = (threads_of(store, report.run_id, t) for t in range(3))
+    assert first == stuck  # trial 1 started where trial 0 ran...
+    assert last and last != first  # ...and trial 2 ran on another thread
