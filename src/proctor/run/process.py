@@ -82,11 +82,10 @@ class Worker:
         self.proc.start()
         child.close()
 
-    def ready(self, waited: Callable[[], bool] = lambda: False) -> None:
-        """Wait for the worker's setup; ExecutorError when it failed. `waited` is asked
-        between polls whether to give up (the run is closing)."""
+    def ready(self) -> None:
+        """Wait for the worker's setup; ExecutorError when it failed."""
         while not self.conn.poll(_POLL_S):
-            if not self.proc.is_alive() or waited():
+            if not self.proc.is_alive():
                 self.kill()
                 raise ExecutorError(f"worker process ended while starting ({self.proc.exitcode})")
         try:
@@ -123,9 +122,14 @@ class Worker:
         if self.conn.poll():
             return True
         loop = asyncio.get_running_loop()
-        ready = loop.create_future()
+        ready: asyncio.Future[None] = loop.create_future()
         fd = self.conn.fileno()
-        loop.add_reader(fd, lambda: ready.done() or ready.set_result(None))
+
+        def arrived() -> None:
+            if not ready.done():
+                ready.set_result(None)
+
+        loop.add_reader(fd, arrived)
         try:
             await asyncio.wait({ready}, timeout=timeout)
         finally:
@@ -271,14 +275,16 @@ class _ProcessLane(Lane):
             worker.kill()
 
     async def _send(self, spec: TrialSpec) -> tuple[int, TrialSpec]:
-        if self._worker is None:
-            worker = Worker(self._ex.mp, load_trials, self._ex.ctx.source)
-            await worker.readable(None)
-            worker.ready()
-            self._worker = worker
+        if self._worker is None:  # on a thread: the lanes' workers start side by side
+            self._worker = await asyncio.to_thread(self._start)
         self._sent += 1
         self._worker.send(play, (self._sent, TrialItem.of(spec)))
         return self._sent, spec
+
+    def _start(self) -> Worker:
+        worker = Worker(self._ex.mp, load_trials, self._ex.ctx.source)
+        worker.ready()
+        return worker
 
     async def _receive(self, ahead: deque[tuple[int, TrialSpec]]) -> TrialRecord:
         """The first trial's record; the trials behind it go to a fresh worker when this
