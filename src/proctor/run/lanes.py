@@ -1,12 +1,12 @@
-"""Local lanes: each trial played and graded where its agent runs, the harness's loop
-only keeping time and taking the records (docs/architecture.md, Verdicts: Isolation).
+"""Local lanes: each trial played where its agent runs, the harness's loop keeping time,
+grading and storing (docs/architecture.md, Verdicts: Isolation).
 
 Handing every trial to the agent's thread and back costs two cross-thread wake-ups, and
 on a busy machine each waits for the scheduler: that hand-off was the largest share of a
 trial's wall time. So a lane's trials run on the agent's side one after another, its
 next trial handed over before the current one ends, and the agent's side never waits
 for the harness: a sync agent's lane is one daemon thread that sets up the world, calls
-the agent and grades; an async agent's lane is a coroutine on the shared agent loop
+the agent and wraps up; an async agent's lane is a coroutine on the shared agent loop
 (proctor.run.threads), which awaits the agent directly under the trial's timeout.
 
 The harness still keeps time. Each trial is a `_Slot` that the agent's side or the
@@ -31,7 +31,7 @@ from typing import Any
 from proctor.agents.base import agent_callable, is_async_agent
 from proctor.env.environment import Environment
 from proctor.run.threads import AGENT_LOOP, AGENT_THREADS
-from proctor.run.trial import TrialRecord, TrialSpec, set_up, wrap_up
+from proctor.run.trial import PlayedTrial, TrialRecord, TrialSpec, set_up, wrap_up
 from proctor.run.turn import GRACE_S, Turn, turn_in_thread, turn_on_loop
 
 #: How often a lane looks again at a trial its agent's side has not started yet.
@@ -40,11 +40,11 @@ _POLL_S = 0.05
 
 class _Slot:
     """One trial handed to the agent's side; started there at most once, and finished
-    (wrapped up, graded) by whichever side claims it first."""
+    (wrapped up) by whichever side claims it first."""
 
     __slots__ = ("claimed", "done", "env", "lock", "side", "spec", "started", "withdrawn")
 
-    def __init__(self, spec: TrialSpec, done: asyncio.Future[TrialRecord], side: _Side) -> None:
+    def __init__(self, spec: TrialSpec, done: asyncio.Future[PlayedTrial], side: _Side) -> None:
         self.spec, self.done, self.side = spec, done, side
         self.lock = threading.Lock()
         self.started: float | None = None  # time.monotonic() when the agent's turn began
@@ -103,17 +103,17 @@ class _Side(ABC):
         return (env, agent_input) if slot.begin(env) else None
 
     def finish(self, slot: _Slot, env: Environment, turn: Turn) -> None:
-        """Wrap up and grade the trial, if the harness has not claimed it meanwhile."""
+        """Wrap up the trial, if the harness has not claimed it meanwhile."""
         if slot.claim():
-            self.settle(slot, wrap_up(slot.spec, env, turn, self.timeout_s).graded())
+            self.settle(slot, wrap_up(slot.spec, env, turn, self.timeout_s))
 
-    def settle(self, slot: _Slot, outcome: TrialRecord | BaseException) -> None:
-        """Hand the record (or a harness error) to the harness's loop."""
+    def settle(self, slot: _Slot, outcome: PlayedTrial | BaseException) -> None:
+        """Hand the played trial (or a harness error) to the harness's loop."""
         with contextlib.suppress(RuntimeError):  # the harness's loop is gone: run over
             self.harness.call_soon_threadsafe(_resolve, slot.done, outcome)
 
 
-def _resolve(done: asyncio.Future[TrialRecord], outcome: TrialRecord | BaseException) -> None:
+def _resolve(done: asyncio.Future[PlayedTrial], outcome: PlayedTrial | BaseException) -> None:
     if done.done():
         return
     if isinstance(outcome, BaseException):
@@ -228,7 +228,11 @@ class LocalLane:
         return slot
 
     async def _finish(self, slot: _Slot) -> TrialRecord:
-        """The slot's record: from the agent's side, or the harness's `timeout`."""
+        """The slot's record, graded here (so that grading never delays the agents on
+        their loop): played on the agent's side, or the harness's `timeout`."""
+        return (await self._played(slot)).graded()
+
+    async def _played(self, slot: _Slot) -> PlayedTrial:
         while not slot.done.done():
             if self.timeout_s is None:
                 return await slot.done
@@ -251,7 +255,7 @@ class LocalLane:
                 return await slot.done  # the agent's side is grading it
         return slot.done.result()
 
-    def _timed_out(self, slot: _Slot, started: float) -> TrialRecord:
+    def _timed_out(self, slot: _Slot, started: float) -> PlayedTrial:
         """The harness's record of a trial whose agent's side did not end it in time."""
         slot.side.leave()
         env = slot.env
@@ -260,4 +264,4 @@ class LocalLane:
         wall = max(0.0, now - started)
         deadline = started + (self.timeout_s or 0.0) + GRACE_S
         turn = Turn(timed_out=True, wall_s=wall, deadline=max(now, deadline))
-        return wrap_up(slot.spec, env, turn, self.timeout_s).graded()
+        return wrap_up(slot.spec, env, turn, self.timeout_s)
