@@ -331,13 +331,14 @@ class StuckOnce:
     """Trial 1 never returns on its own: a sync agent blocks its thread, an async one its
     whole loop. Each trial notes the thread it ran on."""
 
-    def __init__(self, is_async: bool) -> None:
+    def __init__(self, is_async: bool, stuck: tuple[int, ...] = (1,)) -> None:
         self.is_async = is_async
+        self.stuck = stuck
         self.name = "stuck-once"
 
     def play(self, input: AgentInput, toolbox: Any) -> str:
         toolbox.note(f"thread {threading.get_ident()}")
-        if input.trial == 1:
+        if input.trial in self.stuck:
             RELEASE.wait(30)  # blocks: no await, so an async agent blocks its loop too
         return "done"
 
@@ -382,3 +383,22 @@ def test_a_stuck_agent_is_left_behind_and_the_trial_handed_ahead_runs_elsewhere(
     first, stuck, last = (threads_of(store, report.run_id, t) for t in range(3))
     assert first == stuck  # trial 1 started where trial 0 ran...
     assert last and last != first  # ...and trial 2 ran on another thread
+
+
+@pytest.mark.parametrize("is_async", [False, True])
+def test_a_lane_whose_every_agent_sticks_still_ends(tmp_path: Path, is_async: bool) -> None:
+    """Each trial's agent sticks: every one is a timeout, and the trials handed ahead to
+    a stuck side run, in order, on the next one (not behind a later trial that sticks)."""
+    RELEASE.clear()
+    try:
+        runner = Runner(
+            SUITE.select(ids=["read-item"]),
+            StuckOnce(is_async, stuck=(0, 1, 2, 3)),
+            trials=4,
+            concurrency=1,
+            timeout_s=0.2,
+        )
+        report = runner.run()
+    finally:
+        RELEASE.set()
+    assert [r.status for r in sorted(report.results, key=lambda r: r.trial)] == ["timeout"] * 4

@@ -174,6 +174,7 @@ class _LoopSide(_Side):
 
     def leave(self) -> None:
         AGENT_LOOP.abandon(self.loop)
+        self.close()  # should the loop ever turn again, this lane's coroutine ends
 
     def close(self) -> None:
         with contextlib.suppress(RuntimeError):  # the loop is gone
@@ -200,48 +201,68 @@ class LocalLane:
         self.timeout_s = timeout_s
         self.kind: type[_Side] = _LoopSide if is_async_agent(agent) else _ThreadSide
         self.side: _Side | None = None
+        #: Trials handed and not taken back yet, in the order they were handed.
+        self.ahead: deque[_Slot] = deque()
 
     async def drive(
         self, specs: Iterator[TrialSpec], put: Callable[[TrialRecord], Awaitable[None]]
     ) -> None:
         """Play `specs` one at a time, handing each record to `put`."""
-        ahead: deque[_Slot] = deque()
         try:
             for spec in specs:
-                ahead.append(self._hand(spec))
-                if len(ahead) > 1:
-                    await put(await self._finish(ahead.popleft()))
-            while ahead:
-                await put(await self._finish(ahead.popleft()))
+                self.ahead.append(self._hand(spec))
+                if len(self.ahead) > 1:
+                    await put(await self._finish())
+            while self.ahead:
+                await put(await self._finish())
         finally:
-            for slot in ahead:
+            for slot in self.ahead:
                 slot.withdraw()
             if self.side is not None:
                 self.side.close()
 
-    def _hand(self, spec: TrialSpec) -> _Slot:
+    def _current(self) -> _Side:
+        """The side trials are handed to; a fresh one when the last was left, the trials
+        not started on the one left handed to it again, in their order."""
         side = self.side
         if side is None or side.abandoned:
+            if side is not None:
+                side.close()
             side = self.side = self.kind(self.agent, self.timeout_s)
+        for i, slot in enumerate(self.ahead):
+            if slot.side is not side and slot.side.abandoned and slot.withdraw():
+                self.ahead[i] = self._slot(slot.spec, side)
+        return side
+
+    def _hand(self, spec: TrialSpec) -> _Slot:
+        return self._slot(spec, self._current())
+
+    @staticmethod
+    def _slot(spec: TrialSpec, side: _Side) -> _Slot:
         slot = _Slot(spec, side.harness.create_future(), side)
         side.hand(slot)
         return slot
 
-    async def _finish(self, slot: _Slot) -> TrialRecord:
-        """The slot's record, graded here (so that grading never delays the agents on
-        their loop): played on the agent's side, or the harness's `timeout`."""
-        return (await self._played(slot)).graded()
+    async def _finish(self) -> TrialRecord:
+        """The first trial's record, graded here (so that grading never delays the agents
+        on their loop): played on the agent's side, or the harness's `timeout`."""
+        played = await self._played()
+        self.ahead.popleft()
+        return played.graded()
 
-    async def _played(self, slot: _Slot) -> PlayedTrial:
-        while not slot.done.done():
+    async def _played(self) -> PlayedTrial:
+        while True:
+            slot = self.ahead[0]
+            if slot.done.done():
+                return slot.done.result()
             if self.timeout_s is None:
                 return await slot.done
             started = slot.started
             if started is None:
-                if slot.side.abandoned and slot.withdraw():  # stuck behind a lost trial
-                    slot = self._hand(slot.spec)
-                    continue
-                await asyncio.wait({slot.done}, timeout=_POLL_S)
+                if slot.side.abandoned:  # stuck behind a lost trial: hand it elsewhere
+                    self._current()
+                if self.ahead[0] is slot:
+                    await asyncio.wait({slot.done}, timeout=_POLL_S)
                 continue
             # an async agent's side cancels it at the limit and ends it within half the
             # grace: the harness steps in a little later, when that loop is not turning
@@ -252,8 +273,7 @@ class LocalLane:
             elif slot.claim():
                 return self._timed_out(slot, started)
             else:
-                return await slot.done  # the agent's side is grading it
-        return slot.done.result()
+                return await slot.done  # the agent's side is wrapping it up
 
     def _timed_out(self, slot: _Slot, started: float) -> PlayedTrial:
         """The harness's record of a trial whose agent's side did not end it in time."""
