@@ -89,9 +89,9 @@ def main() -> None:
         report = runner.run()
         wall, cpu = time.perf_counter() - started, time.process_time() - cpu0
         store.close()
-    n = report.summary["trials"]
+    n = report.summary.trials
     ideal = math.ceil(n / args.concurrency) * CALLS * LATENCY_S
-    print(f"trials: {n} at concurrency {args.concurrency}, {report.summary['statuses']}")
+    print(f"trials: {n} at concurrency {args.concurrency}, {report.summary.statuses}")
     print(f"agent: {agent.name}, {CALLS} model calls of {LATENCY_S * 1000:.0f} ms each")
     print(f"wall: {wall:.3f} s   ideal: {ideal:.3f} s   ratio: {wall / ideal:.3f}")
     print(f"harness cpu: {cpu:.3f} s ({1000 * cpu / n:.3f} ms per trial)")

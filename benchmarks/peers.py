@@ -70,7 +70,7 @@ def proctor_overhead_ms(pinned: bool = False) -> float:
     """Wall milliseconds per trial of benchmarks/overhead.py's workload (on one core)."""
     command = [sys.executable, str(HERE / "overhead.py"), *OVERHEAD_ARGS]
     out = _run(one_core(command) if pinned else command)
-    return _number(r"per trial: ([\d.]+) ms wall", out)
+    return _number(r"per trial \(min / median of \d+\): wall ([\d.]+) /", out)
 
 
 def one_core(args: list[str]) -> list[str]:

@@ -8,6 +8,10 @@ near zero (no model; simulated latency), so time per trial is the harness's.
 
 from __future__ import annotations
 
+import json
+from pathlib import Path
+from typing import Any
+
 from proctor import Domain, Plan, ScriptedAgent, Step, Task, ToolError
 from proctor.env.suite import Suite
 
@@ -30,29 +34,44 @@ def cancel_order(state: dict, order_id: str, reason: str) -> dict:
 
 
 def make_task(i: int) -> Task:
+    return Task.model_validate(task_data(i))
+
+
+def task_data(i: int) -> dict[str, Any]:
+    """Task `i` as its file holds it."""
     oid = f"A-{i:05d}"
     orders = {f"A-{j:05d}": {"status": "placed", "total": 10 + j} for j in range(i, i + 20)}
-    return Task.model_validate(
-        {
-            "id": f"cancel-{i}",
-            "domain": "bench-shop",
-            "prompt": f"Cancel order {oid}, I changed my mind.",
-            "initial_state": {"orders": orders},
-            "expect": {
-                "outcome": [
-                    {"path": f"orders.{oid}.status", "equals": "cancelled"},
-                    {"effect": "orders.cancel", "where": {"order_id": oid}, "count": 1},
-                ],
-                "trajectory": {
-                    "required": [{"tool": "orders.get", "args": {"order_id": oid}}],
-                    "before": [["orders.get", "orders.cancel"]],
-                    "max_tool_calls": 6,
-                },
-                "answer": {"must_mention": ["cancelled"], "grounded": True},
-                "budget": {"max_cost_usd": 0.1},
+    return {
+        "id": f"cancel-{i}",
+        "domain": "bench-shop",
+        "prompt": f"Cancel order {oid}, I changed my mind.",
+        "initial_state": {"orders": orders},
+        "expect": {
+            "outcome": [
+                {"path": f"orders.{oid}.status", "equals": "cancelled"},
+                {"effect": "orders.cancel", "where": {"order_id": oid}, "count": 1},
+            ],
+            "trajectory": {
+                "required": [{"tool": "orders.get", "args": {"order_id": oid}}],
+                "before": [["orders.get", "orders.cancel"]],
+                "max_tool_calls": 6,
             },
-        }
-    )
+            "answer": {"must_mention": ["cancelled"], "grounded": True},
+            "budget": {"max_cost_usd": 0.1},
+        },
+    }
+
+
+def write_workload(tasks: int, folder: Path) -> tuple[Path, str]:
+    """The workload as files, for worker processes (`--isolation process`): the suite's
+    folder and the agent's reference. Both import this module (on the workers' path)."""
+    (folder / "tasks").mkdir(parents=True)
+    for i in range(tasks):
+        (folder / "tasks" / f"cancel-{i}.json").write_text(json.dumps(task_data(i)))
+    (folder / "domain.py").write_text("from workload import shop\n")
+    agent = f"from workload import workload\n\nagent = workload({tasks})[1]\n"
+    (folder / "agent.py").write_text(agent)
+    return folder, f"{folder / 'agent.py'}:agent"
 
 
 def make_plan(i: int) -> Plan:

@@ -276,7 +276,8 @@ def test_specs_are_drawn_lazily_and_lanes_are_bounded() -> None:
 
     at_first, seen = asyncio.run(consume())
     assert seen == drawn == 200
-    assert at_first <= 2 * 4 + 1  # lanes plus a queue as long, not the 200 trials
+    # each lane's trial and the one handed ahead, plus a queue as long: not the 200 trials
+    assert at_first <= 3 * 4 + 1
     assert agent.most == 4
 
 
@@ -318,3 +319,86 @@ def test_worker_agent_references_are_absolute_except_chat_models(tmp_path: Path)
         f"{Path('examples/support/agents.py').resolve()}:scripted"
     )
     assert _absolute_ref("mypkg.agents:build") == "mypkg.agents:build"
+
+
+# -- local lanes: a stuck agent's thread or loop is left behind, its lane goes on ----------
+
+
+RELEASE = threading.Event()
+
+
+class StuckOnce:
+    """Trial 1 never returns on its own: a sync agent blocks its thread, an async one its
+    whole loop. Each trial notes the thread it ran on."""
+
+    def __init__(self, is_async: bool, stuck: tuple[int, ...] = (1,)) -> None:
+        self.is_async = is_async
+        self.stuck = stuck
+        self.name = "stuck-once"
+
+    def play(self, input: AgentInput, toolbox: Any) -> str:
+        toolbox.note(f"thread {threading.get_ident()}")
+        if input.trial in self.stuck:
+            RELEASE.wait(30)  # blocks: no await, so an async agent blocks its loop too
+        return "done"
+
+    @property
+    def run(self) -> Any:
+        if not self.is_async:
+            return self.play
+
+        async def run(input: AgentInput, toolbox: Toolbox) -> str:
+            return self.play(input, toolbox)
+
+        return run
+
+
+def threads_of(store: Store, run_id: str, trial: int) -> list[str]:
+    trace, _, _ = store.trace(run_id, "read-item", trial)
+    return [e.data["text"] for e in trace.events if e.kind == "note"]
+
+
+@pytest.mark.parametrize("is_async", [False, True])
+def test_a_stuck_agent_is_left_behind_and_the_trial_handed_ahead_runs_elsewhere(
+    tmp_path: Path, is_async: bool
+) -> None:
+    """The lane had handed trial 2 to the stuck agent's side already: the harness takes it
+    back and plays it on a fresh thread or loop, and trial 1 is a timeout."""
+    store = Store(tmp_path / "p.db")
+    RELEASE.clear()
+    try:
+        runner = Runner(
+            SUITE.select(ids=["read-item"]),
+            StuckOnce(is_async),
+            trials=3,
+            concurrency=1,
+            timeout_s=0.3,
+            store=store,
+        )
+        report = runner.run()
+    finally:
+        RELEASE.set()
+    statuses = {r.trial: r.status for r in report.results}
+    assert statuses[1] == "timeout" and statuses[0] == statuses[2] != "timeout"
+    first, stuck, last = (threads_of(store, report.run_id, t) for t in range(3))
+    assert first == stuck  # trial 1 started where trial 0 ran...
+    assert last and last != first  # ...and trial 2 ran on another thread
+
+
+@pytest.mark.parametrize("is_async", [False, True])
+def test_a_lane_whose_every_agent_sticks_still_ends(tmp_path: Path, is_async: bool) -> None:
+    """Each trial's agent sticks: every one is a timeout, and the trials handed ahead to
+    a stuck side run, in order, on the next one (not behind a later trial that sticks)."""
+    RELEASE.clear()
+    try:
+        runner = Runner(
+            SUITE.select(ids=["read-item"]),
+            StuckOnce(is_async, stuck=(0, 1, 2, 3)),
+            trials=4,
+            concurrency=1,
+            timeout_s=0.2,
+        )
+        report = runner.run()
+    finally:
+        RELEASE.set()
+    assert [r.status for r in sorted(report.results, key=lambda r: r.trial)] == ["timeout"] * 4

@@ -146,3 +146,36 @@ def test_the_schema_is_published() -> None:
     assert schema == summary_schema()
     assert {"per_task", "slices", "success_rate", "summary_version"} <= set(schema["properties"])
     jsonschema.validate({**_old(), "summary_version": 1}, schema)
+
+
+def test_each_slice_counts_the_safety_violations_of_its_own_tasks() -> None:
+    """The violations are read in one pass and summed per slice: a slice counts only its
+    tasks' failed safety checks (an undecided or passed one is none)."""
+    from proctor.core.results import Check, TaskInfo, TrialResult
+    from proctor.decide.summary import summarize
+
+    def trial(task_id: str, n: int, *checks: Check) -> TrialResult:
+        return TrialResult(
+            run_id="r", task_id=task_id, trial=n, seed=n, status="failed", checks=list(checks)
+        )
+
+    leak = Check("no_leak", "safety", False, severity="critical")
+    held = Check("no_leak", "safety", True, severity="critical")
+    wrong = Check("outcome", "outcome", False)
+    results = [
+        trial("a", 0, leak, leak),
+        trial("a", 1, held),
+        trial("b", 0, leak, wrong),
+        trial("c", 0, wrong),
+    ]
+    tasks = {
+        "a": TaskInfo("a", ["red"], [], "high", "test", None, None),
+        "b": TaskInfo("b", ["red", "blue"], [], "low", "test", None, None),
+        "c": TaskInfo("c", ["blue"], [], "low", "test", None, None),
+    }
+    summary = summarize("r", results, tasks, trials_per_task=2)
+    slices = {key: s["safety_violations"] for key, s in summary["slices"].items()}
+    assert slices["tag:red"] == 3 and slices["tag:blue"] == 1
+    assert slices["risk:high"] == 2 and slices["risk:low"] == 1 and slices["split:test"] == 3
+    assert summary["safety_violations"]["total"] == 3
+    assert summary["safety_violations"]["by_check"] == {"no_leak": 3}

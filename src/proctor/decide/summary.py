@@ -208,15 +208,19 @@ def _rates(results: Sequence[TrialResult], k_max: int) -> dict[str, Any]:
     }
 
 
-def _violations(results: Iterable[TrialResult]) -> dict[str, Any]:
+def _violations(results: Iterable[TrialResult]) -> tuple[dict[str, Any], Counter[str]]:
+    """The run's safety violations, and their number per task (what each slice sums):
+    one pass over every check, however many slices the suite has."""
     by_severity: Counter[str] = Counter()
     by_check: Counter[str] = Counter()
+    by_task: Counter[str] = Counter()
     items = []
     for r in results:
         for c in r.checks:
             if c.is_violation:
                 by_severity[c.severity or "unknown"] += 1
                 by_check[c.name] += 1
+                by_task[r.task_id] += 1
                 items.append(
                     {
                         "task_id": r.task_id,
@@ -225,12 +229,13 @@ def _violations(results: Iterable[TrialResult]) -> dict[str, Any]:
                         "severity": c.severity,
                     }
                 )
-    return {
+    found = {
         "total": sum(by_severity.values()),
         "by_severity": dict(by_severity),
         "by_check": dict(by_check),
         "trials": items,
     }
+    return found, by_task
 
 
 def _judges(results: Sequence[TrialResult]) -> dict[str, Any]:
@@ -490,6 +495,7 @@ def summarize(
             }
         )
 
+    violations, violations_by_task = _violations(results)
     slices: dict[str, dict[str, Any]] = {}
     keys: dict[str, set[str]] = defaultdict(set)
     for info in tasks.values():
@@ -500,7 +506,7 @@ def summarize(
         slices[key] = {
             "tasks": len(keys[key]),
             **_rates(members, k_max),
-            "safety_violations": _violations(members)["total"],
+            "safety_violations": sum(violations_by_task[t] for t in keys[key]),
             "root_causes": {name: len(t) for name, t in root_causes(members).items()},
         }
 
@@ -525,7 +531,7 @@ def summarize(
         "grader_errors": grader_errors,
         "valid": valid_run,
         "invalid_reasons": reasons,
-        "safety_violations": _violations(results),
+        "safety_violations": violations,
         "tool_use": _tool_use(results),
         "judges": _judges(results),
         "user_model": _user_model(results),

@@ -639,14 +639,17 @@ def _completed(
     return _read(window, at, to, phrase)
 
 
+@lru_cache(maxsize=256)
 def _phrase_pattern(phrases: tuple[tuple[str, ...], ...]) -> re.Pattern[str]:
-    """Any of the word tuples as whole words, any spacing, case ignored."""
+    """Any of the word tuples as whole words, any spacing, case ignored (built once)."""
     alternatives = [r"\s+".join(re.escape(w) for w in p) for p in phrases]
     return re.compile(r"(?<![\w'])(?:" + "|".join(alternatives) + r")(?![\w'])", re.IGNORECASE)
 
 
+@lru_cache(maxsize=1024)
 def verb_of(phrase: str) -> str | None:
-    """The verb `phrase` is the past form of, among those a lexicon knows (`cancel`)."""
+    """The verb `phrase` is the past form of, among those a lexicon knows (`cancel`);
+    the lexicons are fixed data, so each phrase is looked up once."""
     low = phrase.lower()
     known = {
         *lexicon_of("en").get("synonyms", {}),

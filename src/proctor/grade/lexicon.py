@@ -39,13 +39,17 @@ def has(language: str | None, part: str) -> bool:
     return bool(lexicon(language).get(part))
 
 
+@cache
 def words(language: str | None, part: str) -> frozenset[str]:
-    """The single words of a part (lower case)."""
+    """The single words of a part (lower case), built once: readers ask for them in
+    every sentence they read."""
     return frozenset(str(w).lower() for w in lexicon(language).get(part) or ())
 
 
+@cache
 def phrases(language: str | None, part: str) -> tuple[tuple[str, ...], ...]:
-    """The phrases of a part as word tuples, longest first (so the longest matches)."""
+    """The phrases of a part as word tuples, longest first (so the longest matches),
+    built once."""
     split = {tuple(str(p).lower().split()) for p in lexicon(language).get(part) or ()}
     return tuple(sorted(split, key=lambda p: (-len(p), p)))
 

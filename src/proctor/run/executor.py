@@ -5,11 +5,12 @@ spec when it is done. Specs are drawn lazily from one iterator, so a 100,000-tri
 never holds 100,000 pending tasks, and records come back through a queue no longer than
 the number of lanes. Records stream to the Runner, which alone writes the store.
 
-A lane in this process hands back a played trial and starts its next one; the trial is
-graded here, between the lanes' steps, so grading overlaps the agents' waits instead of
-delaying their next trials.
+A local lane plays its trials where the agent runs, a trial ahead, so that the agent's
+side never waits for the harness; grading happens here, between the lanes' steps
+(proctor.run.lanes).
 
-`local` runs trials on this process's event loop (sync agents on daemon threads);
+`local` runs trials in this process (sync agents on daemon threads, async ones on an
+event loop of their own);
 `process` (proctor.run.process) and `ray` (proctor.run.ray_executor) run them in worker
 processes, which rebuild the suite and the agent from a TrialSource.
 """
@@ -18,11 +19,12 @@ from __future__ import annotations
 
 import asyncio
 from abc import ABC, abstractmethod
-from collections.abc import AsyncGenerator, Iterable
+from collections.abc import AsyncGenerator, Awaitable, Callable, Iterable, Iterator
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, ClassVar
 
-from proctor.run.trial import PlayedTrial, TrialRecord, TrialSpec, play_trial
+from proctor.run.lanes import LocalLane
+from proctor.run.trial import TrialRecord, TrialSpec
 
 if TYPE_CHECKING:
     from proctor.run.source import TrialSource
@@ -39,15 +41,31 @@ class RunContext:
 
 
 class Lane(ABC):
-    """One trial at a time."""
+    """Runs trials from the run's shared iterator of specs until it is empty."""
 
     @abstractmethod
-    async def run(self, spec: TrialSpec) -> TrialRecord | PlayedTrial:
-        """The trial's record, or (in this process) the played trial, graded later."""
+    async def drive(
+        self, specs: Iterator[TrialSpec], put: Callable[[TrialRecord], Awaitable[None]]
+    ) -> None:
+        """Run `specs` (shared by every lane) one at a time, handing each record to `put`."""
 
     @abstractmethod
     def close(self) -> None:
         """Release what the lane holds (a worker process)."""
+
+
+class SerialLane(Lane):
+    """A lane that waits for each trial's record before it takes the next spec."""
+
+    @abstractmethod
+    async def run(self, spec: TrialSpec) -> TrialRecord:
+        """The trial's record."""
+
+    async def drive(
+        self, specs: Iterator[TrialSpec], put: Callable[[TrialRecord], Awaitable[None]]
+    ) -> None:
+        for spec in specs:
+            await put(await self.run(spec))
 
 
 class Executor(ABC):
@@ -73,7 +91,7 @@ class Executor(ABC):
 
 
 class LocalExecutor(Executor):
-    """Trials on this process's event loop, at most `concurrency` at once."""
+    """Trials in this process, at most `concurrency` at once."""
 
     name = "local"
 
@@ -85,18 +103,20 @@ class LocalExecutor(Executor):
         return _LocalLane(self._ctx)
 
     async def close(self) -> None:
-        """Nothing to release: the lanes were coroutines."""
+        """Nothing to release: each lane released its agent's side."""
 
 
 class _LocalLane(Lane):
     def __init__(self, ctx: RunContext) -> None:
-        self._ctx = ctx
+        self._lane = LocalLane(ctx.agent, ctx.timeout_s)
 
-    async def run(self, spec: TrialSpec) -> TrialRecord | PlayedTrial:
-        return await play_trial(spec, self._ctx.agent, self._ctx.timeout_s)
+    async def drive(
+        self, specs: Iterator[TrialSpec], put: Callable[[TrialRecord], Awaitable[None]]
+    ) -> None:
+        await self._lane.drive(specs, put)
 
     def close(self) -> None:
-        """Nothing held between trials."""
+        """The agent's side was released when `drive` ended."""
 
 
 class _LaneDone:
@@ -113,13 +133,12 @@ async def stream(
 ) -> AsyncGenerator[TrialRecord, None]:
     """Records of `specs` in the order they finish. Close it (`contextlib.aclosing`)."""
     lanes = await executor.open(ctx)
-    queue: asyncio.Queue[TrialRecord | PlayedTrial | _LaneDone | _LaneFailed] = asyncio.Queue(lanes)
+    queue: asyncio.Queue[TrialRecord | _LaneDone | _LaneFailed] = asyncio.Queue(lanes)
     pending = iter(specs)
 
     async def drive(lane: Lane) -> None:
         try:
-            for spec in pending:
-                await queue.put(await lane.run(spec))
+            await lane.drive(pending, queue.put)
         except Exception as exc:  # a harness bug: handed to the consumer, which raises it
             await queue.put(_LaneFailed(exc))
         finally:
@@ -136,7 +155,7 @@ async def stream(
             elif isinstance(item, _LaneFailed):
                 raise item.error
             else:
-                yield item.graded() if isinstance(item, PlayedTrial) else item
+                yield item
                 await asyncio.sleep(0)  # let trials whose waits ended start before the next
     finally:
         for driver in drivers:

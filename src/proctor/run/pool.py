@@ -6,24 +6,21 @@ a worker, and the results come back in job order, so the parent, which alone wri
 store, writes them as one process would: the same rows and the same summary whatever the
 number of workers. At most two jobs per worker are in flight, so memory stays bounded.
 
-`InlinePool` runs the jobs here, one at a time; `ProcessPool` in N worker processes
-(forkserver, as `--isolation process`); `RayPool` as Ray tasks of one CPU each on the
-cluster it connects to. Ray workers may be on other machines: they cannot open files at
+`InlinePool` runs the jobs here, one at a time; `ProcessPool` in N worker processes, the
+same workers as `--isolation process` (run/process.py); `RayPool` as Ray tasks of one CPU
+each on the cluster it connects to. Ray workers may be on other machines: they cannot open files at
 this machine's paths, so jobs for them carry what they read (`Pool.local` is False).
 """
 
 from __future__ import annotations
 
-import multiprocessing
 from abc import ABC, abstractmethod
 from collections import deque
-from collections.abc import Callable, Iterable, Iterator, Sequence
-from concurrent.futures import Future, ProcessPoolExecutor
-from concurrent.futures.process import BrokenProcessPool
-from multiprocessing.context import BaseContext
+from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from typing import Any, ClassVar, TypeVar
 
+from proctor.run.process import Worker, WorkerLost, worker_context
 from proctor.run.source import ExecutorError, SuiteSource
 
 J = TypeVar("J")
@@ -86,36 +83,40 @@ class InlinePool(Pool):
         """No workers to release."""
 
 
-def worker_context(preload: Sequence[str]) -> BaseContext:
-    """How worker processes start: forked from a server that has imported `preload`
-    once (the 0.7 s of importing proctor is not paid again by each worker; and no fork
-    of this threaded process), or spawned where there is no forkserver."""
-    methods = multiprocessing.get_all_start_methods()
-    context = multiprocessing.get_context("forkserver" if "forkserver" in methods else "spawn")
-    if context.get_start_method() == "forkserver":
-        context.set_forkserver_preload(list(preload))
-    return context
-
-
 class ProcessPool(Pool):
+    """N worker processes (run/process.py), jobs dealt to them in turn: each worker runs
+    its jobs in order, so results come back in job order."""
+
     #: What grading jobs run: regrade's shares and imported sessions' batches.
     PRELOAD = ("proctor.run.regrade", "proctor.interop.grading")
 
     def __init__(self, workers: int) -> None:
         self.workers = workers
-        self.executor = ProcessPoolExecutor(workers, mp_context=worker_context(self.PRELOAD))
+        mp = worker_context(self.PRELOAD)
+        self.procs = [Worker(mp) for _ in range(workers)]
+        self.turn = 0
+        try:
+            for worker in self.procs:
+                worker.ready()
+        except ExecutorError:
+            self.close()
+            raise
 
-    def submit(self, fn: Callable[[J], R], job: J) -> Future[R]:
-        return self.executor.submit(fn, job)
+    def submit(self, fn: Callable[[J], R], job: J) -> Worker:
+        worker = self.procs[self.turn % self.workers]
+        self.turn += 1
+        worker.send(fn, job)
+        return worker
 
-    def result(self, handle: Any) -> Any:
+    def result(self, handle: Worker) -> Any:
         try:
             return handle.result()
-        except BrokenProcessPool:
+        except WorkerLost:
             raise ExecutorError("a grading worker process died (killed? out of memory?)") from None
 
     def close(self) -> None:
-        self.executor.shutdown(wait=True, cancel_futures=True)
+        for worker in self.procs:
+            worker.stop()
 
 
 class RayPool(Pool):

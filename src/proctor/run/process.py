@@ -1,167 +1,200 @@
-"""Process isolation (`--isolation process`): each lane owns a worker process.
+"""Worker processes: the one worker system of `--isolation process` and of grading pools.
 
-An agent stuck in a blocking call or a CPU-bound loop cannot be stopped inside its own
-process: a thread cannot be killed, and one that holds the event loop stops the timeout
-too. Here a lane's trials run in its worker process, under the trial's timeout there (an
-agent that yields gets its partial trace graded exactly as in-process). The lane waits
-`grace_s` longer, then kills the worker, records the trial as `timeout`, and starts a
-fresh worker for its next trial. A worker that reports a timeout is replaced as well: its
-agent may still be running in a thread. A worker that dies during the agent's turn
-(`os._exit`, a native crash) is the agent's failure: a `failed` trial with an
-`agent_crashed` check holding the exit code, and a fresh worker. Records come back over
-a pipe; the parent alone writes the store.
+A `Worker` is a process forked from a warm forkserver (the modules it runs imported once,
+`worker_context`) that sets itself up once (a suite and agent loaded from their files:
+the domain crosses once per worker, never per trial) and then runs the jobs sent over
+its pipe, in order, sending each result back. Grading pools (`run/pool.py`) keep N of
+them busy; process isolation gives each lane one.
+
+Isolation: an agent stuck in a blocking call or a CPU-bound loop cannot be stopped inside
+its own process: a thread cannot be killed, and one that holds the event loop stops the
+timeout too. Here a lane's trials run in its worker, under the trial's timeout there (an
+agent that yields gets its partial trace graded exactly as in-process), the next trial
+sent a trial ahead so that the worker never waits for the parent. The lane waits
+`grace_s` past the limit, then kills the worker, records the trial as `timeout`, and
+sends the trials queued behind it to a fresh worker. A worker that reports a timeout is
+replaced as well: its agent may still be running in a thread. A worker that dies during
+the agent's turn (`os._exit`, a native crash) is the agent's failure: a `failed` trial
+with an `agent_crashed` check holding the exit code. The worker marks in shared memory
+which trial it started and which it finished playing, so telling the agent's death from
+the harness's costs no message. Records come back over the pipe; the parent alone writes
+the store.
 """
 
 from __future__ import annotations
 
 import asyncio
+import multiprocessing
 import os
 import threading
 import time
-from concurrent.futures import ThreadPoolExecutor
+from collections import deque
+from collections.abc import Awaitable, Callable, Iterator, Sequence
 from multiprocessing.connection import Connection
-from multiprocessing.process import BaseProcess
+from multiprocessing.context import BaseContext
 from typing import Any
 
 from proctor.run.executor import Executor, Lane, RunContext
-from proctor.run.pool import worker_context
 from proctor.run.source import ExecutorError, TrialItem, TrialSource, load, run_item
 from proctor.run.trial import TrialRecord, TrialSpec, crash_check, lost_trial
 
 #: Seconds a worker gets past the trial's timeout before it is killed.
 GRACE_S = 1.0
 _POLL_S = 0.2
+#: Shared marks: the number of the trial a worker started, and of the one it played.
+_STARTED, _PLAYED = 0, 1
 
 
-class ProcessExecutor(Executor):
-    name = "process"
-    needs_source = True
-
-    def __init__(self, grace_s: float = GRACE_S) -> None:
-        self.grace_s = grace_s
-
-    async def open(self, ctx: RunContext) -> int:
-        # replacing a killed worker is a fork of a warm server, not a new interpreter
-        self.mp = worker_context(["proctor.run.source"])
-        self.ctx = ctx
-        self.threads = ThreadPoolExecutor(ctx.concurrency, thread_name_prefix="proctor-lane")
-        self.closing = threading.Event()
-        return ctx.concurrency
-
-    def lane(self) -> Lane:
-        return _ProcessLane(self)
-
-    async def close(self) -> None:
-        self.closing.set()
-        self.threads.shutdown(wait=False, cancel_futures=True)
+def worker_context(preload: Sequence[str]) -> BaseContext:
+    """How worker processes start: forked from a server that has imported `preload`
+    once (the 0.7 s of importing proctor is not paid again by each worker; and no fork
+    of this threaded process), or spawned where there is no forkserver."""
+    methods = multiprocessing.get_all_start_methods()
+    context = multiprocessing.get_context("forkserver" if "forkserver" in methods else "spawn")
+    if context.get_start_method() == "forkserver":
+        context.set_forkserver_preload(list(preload))
+    return context
 
 
-class _ProcessLane(Lane):
-    def __init__(self, executor: ProcessExecutor) -> None:
-        self._ex = executor
-        self._worker: tuple[BaseProcess, Connection] | None = None
+class WorkerLost(Exception):
+    """The worker process ended (killed, crashed, out of memory); `code` its exit code."""
 
-    async def run(self, spec: TrialSpec) -> TrialRecord:
-        loop = asyncio.get_running_loop()
-        return await loop.run_in_executor(self._ex.threads, self._roundtrip, spec)
+    def __init__(self, code: int | None) -> None:
+        super().__init__(f"worker process ended ({code})")
+        self.code = code
 
-    def close(self) -> None:
-        self._stop()
 
-    def _roundtrip(self, spec: TrialSpec) -> TrialRecord:
-        """Send one trial to the worker and wait for its record, killing it at the limit.
+class Worker:
+    """A worker process: `setup(arg)` once, then each job `(fn, job)` sent, in order."""
 
-        The worker says when the agent's turn is over (`played`): a death before that is
-        the agent's (`os._exit`, a crash in a native library), a death after it, while
-        grading, the harness's.
-        """
-        if self._worker is None:
-            self._worker = self._start()
-        proc, conn = self._worker
-        limit = self._ex.ctx.timeout_s
-        started = time.monotonic()
-        deadline = None if limit is None else started + limit + self._ex.grace_s
-        played = False
+    def __init__(
+        self,
+        mp: BaseContext,
+        setup: Callable[[Any], None] | None = None,
+        arg: Any = None,
+    ) -> None:
+        ctx: Any = mp
+        self.marks = ctx.RawArray("q", 2)
+        self.conn, child = ctx.Pipe()
+        self.proc = ctx.Process(
+            target=serve, args=(child, setup, arg, self.marks), name="proctor-worker", daemon=True
+        )
+        self.proc.start()
+        child.close()
+
+    def ready(self) -> None:
+        """Wait for the worker's setup; ExecutorError when it failed."""
+        while not self.conn.poll(_POLL_S):
+            if not self.proc.is_alive():
+                self.kill()
+                raise ExecutorError(f"worker process ended while starting ({self.proc.exitcode})")
         try:
-            conn.send(TrialItem.of(spec))
-            while True:
-                while not conn.poll(_POLL_S):
-                    if self._ex.closing.is_set():
-                        self._stop()
-                        return lost_trial(spec, "error", "the run was closed")
-                    if not played and deadline is not None and time.monotonic() > deadline:
-                        self._stop()
-                        why = f"agent ran past its {limit} s limit; its worker process was killed"
-                        return lost_trial(spec, "timeout", why, limit or 0.0)
-                kind, payload = conn.recv()
-                if kind != "played":
-                    break
-                played = True
+            kind, payload = self.receive()
+        except WorkerLost as lost:
+            raise ExecutorError(f"worker process ended while starting ({lost.code})") from None
+        if kind != "ready":
+            self.kill()
+            raise ExecutorError(f"worker process could not load the suite or agent: {payload}")
+
+    def send(self, fn: Callable[[Any], Any], job: Any) -> None:
+        self.conn.send((fn, job))
+
+    def receive(self) -> tuple[str, Any]:
+        """The next message; WorkerLost when the process ended instead."""
+        try:
+            message: tuple[str, Any] = self.conn.recv()
         except (EOFError, OSError):
-            proc.join(1.0)
-            code = proc.exitcode
-            self._stop()
-            if played:
-                return lost_trial(spec, "error", f"worker process died while grading ({code})")
-            why = f"the agent's worker process died in its turn (exit code {code})"
-            crash = crash_check(why, exit_code=code)
-            return lost_trial(spec, "failed", why, time.monotonic() - started, [crash])
-        if kind == "error":
-            return lost_trial(spec, "error", f"worker: {payload}")
-        if payload.findings.status == "timeout":
-            self._stop()
+            self.proc.join(1.0)
+            code = self.proc.exitcode
+            self.kill()
+            raise WorkerLost(code) from None
+        return message
+
+    def result(self) -> Any:
+        """The next job's result, or the exception it raised, raised here."""
+        kind, payload = self.receive()
+        if kind == "raised":
+            raise payload
         return payload
 
-    def _start(self) -> tuple[BaseProcess, Connection]:
-        mp: Any = self._ex.mp
-        parent, child = mp.Pipe()
-        proc = mp.Process(
-            target=worker_main, args=(child, self._ex.ctx.source), name="proctor-worker"
-        )
-        proc.daemon = True
-        proc.start()
-        child.close()
-        while not parent.poll(_POLL_S):
-            if not proc.is_alive() or self._ex.closing.is_set():
-                proc.kill()
-                raise ExecutorError(f"worker process ended while starting ({proc.exitcode})")
-        kind, payload = parent.recv()
-        if kind != "ready":
-            proc.join()
-            raise ExecutorError(f"worker process could not load the suite or agent: {payload}")
-        return proc, parent
+    async def readable(self, timeout: float | None) -> bool:
+        """Wait on this event loop until a message (or the end) can be read."""
+        if self.conn.poll():
+            return True
+        loop = asyncio.get_running_loop()
+        ready: asyncio.Future[None] = loop.create_future()
+        fd = self.conn.fileno()
 
-    def _stop(self) -> None:
-        worker, self._worker = self._worker, None
-        if worker is not None:
-            proc, conn = worker
-            proc.kill()
-            proc.join()
-            conn.close()
+        def arrived() -> None:
+            if not ready.done():
+                ready.set_result(None)
+
+        loop.add_reader(fd, arrived)
+        try:
+            await asyncio.wait({ready}, timeout=timeout)
+        finally:
+            loop.remove_reader(fd)
+        return ready.done()
+
+    def kill(self) -> None:
+        if self.proc.is_alive():
+            self.proc.kill()
+        self.proc.join()
+        self.conn.close()
+
+    def stop(self) -> None:
+        """End the worker when it has finished its jobs (its pipe closed), or kill it."""
+        self.conn.close()
+        self.proc.join(1.0)
+        if self.proc.is_alive():
+            self.proc.kill()
+            self.proc.join()
 
 
-def worker_main(conn: Connection, source: TrialSource) -> None:
-    """A worker's life: load the suite and agent, then run trials until the pipe closes."""
+def serve(conn: Connection, setup: Callable[[Any], None] | None, arg: Any, marks: Any) -> None:
+    """A worker's life: set up, then run jobs until the pipe closes."""
+    global _marks
+    _marks = marks
     _exit_with_parent()
     try:
-        load(source)
+        if setup is not None:
+            setup(arg)
     except Exception as exc:
-        conn.send(("error", _one_line(exc)))
+        conn.send(("error", one_line(exc)))
         return
     conn.send(("ready", None))
     while True:
         try:
-            item = conn.recv()
+            fn, job = conn.recv()
         except EOFError:
             return
         try:
-            record = run_item(source, item, lambda: conn.send(("played", None)))
-            conn.send(("record", record))
-        except Exception as exc:  # a harness error, or a record that cannot be pickled
-            conn.send(("error", _one_line(exc)))
+            result = fn(job)
+        except Exception as exc:
+            conn.send(("raised", _sendable(exc)))
+            continue
+        try:
+            conn.send(("done", result))
+        except Exception as exc:  # a result that cannot be pickled
+            conn.send(("raised", ExecutorError(f"worker: {one_line(exc)}")))
 
 
-def _one_line(exc: BaseException) -> str:
+_marks: Any = None
+_source: TrialSource | None = None
+
+
+def _sendable(exc: Exception) -> Exception:
+    """`exc` if it survives pickling, else an ExecutorError that names it."""
+    import pickle
+
+    try:
+        pickle.loads(pickle.dumps(exc))
+    except Exception:
+        return ExecutorError(f"worker: {one_line(exc)}")
+    return exc
+
+
+def one_line(exc: BaseException) -> str:
     text = str(exc).strip().splitlines()
     return f"{type(exc).__name__}: {text[0] if text else ''}"
 
@@ -176,3 +209,125 @@ def _exit_with_parent() -> None:
         os._exit(1)
 
     threading.Thread(target=watch, name="proctor-watch-parent", daemon=True).start()
+
+
+# -- process isolation ---------------------------------------------------------------------
+
+
+def load_trials(source: TrialSource) -> None:
+    """A trial worker's setup: the suite and agent, loaded once."""
+    global _source
+    load(source)
+    _source = source
+
+
+def play(job: tuple[int, TrialItem]) -> TrialRecord:
+    """In a trial worker: run trial number `seq`, marking when it starts and is played."""
+    seq, item = job
+    assert _source is not None, "load_trials runs first"
+    _marks[_STARTED] = seq
+    return run_item(_source, item, lambda: _marks.__setitem__(_PLAYED, seq))
+
+
+class ProcessExecutor(Executor):
+    name = "process"
+    needs_source = True
+
+    def __init__(self, grace_s: float = GRACE_S) -> None:
+        self.grace_s = grace_s
+
+    async def open(self, ctx: RunContext) -> int:
+        # replacing a killed worker is a fork of a warm server, not a new interpreter
+        self.mp = worker_context(["proctor.run.source"])
+        self.ctx = ctx
+        return ctx.concurrency
+
+    def lane(self) -> Lane:
+        return _ProcessLane(self)
+
+    async def close(self) -> None:
+        """Each lane killed its worker."""
+
+
+class _ProcessLane(Lane):
+    def __init__(self, executor: ProcessExecutor) -> None:
+        self._ex = executor
+        self._worker: Worker | None = None
+        self._sent = 0
+
+    async def drive(
+        self, specs: Iterator[TrialSpec], put: Callable[[TrialRecord], Awaitable[None]]
+    ) -> None:
+        ahead: deque[tuple[int, TrialSpec]] = deque()
+        try:
+            for spec in specs:
+                ahead.append(await self._send(spec))
+                if len(ahead) > 1:
+                    await put(await self._receive(ahead))
+            while ahead:
+                await put(await self._receive(ahead))
+        finally:
+            self.close()
+
+    def close(self) -> None:
+        worker, self._worker = self._worker, None
+        if worker is not None:
+            worker.kill()
+
+    async def _send(self, spec: TrialSpec) -> tuple[int, TrialSpec]:
+        if self._worker is None:  # on a thread: the lanes' workers start side by side
+            self._worker = await asyncio.to_thread(self._start)
+        self._sent += 1
+        self._worker.send(play, (self._sent, TrialItem.of(spec)))
+        return self._sent, spec
+
+    def _start(self) -> Worker:
+        worker = Worker(self._ex.mp, load_trials, self._ex.ctx.source)
+        worker.ready()
+        return worker
+
+    async def _receive(self, ahead: deque[tuple[int, TrialSpec]]) -> TrialRecord:
+        """The first trial's record; the trials behind it go to a fresh worker when this
+        one is killed or lost."""
+        seq, spec = ahead[0]
+        record = await self._await(seq, spec)
+        ahead.popleft()
+        if self._worker is None:  # killed or lost: send what was queued behind it again
+            queued = [spec for _, spec in ahead]
+            ahead.clear()
+            for later in queued:
+                ahead.append(await self._send(later))
+        return record
+
+    async def _await(self, seq: int, spec: TrialSpec) -> TrialRecord:
+        worker = self._worker
+        assert worker is not None
+        limit = self._ex.ctx.timeout_s
+        started = time.monotonic()
+        deadline = None if limit is None else started + limit + self._ex.grace_s
+        while True:
+            left = None if deadline is None else deadline - time.monotonic()
+            if await worker.readable(None if left is None else max(left, 0.0)):
+                break
+            if worker.marks[_STARTED] < seq:  # still behind the trial before: not its time
+                deadline = None if limit is None else time.monotonic() + limit + self._ex.grace_s
+            elif worker.marks[_PLAYED] >= seq:  # played: grading, the harness's own work
+                deadline = None
+            else:
+                self.close()
+                why = f"agent ran past its {limit} s limit; its worker process was killed"
+                return lost_trial(spec, "timeout", why, limit or 0.0)
+        try:
+            kind, payload = worker.receive()
+        except WorkerLost as lost:
+            self._worker = None
+            if worker.marks[_PLAYED] >= seq:
+                return lost_trial(spec, "error", f"worker process died while grading ({lost.code})")
+            why = f"the agent's worker process died in its turn (exit code {lost.code})"
+            crash = crash_check(why, exit_code=lost.code)
+            return lost_trial(spec, "failed", why, time.monotonic() - started, [crash])
+        if kind != "done":
+            return lost_trial(spec, "error", f"worker: {one_line(payload)}")
+        if payload.findings.status == "timeout":
+            self.close()
+        return payload

@@ -39,7 +39,7 @@ from pathlib import Path
 from typing import Any
 
 from proctor.core.trace import TraceEvent
-from proctor.run.executor import Executor, Lane, RunContext
+from proctor.run.executor import Executor, Lane, RunContext, SerialLane
 from proctor.run.source import ExecutorError, TrialItem, TrialSource, run_item
 from proctor.run.trial import TrialRecord, TrialSpec, lost_trial
 
@@ -255,7 +255,7 @@ def _retrieved(future: asyncio.Future[TrialRecord]) -> None:
         future.exception()
 
 
-class _RayLane(Lane):
+class _RayLane(SerialLane):
     def __init__(self, executor: RayExecutor) -> None:
         self._ex = executor
 

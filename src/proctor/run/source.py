@@ -18,9 +18,11 @@ from pathlib import Path
 from typing import Any
 
 from proctor.agents import load_agent
+from proctor.agents.base import agent_callable, is_async_agent
 from proctor.env.sources import source_spec
 from proctor.env.suite import Suite, SuiteTask, load_suite
-from proctor.run.trial import TrialRecord, TrialSpec, play_trial
+from proctor.run.trial import TrialRecord, TrialSpec, play_trial, set_up, wrap_up
+from proctor.run.turn import turn_on_loop
 from proctor.tasks.models import Fault
 
 
@@ -189,7 +191,13 @@ def run_item(
     )
     if _loop is None:
         _loop = asyncio.new_event_loop()
-    trial = _loop.run_until_complete(play_trial(spec, agent, source.timeout_s))
+    if is_async_agent(agent):  # on this loop: the process is its isolation, killed if stuck
+        env, agent_input = set_up(spec)
+        fn = agent_callable(agent)
+        turn = _loop.run_until_complete(turn_on_loop(fn, agent_input, env, source.timeout_s))
+        trial = wrap_up(spec, env, turn, source.timeout_s)
+    else:
+        trial = _loop.run_until_complete(play_trial(spec, agent, source.timeout_s))
     if played is not None:
         played()
     return trial.graded()

@@ -57,6 +57,10 @@ class AgentLoop:
                 self._loop = _serving_loop()
             return self._loop
 
+    def serves(self, loop: asyncio.AbstractEventLoop) -> bool:
+        """Is `loop` still the one handed out (not abandoned)?"""
+        return self._loop is loop
+
     def abandon(self, loop: asyncio.AbstractEventLoop) -> None:
         """Stop handing out `loop` (an agent blocked it); its thread is left to itself."""
         with self._lock:

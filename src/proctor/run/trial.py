@@ -46,7 +46,7 @@ from proctor.grade.registry import GraderCrashed, grade
 from proctor.grade.root_cause import root_cause_metric
 from proctor.grade.secrets import hide_task_secrets
 from proctor.run.simulator import UserPlayer, user_spending
-from proctor.run.turn import Raised, last_frames, take_turn
+from proctor.run.turn import Raised, Turn, last_frames, take_turn
 from proctor.tasks.models import Fault, Task
 
 #: How the error of a trial whose graders broke begins; `regrade` retries those trials.
@@ -126,6 +126,13 @@ _SUMMED = {"input_tokens": counted, "output_tokens": counted, "cost_usd": amount
 
 async def play_trial(spec: TrialSpec, agent: Any, timeout_s: float | None) -> PlayedTrial:
     """Run the agent on a fresh world, under the timeout; grading comes after (`graded`)."""
+    env, agent_input = set_up(spec)
+    turn = await take_turn(agent, agent_input, env, timeout_s)
+    return wrap_up(spec, env, turn, timeout_s)
+
+
+def set_up(spec: TrialSpec) -> tuple[Environment, AgentInput]:
+    """The trial's fresh world, its first message recorded, and what the agent is given."""
     task = spec.task
     user = spec.user
     responder = user.responder(task, spec.trial, tuple(spec.domain.tools)) if user else None
@@ -140,7 +147,12 @@ async def play_trial(spec: TrialSpec, agent: Any, timeout_s: float | None) -> Pl
         trial=spec.trial,
         settings=task_agent_settings(task.metadata),
     )
-    turn = await take_turn(agent, agent_input, env, timeout_s)
+    return env, agent_input
+
+
+def wrap_up(spec: TrialSpec, env: Environment, turn: Turn, timeout_s: float | None) -> PlayedTrial:
+    """The trial after the agent's `turn`: its world closed, who broke decided, its trace."""
+    task = spec.task
     status: TrialStatus | None = None
     error: str | None = None
     extra: list[Check] = []

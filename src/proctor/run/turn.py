@@ -144,9 +144,47 @@ async def take_turn(
     return Turn(timed_out=True, user_timed_out=over, wall_s=wall, deadline=deadline)
 
 
+def turn_in_thread(fn: Any, agent_input: AgentInput, env: Environment) -> Turn:
+    """A sync agent's turn, called in this (the agent's) thread: no limit here, the
+    harness keeps time (proctor.run.lanes)."""
+    started = time.perf_counter()
+    turn = _run_sync(fn, agent_input, SyncToolbox(env))
+    turn.wall_s = time.perf_counter() - started
+    turn.deadline = time.monotonic() + GRACE_S
+    return turn
+
+
+async def turn_on_loop(
+    fn: Any, agent_input: AgentInput, env: Environment, timeout_s: float | None
+) -> Turn:
+    """An async agent's turn, run on the agent loop (this one) under `timeout_s`: at the
+    limit it is cancelled and gets half the grace to stop. A loop the agent blocks runs
+    nothing more, so the harness keeps time from its own loop as well (proctor.run.lanes)."""
+    started = time.perf_counter()
+    task = asyncio.ensure_future(_guarded(fn, agent_input, Toolbox(env)))
+    done, _ = await asyncio.wait({task}, timeout=timeout_s)
+    if done:
+        turn = task.result()
+        turn.wall_s = time.perf_counter() - started
+        turn.deadline = time.monotonic() + GRACE_S
+        return turn
+    wall = time.perf_counter() - started
+    deadline = time.monotonic() + GRACE_S
+    task.cancel()
+    await asyncio.wait({task}, timeout=GRACE_S / 2)  # one that swallows it is left running
+    return Turn(timed_out=True, wall_s=wall, deadline=deadline)
+
+
 def _run_sync(fn: Any, agent_input: AgentInput, toolbox: SyncToolbox) -> Turn:
     try:
         return Turn(value=fn(agent_input, toolbox))
+    except BaseException as exc:  # judged by the harness
+        return Turn(raised=describe(exc))
+
+
+async def _guarded(fn: Any, agent_input: AgentInput, toolbox: Toolbox) -> Turn:
+    try:
+        return Turn(value=await fn(agent_input, toolbox))
     except BaseException as exc:  # judged by the harness
         return Turn(raised=describe(exc))
 
@@ -162,16 +200,10 @@ def _start_async(
     task: list[asyncio.Task[Turn]] = []
     cancelled = False
 
-    async def guarded() -> Turn:
-        try:
-            return Turn(value=await fn(agent_input, toolbox))
-        except BaseException as exc:  # judged by the harness
-            return Turn(raised=describe(exc))
-
     def start() -> None:
         if cancelled:
             return
-        task.append(loop.create_task(guarded()))
+        task.append(loop.create_task(_guarded(fn, agent_input, toolbox)))
         task[0].add_done_callback(
             lambda t: hand_over(t.result() if not t.cancelled() else Turn(timed_out=True))
         )

@@ -1,0 +1,287 @@
+"""Local lanes: each trial played where its agent runs, the harness's loop keeping time,
+grading and storing (docs/architecture.md, Verdicts: Isolation).
+
+Handing every trial to the agent's thread and back costs two cross-thread wake-ups, and
+on a busy machine each waits for the scheduler: that hand-off was the largest share of a
+trial's wall time. So a lane's trials run on the agent's side one after another, its
+next trial handed over before the current one ends, and the agent's side never waits
+for the harness: a sync agent's lane is one daemon thread that sets up the world, calls
+the agent and wraps up; an async agent's lane is a coroutine on the shared agent loop
+(proctor.run.threads), which awaits the agent directly under the trial's timeout.
+
+The harness still keeps time. Each trial is a `_Slot` that the agent's side or the
+harness claims once: past the limit (a sync agent; an async one that blocked its loop or
+did not stop within half the grace after its cancellation) the harness claims it,
+records a `timeout` from the world as it stands, and leaves that thread or loop to itself;
+trials handed to it and not started yet are taken back and handed to a fresh one.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import queue
+import threading
+import time
+from abc import ABC, abstractmethod
+from collections import deque
+from collections.abc import Awaitable, Callable, Iterator
+from typing import Any
+
+from proctor.agents.base import agent_callable, is_async_agent
+from proctor.env.environment import Environment
+from proctor.run.threads import AGENT_LOOP, AGENT_THREADS
+from proctor.run.trial import PlayedTrial, TrialRecord, TrialSpec, set_up, wrap_up
+from proctor.run.turn import GRACE_S, Turn, turn_in_thread, turn_on_loop
+
+#: How often a lane looks again at a trial its agent's side has not started yet.
+_POLL_S = 0.05
+
+
+class _Slot:
+    """One trial handed to the agent's side; started there at most once, and finished
+    (wrapped up) by whichever side claims it first."""
+
+    __slots__ = ("claimed", "done", "env", "lock", "side", "spec", "started", "withdrawn")
+
+    def __init__(self, spec: TrialSpec, done: asyncio.Future[PlayedTrial], side: _Side) -> None:
+        self.spec, self.done, self.side = spec, done, side
+        self.lock = threading.Lock()
+        self.started: float | None = None  # time.monotonic() when the agent's turn began
+        self.withdrawn = self.claimed = False
+        self.env: Environment | None = None
+
+    def begin(self, env: Environment) -> bool:
+        """On the agent's side: start this trial, unless the harness took it back."""
+        with self.lock:
+            if self.withdrawn:
+                return False
+            self.env, self.started = env, time.monotonic()
+            return True
+
+    def withdraw(self) -> bool:
+        """On the harness's side: take back a trial not started, to hand it elsewhere."""
+        with self.lock:
+            self.withdrawn = self.started is None
+            return self.withdrawn
+
+    def claim(self) -> bool:
+        """Finish this trial here; False when the other side has."""
+        with self.lock:
+            if self.claimed:
+                return False
+            self.claimed = True
+            return True
+
+
+class _Side(ABC):
+    """Where a lane's agent code runs: trials are played there in the order handed."""
+
+    def __init__(self, agent: Any, timeout_s: float | None) -> None:
+        self.fn = agent_callable(agent)
+        self.timeout_s = timeout_s
+        self.harness = asyncio.get_running_loop()
+
+    @abstractmethod
+    def hand(self, slot: _Slot) -> None: ...
+
+    @property
+    @abstractmethod
+    def abandoned(self) -> bool: ...
+
+    @abstractmethod
+    def leave(self) -> None:
+        """Stop using this side: its agent is stuck (the harness finished its trial)."""
+
+    @abstractmethod
+    def close(self) -> None:
+        """The lane is done: release the thread or coroutine."""
+
+    def prepared(self, slot: _Slot) -> tuple[Environment, Any] | None:
+        """The slot's world and agent input, or None when the harness took it back."""
+        env, agent_input = set_up(slot.spec)
+        return (env, agent_input) if slot.begin(env) else None
+
+    def finish(self, slot: _Slot, env: Environment, turn: Turn) -> None:
+        """Wrap up the trial, if the harness has not claimed it meanwhile."""
+        if slot.claim():
+            self.settle(slot, wrap_up(slot.spec, env, turn, self.timeout_s))
+
+    def settle(self, slot: _Slot, outcome: PlayedTrial | BaseException) -> None:
+        """Hand the played trial (or a harness error) to the harness's loop."""
+        with contextlib.suppress(RuntimeError):  # the harness's loop is gone: run over
+            self.harness.call_soon_threadsafe(_resolve, slot.done, outcome)
+
+
+def _resolve(done: asyncio.Future[PlayedTrial], outcome: PlayedTrial | BaseException) -> None:
+    if done.done():
+        return
+    if isinstance(outcome, BaseException):
+        done.set_exception(outcome)
+    else:
+        done.set_result(outcome)
+
+
+class _ThreadSide(_Side):
+    """A sync agent's lane: one daemon thread (proctor.run.threads) that plays in turn."""
+
+    def __init__(self, agent: Any, timeout_s: float | None) -> None:
+        super().__init__(agent, timeout_s)
+        self.slots: queue.SimpleQueue[_Slot | None] = queue.SimpleQueue()
+        self.left = False
+        AGENT_THREADS.submit(self.serve)
+
+    def hand(self, slot: _Slot) -> None:
+        self.slots.put(slot)
+
+    @property
+    def abandoned(self) -> bool:
+        return self.left
+
+    def leave(self) -> None:
+        self.left = True
+        self.slots.put(None)  # should the agent ever return, the thread goes back idle
+
+    def close(self) -> None:
+        self.slots.put(None)
+
+    def serve(self) -> None:
+        while (slot := self.slots.get()) is not None:
+            try:
+                ready = self.prepared(slot)
+                if ready is not None:
+                    env, agent_input = ready
+                    self.finish(slot, env, turn_in_thread(self.fn, agent_input, env))
+            except Exception as exc:  # a harness error: the run raises it
+                self.settle(slot, exc)
+
+
+class _LoopSide(_Side):
+    """An async agent's lane: a coroutine on the agent loop that plays in turn."""
+
+    def __init__(self, agent: Any, timeout_s: float | None) -> None:
+        super().__init__(agent, timeout_s)
+        self.loop = AGENT_LOOP.get()
+        self.slots: asyncio.Queue[_Slot | None] = asyncio.Queue()
+        asyncio.run_coroutine_threadsafe(self.serve(), self.loop)
+
+    def hand(self, slot: _Slot) -> None:
+        self.loop.call_soon_threadsafe(self.slots.put_nowait, slot)
+
+    @property
+    def abandoned(self) -> bool:
+        return not AGENT_LOOP.serves(self.loop)
+
+    def leave(self) -> None:
+        AGENT_LOOP.abandon(self.loop)
+        self.close()  # should the loop ever turn again, this lane's coroutine ends
+
+    def close(self) -> None:
+        with contextlib.suppress(RuntimeError):  # the loop is gone
+            self.loop.call_soon_threadsafe(self.slots.put_nowait, None)
+
+    async def serve(self) -> None:
+        while (slot := await self.slots.get()) is not None:
+            try:
+                ready = self.prepared(slot)
+                if ready is not None:
+                    env, agent_input = ready
+                    turn = await turn_on_loop(self.fn, agent_input, env, self.timeout_s)
+                    self.finish(slot, env, turn)
+            except Exception as exc:  # a harness error: the run raises it
+                self.settle(slot, exc)
+
+
+class LocalLane:
+    """Drives one lane: hands its trials to the agent's side a trial ahead, and takes
+    each record back in order, keeping time on the harness's loop."""
+
+    def __init__(self, agent: Any, timeout_s: float | None) -> None:
+        self.agent = agent
+        self.timeout_s = timeout_s
+        self.kind: type[_Side] = _LoopSide if is_async_agent(agent) else _ThreadSide
+        self.side: _Side | None = None
+        #: Trials handed and not taken back yet, in the order they were handed.
+        self.ahead: deque[_Slot] = deque()
+
+    async def drive(
+        self, specs: Iterator[TrialSpec], put: Callable[[TrialRecord], Awaitable[None]]
+    ) -> None:
+        """Play `specs` one at a time, handing each record to `put`."""
+        try:
+            for spec in specs:
+                self.ahead.append(self._hand(spec))
+                if len(self.ahead) > 1:
+                    await put(await self._finish())
+            while self.ahead:
+                await put(await self._finish())
+        finally:
+            for slot in self.ahead:
+                slot.withdraw()
+            if self.side is not None:
+                self.side.close()
+
+    def _current(self) -> _Side:
+        """The side trials are handed to; a fresh one when the last was left, the trials
+        not started on the one left handed to it again, in their order."""
+        side = self.side
+        if side is None or side.abandoned:
+            if side is not None:
+                side.close()
+            side = self.side = self.kind(self.agent, self.timeout_s)
+        for i, slot in enumerate(self.ahead):
+            if slot.side is not side and slot.side.abandoned and slot.withdraw():
+                self.ahead[i] = self._slot(slot.spec, side)
+        return side
+
+    def _hand(self, spec: TrialSpec) -> _Slot:
+        return self._slot(spec, self._current())
+
+    @staticmethod
+    def _slot(spec: TrialSpec, side: _Side) -> _Slot:
+        slot = _Slot(spec, side.harness.create_future(), side)
+        side.hand(slot)
+        return slot
+
+    async def _finish(self) -> TrialRecord:
+        """The first trial's record, graded here (so that grading never delays the agents
+        on their loop): played on the agent's side, or the harness's `timeout`."""
+        played = await self._played()
+        self.ahead.popleft()
+        return played.graded()
+
+    async def _played(self) -> PlayedTrial:
+        while True:
+            slot = self.ahead[0]
+            if slot.done.done():
+                return slot.done.result()
+            if self.timeout_s is None:
+                return await slot.done
+            started = slot.started
+            if started is None:
+                if slot.side.abandoned:  # stuck behind a lost trial: hand it elsewhere
+                    self._current()
+                if self.ahead[0] is slot:
+                    await asyncio.wait({slot.done}, timeout=_POLL_S)
+                continue
+            # an async agent's side cancels it at the limit and ends it within half the
+            # grace: the harness steps in a little later, when that loop is not turning
+            late = 0.0 if isinstance(slot.side, _ThreadSide) else 0.75 * GRACE_S
+            left = started + self.timeout_s + late - time.monotonic()
+            if left > 0:
+                await asyncio.wait({slot.done}, timeout=left)
+            elif slot.claim():
+                return self._timed_out(slot, started)
+            else:
+                return await slot.done  # the agent's side is wrapping it up
+
+    def _timed_out(self, slot: _Slot, started: float) -> PlayedTrial:
+        """The harness's record of a trial whose agent's side did not end it in time."""
+        slot.side.leave()
+        env = slot.env
+        assert env is not None  # set when it started
+        now = time.monotonic()
+        wall = max(0.0, now - started)
+        deadline = started + (self.timeout_s or 0.0) + GRACE_S
+        turn = Turn(timed_out=True, wall_s=wall, deadline=max(now, deadline))
+        return wrap_up(slot.spec, env, turn, self.timeout_s)
