@@ -33,7 +33,9 @@ def test_absent_peers_are_named_and_their_entries_kept(
     monkeypatch.setattr(peers, "has", lambda python, module: False)
     monkeypatch.setattr(peers, "inspect_entry", lambda *a: measured.append("inspect"))
     monkeypatch.setattr(peers, "agentdojo_entry", lambda *a: measured.append("agentdojo"))
-    monkeypatch.setattr(sys, "argv", ["peers.py", "--json", str(path), "--inspect-python", "x"])
+    monkeypatch.setattr(
+        sys, "argv", ["peers.py", "--json", str(path), "--inspect-python", "x", "--only", "peers"]
+    )
     peers.main()
     out = capsys.readouterr().out
     assert "Inspect AI: not installed" in out and "AgentDojo: not installed" in out
@@ -48,6 +50,8 @@ def test_a_present_peer_is_measured_and_written(
     path.write_text(json.dumps({"inspect": {"kept": True}}))
     monkeypatch.setattr(peers, "has", lambda python, module: module == "agentdojo")
     monkeypatch.setattr(peers, "agentdojo_entry", lambda repeat: {"repeat": repeat})
-    monkeypatch.setattr(sys, "argv", ["peers.py", "--json", str(path), "--repeat", "2"])
+    monkeypatch.setattr(
+        sys, "argv", ["peers.py", "--json", str(path), "--repeat", "2", "--only", "peers"]
+    )
     peers.main()
     assert json.loads(path.read_text()) == {"inspect": {"kept": True}, "agentdojo": {"repeat": 2}}

@@ -30,14 +30,16 @@ KIND = {
 SCRIPTED = ["It is sam.k@example.com.", "Thanks, that's all."]
 
 
-def run(tmp_path: Path, user: str, trials: int) -> tuple[Path, str]:
+def run(tmp_path: Path, user: str, trials: int, code: int) -> tuple[Path, str]:
+    """Run the scenario task with `user`; `code`: the exit expected (a run whose every
+    trial is `sim_error` has no valid trial: 1)."""
     store, out = tmp_path / f"{user}.db", tmp_path / f"{user}.json"
     done = proctor(
         "run", str(SUPPORT), "--task", TASK, "--agent", f"{SUPPORT}/agents.py:conversational",
         "--user-model", f"{ROOT / 'tests' / 'sim_users.py'}:{user}", "--user-cache", "off",
         "--trials", str(trials), "--store", str(store), "--json", str(out), "--quiet",
     )  # fmt: skip
-    assert done.returncode == 0, done.stderr
+    assert done.returncode == code, done.stderr
     return store, json.loads(out.read_text())["run_id"]
 
 
@@ -50,8 +52,8 @@ def trials(tmp_path_factory: pytest.TempPathFactory) -> dict[str, list[Any]]:
         {"seed": 12345, "input": 999, "output": 999, "seconds": 9.0},  # another run's
     ]
     found = {}
-    for user in ("once", "always"):
-        store, run_id = run(where, user, len(KIND))
+    for user, code in (("once", 0), ("always", 1)):
+        store, run_id = run(where, user, len(KIND), code)
         found[user] = SIMUSERS["user_trials"](store, run_id, requests)
     return found
 

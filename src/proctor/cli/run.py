@@ -223,7 +223,7 @@ RUN_GROUPS = (
 )
 @click.option(
     "--fidelity-sample",
-    type=click.FloatRange(0, 1),
+    type=RATE,
     default=0.1,
     show_default=True,
     help="The share of passed trials the fidelity judge sees (seeded by task and trial).",

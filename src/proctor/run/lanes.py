@@ -32,7 +32,14 @@ from proctor.agents.base import agent_callable, is_async_agent
 from proctor.env.environment import Environment
 from proctor.run.threads import AGENT_LOOP, AGENT_THREADS
 from proctor.run.trial import PlayedTrial, TrialRecord, TrialSpec, set_up, wrap_up
-from proctor.run.turn import GRACE_S, Turn, turn_in_thread, turn_on_loop
+from proctor.run.turn import (
+    GRACE_S,
+    Turn,
+    agent_left,
+    turn_in_thread,
+    turn_on_loop,
+    user_over,
+)
 
 #: How often a lane looks again at a trial its agent's side has not started yet.
 _POLL_S = 0.05
@@ -267,7 +274,8 @@ class LocalLane:
             # an async agent's side cancels it at the limit and ends it within half the
             # grace: the harness steps in a little later, when that loop is not turning
             late = 0.0 if isinstance(slot.side, _ThreadSide) else 0.75 * GRACE_S
-            left = started + self.timeout_s + late - time.monotonic()
+            assert slot.env is not None  # set when it started
+            left = late + agent_left(slot.env.user, started, self.timeout_s, time.monotonic())
             if left > 0:
                 await asyncio.wait({slot.done}, timeout=left)
             elif slot.claim():
@@ -276,12 +284,19 @@ class LocalLane:
                 return await slot.done  # the agent's side is wrapping it up
 
     def _timed_out(self, slot: _Slot, started: float) -> PlayedTrial:
-        """The harness's record of a trial whose agent's side did not end it in time."""
+        """The harness's record of a trial whose agent's side did not end it in time (or
+        whose model user ran past its bound: the user's fault)."""
         slot.side.leave()
         env = slot.env
         assert env is not None  # set when it started
         now = time.monotonic()
-        wall = max(0.0, now - started)
-        deadline = started + (self.timeout_s or 0.0) + GRACE_S
-        turn = Turn(timed_out=True, wall_s=wall, deadline=max(now, deadline))
+        waited = env.user.waited(now)
+        wall = max(0.0, now - started - waited)
+        deadline = started + waited + (self.timeout_s or 0.0) + GRACE_S
+        turn = Turn(
+            timed_out=True,
+            user_timed_out=user_over(env.user, self.timeout_s, now),
+            wall_s=wall,
+            deadline=max(now, deadline),
+        )
         return wrap_up(slot.spec, env, turn, self.timeout_s)

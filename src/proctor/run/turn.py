@@ -25,6 +25,7 @@ from proctor.agents.base import AgentInput, agent_callable, is_async_agent
 from proctor.core.results import shown
 from proctor.env.environment import Environment
 from proctor.env.toolbox import SyncToolbox, Toolbox
+from proctor.env.user import SimulatedUser
 from proctor.run.threads import AGENT_LOOP, AGENT_THREADS
 
 #: Seconds a trial may run past its timeout while the agent is cancelled and its world
@@ -112,21 +113,8 @@ async def take_turn(
         cancel = _start_async(loop, fn, agent_input, Toolbox(env), hand_over)
     else:
         AGENT_THREADS.submit(lambda: hand_over(_run_sync(fn, agent_input, SyncToolbox(env))))
-    user, began, over = env.user, time.monotonic(), False
-    while True:
-        wait = None
-        if timeout_s is not None:
-            now = time.monotonic()
-            waited = user.waited(now)
-            agent_left = began + timeout_s + waited - now  # the agent's own time left
-            over = waited >= timeout_s
-            if agent_left <= 0 or over:
-                break
-            # the user's bound cannot run out sooner than what it has left of it
-            wait = min(agent_left, timeout_s - waited) if user.remote else agent_left
-        done, _ = await asyncio.wait({ended}, timeout=wait)
-        if done:
-            break
+    user = env.user
+    over = await agent_time(ended, user, time.monotonic(), timeout_s)
     if ended.done():
         turn = ended.result()
         turn.wall_s = time.perf_counter() - started - user.waited_s
@@ -144,12 +132,40 @@ async def take_turn(
     return Turn(timed_out=True, user_timed_out=over, wall_s=wall, deadline=deadline)
 
 
+def agent_left(user: SimulatedUser, began: float, timeout_s: float, now: float) -> float:
+    """Seconds the agent has left of its `timeout_s` from `began` at `now` (negative: how
+    long ago it ran out). Time spent waiting on a model user is not the agent's: it moves
+    the limit, up to the user's own bound (as long as the agent's, `timeout_s`)."""
+    waited = user.waited(now)
+    left = began + timeout_s + waited - now
+    # the user's bound cannot run out sooner than what it has left of it
+    return min(left, timeout_s - waited) if user.remote else left
+
+
+def user_over(user: SimulatedUser, timeout_s: float | None, now: float) -> bool:
+    """Whether the model user has run past its bound: the user's fault, not the agent's."""
+    return timeout_s is not None and user.waited(now) >= timeout_s
+
+
+async def agent_time(
+    ended: asyncio.Future[Any], user: SimulatedUser, began: float, timeout_s: float | None
+) -> bool:
+    """Wait for `ended` while the agent has time left (`agent_left`); whether the model
+    user ran past its bound."""
+    while not ended.done():
+        wait = None if timeout_s is None else agent_left(user, began, timeout_s, time.monotonic())
+        if wait is not None and wait <= 0.0:
+            break
+        await asyncio.wait({ended}, timeout=wait)
+    return user_over(user, timeout_s, time.monotonic())
+
+
 def turn_in_thread(fn: Any, agent_input: AgentInput, env: Environment) -> Turn:
     """A sync agent's turn, called in this (the agent's) thread: no limit here, the
     harness keeps time (proctor.run.lanes)."""
     started = time.perf_counter()
     turn = _run_sync(fn, agent_input, SyncToolbox(env))
-    turn.wall_s = time.perf_counter() - started
+    turn.wall_s = time.perf_counter() - started - env.user.waited_s
     turn.deadline = time.monotonic() + GRACE_S
     return turn
 
@@ -160,19 +176,19 @@ async def turn_on_loop(
     """An async agent's turn, run on the agent loop (this one) under `timeout_s`: at the
     limit it is cancelled and gets half the grace to stop. A loop the agent blocks runs
     nothing more, so the harness keeps time from its own loop as well (proctor.run.lanes)."""
-    started = time.perf_counter()
+    started, user = time.perf_counter(), env.user
     task = asyncio.ensure_future(_guarded(fn, agent_input, Toolbox(env)))
-    done, _ = await asyncio.wait({task}, timeout=timeout_s)
-    if done:
+    over = await agent_time(task, user, time.monotonic(), timeout_s)
+    if task.done():
         turn = task.result()
-        turn.wall_s = time.perf_counter() - started
+        turn.wall_s = time.perf_counter() - started - user.waited_s
         turn.deadline = time.monotonic() + GRACE_S
         return turn
-    wall = time.perf_counter() - started
+    wall = time.perf_counter() - started - user.waited(time.monotonic())
     deadline = time.monotonic() + GRACE_S
     task.cancel()
     await asyncio.wait({task}, timeout=GRACE_S / 2)  # one that swallows it is left running
-    return Turn(timed_out=True, wall_s=wall, deadline=deadline)
+    return Turn(timed_out=True, user_timed_out=over, wall_s=wall, deadline=deadline)
 
 
 def _run_sync(fn: Any, agent_input: AgentInput, toolbox: SyncToolbox) -> Turn:
