@@ -24,9 +24,9 @@ from typing import Any
 from proctor import Runner, Store, load_suite
 from proctor.agents import load_agent
 from proctor.judge.cache import JudgeCache
-from proctor.judge.grading import Judging
-from proctor.judge.loading import load_panel
-from proctor.judge.records import CalibrationPolicy
+from proctor.judge.calibration_records import CalibrationPolicy
+from proctor.judge.grader import Judging
+from proctor.judge.judge_refs import load_panel
 from proctor.run.regrade import regrade
 
 EXAMPLES = Path(__file__).resolve().parent.parent / "examples"

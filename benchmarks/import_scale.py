@@ -24,16 +24,16 @@ from pathlib import Path
 
 from proctor import Store, load_suite
 from proctor.env.suite import Suite
-from proctor.interop.grading import grade_sessions
-from proctor.interop.trace_files import iter_sessions
 from proctor.run.pool import InlinePool, Pool, ProcessPool
+from proctor.traces.grading import grade_sessions
+from proctor.traces.trace_files import iter_sessions
 
 PROCTOR = Path(sys.executable).parent / "proctor"
 ROOT = Path(__file__).resolve().parents[1]
 
 CHILD = """
 import resource, sys, time
-from proctor.interop.trace_files import iter_sessions
+from proctor.traces.trace_files import iter_sessions
 before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
 started = time.perf_counter()
 count = events = 0

@@ -41,9 +41,10 @@ from typing import Any
 
 import numpy as np
 
-from proctor.decide import paired, stats
 from proctor.decide.compare import DEFAULT_MARGIN
-from proctor.decide.distributions import t_quantile
+from proctor.stats import paired
+from proctor.stats import rates as stats
+from proctor.stats.distributions import t_quantile
 
 ICCS = (0.1, 0.4, 0.8)
 RATES = (0.3, 0.6, 0.9)

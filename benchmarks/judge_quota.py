@@ -36,8 +36,8 @@ import openai  # noqa: E402, F401  (imported here: its first import is not the s
 
 from openai_server import QuotaChatServer, completion, judge_reply  # noqa: E402
 from proctor.agents.chat import ChatAgent  # noqa: E402
-from proctor.judge.base import JudgeView  # noqa: E402
-from proctor.judge.chat import ChatJudge  # noqa: E402
+from proctor.judge.chat_judge import ChatJudge  # noqa: E402
+from proctor.judge.judgment import JudgeView  # noqa: E402
 from proctor.judge.panel import JudgePanel  # noqa: E402
 from proctor.run import Runner  # noqa: E402
 from proctor.tasks.rubrics import load_rubric  # noqa: E402

@@ -30,15 +30,15 @@ from store_scale import RUN, best_of, results
 from proctor import Store
 from proctor.core.results import TaskInfo
 from proctor.core.trace import Trace, TraceEvent
-from proctor.decide.summary import Tally, summarize
+from proctor.decide.summarize import Tally, summarize
+from proctor.labels.desk_settings import DeskSettings
 from proctor.review.assignment import enqueue
 from proctor.review.auth import add_reviewer
 from proctor.review.queue import review_queue
-from proctor.review.settings import DeskSettings
 from proctor.store import desk
-from proctor.store import labels as stored
+from proctor.store import label_tables as stored
 from proctor.store.export import store_run
-from proctor.store.labels import LabelRow
+from proctor.store.label_tables import LabelRow
 
 
 def trace_of(task_id: str, trial: int, trace_id: str) -> Trace:
@@ -95,7 +95,7 @@ def main() -> None:
     args = parser.parse_args()
     from starlette.testclient import TestClient
 
-    from proctor.review.app import create_app
+    from proctor.review.server import create_app
 
     n = args.tasks * args.trials
     with tempfile.TemporaryDirectory() as tmp:

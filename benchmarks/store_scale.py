@@ -21,7 +21,7 @@ from typing import Any
 from proctor import Store
 from proctor.core.results import Check, TaskInfo, TrialResult, Usage
 from proctor.core.trace import Trace
-from proctor.decide.summary import Tally, summarize
+from proctor.decide.summarize import Tally, summarize
 
 RUN = "scale"
 

@@ -23,10 +23,10 @@ from selenium.webdriver.common.by import By
 from proctor import Runner, Store
 from proctor.agents import load_agent
 from proctor.env.suite import load_suite
-from proctor.review.app import create_app
 from proctor.review.assignment import enqueue
 from proctor.review.auth import add_reviewer
 from proctor.review.queue import review_queue
+from proctor.review.server import create_app
 from proctor.store.export import store_run
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -18,12 +18,12 @@ import httpx
 from proctor import Runner, Store
 from proctor.agents import load_agent
 from proctor.env.suite import load_suite
-from proctor.review.app import create_app
+from proctor.labels.desk_settings import DeskSettings
 from proctor.review.assignment import enqueue
 from proctor.review.auth import add_reviewer
 from proctor.review.connections import HEADER_TIMEOUT_S, server_config
 from proctor.review.queue import ReviewConfig, review_queue
-from proctor.review.settings import DeskSettings
+from proctor.review.server import create_app
 from proctor.store.export import RunData, store_run
 from report_runs import EXAMPLES
 

@@ -9,9 +9,9 @@ from typing import Any
 
 from proctor.env.suite import Suite, load_suite
 from proctor.judge.cache import JudgeCache
-from proctor.judge.grading import Judging
+from proctor.judge.calibration_records import CalibrationPolicy
+from proctor.judge.grader import Judging
 from proctor.judge.panel import JudgePanel
-from proctor.judge.records import CalibrationPolicy
 from proctor.run import Runner
 from proctor.run.runner import RunReport
 from proctor.store import Store
@@ -30,7 +30,7 @@ def kyc_suite() -> Suite:
 
 
 def kyc_agents() -> Any:
-    from proctor.env.loading import load_module_from_path
+    from proctor.env.domain_finder import load_module_from_path
 
     return load_module_from_path(KYC / "agents.py")
 

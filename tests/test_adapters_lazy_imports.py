@@ -20,7 +20,7 @@ OPTIONAL = (
 PROBE = """
 import json, sys
 import proctor, proctor.run, proctor.cli, proctor.interop
-import proctor.interop.replay, proctor.interop.redact, proctor.interop.grading
+import proctor.traces.replay, proctor.interop.redact, proctor.traces.grading
 import proctor.agents.chat, proctor.agents.bridge
 import proctor.agents.adapters.pydantic_ai, proctor.agents.adapters.langgraph
 import proctor.agents.adapters.openai_agents, proctor.agents.adapters.smolagents

@@ -20,7 +20,7 @@ from proctor.judge.calibration import (
     kappa_interval,
     verdict_figures,
 )
-from proctor.judge.labels import Label, read_labels, write_labels
+from proctor.labels.label_file import Label, read_labels, write_labels
 from proctor.tasks.rubrics import load_rubric
 
 sklearn_metrics = pytest.importorskip("sklearn.metrics")
@@ -203,7 +203,7 @@ def test_rubrics_are_validated_like_tasks(tmp_path: Path) -> None:
 
 
 def test_the_review_desks_export_is_the_labels_format(tmp_path: Path) -> None:
-    from proctor.review.labels import write_labels as desk_write
+    from proctor.labels.ground_truth import write_labels as desk_write
 
     rows = [
         {"item": "abc123/kyc-case-03#0", "label": "fail", "labeller": "alice",

@@ -16,7 +16,7 @@ from click.testing import CliRunner
 from judge_runs import KYC, RUBRIC
 from proctor.cli import main
 from proctor.judge.calibration import verdict_figures
-from proctor.judge.records import CalibrationPolicy, standing
+from proctor.judge.calibration_records import CalibrationPolicy, standing
 from proctor.store import Store
 from proctor.store.calibrations import save_record
 
@@ -143,7 +143,7 @@ if __name__ == "__main__":
 
 
 def test_simulated_judges_differ_by_any_parameter_the_truth_s_code_included() -> None:
-    from proctor.judge.scripted import ScriptedJudge
+    from proctor.judge.scripted_judge import ScriptedJudge
 
     def truth(rubric: Any, view: Any) -> float:
         return 3.0

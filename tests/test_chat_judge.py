@@ -18,8 +18,8 @@ pytest.importorskip("openai", reason="the openai client is not installed (pip in
 from judge_runs import KYC, RUBRIC, calibrate_for_test, judge_checks, judged_run
 from openai_server import ScriptedChatServer, completion, judge_reply
 from proctor.cli import main
-from proctor.judge.base import JudgeView
-from proctor.judge.chat import ChatJudge
+from proctor.judge.chat_judge import ChatJudge
+from proctor.judge.judgment import JudgeView
 from proctor.judge.pairwise import compare_pairwise
 from proctor.judge.panel import JudgePanel
 from proctor.store import Store

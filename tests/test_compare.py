@@ -20,8 +20,8 @@ from proctor.core.jsonvalues import digest
 from proctor.core.results import Check, TaskInfo, TrialResult, Usage
 from proctor.core.trace import Trace
 from proctor.decide.compare import Pairing, compare_runs, holdout_looks, paired_metric
-from proctor.decide.paired import mcnemar_exact
-from proctor.decide.summary import summarize
+from proctor.decide.summarize import summarize
+from proctor.stats.paired import mcnemar_exact
 from proctor.store import Store
 from proctor.store.export import RunData, RunInputError, export_run, read_export, store_run
 

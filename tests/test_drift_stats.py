@@ -7,7 +7,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from scipy import stats as scipy_stats
 
-from proctor.decide.drift import fisher_exact, mann_whitney
+from proctor.stats.drift import fisher_exact, mann_whitney
 
 counts = st.integers(0, 80).flatmap(lambda n: st.tuples(st.integers(0, n), st.just(n)))
 samples = st.lists(st.sampled_from([0.0, 0.5, 1.0, 1.5, 2.0, 3.25, 10.0]), min_size=1, max_size=40)

@@ -21,8 +21,8 @@ from proctor import AgentInput, Runner, Store, Task, Toolbox, load_suite
 from proctor.env.suite import Suite
 from proctor.run.executor import LocalExecutor, RunContext, stream
 from proctor.run.process import ProcessExecutor
-from proctor.run.source import ExecutorError
 from proctor.run.threads import AgentThreads
+from proctor.run.worker_source import ExecutorError
 
 FIXTURES = Path(__file__).parent / "fixtures"
 MINI = FIXTURES / "mini"
@@ -224,7 +224,7 @@ def test_a_hung_agent_is_killed_and_its_worker_replaced(tmp_path: Path, name: st
 
 
 def test_process_isolation_needs_files_and_an_agent_reference() -> None:
-    from proctor.env.loading import load_module_from_path
+    from proctor.env.domain_finder import load_module_from_path
 
     task = Task.model_validate({"id": "t", "domain": "mini", "prompt": "hi"})
     domain = load_module_from_path(MINI / "domain.py").domain  # type: ignore[attr-defined]
@@ -310,7 +310,7 @@ def test_agent_threads_are_reused_and_a_stuck_one_is_replaced() -> None:
 
 
 def test_worker_agent_references_are_absolute_except_chat_models(tmp_path: Path) -> None:
-    from proctor.run.source import _absolute_ref
+    from proctor.run.worker_source import _absolute_ref
 
     assert _absolute_ref("chat:openai/gpt-4o:free?temperature=0") == (
         "chat:openai/gpt-4o:free?temperature=0"

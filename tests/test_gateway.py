@@ -10,8 +10,8 @@ import pytest
 
 from proctor import SyncToolbox, Task, Toolbox, ToolResult
 from proctor.env import Environment, EnvironmentFault
+from proctor.env.domain_finder import resolve_domain
 from proctor.env.gateway import GatewayClosed
-from proctor.env.loading import resolve_domain
 
 MINI = Path(__file__).parent / "fixtures" / "mini"
 DOMAIN = resolve_domain("mini", MINI / "domain.py")

@@ -17,9 +17,9 @@ from proctor.core.results import Check, Usage
 from proctor.grade.answer import grade_answer
 from proctor.grade.budget import grade_budget
 from proctor.grade.context import GradeContext, calls_from_trace
+from proctor.grade.final_state import effect_check, grade_outcome, path_check
 from proctor.grade.grounding import ungrounded
 from proctor.grade.language import mentions
-from proctor.grade.outcome import effect_check, grade_outcome, path_check
 from proctor.grade.trajectory import grade_trajectory, retries_by_tool
 from proctor.tasks.models import EffectAssertion, PathAssertion
 

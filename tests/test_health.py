@@ -449,7 +449,7 @@ def test_judge_checks_count_only_with_a_calibration_of_the_rubric_as_it_is(
     tmp_path: Path,
 ) -> None:
     from proctor.env.suite import load_suite
-    from proctor.health.judges import judge_status
+    from proctor.health.judge_standing import judge_status
     from proctor.judge.calibration import verdict_figures
     from proctor.store.calibrations import save_record
     from proctor.store.sqlite import Store
@@ -543,7 +543,7 @@ def test_gate_require_health_takes_no_report_proctor_health_did_not_write(
 ) -> None:
     """A hand-written report, an edited one, one from another store, one contradicting
     itself (re-signed by someone holding the key): each is refused with the reason."""
-    from proctor.health.records import SIGNATURE, sign_health
+    from proctor.health.stored_reports import SIGNATURE, sign_health
     from proctor.store import Store
 
     folder, agent = support_copy(tmp_path, planted=True)

@@ -7,11 +7,11 @@ from pathlib import Path
 from typing import Any
 
 from proctor import Store
-from proctor.agents.base import AgentInput
+from proctor.agents.agent import AgentInput
 from proctor.env.suite import Suite
 from proctor.env.toolbox import Toolbox
 from proctor.health.check import check_health
-from proctor.health.records import save_health
+from proctor.health.stored_reports import save_health
 from proctor.report.health_html import health_view
 from proctor.report.html import write_html
 from proctor.report.inputs import gather

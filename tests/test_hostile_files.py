@@ -23,9 +23,9 @@ from proctor.core.bounded import MAX_ALIASES, MAX_BYTES, MAX_DEPTH, MAX_STRING, 
 from proctor.core.documents import SpecError
 from proctor.decide.gate import load_rules
 from proctor.decide.scorecard import load_scorecard
-from proctor.interop.grading import load_mapping
 from proctor.interop.redact import Redactor
 from proctor.tasks.loader import load_faults, load_task_file
+from proctor.traces.grading import load_mapping
 from support_run import run_support_cli
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -18,8 +18,8 @@ from click.testing import CliRunner, Result
 
 from proctor.cli import main
 from proctor.core.bounded import MAX_DEPTH
-from proctor.interop.session import TraceInputError
-from proctor.interop.trace_files import load_sessions
+from proctor.traces.imported import TraceInputError
+from proctor.traces.trace_files import load_sessions
 
 ROOT = Path(__file__).resolve().parents[1]
 SUPPORT = ROOT / "examples" / "support"

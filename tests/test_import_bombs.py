@@ -13,9 +13,9 @@ from typing import Any
 import pytest
 
 from proctor.core.bounded import MAX_DEPTH
-from proctor.interop import session as session_module
-from proctor.interop.session import TraceInputError
-from proctor.interop.trace_files import load_sessions
+from proctor.traces import imported as session_module
+from proctor.traces.imported import TraceInputError
+from proctor.traces.trace_files import load_sessions
 from test_hostile_traces import grade, session_spans, suite, write_lines  # noqa: F401
 from test_inspect_logs import SAMPLES, members
 
@@ -145,8 +145,8 @@ def test_judge_files_nested_past_what_json_reads_name_file_and_line(
     tmp_path: Path, reader: str
 ) -> None:
     from proctor.core.documents import SpecError
-    from proctor.judge.items import read_items
-    from proctor.judge.labels import read_labels
+    from proctor.judge.calibration_items import read_items
+    from proctor.labels.label_file import read_labels
 
     path = tmp_path / f"{reader}.jsonl"
     path.write_text("{}\n" + DEEP + "\n")

@@ -17,15 +17,15 @@ from proctor.agents import load_agent
 from proctor.cli import main
 from proctor.env.domain import Domain
 from proctor.env.suite import Suite
-from proctor.interop import grading
-from proctor.interop.grading import grade_sessions
-from proctor.interop.replay import replay
-from proctor.interop.session import Session
-from proctor.interop.trace_files import load_sessions
 from proctor.run.pool import open_pool
 from proctor.store import Store
 from proctor.tasks.models import Task
 from proctor.tasks.predicates import args_match
+from proctor.traces import grading
+from proctor.traces.grading import grade_sessions
+from proctor.traces.imported import Session
+from proctor.traces.replay import replay
+from proctor.traces.trace_files import load_sessions
 from store_sql import sql
 from support_run import SUPPORT, support_suite
 

@@ -16,11 +16,11 @@ import yaml
 from conftest import proctor, shared_data
 from proctor import Plan, ScriptedAgent, Step, load_suite
 from proctor.env.suite import Suite
-from proctor.judge.base import JudgeView
-from proctor.judge.grading import Judging
+from proctor.judge.calibration_records import CalibrationPolicy, Standing
+from proctor.judge.grader import Judging
+from proctor.judge.judgment import JudgeView
 from proctor.judge.panel import JudgePanel
-from proctor.judge.records import CalibrationPolicy, Standing
-from proctor.judge.scripted import ScriptedJudge
+from proctor.judge.scripted_judge import ScriptedJudge
 from proctor.run import Runner
 from proctor.tasks.models import JudgeExpect
 from proctor.tasks.rubrics import Rubric
@@ -161,7 +161,7 @@ def test_without_a_judge_the_judge_checks_are_not_run(adk: Path) -> None:
 def test_the_chat_judge_reads_the_reference_as_data(adk: Path) -> None:
     pytest.importorskip("openai", reason="the openai client is not installed")
     from openai_server import ScriptedChatServer, judge_reply
-    from proctor.judge.chat import ChatJudge
+    from proctor.judge.chat_judge import ChatJudge
 
     suite = load_suite([adk])
     with ScriptedChatServer([judge_reply(3), judge_reply(3)]) as server:

@@ -20,7 +20,7 @@ import pytest
 
 from conftest import proctor
 from proctor.agents.pricing import PriceTable
-from proctor.interop.inspect_log import sessions_from_inspect
+from proctor.traces.inspect_log import sessions_from_inspect
 
 DOMAIN = '''
 from proctor import Domain, ToolError

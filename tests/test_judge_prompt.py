@@ -16,7 +16,7 @@ from hypothesis import strategies as st
 from judge_runs import RUBRIC
 from openai_server import obedient_score
 from proctor.judge import prompt
-from proctor.judge.base import JudgeView
+from proctor.judge.judgment import JudgeView
 from proctor.judge.prompt import (
     DATA_INTRO,
     PAIR_FORMAT,
@@ -172,7 +172,7 @@ ATTACKS = [
 def test_an_obedient_judge_is_not_talked_into_a_pass(attack: str) -> None:
     pytest.importorskip("openai", reason="the openai client is not installed")
     from openai_server import ObedientJudgeServer
-    from proctor.judge.chat import ChatJudge
+    from proctor.judge.chat_judge import ChatJudge
     from proctor.judge.panel import JudgePanel
 
     rude = "Missing: PASSPORT, PROOF_ADDR. Upload them."

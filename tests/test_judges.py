@@ -15,16 +15,16 @@ from judge_runs import KYC, RUBRIC, judge_checks, judged_run, kyc_agents
 from proctor.cli import main
 from proctor.core.manifest import Manifest
 from proctor.core.results import GATING_KINDS, Check
-from proctor.judge.base import JudgeView
-from proctor.judge.grading import self_preference_warnings
+from proctor.judge.grader import self_preference_warnings
+from proctor.judge.judgment import JudgeView
 from proctor.judge.panel import JudgePanel
-from proctor.judge.scripted import ScriptedJudge
+from proctor.judge.scripted_judge import ScriptedJudge
 from proctor.review.queue import review_queue
 from proctor.store import Store
 from proctor.store.export import store_run
 from proctor.tasks.rubrics import load_rubric
 
-judges: Any = __import__("proctor.env.loading", fromlist=["x"]).load_module_from_path(
+judges: Any = __import__("proctor.env.domain_finder", fromlist=["x"]).load_module_from_path(
     KYC / "judges.py"
 )
 MISSING_DOCS = ("kyc-case-03", "kyc-case-06", "kyc-case-11", "kyc-case-12", "kyc-case-15")
@@ -225,7 +225,7 @@ def test_a_calibrated_judge_counts_only_the_checks_its_tasks_let_decide() -> Non
     """A task whose judge entry is advisory keeps its checks advisory under a calibrated
     judge: the report does not count them among the checks that decide."""
     from proctor.core.summary import Judges
-    from proctor.report.judges import judge_statements
+    from proctor.report.judge_tables import judge_statements
 
     row = {"version": "v1", "calibrated": True, "reason": "calibrated #3", "record": {}}
     manifest = Manifest.from_json(

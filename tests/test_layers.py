@@ -221,6 +221,51 @@ def test_the_docs_describe_every_package(order: list[str]) -> None:
         assert f"**{name}/**" in architecture, f"docs/architecture.md describes no {name}/"
 
 
+#: A cli/ module is named after its command or family of commands (`health.py` is
+#: `proctor health`), so it may share a name with the module that does the work.
+NAMED_BY_COMMAND = "cli"
+
+
+def repeated_names(src: Path) -> dict[str, list[str]]:
+    """File name → its modules, for every name two modules outside cli/ share."""
+    seen: dict[str, list[str]] = {}
+    for path in sorted((src / ROOT).rglob("*.py")):
+        relative = path.relative_to(src / ROOT)
+        if path.name != "__init__.py" and relative.parts[0] != NAMED_BY_COMMAND:
+            seen.setdefault(path.name, []).append(relative.as_posix())
+    return {name: paths for name, paths in seen.items() if len(paths) > 1}
+
+
+def test_a_name_says_what_the_file_holds() -> None:
+    """One home per concept, one file per name (docs/architecture.md, Packages)."""
+    assert repeated_names(SRC) == {}
+
+
+def test_pure_statistics_are_the_ground_floor(graph: dict[str, set[str]], order: list[str]) -> None:
+    """stats/ sits right above core and imports nothing of proctor but itself; human
+    labels sit below the judges that calibrate on them, recorded traces beside the run."""
+    assert order[:2] == ["core", "stats"]
+    assert order.index("decide") < order.index("labels") < order.index("judge")
+    assert order.index("traces") == order.index("run") + 1
+    outside = [
+        f"{module} -> {target}"
+        for module, targets in sorted(graph.items())
+        if package_of(module) == "stats"
+        for target in sorted(targets)
+        if package_of(target) != "stats"
+    ]
+    assert outside == []
+
+
+def test_the_name_check_sees_repeats_but_not_commands(tmp_path: Path) -> None:
+    for name in ("a/labels.py", "b/labels.py", "cli/labels.py", "c/x.py", "a/__init__.py"):
+        path = tmp_path / ROOT / name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text("", encoding="utf-8")
+    (tmp_path / ROOT / "b" / "__init__.py").write_text("", encoding="utf-8")
+    assert repeated_names(tmp_path) == {"labels.py": ["a/labels.py", "b/labels.py"]}
+
+
 # -- the checker itself, on a tree made to break every rule ---------------------------------
 
 

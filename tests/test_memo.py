@@ -7,7 +7,7 @@ import pytest
 from proctor import Task
 from proctor.core import memo
 from proctor.core.memo import per_object
-from proctor.grade.metrics import expected_tools
+from proctor.grade.tool_use import expected_tools
 
 
 def task(tool: str) -> Task:

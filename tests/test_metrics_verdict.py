@@ -12,9 +12,9 @@ from proctor.grade import grader_versions
 from proctor.grade.answer import grade_answer
 from proctor.grade.budget import grade_budget
 from proctor.grade.context import GradeContext
-from proctor.grade.metrics import tool_metrics
-from proctor.grade.outcome import grade_outcome
+from proctor.grade.final_state import grade_outcome
 from proctor.grade.safety import grade_safety
+from proctor.grade.tool_use import tool_metrics
 from proctor.grade.trajectory import grade_trajectory
 
 CtxOf = Callable[..., GradeContext]

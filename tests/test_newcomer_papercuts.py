@@ -13,7 +13,7 @@ import tomllib
 from pathlib import Path
 
 from conftest import proctor
-from proctor.agents.base import AgentInput
+from proctor.agents.agent import AgentInput
 from proctor.env.domain import ToolContext
 from proctor.report.html import PAIRED_RATE
 from proctor.tasks.models import Identity

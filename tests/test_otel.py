@@ -14,10 +14,10 @@ from click.testing import CliRunner
 
 from proctor import Misbehaviour, Runner, ScriptedAgent
 from proctor.cli import main
-from proctor.env.loading import load_module_from_path
-from proctor.interop.grading import grade_sessions
-from proctor.interop.trace_files import load_sessions
+from proctor.env.domain_finder import load_module_from_path
 from proctor.store import Store
+from proctor.traces.grading import grade_sessions
+from proctor.traces.trace_files import load_sessions
 from support_run import SUPPORT, support_suite
 
 pytest.importorskip("opentelemetry.sdk", reason="opentelemetry-sdk is not installed ('.[otel]')")

@@ -16,7 +16,7 @@ import pytest
 
 from proctor import Domain, Runner, Task, ToolError
 from proctor.core.results import TrialResult, Usage
-from proctor.decide.summary import combined_efficiency, is_partial
+from proctor.decide.summarize import combined_efficiency, is_partial
 from proctor.env.suite import Suite
 
 shop = Domain("shop", base_state={"orders": {"A-1": {"status": "placed"}}})

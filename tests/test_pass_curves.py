@@ -1,4 +1,4 @@
-"""pass@k and pass^k for every k of a task in O(n) (decide.stats.pass_curves), held to the
+"""pass@k and pass^k for every k of a task in O(n) (stats.rates.pass_curves), held to the
 exact binomial formulas: a summary of 8,000 sessions of one task took 37 s with one exact
 big-integer ratio per k, 0.5 s with the curves."""
 
@@ -11,7 +11,7 @@ import pytest
 from hypothesis import example, given
 from hypothesis import strategies as st
 
-from proctor.decide.stats import (
+from proctor.stats.rates import (
     complete_k,
     mean_pass_curves,
     pass_at_k,

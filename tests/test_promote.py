@@ -23,7 +23,7 @@ from proctor.review.auth import add_reviewer
 from proctor.run import Runner
 from proctor.run.trial import judge, usage_of
 from proctor.store import Store
-from proctor.store.labels import LabelRow, add_adjudication
+from proctor.store.label_tables import LabelRow, add_adjudication
 from proctor.tasks.models import Task
 from store_sql import sql
 from trial_run import run_member

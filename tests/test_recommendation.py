@@ -16,7 +16,7 @@ from proctor import Runner, Store
 from proctor.agents import load_agent
 from proctor.core.summary import RunSummary, Violations
 from proctor.decide.gate import load_rules
-from proctor.decide.summary import summarize
+from proctor.decide.summarize import summarize
 from proctor.report.html import render_html
 from proctor.report.inputs import gather
 from proctor.report.markdown import render_markdown

@@ -60,7 +60,7 @@ def test_sign_in_keeps_only_hashes_and_sets_a_strict_cookie(
 def test_a_desk_reached_over_tls_sets_a_secure_cookie(desk_db: Path, desk_store: Store) -> None:
     from starlette.testclient import TestClient
 
-    from proctor.review.app import create_app
+    from proctor.review.server import create_app
 
     token = reviewer(desk_store, "alice").split("token=")[1]
     client = TestClient(create_app(desk_db), base_url="https://127.0.0.1:8765")
@@ -121,7 +121,7 @@ def test_a_session_cannot_label_another_reviewers_assignment(
 def test_odd_task_ids_and_host_names(desk_db: Path, desk_store: Store) -> None:
     from proctor.core.results import TrialResult
     from proctor.core.trace import Trace, TraceEvent
-    from proctor.review.app import create_app
+    from proctor.review.server import create_app
 
     odd = "imported/session?x=1#2"  # imported sessions keep their own ids
     manifest = {

@@ -17,9 +17,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from proctor.core.results import TaskInfo
-from proctor.decide.agreement import cohen_kappa, krippendorff_alpha
-from proctor.review.agreement import human_vs_automated, reviewer_agreement
-from proctor.review.labels import (
+from proctor.labels.agreement import human_vs_automated, reviewer_agreement
+from proctor.labels.desk_settings import DeskSettings, Scale, load_settings
+from proctor.labels.ground_truth import (
     LabelError,
     export_rows,
     ground_truth,
@@ -27,8 +27,8 @@ from proctor.review.labels import (
     slice_column,
     write_labels,
 )
-from proctor.review.settings import DeskSettings, Scale, load_settings
-from proctor.store.labels import LabelRow
+from proctor.stats.interrater import cohen_kappa, krippendorff_alpha
+from proctor.store.label_tables import LabelRow
 
 BINARY = DeskSettings()
 SCORES = DeskSettings(scale=Scale(kind="score", min=1, max=5, pass_at=4))

@@ -14,7 +14,7 @@ import pytest
 
 from desk_support import live_desk, queue, reviewer, run_clinical
 from proctor import Store
-from proctor.review.settings import DeskSettings
+from proctor.labels.desk_settings import DeskSettings
 from report_runs import PWN, run_hostile
 from test_browser import driver  # noqa: F401  (Chromium, set up as the report tests do)
 

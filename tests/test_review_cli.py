@@ -16,9 +16,9 @@ from click.testing import CliRunner
 from conftest import proctor
 from desk_support import desk_client, queue, reviewer, run_clinical, sign_in
 from proctor import Store
+from proctor.labels.agreement import human_figures
 from proctor.report.html import render_html
 from proctor.report.inputs import gather
-from proctor.review.agreement import human_figures
 from proctor.store import desk
 from proctor.store.export import RunData
 

@@ -32,9 +32,9 @@ from desk_support import (
     take,
 )
 from proctor import Store
-from proctor.review.settings import DeskSettings
+from proctor.labels.desk_settings import DeskSettings
 from proctor.store import desk
-from proctor.store import labels as stored
+from proctor.store import label_tables as stored
 from report_runs import PWN
 from store_sql import sql
 
@@ -375,7 +375,7 @@ def test_an_ambiguous_task_is_listed_for_its_owners_and_kept_out(
     lead = signed(desk_db, desk_store, "lead", adjudicator=True)
     page = lead.client.get(f"/runs/{run_id}/agreement").text
     assert "the prompt names two patients" in page and item.task_id in page
-    from proctor.review.labels import run_truth
+    from proctor.labels.ground_truth import run_truth
 
     truth = run_truth(desk_store, run_id)
     assert item.task_id in truth.flagged

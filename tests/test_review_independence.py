@@ -13,7 +13,7 @@ from starlette.routing import Route
 
 from desk_support import FAIL, Session, claim, first_double, queue, run_clinical, signed, take
 from proctor import Store
-from proctor.review.app import create_app
+from proctor.review.server import create_app
 from proctor.store import desk
 
 NOTE = "NOTE-7f3a: step 4 prescribes despite the allergy"

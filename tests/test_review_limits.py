@@ -155,8 +155,8 @@ def test_a_newer_desk_schema_is_refused_never_rewritten(tmp_path: Path) -> None:
     from click.testing import CliRunner
 
     from proctor.cli import main
-    from proctor.review.app import create_app
-    from proctor.review.labels import run_truth
+    from proctor.labels.ground_truth import run_truth
+    from proctor.review.server import create_app
     from proctor.store import StoreError, desk
 
     path = tmp_path / "p.db"
@@ -201,7 +201,7 @@ def test_a_version_1_desk_gains_the_new_columns_and_keeps_its_reviewers(tmp_path
 
 def test_a_version_2_desk_keeps_its_labels_as_given_blind(tmp_path: Path) -> None:
     from proctor.store import desk
-    from proctor.store import labels as stored
+    from proctor.store import label_tables as stored
 
     old = desk._SCHEMA.replace(",\n    informed INTEGER NOT NULL DEFAULT 0\n", "\n")
     assert old != desk._SCHEMA
@@ -241,7 +241,7 @@ def test_a_version_2_desk_keeps_its_labels_as_given_blind(tmp_path: Path) -> Non
 )
 def test_the_settings_file_is_bounded(tmp_path: Path, text: str, line: int, message: str) -> None:
     from proctor.core.documents import SpecError
-    from proctor.review.settings import load_settings
+    from proctor.labels.desk_settings import load_settings
 
     path = tmp_path / "desk.yaml"
     path.write_text(text)

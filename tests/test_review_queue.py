@@ -12,7 +12,7 @@ from conftest import proctor
 from proctor import Store
 from proctor.core.results import Check, TaskInfo, TrialResult
 from proctor.decide.compare import CompareError
-from proctor.decide.summary import summarize
+from proctor.decide.summarize import summarize
 from proctor.review.queue import ReviewConfig, review_queue
 from proctor.store.export import RunData, export_run
 from report_runs import run_example

@@ -18,7 +18,7 @@ from rich.console import Console
 from conftest import proctor
 from proctor.core.results import Check, TaskInfo, TrialResult
 from proctor.core.summary import RunSummary
-from proctor.decide.summary import root_causes, summarize
+from proctor.decide.summarize import root_causes, summarize
 from proctor.env.toolbox import Toolbox
 from proctor.grade.root_cause import root_cause, root_cause_name
 from proctor.report.terminal import root_cause_table

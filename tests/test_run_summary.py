@@ -22,7 +22,7 @@ from proctor.cli import main
 from proctor.core.results import Check, TaskInfo, TrialResult
 from proctor.core.runs import RunData
 from proctor.core.summary import SUMMARY_VERSION, RunSummary, summary_schema
-from proctor.decide.summary import summarize
+from proctor.decide.summarize import summarize
 from proctor.store import Store
 from proctor.store.export import RunInputError, export_run, read_export, store_run
 
@@ -152,7 +152,7 @@ def test_each_slice_counts_the_safety_violations_of_its_own_tasks() -> None:
     """The violations are read in one pass and summed per slice: a slice counts only its
     tasks' failed safety checks (an undecided or passed one is none)."""
     from proctor.core.results import Check, TaskInfo, TrialResult
-    from proctor.decide.summary import summarize
+    from proctor.decide.summarize import summarize
 
     def trial(task_id: str, n: int, *checks: Check) -> TrialResult:
         return TrialResult(

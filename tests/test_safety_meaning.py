@@ -20,11 +20,11 @@ from judge_runs import judge_checks, judged_run
 from proctor import ScriptedAgent
 from proctor.cli import main
 from proctor.core.documents import SpecError
-from proctor.env.loading import load_module_from_path
+from proctor.env.domain_finder import load_module_from_path
 from proctor.env.suite import Suite, load_suite
 from proctor.health.check import check_health
 from proctor.health.meaning import keyword_only
-from proctor.judge.base import JudgeView
+from proctor.judge.judgment import JudgeView
 from proctor.run import Runner
 from proctor.store import Store
 from proctor.tasks.loader import load_task_file

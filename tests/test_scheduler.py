@@ -109,8 +109,8 @@ def test_no_judgment_is_lost_against_a_quota() -> None:
     """Forty judgments at once against 20 requests/s: every one comes back."""
     pytest.importorskip("openai")
     from judge_runs import RUBRIC
-    from proctor.judge.base import JudgeView
-    from proctor.judge.chat import ChatJudge
+    from proctor.judge.chat_judge import ChatJudge
+    from proctor.judge.judgment import JudgeView
     from proctor.judge.panel import JudgePanel
     from proctor.tasks.rubrics import load_rubric
 

@@ -23,7 +23,7 @@ from proctor.decide.scorecard import (
     scorecard,
     summary_with_scorecard,
 )
-from proctor.decide.summary import summarize
+from proctor.decide.summarize import summarize
 from proctor.store.export import RunData
 
 FULL_TOOL_USE = {"tool_precision": 1.0, "tool_recall": 1.0, "arg_accuracy": 1.0}

@@ -21,7 +21,7 @@ from proctor.cli.common import EXIT_INVALID
 from proctor.core.trace import Recorder, SimClock
 from proctor.env.suite import load_suite
 from proctor.env.user import SimulatedUser
-from proctor.health.simulator import sample_tasks
+from proctor.health.simulated_users import sample_tasks
 from proctor.run import Runner
 from proctor.run.process import ProcessExecutor
 from proctor.run.scripteduser import FAILURES, ScriptedUserModel
@@ -34,9 +34,9 @@ from proctor.run.simulator import (
     user_seed,
     user_spending,
 )
-from proctor.run.source import ExecutorError
 from proctor.run.userguards import Conversation, Draft, rejections
 from proctor.run.usermodel import ChatUserModel
+from proctor.run.worker_source import ExecutorError
 from proctor.store import Store
 from proctor.tasks.loader import load_task_file
 from proctor.tasks.models import SubGoal, Task, UserSpec

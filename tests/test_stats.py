@@ -1,4 +1,4 @@
-"""Tests for proctor.decide.stats against brute force, published values, numpy and scipy."""
+"""Tests for proctor.stats.rates against brute force, published values, numpy and scipy."""
 
 from __future__ import annotations
 
@@ -13,9 +13,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from proctor.decide import stats
-from proctor.decide.distributions import normal_quantile
-from proctor.decide.stats import (
+from proctor.stats import rates as stats
+from proctor.stats.distributions import normal_quantile
+from proctor.stats.rates import (
     mean,
     mean_over_tasks,
     pass_at_k,
@@ -246,7 +246,7 @@ def test_module_does_not_import_numpy_or_scipy() -> None:
     src = str(Path(stats.__file__).resolve().parents[1])
     env = {**os.environ, "PYTHONPATH": src + os.pathsep + os.environ.get("PYTHONPATH", "")}
     code = (
-        "import sys, proctor.decide.stats; "
+        "import sys, proctor.stats.rates; "
         "bad = [m for m in ('numpy', 'scipy') if m in sys.modules]; "
         "sys.exit(1 if bad else 0)"
     )

@@ -1,4 +1,4 @@
-"""Paired statistics (proctor.decide.paired) and power (proctor.decide.stats) against scipy,
+"""Paired statistics (proctor.stats.paired) and power (proctor.stats.rates) against scipy,
 brute force and simulation."""
 
 from __future__ import annotations
@@ -12,8 +12,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from conftest import proctor
-from proctor.decide.distributions import t_quantile
-from proctor.decide.paired import (
+from proctor.stats.distributions import t_quantile
+from proctor.stats.paired import (
     MIN_TASKS,
     bootstrap_mean_interval,
     holm,
@@ -23,7 +23,7 @@ from proctor.decide.paired import (
     rate_difference,
     tango_score,
 )
-from proctor.decide.stats import (
+from proctor.stats.rates import (
     design_effect,
     icc_anova,
     minimal_detectable_effect,

@@ -17,7 +17,7 @@ import pytest
 
 from proctor import Runner, Store, load_agent, load_suite
 from proctor.decide.scorecard import summary_with_scorecard
-from proctor.decide.summary import DEFAULT_MAX_ERROR_RATE, Tally
+from proctor.decide.summarize import DEFAULT_MAX_ERROR_RATE, Tally
 from proctor.run.runner import task_infos
 from proctor.store.sqlite import SCHEMA_VERSION
 from store_sql import sql

@@ -1,9 +1,9 @@
 """The headline success rate and its task-clustered interval; paired rate differences.
 
 Trials of one task are not independent, so the interval of the success rate is Korn and
-Graubard's interval on an effective sample size (proctor.decide.stats.task_rate); the
+Graubard's interval on an effective sample size (proctor.stats.rates.task_rate); the
 difference of two rates is an adjusted paired t on per-task differences
-(proctor.decide.paired.rate_difference).
+(proctor.stats.paired.rate_difference).
 Checked against scipy and statsmodels, by coverage in simulation, and by properties.
 """
 
@@ -18,9 +18,9 @@ import pytest
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
-from proctor.decide.distributions import beta_quantile, normal_quantile, t_quantile
-from proctor.decide.paired import MIN_TASKS, mcnemar_exact, rate_difference
-from proctor.decide.stats import (
+from proctor.stats.distributions import beta_quantile, normal_quantile, t_quantile
+from proctor.stats.paired import MIN_TASKS, mcnemar_exact, rate_difference
+from proctor.stats.rates import (
     complete_k,
     pass_hat_k_tasks,
     task_rate,

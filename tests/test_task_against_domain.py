@@ -17,7 +17,7 @@ import pytest
 
 from conftest import proctor
 from proctor.env.checking import path_problem
-from proctor.env.loading import load_module_from_path
+from proctor.env.domain_finder import load_module_from_path
 
 ROOT = Path(__file__).resolve().parents[1]
 SUPPORT = ROOT / "examples" / "support"

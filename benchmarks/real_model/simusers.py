@@ -24,9 +24,9 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from proctor.decide.stats import wilson_interval
 from proctor.env.suite import load_suite
 from proctor.run.simulator import user_seed
+from proctor.stats.rates import wilson_interval
 from proctor.store import Store
 
 #: How many delivered messages the figures quote, most common first.

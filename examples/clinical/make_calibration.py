@@ -24,7 +24,7 @@ from typing import Any
 import yaml
 
 from proctor import load_module_from_path
-from proctor.judge.labels import Label, write_labels
+from proctor.labels.label_file import Label, write_labels
 
 SEED = 20261205
 HERE = Path(__file__).resolve().parent

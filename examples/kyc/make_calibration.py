@@ -22,7 +22,7 @@ from typing import Any
 import yaml
 
 from proctor import JudgeView, load_module_from_path
-from proctor.judge.labels import Label, write_labels
+from proctor.labels.label_file import Label, write_labels
 
 SEED = 20250212
 HERE = Path(__file__).resolve().parent

@@ -13,7 +13,7 @@ from proctor.core.lazy import lazy_exports
 from proctor.core.version import __version__
 
 #: Modules of the public API, by the name they have here.
-_MODULES = {"stats": "proctor.decide.stats"}
+_MODULES = {"stats": "proctor.stats"}
 #: Name → the module that defines it.
 _EXPORTS = {
     # records every layer shares
@@ -75,7 +75,7 @@ _EXPORTS = {
     "RunData": "proctor.core.runs",
     "RunSummary": "proctor.core.summary",
     "load_run": "proctor.store.export",
-    "summarize": "proctor.decide.summary",
+    "summarize": "proctor.decide.summarize",
     "Pairing": "proctor.decide.compare",
     "compare_runs": "proctor.decide.compare",
     "Gate": "proctor.decide.gate",
@@ -174,6 +174,7 @@ def __dir__() -> list[str]:
 
 
 if TYPE_CHECKING:
+    from proctor import stats
     from proctor.agents import (
         Agent,
         AgentInput,
@@ -207,11 +208,10 @@ if TYPE_CHECKING:
     from proctor.core.runs import RunData
     from proctor.core.summary import RunSummary
     from proctor.core.trace import Trace, TraceEvent
-    from proctor.decide import stats
     from proctor.decide.compare import Pairing, compare_runs
     from proctor.decide.gate import Gate, load_rules
     from proctor.decide.scorecard import ScorecardConfig, load_scorecard
-    from proctor.decide.summary import summarize
+    from proctor.decide.summarize import summarize
     from proctor.env import (
         Decision,
         Domain,

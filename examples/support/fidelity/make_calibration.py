@@ -27,8 +27,8 @@ from typing import Any
 
 import yaml
 
-from proctor.judge.labels import Label, write_labels
 from proctor.judge.views import transcript
+from proctor.labels.label_file import Label, write_labels
 from proctor.run.scripteduser import FAILURES, UNGUARDED, ScriptedUserModel
 from proctor.run.simulator import user_prompt
 from proctor.tasks.models import UserSpec

@@ -1,8 +1,8 @@
 """Agents: the protocol, the ScriptedAgent, and loading agents named on the CLI."""
 
-from proctor.agents.base import Agent, AgentInput, AgentResult, InfrastructureError, SyncAgent
+from proctor.agents.agent import Agent, AgentInput, AgentResult, InfrastructureError, SyncAgent
+from proctor.agents.agent_refs import AgentNotFound, load_agent
 from proctor.agents.chat import ChatAgent
-from proctor.agents.loading import AgentNotFound, load_agent
 from proctor.agents.scripted import Misbehaviour, Plan, ScriptedAgent, Step
 from proctor.agents.session import Session
 

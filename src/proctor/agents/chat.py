@@ -17,7 +17,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from proctor.agents.base import AgentInput, AgentResult
+from proctor.agents.agent import AgentInput, AgentResult
 from proctor.agents.bridge import bridge_tools, find_tool
 from proctor.agents.endpoint import ENDPOINT_OPTIONS, ChatEndpoint, parse_options
 from proctor.agents.pricing import PriceTable, record_call

@@ -18,7 +18,7 @@ import weakref
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from proctor.agents.base import InfrastructureError
+from proctor.agents.agent import InfrastructureError
 from proctor.agents.outages import outages_as_infrastructure
 from proctor.agents.scheduler import Limits, endpoint_key, estimate_tokens, scheduler_for
 from proctor.core.credentials import public_url

@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from contextlib import contextmanager
 
-from proctor.agents.base import InfrastructureError
+from proctor.agents.agent import InfrastructureError
 
 #: HTTP statuses that say the provider or its configuration failed, not the agent.
 INFRASTRUCTURE_STATUSES = frozenset({401, 403, 404, 408, 429})

@@ -13,7 +13,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from proctor.agents.base import AgentInput, AgentResult
+from proctor.agents.agent import AgentInput, AgentResult
 from proctor.agents.session import Session
 from proctor.env.toolbox import Toolbox
 

@@ -12,7 +12,7 @@ import json
 import random
 from typing import Any
 
-from proctor.agents.base import AgentInput, AgentResult
+from proctor.agents.agent import AgentInput, AgentResult
 from proctor.core.results import Usage
 from proctor.env.gateway import ToolResult
 from proctor.env.toolbox import Toolbox

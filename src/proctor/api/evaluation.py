@@ -23,7 +23,7 @@ from proctor.api.decisions import (
     rule_list,
 )
 from proctor.api.errors import InputError
-from proctor.api.judging import Combine, fidelity_for, judging_for
+from proctor.api.run_judges import Combine, fidelity_for, judging_for
 
 if TYPE_CHECKING:
     from proctor.agents.pricing import PriceTable
@@ -36,7 +36,7 @@ if TYPE_CHECKING:
     from proctor.decide.scorecard import ScorecardConfig
     from proctor.env.suite import Suite
     from proctor.interop.redact import Redactor
-    from proctor.judge.records import CalibrationPolicy
+    from proctor.judge.calibration_records import CalibrationPolicy
     from proctor.review.queue import ReviewConfig
     from proctor.run.executor import Executor
     from proctor.run.runner import ProgressFn, Runner, RunReport
@@ -335,7 +335,7 @@ def prepare(
     from proctor.env.suite import Suite, load_suite
     from proctor.run import Runner
     from proctor.run.resume import ResumeError
-    from proctor.run.source import ExecutorError
+    from proctor.run.worker_source import ExecutorError
     from proctor.store import RunNotFound, Store
     from proctor.tasks.loader import load_faults
 

@@ -53,10 +53,10 @@ def write_report(
     without a summary) and OSError (a path that cannot be written)."""
     from proctor.api.decisions import rule_list, run_data
     from proctor.decide.compare import CompareError
+    from proctor.labels.agreement import human_figures
     from proctor.report.html import write_html
     from proctor.report.inputs import gather
     from proctor.report.markdown import write_markdown
-    from proctor.review.agreement import human_figures
 
     if html is None and markdown is None:
         raise InputError("nothing to write: pass html=PATH and/or markdown=PATH")
@@ -109,7 +109,7 @@ def _add_program_and_health(
     inputs: ReportInputs, store: Store, run: RunData, suite: Suite | None
 ) -> None:
     """The evaluation program's figures and the suite's health, as the store has them."""
-    from proctor.health.records import health_problems
+    from proctor.health.stored_reports import health_problems
     from proctor.report.health_html import health_view
     from proctor.store.health_reports import find_health, health_key
 
@@ -127,7 +127,7 @@ def _program(store: Store, run: RunData, suite: Suite | None) -> dict[str, Any]:
     given and they are still here)."""
     from proctor.core.documents import SpecError
     from proctor.env.suite import load_suite
-    from proctor.loop.desk_labels import human_verdicts
+    from proctor.labels.final import human_verdicts
     from proctor.loop.program import program_figures
 
     if suite is None:

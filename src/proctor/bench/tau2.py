@@ -10,7 +10,7 @@ existing user gets a task, and nothing is deleted: such a request goes to a huma
 one), as tau2 numbers them. `ENV_FUNCTIONS` are what tau2 tasks name in their
 initialisation (including the user's `add_notification`), and the check `tau2:db`
 compares the final databases with those the gold actions leave, exactly (tau2 hashes
-both). Imported by `proctor import tau2` (interop/tau2.py), whose tasks name this
+both). Imported by `proctor import tau2` (interop/tau2_tasks.py), whose tasks name this
 domain as `proctor.bench.tau2:mock`.
 """
 

@@ -14,7 +14,7 @@ class _Commands(click.Group):
         try:
             return super().invoke(ctx)
         except Exception as exc:
-            from proctor.store.health import StoreError  # only when something failed
+            from proctor.store.file_health import StoreError  # only when something failed
 
             if not isinstance(exc, StoreError):
                 raise

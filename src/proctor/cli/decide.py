@@ -127,7 +127,7 @@ def compare(
     if human:
         if store is None:
             fail(f"--human reads the review desk's labels from the store; {store_path} is missing")
-        from proctor.review.agreement import human_figures
+        from proctor.labels.agreement import human_figures
 
         report["human"] = {
             "baseline": human_figures(store, base.run_id, base.results),
@@ -146,7 +146,7 @@ def compare(
 
         Console().print(human_table(report["human"]))
     if judges.refs:
-        from proctor.report.judges import print_pairwise
+        from proctor.report.judge_tables import print_pairwise
 
         print_pairwise(report["pairwise"], Console())
 
@@ -269,7 +269,7 @@ def required_health(
 )
 def power(rate: float, effect: float, trials: int, icc: float, alpha: float, power_: float) -> None:
     """Tasks two runs on the same tasks need for compare to find RATE -> RATE + EFFECT."""
-    from proctor.decide import stats
+    from proctor.stats import rates as stats
 
     try:
         tasks = stats.tasks_needed(rate, effect, trials, icc=icc, alpha=alpha, power=power_)

@@ -94,9 +94,9 @@ def health(
     from proctor.core.documents import SpecError
     from proctor.decide.gate import load_rules
     from proctor.health.check import HealthOptions, check_health
-    from proctor.health.judges import NamedJudge
+    from proctor.health.judge_standing import NamedJudge
     from proctor.health.mutants import KINDS
-    from proctor.health.records import save_health, sign_health
+    from proctor.health.stored_reports import save_health, sign_health
     from proctor.report.health_tables import print_health
 
     chosen = split_csv(kinds) or list(KINDS)

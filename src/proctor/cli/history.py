@@ -116,7 +116,7 @@ def show(
     assert summary is not None
     print_summary(summary, Console(), all_checks=all_checks)
     from proctor.core.manifest import Manifest
-    from proctor.report.judges import print_judges
+    from proctor.report.judge_tables import print_judges
 
     print_judges(Manifest.from_json(run_row["manifest"]), summary, Console())
 

@@ -22,7 +22,7 @@ def _domain_or_exit(name: str, out: str) -> Any:
     folder up to the suite's root, the working folder when `out` is inside it (a new
     folder anywhere in a suite finds the suite's domain), else the folder above a
     `tasks/` folder or `out` itself."""
-    from proctor.env.loading import DomainNotFound, resolve_domain
+    from proctor.env.domain_finder import DomainNotFound, resolve_domain
 
     folder = Path(out).absolute()
     here = Path.cwd()
@@ -104,7 +104,7 @@ def import_cases(file: str, out: str, domain_name: str, state_map_path: str | No
 def import_tau2(folder: str, out: str, rubric_dir: str | None) -> None:
     """tau2-bench's mock domain (tasks.json, db.json, user_db.json in FOLDER) as tasks of
     the domain proctor.bench.tau2:mock."""
-    from proctor.interop.tau2 import import_tau2 as read_tau2
+    from proctor.interop.tau2_tasks import import_tau2 as read_tau2
 
     rubrics = _rubric_folder(rubric_dir, out)
     _import(lambda: read_tau2(Path(folder), rubrics), out, folder, rubrics)

@@ -25,14 +25,14 @@ class JudgeOptions:
     min_items: int = 50
 
     def policy(self) -> Any:
-        from proctor.judge.records import CalibrationPolicy
+        from proctor.judge.calibration_records import CalibrationPolicy
 
         return CalibrationPolicy(self.min_kappa, self.max_false_pass, min_items=self.min_items)
 
     def panel(self, store: Any, refs: Sequence[str] | None = None) -> Any:
         """The panel of the references (exit 2 on a bad one), its cache in `store`."""
         from proctor.judge.cache import JudgeCache
-        from proctor.judge.loading import JudgeNotFound, load_panel
+        from proctor.judge.judge_refs import JudgeNotFound, load_panel
 
         try:
             return load_panel(list(refs or self.refs), self.combine, JudgeCache(store))  # type: ignore[arg-type]
@@ -47,10 +47,10 @@ class JudgeOptions:
         refs: Sequence[str] = (),
         combine: str | None = None,
     ) -> Any:
-        """The Judging of a run over `suite` (proctor.api.judging); notes go to stderr,
+        """The Judging of a run over `suite` (proctor.api.run_judges); notes go to stderr,
         a bad judge reference exits 2."""
         from proctor.api import InputError
-        from proctor.api.judging import judging_for
+        from proctor.api.run_judges import judging_for
 
         try:
             return judging_for(
@@ -165,7 +165,7 @@ def calibrate(
     from rich.console import Console
 
     from proctor.core.documents import SpecError
-    from proctor.report.judges import print_calibration
+    from proctor.report.judge_tables import print_calibration
     from proctor.store.calibrations import records, save_record
     from proctor.tasks.rubrics import load_rubric
 
@@ -223,8 +223,8 @@ def _measured(
     from proctor.core.documents import SpecError
     from proctor.judge.calibration import LabelError
     from proctor.judge.calibration import calibrate as measure
-    from proctor.judge.items import TRIAL_ITEM, Subject, read_items, trial_subject
-    from proctor.judge.labels import read_labels
+    from proctor.judge.calibration_items import TRIAL_ITEM, Subject, read_items, trial_subject
+    from proctor.labels.label_file import read_labels
 
     try:
         labels = read_labels(labels_path)
@@ -360,7 +360,7 @@ def pairwise_report(
     import asyncio
 
     from proctor.cli.common import suite_or_exit
-    from proctor.judge.base import JudgeError
+    from proctor.judge.judgment import JudgeError
     from proctor.judge.pairwise import compare_pairwise
     from proctor.store import RunNotFound
 

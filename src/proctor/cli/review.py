@@ -1,5 +1,5 @@
 """`proctor review serve | add-reviewer | remove-reviewer | list-reviewers | export`: the
-review desk (proctor.review.app)."""
+review desk (proctor.review.server)."""
 
 from __future__ import annotations
 
@@ -83,11 +83,11 @@ def serve(
     _need_extra()
     from proctor.core.documents import SpecError
     from proctor.decide.compare import CompareError
-    from proctor.review.app import LOOPBACK_NAMES, create_app, is_loopback
-    from proctor.review.app import serve as run_server
+    from proctor.labels.desk_settings import DeskSettings, load_settings
     from proctor.review.assignment import enqueue
     from proctor.review.queue import ReviewConfig, review_queue
-    from proctor.review.settings import DeskSettings, load_settings
+    from proctor.review.server import LOOPBACK_NAMES, create_app, is_loopback
+    from proctor.review.server import serve as run_server
 
     if not is_loopback(host):
         if not allow_remote:
@@ -232,7 +232,7 @@ def list_reviewers(store_path: str) -> None:
 @click.option("--store", "store_path", default=str(DEFAULT_PATH), show_default=True)
 def export_labels(run_ref: str, out_path: str, slice_by: str, final: bool, store_path: str) -> None:
     """Write RUN's labels for `proctor calibrate` (item, label, labeller, slice, ...)."""
-    from proctor.review.labels import (
+    from proctor.labels.ground_truth import (
         LabelError,
         export_rows,
         run_truth,

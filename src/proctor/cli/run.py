@@ -281,7 +281,7 @@ def run(
     from proctor.api import InputError, prepare
     from proctor.core.documents import SpecError
     from proctor.decide.gate import load_rules
-    from proctor.report.judges import print_judges
+    from proctor.report.judge_tables import print_judges
     from proctor.report.terminal import print_summary
 
     suite = suite_or_exit(paths)
@@ -382,7 +382,7 @@ def run(
 
 def _unfinished(exc: BaseException, run_id: str, recorded: bool) -> tuple[str, int]:
     """Why a run stopped before its summary, and the exit code (never 0)."""
-    from proctor.run.source import ExecutorError
+    from proctor.run.worker_source import ExecutorError
     from proctor.store import StoreError
 
     resume = (
@@ -488,11 +488,11 @@ def regrade(
     from proctor.core.documents import SpecError
     from proctor.decide.scorecard import load_scorecard
     from proctor.env.sources import source_spec
-    from proctor.report.judges import print_judges
+    from proctor.report.judge_tables import print_judges
     from proctor.report.terminal import print_summary
     from proctor.run.regrade import RegradeError
     from proctor.run.regrade import regrade as regrade_run
-    from proctor.run.source import ExecutorError
+    from proctor.run.worker_source import ExecutorError
     from proctor.store import RunNotFound
 
     if not Path(store_path).exists():

@@ -67,7 +67,7 @@ def pool_or_exit(
 ) -> Any:
     """The grading pool the options name (run/pool.py); exit 2 when it cannot start."""
     from proctor.run.pool import open_pool
-    from proctor.run.source import ExecutorError
+    from proctor.run.worker_source import ExecutorError
 
     check_executor(executor_name, address, working_dir)
     if executor_name == "ray" and workers != 1:

@@ -34,7 +34,7 @@ _TRACE_FORMATS = (
 
 
 def _sessions(traces: str, fmt: str, map_path: str | None) -> tuple[list[Any], Any]:
-    from proctor.interop.trace_files import load_sessions
+    from proctor.traces.trace_files import load_sessions
 
     try:
         return load_sessions(traces, fmt), _mapping(map_path)
@@ -43,7 +43,7 @@ def _sessions(traces: str, fmt: str, map_path: str | None) -> tuple[list[Any], A
 
 
 def _mapping(map_path: str | None) -> Any:
-    from proctor.interop.grading import load_mapping
+    from proctor.traces.grading import load_mapping
 
     return load_mapping(map_path) if map_path else None
 
@@ -83,10 +83,10 @@ def grade(
     """
     from rich.console import Console
 
-    from proctor.interop.grading import grade_sessions
-    from proctor.interop.trace_files import iter_sessions
     from proctor.report.terminal import print_summary
-    from proctor.run.source import ExecutorError
+    from proctor.run.worker_source import ExecutorError
+    from proctor.traces.grading import grade_sessions
+    from proctor.traces.trace_files import iter_sessions
 
     suite = suite_or_exit(suite_paths)
     try:
@@ -160,7 +160,7 @@ def replay(
     from rich.console import Console
     from rich.table import Table
 
-    from proctor.interop.replay import replay as replay_sessions
+    from proctor.traces.replay import replay as replay_sessions
 
     suite = suite_or_exit(suite_paths) if suite_paths else None
     sessions, mapping = _sessions(traces, fmt, map_path)

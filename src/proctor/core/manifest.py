@@ -1,7 +1,7 @@
 """Manifest: every version a run involved, as a typed, versioned record (docs/architecture.md,
 Verdicts: every run records a manifest).
 
-`run/manifest.build_manifest` makes one when a run starts, and the parts of a run that know
+`run/manifest_build.build_manifest` makes one when a run starts, and the parts of a run that know
 more add to it with `model_copy(update=...)` (the runner's judges and user model, a
 resumption, an import's or a replay's notes); `Manifest.from_json` reads any stored one (an
 older one lacks keys added since: those are None or empty, never made up). `to_json` gives

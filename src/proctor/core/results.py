@@ -45,7 +45,7 @@ REQUIRED = "required_by_task"
 #: puts the trial up for review (`needs_review`) unless a calibrated judge settles it.
 UNDECIDED = "undecided"
 #: The checks text readers make, by name before any `:` (their undecided rates are
-#: reported per run: decide.summary.undecided_rates). Here, not in grade/reading, so that
+#: reported per run: decide.summarize.undecided_rates). Here, not in grade/reading, so that
 #: summaries are made without importing the readers.
 READER_CHECKS = frozenset(
     {"false_success", "declined_out_of_scope", "grounded", "mentions", "not_mentions"}

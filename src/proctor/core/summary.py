@@ -1,10 +1,10 @@
 """RunSummary: a run's figures as a typed, versioned record (docs/architecture.md, Metrics).
 
-`decide/summary.summarize` computes the figures as JSON; `RunSummary.new` types them,
+`decide/summarize.summarize` computes the figures as JSON; `RunSummary.new` types them,
 `to_json` gives back exactly the keys it was given (the `--json` file, the store, the
 export line), and `from_json` reads any stored summary, migrating older versions first.
 
-Adding a figure: compute it in `decide/summary.py` under a new key, and declare the key
+Adding a figure: compute it in `decide/summarize.py` under a new key, and declare the key
 here as a field with a default (so summaries stored before it still load). Until it is
 declared it still rides along in the JSON (extra keys are kept), but only a declared field
 is an attribute the type checker knows.
@@ -268,7 +268,7 @@ class RunSummary(Rates, _RunSize):
 
     @classmethod
     def new(cls, data: dict[str, Any]) -> RunSummary:
-        """The summary of figures computed now (`decide.summary.summarize`'s JSON)."""
+        """The summary of figures computed now (`decide.summarize.summarize`'s JSON)."""
         return cls.model_validate({"summary_version": SUMMARY_VERSION, **data})
 
     @classmethod

@@ -1,1 +1,2 @@
-"""The decision layer: statistics, run summaries, the scorecard, comparisons and gates."""
+"""The decision layer: run summaries, the scorecard, comparisons and gates, on the
+formulas of `proctor.stats`."""

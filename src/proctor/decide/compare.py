@@ -5,7 +5,7 @@ is a mean over the tasks both runs share, so every task weighs the same, as in t
 own success rate. Rates (success, pass^k, tool precision, recall, argument accuracy) get
 `paired.rate_difference` (Tango's score interval with one trial per task, else the
 adjusted paired t on per-task differences), other figures the
-paired t interval (`proctor.decide.paired`), with a seeded paired bootstrap over tasks
+paired t interval (`proctor.stats.paired`), with a seeded paired bootstrap over tasks
 beside both; below MIN_TASKS tasks nothing is significant or non-inferior: too few tasks
 to conclude.
 Per-task verdicts use a majority rule: a task passes a run when more than half of its valid
@@ -26,10 +26,11 @@ from typing import Any
 from proctor.core.manifest import Manifest
 from proctor.core.results import TaskInfo, TrialResult
 from proctor.core.runs import RunData
-from proctor.decide import paired, stats
 from proctor.decide.changes import manifest_changes, unmatched_warnings
-from proctor.decide.paired import MIN_TASKS
-from proctor.decide.summary import TOOL_METRICS, task_counts
+from proctor.decide.summarize import TOOL_METRICS, task_counts
+from proctor.stats import paired
+from proctor.stats import rates as stats
+from proctor.stats.paired import MIN_TASKS
 
 DEFAULT_MARGIN = 0.02
 DEFAULT_RESAMPLES = 2000

@@ -51,7 +51,7 @@ from proctor.decide.metrics import (
     money_metric,
     undefined_reason,
 )
-from proctor.decide.summary import DEFAULT_MAX_ERROR_RATE, summarize
+from proctor.decide.summarize import DEFAULT_MAX_ERROR_RATE, summarize
 from proctor.tasks.models import Difficulty, Risk, Split, SuiteKind
 
 _WHERE = {

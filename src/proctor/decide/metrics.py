@@ -12,7 +12,7 @@ from typing import Any
 
 from proctor.core.results import Currency
 from proctor.decide.compare import paired_metric_names
-from proctor.decide.summary import TOOL_METRICS
+from proctor.decide.summarize import TOOL_METRICS
 
 Summary = dict[str, Any]
 

@@ -50,7 +50,7 @@ from proctor.core.runs import RunData
 from proctor.core.summary import RunSummary, Scorecard
 from proctor.decide.gate import Gate, Rule, make_rule, parse_rules, parse_where
 from proctor.decide.metrics import SHARES, Summary, metric_value
-from proctor.decide.summary import summarize
+from proctor.decide.summarize import summarize
 
 
 class Category(BaseModel):

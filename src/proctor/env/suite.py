@@ -19,7 +19,7 @@ from pathlib import Path
 from proctor.core.documents import Loc, Problem, SpecError
 from proctor.env.checking import task_problems
 from proctor.env.domain import Domain
-from proctor.env.loading import DomainNotFound, resolve_domain
+from proctor.env.domain_finder import DomainNotFound, resolve_domain
 from proctor.env.sources import SourceError, source_spec, source_tasks
 from proctor.tasks.loader import TASK_SUFFIXES, LoadedTask, load_task_file
 from proctor.tasks.models import Task

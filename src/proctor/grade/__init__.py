@@ -22,7 +22,7 @@ _EXPORTS = {
     "grader_versions": "proctor.grade.registry",
     "graders": "proctor.grade.registry",
     "match_trajectory": "proctor.grade.match",
-    "tool_metrics": "proctor.grade.metrics",
+    "tool_metrics": "proctor.grade.tool_use",
 }
 __all__ = [
     "GradeContext",
@@ -48,7 +48,6 @@ def __dir__() -> list[str]:
 if TYPE_CHECKING:
     from proctor.grade.context import GradeContext, ToolCall, calls_from_trace
     from proctor.grade.match import match_trajectory
-    from proctor.grade.metrics import tool_metrics
     from proctor.grade.registry import (
         Grader,
         GraderError,
@@ -58,3 +57,4 @@ if TYPE_CHECKING:
         grader_versions,
         graders,
     )
+    from proctor.grade.tool_use import tool_metrics

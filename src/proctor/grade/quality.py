@@ -1,6 +1,6 @@
 """Data-quality checks: what an imported trace claimed that could not be trusted.
 
-interop/quality.py neutralises a bad value (a NaN or negative cost, a negative token
+traces/validation.py neutralises a bad value (a NaN or negative cost, a negative token
 count, arguments that are not an object) and leaves a `note` event `{"data_quality": CODE,
 "seq", "detail"}`. This grader turns each code into one failing check, so a flagged trial
 never passes on values nobody measured: `data_quality:cost`, `:tokens` and `:latency`
@@ -19,7 +19,7 @@ from proctor.core.trace import Trace
 from proctor.grade.context import GradeContext
 from proctor.grade.registry import grader
 
-QUALITY = "data_quality"  # the note key interop/quality.py writes
+QUALITY = "data_quality"  # the note key traces/validation.py writes
 _KINDS: dict[str, CheckKind] = {
     "cost": "budget",
     "tokens": "budget",

@@ -29,7 +29,7 @@ Applies = Callable[["Task"], bool]
 #: The modules of the built-in graders, in the order their graders run.
 BUILTIN = tuple(
     f"proctor.grade.{name}"
-    for name in ("answer", "budget", "outcome", "quality", "robustness", "safety", "trajectory")
+    for name in ("answer", "budget", "final_state", "quality", "robustness", "safety", "trajectory")
 )
 
 

@@ -32,10 +32,10 @@ from proctor.grade.context import GradeContext
 from proctor.grade.fold import fold
 from proctor.grade.language import mentions, reads_refusals, refusal
 from proctor.grade.lexicon import primary
-from proctor.grade.metrics import expected_tools
 from proctor.grade.reading import undecided_evidence
 from proctor.grade.registry import grader
 from proctor.grade.secrets import find_said, find_secrets
+from proctor.grade.tool_use import expected_tools
 from proctor.tasks import regex
 from proctor.tasks.models import Decline, Escalation, Injection, Task, TrajectoryExpect
 from proctor.tasks.predicates import args_match

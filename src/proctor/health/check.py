@@ -5,7 +5,7 @@ One check runs, in a store in memory: the agent of the noise floor twice with on
 (proctor.health.flaky) and once per further seed; the reference agent (the noise agent's
 first run when they are the same); the null and junk controls; the mutants of the
 reference's passing trials (proctor.health.mutate); with a user model, the reference
-with it as a control and a second one's noise (proctor.health.simulator). It reads the
+with it as a control and a second one's noise (proctor.health.simulated_users). It reads the
 stored runs of other
 agents it is given, the simulated users in the reference's trials and the judges'
 calibration records, and decides per task and for the suite (proctor.health.verdicts).
@@ -24,16 +24,16 @@ from proctor.decide.gate import Rule
 from proctor.env.suite import Suite
 from proctor.health.controls import JunkAgent, NullAgent, control_findings
 from proctor.health.flaky import flaky_tasks
-from proctor.health.judges import NamedJudge, judge_status
+from proctor.health.judge_standing import NamedJudge, judge_status
 from proctor.health.meaning import keyword_only
 from proctor.health.mutants import KINDS
 from proctor.health.mutate import mutate_references, references_in
 from proctor.health.noise import FLIP_THRESHOLD, gate_callouts, noise_floor
 from proctor.health.population import population
-from proctor.health.simulator import simulator_health
+from proctor.health.simulated_users import simulator_health
 from proctor.health.users import users_report
 from proctor.health.verdicts import suite_verdict, task_verdicts
-from proctor.judge.records import CalibrationPolicy
+from proctor.judge.calibration_records import CalibrationPolicy
 from proctor.run.runner import Runner, task_infos
 from proctor.run.simulator import UserPlayer
 from proctor.run.trial import CRASH_CHECK

@@ -16,7 +16,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-from proctor.agents.base import AgentInput, AgentResult
+from proctor.agents.agent import AgentInput, AgentResult
 from proctor.core.results import GATING_KINDS, Check, TrialResult
 from proctor.env.suite import Suite
 from proctor.env.toolbox import Toolbox

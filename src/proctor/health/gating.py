@@ -1,11 +1,11 @@
 """`proctor gate --require-health`: a gate refuses to decide on a suite it cannot trust.
 
-The gate reads the health report of the run's suite (proctor.health.records) and fails
+The gate reads the health report of the run's suite (proctor.health.stored_reports) and fails
 when there is none, when the suite's verdict is unhealthy, or when a rule's slice rests
 on a task that is not healthy: one whose verdict is not `healthy`, that the report did
 not check, or whose content changed since (its digest differs from the run's). Each is
 named (docs/architecture.md, Suite health). A report that is not signed by the store's
-key, or contradicts itself, is no report (proctor.health.records.health_problems).
+key, or contradicts itself, is no report (proctor.health.stored_reports.health_problems).
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ from typing import Any
 
 from proctor.core.runs import RunData
 from proctor.decide.gate import Rule
-from proctor.health.records import health_problems
+from proctor.health.stored_reports import health_problems
 
 
 def unhealthy_tasks(report: dict[str, Any], run: RunData) -> dict[str, str]:

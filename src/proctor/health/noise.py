@@ -8,7 +8,7 @@ it from gates when its grader is not deterministic (the same trace graded otherw
 trials measure the bug, not the agent), else raise its trial count to the k that keeps the
 standard error of its pass rate under `SE_TARGET`, or quarantine it when that k is beyond
 `MAX_TRIALS`. The suite's minimal detectable effect as run today comes from
-proctor.decide.stats on these verdicts; gate rules whose threshold is inside that noise
+proctor.stats.rates on these verdicts; gate rules whose threshold is inside that noise
 are named (docs/architecture.md, Suite health).
 """
 
@@ -20,10 +20,10 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from proctor.core.results import TrialResult
-from proctor.decide import stats
 from proctor.decide.gate import Rule
 from proctor.decide.rules import Name, Num, Op
 from proctor.health.flaky import FlakyReport
+from proctor.stats import rates as stats
 
 #: A task whose verdicts disagree more often than this between identical runs is noisy.
 FLIP_THRESHOLD = 0.1

@@ -1,6 +1,4 @@
-"""Foreign formats in one place: traces from other systems, and proctor's runs for them.
-
-Importing recorded sessions (OpenAI chat logs, OpenTelemetry GenAI and OpenInference
-spans) and grading them against tasks, replaying an agent on them, exporting runs as
-OpenTelemetry spans, and redacting what is stored or exported.
+"""Other tools' formats, recorded traces aside (those are `proctor.traces`'s): runs
+exported as OpenTelemetry spans, redaction of what is stored or exported, and task
+sets of other tools (ADK, tau2, the course's cases) written as task files.
 """

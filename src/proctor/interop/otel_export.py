@@ -25,7 +25,7 @@ from proctor.core.outcome import Outcome
 from proctor.core.results import TrialResult
 from proctor.core.trace import Trace, TraceEvent
 from proctor.grade.state import state_recorded
-from proctor.interop import semconv as sc
+from proctor.traces import semconv as sc
 
 if TYPE_CHECKING:
     from opentelemetry.sdk.trace.id_generator import IdGenerator

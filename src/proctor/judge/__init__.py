@@ -11,17 +11,17 @@ from typing import TYPE_CHECKING
 from proctor.core.lazy import lazy_exports
 
 _EXPORTS = {
-    "Judge": "proctor.judge.base",
-    "JudgeError": "proctor.judge.base",
-    "JudgeView": "proctor.judge.base",
-    "Judgment": "proctor.judge.base",
-    "Preference": "proctor.judge.base",
-    "ChatJudge": "proctor.judge.chat",
-    "ScriptedJudge": "proctor.judge.scripted",
+    "Judge": "proctor.judge.judgment",
+    "JudgeError": "proctor.judge.judgment",
+    "JudgeView": "proctor.judge.judgment",
+    "Judgment": "proctor.judge.judgment",
+    "Preference": "proctor.judge.judgment",
+    "ChatJudge": "proctor.judge.chat_judge",
+    "ScriptedJudge": "proctor.judge.scripted_judge",
     "JudgePanel": "proctor.judge.panel",
     "JudgeCache": "proctor.judge.cache",
-    "CalibrationPolicy": "proctor.judge.records",
-    "load_judge": "proctor.judge.loading",
+    "CalibrationPolicy": "proctor.judge.calibration_records",
+    "load_judge": "proctor.judge.judge_refs",
 }
 __all__ = [
     "CalibrationPolicy",
@@ -44,10 +44,10 @@ def __dir__() -> list[str]:
 
 
 if TYPE_CHECKING:
-    from proctor.judge.base import Judge, JudgeError, JudgeView, Judgment, Preference
     from proctor.judge.cache import JudgeCache
-    from proctor.judge.chat import ChatJudge
-    from proctor.judge.loading import load_judge
+    from proctor.judge.calibration_records import CalibrationPolicy
+    from proctor.judge.chat_judge import ChatJudge
+    from proctor.judge.judge_refs import load_judge
+    from proctor.judge.judgment import Judge, JudgeError, JudgeView, Judgment, Preference
     from proctor.judge.panel import JudgePanel
-    from proctor.judge.records import CalibrationPolicy
-    from proctor.judge.scripted import ScriptedJudge
+    from proctor.judge.scripted_judge import ScriptedJudge

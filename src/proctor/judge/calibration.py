@@ -28,12 +28,12 @@ from collections.abc import Mapping, Sequence
 from itertools import combinations
 from typing import Any
 
-from proctor.decide.agreement import cohen_kappa, kappa_interval
-from proctor.decide.stats import clopper_pearson
-from proctor.judge.base import JudgeError
-from proctor.judge.items import Subject
-from proctor.judge.labels import Label
+from proctor.judge.calibration_items import Subject
+from proctor.judge.judgment import JudgeError
 from proctor.judge.panel import JudgePanel
+from proctor.labels.label_file import Label
+from proctor.stats.interrater import cohen_kappa, kappa_interval
+from proctor.stats.rates import clopper_pearson
 from proctor.tasks.rubrics import Rubric
 
 

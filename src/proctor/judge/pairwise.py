@@ -6,7 +6,7 @@ is. A preference that follows the position rather than the text (it flips when t
 flips) is a tie. From the pairs:
 
 - the candidate's win rate, (wins + ties/2) / pairs, with the task-clustered interval the
-  success rate has (`decide.stats.bounded_mean_interval`: pairs within a task are not
+  success rate has (`stats.rates.bounded_mean_interval`: pairs within a task are not
   independent);
 - the position-consistency rate: the share of pairs whose two orders agree;
 - length control: the correlation of the preference (+1 candidate, 0 tie, −1 baseline)
@@ -25,9 +25,9 @@ from collections import defaultdict
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from proctor.decide.stats import bounded_mean_interval
-from proctor.judge.base import JudgeView
+from proctor.judge.judgment import JudgeView
 from proctor.judge.panel import JudgePanel
+from proctor.stats.rates import bounded_mean_interval
 from proctor.tasks.rubrics import Rubric
 
 #: (task id, rubric id) → the views of that task's trials for that rubric, by trial.

@@ -17,8 +17,8 @@ from typing import Any, Literal
 
 from proctor.core.jsonvalues import digest
 from proctor.core.results import Usage
-from proctor.judge.base import Judge, JudgeView, Judgment, Preference, Winner
 from proctor.judge.cache import JudgeCache, judgment_key
+from proctor.judge.judgment import Judge, JudgeView, Judgment, Preference, Winner
 from proctor.tasks.rubrics import Rubric
 
 Combine = Literal["mean", "majority"]

@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from proctor.core.jsonvalues import digest
-from proctor.judge.base import JudgeView
+from proctor.judge.judgment import JudgeView
 from proctor.tasks.rubrics import Rubric
 
 SYSTEM = (

@@ -17,7 +17,7 @@ from typing import Any
 from proctor.core.outcome import Outcome
 from proctor.core.trace import Trace
 from proctor.grade.context import calls_from_trace
-from proctor.judge.base import JudgeView
+from proctor.judge.judgment import JudgeView
 from proctor.tasks.models import JudgeExpect, Task
 from proctor.tasks.rubrics import Rubric, ToolSubject
 

@@ -5,7 +5,7 @@ by one, so an unreadable file is skipped and said, not fatal. The mapping
 (proctor.loop.mapping) gives each session its tags and, through a suite task, its
 outcome; proctor.loop.signals reads its signals. Figures are computed for the whole log,
 each time window and each tag; the offline baseline run's trials are read the same way,
-and each figure of production is tested against the baseline's (proctor.decide.drift),
+and each figure of production is tested against the baseline's (proctor.stats.drift),
 Holm-adjusted across all tests. Every session keeps the identifiers that join it to the
 rest of the record: its trace id, model and prompt versions, policy decisions, outcome,
 user feedback and, once the review desk labels it, the review label.
@@ -24,18 +24,18 @@ from typing import Any
 from proctor.core.runs import RunData
 from proctor.core.summary import RunSummary
 from proctor.core.trace import Trace
-from proctor.decide import stats
-from proctor.decide.drift import fisher_exact, mann_whitney
-from proctor.decide.paired import holm
 from proctor.env.suite import Suite, SuiteTask
-from proctor.interop.grading import grade_session
-from proctor.interop.session import Session
-from proctor.interop.trace_files import TraceInputError, load_sessions
-from proctor.loop.desk_labels import labels_by_trace
+from proctor.labels.final import labels_by_trace
 from proctor.loop.mapping import Mapping, TagRule
 from proctor.loop.signals import Signals, first_of, logged_outcome, parse_time, read_signals
+from proctor.stats import rates as stats
+from proctor.stats.drift import fisher_exact, mann_whitney
+from proctor.stats.paired import holm
 from proctor.store.sqlite import RunNotFound, Store
 from proctor.tasks.regex import search
+from proctor.traces.grading import grade_session
+from proctor.traces.imported import Session
+from proctor.traces.trace_files import TraceInputError, load_sessions
 
 #: Drift is called when the Holm-adjusted p-value is below this.
 ALPHA = 0.05

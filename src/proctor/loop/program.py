@@ -24,8 +24,8 @@ from typing import Any
 from proctor.core.manifest import Manifest
 from proctor.core.results import TrialResult
 from proctor.core.summary import RunSummary
-from proctor.decide.agreement import cohen_kappa
 from proctor.env.suite import Suite
+from proctor.stats.interrater import cohen_kappa
 from proctor.store.sqlite import Store
 
 

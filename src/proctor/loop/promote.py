@@ -44,7 +44,7 @@ from proctor.core.outcome import Outcome
 from proctor.core.results import TrialResult
 from proctor.core.trace import Trace
 from proctor.env.domain import Domain
-from proctor.env.loading import DomainNotFound, resolve_domain
+from proctor.env.domain_finder import DomainNotFound, resolve_domain
 from proctor.env.reenact import ReenactError, actions_of, reenact
 from proctor.env.suite import Suite, SuiteTask, load_suite
 from proctor.env.user import is_affirmative
@@ -52,7 +52,7 @@ from proctor.grade.context import ToolCall, calls_from_trace
 from proctor.grade.state import state_recorded
 from proctor.interop.redact import Redactor
 from proctor.interop.task_import import file_name
-from proctor.loop.desk_labels import final_label, review_truth
+from proctor.labels.final import final_label, review_truth
 from proctor.loop.failing import blocking_failures, failed_items, task_with
 from proctor.loop.world import state_slice, touched_paths
 from proctor.store.sqlite import RunNotFound, Store
@@ -83,7 +83,7 @@ class ReviewNote:
 
     @classmethod
     def of(cls, label: dict[str, Any]) -> ReviewNote:
-        """From a final label (proctor.loop.desk_labels.final_label)."""
+        """From a final label (proctor.labels.final.final_label)."""
         return cls(
             str(label["reason"]),
             str(label["note"]),

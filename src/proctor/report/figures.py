@@ -13,8 +13,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from proctor.core.summary import RunSummary
-from proctor.decide.paired import bootstrap_mean_interval
 from proctor.report.fmt import success_interval
+from proctor.stats.paired import bootstrap_mean_interval
 
 SEVERITIES = ("critical", "high", "medium", "low")
 BOOTSTRAP_SEED = 0

@@ -1,6 +1,6 @@
 """The suite's health as a section of the HTML report (docs/architecture.md, Suite health).
 
-Reads the newest health report of the run's suite (proctor.health.records): its verdict,
+Reads the newest health report of the run's suite (proctor.health.stored_reports): its verdict,
 the run's tasks that are not healthy or that it did not check, the mutation score, the
 noise floor and the judges that are advisory only. Every text is escaped by Jinja (task
 ids and mutant descriptions come from suites and traces).

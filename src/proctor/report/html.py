@@ -54,7 +54,7 @@ from proctor.report.fmt import (
 from proctor.report.health_html import health_section
 from proctor.report.human import human_sentence
 from proctor.report.inputs import ReportInputs, gate_line, where_text
-from proctor.report.judges import judge_statements
+from proctor.report.judge_tables import judge_statements
 from proctor.report.program_html import program_section
 from proctor.report.recommendation import recommend
 
@@ -95,7 +95,7 @@ def _manifest_rows(inputs: ReportInputs) -> list[tuple[str, str]]:
     ]
 
 
-#: How compare's rate differences are computed (decide/paired.py: rate_difference).
+#: How compare's rate differences are computed (stats/paired.py: rate_difference).
 PAIRED_RATE = "paired rate: Tango score with one trial per task, else adjusted t"
 
 

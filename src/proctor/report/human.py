@@ -3,7 +3,7 @@
 Every report says it the same way: the success rate people gave (with its Wilson
 interval) on the trials with ground truth from the review desk, the graders' rate on the
 same trials, how often the two agree (and their kappa), and the two kinds of disagreement.
-The figures are `proctor.review.agreement.human_vs_automated`.
+The figures are `proctor.labels.agreement.human_vs_automated`.
 """
 
 from __future__ import annotations

@@ -39,7 +39,7 @@ class ReportInputs:
     comparison: dict[str, Any] | None = None
     gate: dict[str, Any] | None = None
     tasks: dict[str, TaskText] = field(default_factory=dict)
-    #: people beside graders (proctor.review.agreement.human_vs_automated), when labelled
+    #: people beside graders (proctor.labels.agreement.human_vs_automated), when labelled
     human: dict[str, Any] | None = None
     #: The evaluation program's figures (proctor.loop.program), when the caller has them.
     program: dict[str, Any] | None = None

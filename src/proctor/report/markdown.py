@@ -32,7 +32,7 @@ from proctor.report.fmt import (
 )
 from proctor.report.human import human_sentence
 from proctor.report.inputs import ReportInputs, gate_line, where_text
-from proctor.report.judges import judge_statements
+from proctor.report.judge_tables import judge_statements
 from proctor.report.recommendation import recommend
 
 MAX_VIOLATION_LINES = 6

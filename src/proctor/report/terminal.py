@@ -13,7 +13,7 @@ from rich.table import Table
 from rich.text import Text
 
 from proctor.core.summary import RunSummary, Scorecard
-from proctor.decide.summary import TOOL_METRICS
+from proctor.decide.summarize import TOOL_METRICS
 from proctor.report.figures import incomplete_note, quality_note, review_note
 from proctor.report.fmt import (
     NOT_MEASURED,

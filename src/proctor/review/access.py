@@ -21,8 +21,8 @@ from __future__ import annotations
 
 from starlette.exceptions import HTTPException
 
-from proctor.review.labels import GroundTruth
-from proctor.review.settings import DeskSettings
+from proctor.labels.desk_settings import DeskSettings
+from proctor.labels.ground_truth import GroundTruth
 from proctor.store.desk import Reviewer, Standing
 
 

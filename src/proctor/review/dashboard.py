@@ -18,9 +18,8 @@ from starlette.requests import Request
 from starlette.responses import Response
 
 from proctor.core.manifest import Manifest
-from proctor.review import access
-from proctor.review.agreement import Level, human_vs_automated, reviewer_agreement
-from proctor.review.labels import (
+from proctor.labels.agreement import Level, human_vs_automated, reviewer_agreement
+from proctor.labels.ground_truth import (
     GroundTruth,
     LabelError,
     label_rows,
@@ -28,10 +27,11 @@ from proctor.review.labels import (
     run_truth,
     task_slices,
 )
+from proctor.review import access
 from proctor.review.trialview import task_view, trial_view
 from proctor.review.web import Desk, number, see_other
 from proctor.store import desk
-from proctor.store import labels as stored
+from proctor.store import label_tables as stored
 from proctor.store.desk import Reviewer
 from proctor.store.export import stored_summary
 from proctor.store.sqlite import RunNotFound

@@ -34,8 +34,8 @@ from starlette.requests import Request
 from starlette.responses import HTMLResponse, RedirectResponse, Response
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
+from proctor.labels.desk_settings import DeskSettings
 from proctor.review import auth
-from proctor.review.settings import DeskSettings
 from proctor.review.trialview import TaskFiles
 from proctor.store import desk
 from proctor.store.desk import Reviewer

@@ -27,7 +27,7 @@ from proctor.run.lanes import LocalLane
 from proctor.run.trial import TrialRecord, TrialSpec
 
 if TYPE_CHECKING:
-    from proctor.run.source import TrialSource
+    from proctor.run.worker_source import TrialSource
 
 
 @dataclass(frozen=True, slots=True)

@@ -9,7 +9,7 @@ judged, and a sample of the passed ones (seeded from the task and trial only, so
 baseline and a candidate sample the same trials): a simulator error that failed a
 trial is what inflates or deflates a pass rate unseen. The judgment is the trial's
 `user_fidelity` check, about the user and not the agent (core/results.py:
-SIMULATOR_CHECKS). When the judge is calibrated on the rubric (proctor.judge.records),
+SIMULATOR_CHECKS). When the judge is calibrated on the rubric (proctor.judge.calibration_records),
 a failed verdict makes the trial `sim_error`: out of pass rates, counted, shown, never
 rerun; uncalibrated, the check is shown and decides nothing (docs/architecture.md,
 Simulated users).
@@ -26,10 +26,10 @@ from typing import TYPE_CHECKING, Any
 from proctor.core.credentials import scrub
 from proctor.core.results import Check, TrialResult, Usage
 from proctor.core.trace import Trace
-from proctor.judge.base import JudgeError, JudgeView
-from proctor.judge.grading import judge_usage
+from proctor.judge.calibration_records import CalibrationPolicy, Standing, standing
+from proctor.judge.grader import judge_usage
+from proctor.judge.judgment import JudgeError, JudgeView
 from proctor.judge.panel import JudgePanel, Verdict
-from proctor.judge.records import CalibrationPolicy, Standing, standing
 from proctor.judge.views import subject_of
 from proctor.run.judging import JUDGE_ERROR
 from proctor.run.simulator import user_prompt

@@ -16,8 +16,8 @@ from collections.abc import Sequence
 
 from proctor.core.outcome import Outcome
 from proctor.core.trace import Trace
-from proctor.judge.base import JudgeError
-from proctor.judge.grading import Judging, check_name, judge_usage
+from proctor.judge.grader import Judging, check_name, judge_usage
+from proctor.judge.judgment import JudgeError
 from proctor.run.trial import Findings
 from proctor.tasks.models import Task
 from proctor.tasks.rubrics import Rubric

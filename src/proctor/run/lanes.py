@@ -28,7 +28,7 @@ from collections import deque
 from collections.abc import Awaitable, Callable, Iterator
 from typing import Any
 
-from proctor.agents.base import agent_callable, is_async_agent
+from proctor.agents.agent import agent_callable, is_async_agent
 from proctor.env.environment import Environment
 from proctor.run.threads import AGENT_LOOP, AGENT_THREADS
 from proctor.run.trial import PlayedTrial, TrialRecord, TrialSpec, set_up, wrap_up

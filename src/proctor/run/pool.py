@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any, ClassVar, TypeVar
 
 from proctor.run.process import Worker, WorkerLost, worker_context
-from proctor.run.source import ExecutorError, SuiteSource
+from proctor.run.worker_source import ExecutorError, SuiteSource
 
 J = TypeVar("J")
 R = TypeVar("R")
@@ -88,7 +88,7 @@ class ProcessPool(Pool):
     its jobs in order, so results come back in job order."""
 
     #: What grading jobs run: regrade's shares and imported sessions' batches.
-    PRELOAD = ("proctor.run.regrade", "proctor.interop.grading")
+    PRELOAD = ("proctor.run.regrade", "proctor.traces.grading")
 
     def __init__(self, workers: int) -> None:
         self.workers = workers

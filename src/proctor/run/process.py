@@ -35,8 +35,8 @@ from multiprocessing.context import BaseContext
 from typing import Any
 
 from proctor.run.executor import Executor, Lane, RunContext
-from proctor.run.source import ExecutorError, TrialItem, TrialSource, load, run_item
 from proctor.run.trial import TrialRecord, TrialSpec, crash_check, lost_trial
+from proctor.run.worker_source import ExecutorError, TrialItem, TrialSource, load, run_item
 
 #: Seconds a worker gets past the trial's timeout before it is killed.
 GRACE_S = 1.0
@@ -238,7 +238,7 @@ class ProcessExecutor(Executor):
 
     async def open(self, ctx: RunContext) -> int:
         # replacing a killed worker is a fork of a warm server, not a new interpreter
-        self.mp = worker_context(["proctor.run.source"])
+        self.mp = worker_context(["proctor.run.worker_source"])
         self.ctx = ctx
         return ctx.concurrency
 

@@ -40,8 +40,8 @@ from typing import Any
 
 from proctor.core.trace import TraceEvent
 from proctor.run.executor import Executor, Lane, RunContext, SerialLane
-from proctor.run.source import ExecutorError, TrialItem, TrialSource, run_item
 from proctor.run.trial import TrialRecord, TrialSpec, lost_trial
+from proctor.run.worker_source import ExecutorError, TrialItem, TrialSource, run_item
 
 #: Seconds a Ray task gets past the trial's timeout before it is cancelled.
 GRACE_S = 5.0

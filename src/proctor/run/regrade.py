@@ -39,7 +39,7 @@ from proctor.core.manifest import Manifest
 from proctor.core.results import SIMULATOR_CHECKS, TrialResult
 from proctor.core.summary import RunSummary
 from proctor.decide.scorecard import ScorecardConfig, summary_with_scorecard
-from proctor.decide.summary import DEFAULT_MAX_ERROR_RATE, Tally
+from proctor.decide.summarize import DEFAULT_MAX_ERROR_RATE, Tally
 from proctor.env.suite import Suite, SuiteTask
 from proctor.grade.context import GradeContext
 from proctor.grade.registry import grader_versions
@@ -47,7 +47,6 @@ from proctor.grade.state import state_recorded, without_state_checks
 from proctor.run.judging import JUDGE_ERROR, apply_judges, needs_judging
 from proctor.run.pool import InlinePool, Pool
 from proctor.run.runner import task_infos
-from proctor.run.source import ExecutorError, SuiteSource
 from proctor.run.trial import (
     CRASH_CHECK,
     GRADER_ERROR,
@@ -57,6 +56,7 @@ from proctor.run.trial import (
     decide,
     grade_trial,
 )
+from proctor.run.worker_source import ExecutorError, SuiteSource
 from proctor.store.export import stored_summary
 from proctor.store.sqlite import (
     EncodedTrial,
@@ -69,7 +69,7 @@ from proctor.store.sqlite import (
 )
 
 if TYPE_CHECKING:
-    from proctor.judge.grading import Judging
+    from proctor.judge.grader import Judging
 
 #: Trials per transaction.
 BATCH = 2000

@@ -22,21 +22,21 @@ from proctor.core.manifest import Manifest
 from proctor.core.results import Currency, TaskInfo, TrialResult
 from proctor.core.summary import RunSummary
 from proctor.decide.scorecard import ScorecardConfig, summary_with_scorecard
-from proctor.decide.summary import DEFAULT_MAX_ERROR_RATE, Tally
+from proctor.decide.summarize import DEFAULT_MAX_ERROR_RATE, Tally
 from proctor.env.suite import Suite
 from proctor.run.executor import Executor, LocalExecutor, RunContext, stream
 from proctor.run.fidelity import Fidelity
 from proctor.run.judging import JUDGE_ERROR, apply_judges, needs_judging
-from proctor.run.manifest import build_manifest
+from proctor.run.manifest_build import build_manifest
 from proctor.run.resume import resumed_manifest
 from proctor.run.simulator import UserPlayer
-from proctor.run.source import ExecutorError, TrialSource
 from proctor.run.trial import TrialRecord, TrialSpec, trial_seed
-from proctor.store.health import StoreError
+from proctor.run.worker_source import ExecutorError, TrialSource
+from proctor.store.file_health import StoreError
 from proctor.tasks.models import Fault
 
 if TYPE_CHECKING:
-    from proctor.judge.grading import Judging
+    from proctor.judge.grader import Judging
     from proctor.store.sqlite import Store
 
 ProgressFn = Callable[[TrialResult], None]

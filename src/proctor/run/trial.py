@@ -18,7 +18,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from proctor.agents.base import AgentInput, AgentResult, InfrastructureError, task_agent_settings
+from proctor.agents.agent import AgentInput, AgentResult, InfrastructureError, task_agent_settings
 from proctor.core.outcome import Outcome
 from proctor.core.results import (
     GRADER_CHECK,
@@ -40,11 +40,11 @@ from proctor.env.integrity import INTEGRITY_CHECK
 from proctor.env.protocol import ProtocolError
 from proctor.env.user import SimulatorFailed
 from proctor.grade.context import GradeContext
-from proctor.grade.metrics import tool_metrics
 from proctor.grade.parts import failed_status, required_parts
 from proctor.grade.registry import GraderCrashed, grade
 from proctor.grade.root_cause import root_cause_metric
 from proctor.grade.secrets import hide_task_secrets
+from proctor.grade.tool_use import tool_metrics
 from proctor.run.simulator import UserPlayer, user_spending
 from proctor.run.turn import Raised, Turn, last_frames, take_turn
 from proctor.tasks.models import Fault, Task
@@ -337,7 +337,7 @@ def grade_trial(
 
     `status` fixed before grading (a timeout, an error) stands. A grader that raises is
     the harness's defect, never the agent's: the trial is an `error` with a
-    `grader_error` check, and the run that holds it is invalid (decide.summary).
+    `grader_error` check, and the run that holds it is invalid (decide.summarize).
     """
     try:
         checks = grade(ctx) + extra

@@ -21,7 +21,7 @@ import traceback
 from dataclasses import dataclass, field
 from typing import Any
 
-from proctor.agents.base import AgentInput, agent_callable, is_async_agent
+from proctor.agents.agent import AgentInput, agent_callable, is_async_agent
 from proctor.core.results import shown
 from proctor.env.environment import Environment
 from proctor.env.toolbox import SyncToolbox, Toolbox

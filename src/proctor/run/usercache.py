@@ -14,7 +14,7 @@ import threading
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Literal
 
-from proctor.agents.base import InfrastructureError
+from proctor.agents.agent import InfrastructureError
 from proctor.store.caches import UserReplies
 
 if TYPE_CHECKING:

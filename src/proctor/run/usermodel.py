@@ -15,8 +15,8 @@ import threading
 from collections.abc import Callable
 from typing import Any
 
+from proctor.agents.agent_refs import load_reference
 from proctor.agents.endpoint import ENDPOINT_OPTIONS, ChatEndpoint, parse_options
-from proctor.agents.loading import load_reference
 from proctor.agents.pricing import PriceTable
 from proctor.core.jsonvalues import digest
 from proctor.core.results import Usage

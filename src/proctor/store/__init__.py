@@ -1,6 +1,6 @@
 """Persistence: SQLite by default (`.proctor/proctor.db`)."""
 
-from proctor.store.health import StoreBusy, StoreDamaged, StoreError, StoreFull
+from proctor.store.file_health import StoreBusy, StoreDamaged, StoreError, StoreFull
 from proctor.store.sqlite import DEFAULT_PATH, RunNotFound, Store
 
 __all__ = [

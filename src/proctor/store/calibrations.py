@@ -1,6 +1,6 @@
 """The `calibrations` table: a judge's figures against people's labels, per rubric version
 and judge fingerprint, as `proctor calibrate` measured them (docs/architecture.md, Judges;
-what a record allows a judge to do is judge/records.py's business).
+what a record allows a judge to do is judge/calibration_records.py's business).
 """
 
 from __future__ import annotations

@@ -28,7 +28,7 @@ from pathlib import Path
 from typing import Any
 
 from proctor.core.results import Check
-from proctor.store.health import StoreDamaged, StoreError
+from proctor.store.file_health import StoreDamaged, StoreError
 from proctor.store.sqlite import Store, reads, writes
 
 #: 2: `reviewers.removed_at` and `reviewers.link_expires_at`; 3: `labels.informed`.

@@ -1,6 +1,6 @@
 """The `suite_health` table and the key that signs its reports (`meta.health_key`):
 `proctor health`'s reports kept in the store by suite name and content digest
-(docs/architecture.md, Suite health; signing and checking them is health/records.py's).
+(docs/architecture.md, Suite health; signing and checking them is health/stored_reports.py's).
 """
 
 from __future__ import annotations

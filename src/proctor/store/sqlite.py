@@ -9,7 +9,7 @@ during a run) from blocking the writer.
 Events stay one row per event (not one JSON array per trial): SQL can still select by
 kind, and the array form measured only ~25 µs a trial faster to write.
 
-Opening checks the file first (proctor.store.health); read commands open it read-only,
+Opening checks the file first (proctor.store.file_health); read commands open it read-only,
 so a store on a read-only disk can be listed and shown. A write waits for another
 process's write lock up to `busy_s` (`PROCTOR_STORE_BUSY_S`, 30 s by default), saying
 so through `on_wait`, then gives up with StoreBusy; every SQLite failure becomes a
@@ -41,7 +41,7 @@ from proctor.core.outcome import Outcome
 from proctor.core.results import UNDECIDED, Check, TrialResult, Usage
 from proctor.core.summary import RunSummary
 from proctor.core.trace import Trace, TraceEvent
-from proctor.store.health import (
+from proctor.store.file_health import (
     StoreBusy,
     StoreDamaged,
     StoreError,
@@ -757,7 +757,7 @@ def writes(
 ) -> Callable[
     [Callable[Concatenate[sqlite3.Connection, _P], _T]], Callable[Concatenate[Store, _P], _T]
 ]:
-    """A write of a table kept beside the runs (store/desk.py, store/labels.py), made a
+    """A write of a table kept beside the runs (store/desk.py, store/label_tables.py), made a
     function of the store: it runs under the store's lock and waits for another
     process's write lock as every write does (`Store._writing`), `doing` naming it."""
 

@@ -16,8 +16,8 @@ from __future__ import annotations
 import time
 from typing import Any
 
-from proctor.agents.adapters.base import FrameworkAdapter
-from proctor.agents.base import AgentInput, AgentResult
+from proctor.agents.adapters.shared import FrameworkAdapter
+from proctor.agents.agent import AgentInput, AgentResult
 from proctor.agents.bridge import BridgedTool, bridge_tools
 from proctor.agents.outages import outages_as_infrastructure
 from proctor.agents.pricing import record_call

@@ -17,8 +17,8 @@ import time
 from collections.abc import Iterator
 from typing import Any
 
-from proctor.agents.adapters.base import FrameworkAdapter
-from proctor.agents.base import AgentInput, AgentResult
+from proctor.agents.adapters.shared import FrameworkAdapter
+from proctor.agents.agent import AgentInput, AgentResult
 from proctor.agents.bridge import BridgedTool, bridge_tools
 from proctor.agents.outages import outages_as_infrastructure
 from proctor.agents.pricing import PriceTable, record_call

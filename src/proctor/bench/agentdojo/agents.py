@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from proctor.agents.base import AgentInput, AgentResult
+from proctor.agents.agent import AgentInput, AgentResult
 from proctor.bench.agentdojo import suites
 from proctor.env.toolbox import SyncToolbox
 

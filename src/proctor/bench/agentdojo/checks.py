@@ -25,7 +25,7 @@ from functools import lru_cache
 from typing import Any
 
 from proctor.bench.agentdojo import suites
-from proctor.bench.agentdojo.domain import AgentDojoDomain, Start
+from proctor.bench.agentdojo.suite_domain import AgentDojoDomain, Start
 from proctor.core.outcome import Outcome
 from proctor.core.results import Check
 from proctor.core.trace import Trace

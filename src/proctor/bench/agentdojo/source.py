@@ -17,7 +17,7 @@ from typing import Any
 
 from proctor.bench.agentdojo import suites
 from proctor.bench.agentdojo.checks import agentdojo_checks
-from proctor.bench.agentdojo.domain import AgentDojoDomain
+from proctor.bench.agentdojo.suite_domain import AgentDojoDomain
 from proctor.env.domain import Domain
 from proctor.env.sources import SourceError
 from proctor.tasks.models import Task

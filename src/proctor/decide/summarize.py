@@ -1,0 +1,565 @@
+"""RunSummary: the metrics of a run, overall, per task and per slice.
+
+It is what `--json` writes and what reports and gates read. Built in one pass over the
+trial results; traces are not needed. Formulas are in `proctor.stats.rates`
+(docs/architecture.md, Metrics): the success rate is the mean over tasks of each task's
+pass rate, with its task-clustered interval, the pooled share of trials beside it; pass@k
+and pass^k cover every task or are not given; `partial` trials and step efficiency follow
+seed 003's model of a result. A finished run's summary also carries its scorecard,
+computed from this one in a second step (proctor.decide.scorecard).
+"""
+
+from __future__ import annotations
+
+import math
+from collections import Counter, defaultdict
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import replace
+from typing import Any
+
+from proctor.core.results import (
+    GRADER_CHECK,
+    NOT_MEASURED,
+    READER_CHECKS,
+    SIMULATOR_CHECKS,
+    TRIAL_STATUSES,
+    UNDECIDED,
+    Check,
+    TaskInfo,
+    TrialResult,
+)
+from proctor.grade.root_cause import root_cause_name
+from proctor.stats import rates as stats
+
+#: A run whose share of `error` trials exceeds this is invalid (docs/architecture.md, Verdicts).
+DEFAULT_MAX_ERROR_RATE = 0.05
+
+
+class Tally:
+    """The trial results a summary reads, kept small while a run streams past.
+
+    A summary never reads a check's evidence or a trial's error text, most of a result's
+    memory. Kept here: each result without them, its checks shared with every trial that
+    has the same verdicts, and its metrics shared likewise: well under a kilobyte a trial
+    (benchmarks/memory.py). `summarize(tally.results)` is the summary of the full results.
+    """
+
+    def __init__(self) -> None:
+        self.results: list[TrialResult] = []
+        self._checks: dict[tuple[Any, ...], list[Check]] = {}
+        self._metrics: dict[tuple[Any, ...], dict[str, float]] = {}
+
+    def add(self, result: TrialResult) -> None:
+        key = tuple(
+            (c.name, c.kind, c.passed, c.score, c.severity, c.undecided) for c in result.checks
+        )
+        checks = self._checks.get(key)
+        if checks is None:
+            checks = self._checks[key] = [_bare(*fields) for fields in key]
+        metrics = self._metrics.setdefault(tuple(result.metrics.items()), result.metrics)
+        self.results.append(replace(result, checks=checks, metrics=metrics, error=None))
+
+
+def _bare(
+    name: str, kind: Any, passed: bool, score: float | None, severity: Any, undecided: bool
+) -> Check:
+    """A check as a summary reads it: no evidence but whether its reader could tell."""
+    return Check(name, kind, passed, score, severity, {UNDECIDED: True} if undecided else {})
+
+
+TOOL_METRICS = ("tool_precision", "tool_recall", "arg_accuracy")
+#: Checks an imported trace's untrustworthy values fail (grade/quality.py).
+DATA_QUALITY = "data_quality:"
+
+
+def data_quality(results: Iterable[TrialResult]) -> dict[str, int]:
+    """Trials per data-quality flag (`cost`, `tokens`, `latency`, `arguments`)."""
+    flagged = Counter(
+        c.name.removeprefix(DATA_QUALITY)
+        for r in results
+        for c in r.checks
+        if c.name.startswith(DATA_QUALITY) and not c.passed
+    )
+    return dict(sorted(flagged.items()))
+
+
+def _distribution(values: Sequence[float]) -> dict[str, float | None]:
+    return {
+        "mean": stats.mean(values),
+        "p50": stats.percentile(values, 50),
+        "p95": stats.percentile(values, 95),
+        "total": sum(values) if values else None,
+    }
+
+
+def _measured(values: Iterable[float | None]) -> list[float]:
+    """The values something measured; None is "not measured", never zero."""
+    return [float(v) for v in values if v is not None]
+
+
+def _measured_sum(values: Iterable[float | None]) -> float | None:
+    """The sum of the measured values; None when none was measured."""
+    measured = _measured(values)
+    return sum(measured) if measured else None
+
+
+def task_counts(results: Iterable[TrialResult]) -> dict[str, tuple[int, int]]:
+    """Per task: (valid trials, passed trials), for tasks with at least one valid trial."""
+    per_task: dict[str, list[int]] = defaultdict(lambda: [0, 0])
+    for r in results:
+        if r.valid:
+            counts = per_task[r.task_id]
+            counts[0] += 1
+            counts[1] += r.passed
+    return {task_id: (n, c) for task_id, (n, c) in per_task.items()}
+
+
+def is_partial(result: TrialResult) -> bool:
+    """A `partial` trial: failed, having done some required parts (its status, decided
+    at grading by `proctor.grade.parts.failed_status`); never a pass."""
+    return result.status == "partial"
+
+
+def step_efficiency(result: TrialResult, optimal_steps: int | None) -> float | None:
+    """optimal ÷ tool calls taken, capped at 1, for a passed trial of a task that states its
+    optimal steps; None otherwise (a failed trial did not reach the goal, so its steps are
+    no path to it, and an agent that did nothing is not efficient)."""
+    if optimal_steps is None or not result.passed:
+        return None
+    taken = result.metrics.get("tool_calls", 0.0)
+    return 1.0 if taken <= optimal_steps else optimal_steps / taken
+
+
+#: Seed 003's combined efficiency: step, token and latency scores weighed 0.4 / 0.3 / 0.3,
+#: each `baseline ÷ used` capped at 1, against 2,000 tokens and 10 s.
+EFFICIENCY_WEIGHTS = {"steps": 0.4, "tokens": 0.3, "latency": 0.3}
+TOKEN_BASELINE, LATENCY_BASELINE_S = 2000, 10.0
+
+
+def combined_efficiency(result: TrialResult, optimal_steps: int | None) -> float | None:
+    """Seed 003's efficiency score of a passed trial: the weighted mean of its step score
+    (only when the task states its optimal steps), token score (only when tokens were
+    measured) and latency score, the weights of what was measured renormalised; None for
+    a trial that did not pass (its steps, tokens and time are no path to the goal)."""
+    if not result.passed:
+        return None
+    tokens = result.usage.total_tokens
+    scores = {
+        "steps": step_efficiency(result, optimal_steps),
+        "tokens": None if tokens is None else min(TOKEN_BASELINE / max(tokens, 1), 1.0),
+        "latency": min(LATENCY_BASELINE_S / max(result.latency_s, 1e-3), 1.0),
+    }
+    measured = {k: v for k, v in scores.items() if v is not None}
+    total = sum(EFFICIENCY_WEIGHTS[k] for k in measured)
+    return sum(EFFICIENCY_WEIGHTS[k] * v for k, v in measured.items()) / total
+
+
+def budget_unmeasured(result: TrialResult) -> bool:
+    """Seed 004's efficiency gate, per trial: its task defines no budget (no budget check
+    ran), or a limit it defines was not measured (the figure was never reported)."""
+    budget = [c for c in result.checks if c.kind == "budget"]
+    return not budget or any(c.evidence.get("actual") == NOT_MEASURED for c in budget)
+
+
+def root_causes(results: Iterable[TrialResult]) -> dict[str, list[int]]:
+    """The trials (numbers) each check was the root cause of, among valid failed trials:
+    the failure first in the trace (`proctor.grade.root_cause`); most frequent first."""
+    found: dict[str, list[int]] = defaultdict(list)
+    for r in results:
+        name = None if r.passed or not r.valid else root_cause_name(r.checks, r.metrics)
+        if name is not None:
+            found[name].append(r.trial)
+    return dict(sorted(found.items(), key=lambda item: -len(item[1])))
+
+
+def _task_mean(values: Iterable[float | None]) -> float | None:
+    return stats.mean(v for v in values if v is not None)
+
+
+def _rates(results: Sequence[TrialResult], k_max: int) -> dict[str, Any]:
+    """Success (task-weighted, with its clustered interval), partial, pass@k / pass^k."""
+    by_task = task_counts(results)
+    counts = list(by_task.values())
+    valid = sum(n for n, _ in counts)
+    passed = sum(c for _, c in counts)
+    rate = stats.task_rate(counts)
+    partial: Counter[str] = Counter(r.task_id for r in results if is_partial(r))
+    complete = min(stats.complete_k(counts), k_max)
+    at_k, hat_k = stats.mean_pass_curves(counts, complete)  # O(n) per task, every k
+    return {
+        "valid_trials": valid,
+        "passed_trials": passed,
+        "success_rate": rate.value,
+        "success_ci": [rate.low, rate.high],
+        "success_se": rate.se,
+        "success_interval": {"method": rate.method, "effective_n": rate.effective_n},
+        "pooled_success_rate": passed / valid if valid else None,
+        "partial_trials": sum(partial.values()),
+        "partial_rate": _task_mean(partial[t] / n for t, (n, _) in by_task.items()),
+        "pass_at_k": {str(k): v for k, v in enumerate(at_k, 1)},
+        "pass_hat_k": {str(k): v for k, v in enumerate(hat_k, 1)},
+        "pass_k": {
+            "complete_up_to": complete,
+            "tasks": len(counts),
+            "incomplete": {
+                str(k): stats.tasks_covering(counts, k) for k in range(complete + 1, k_max + 1)
+            },
+        },
+    }
+
+
+def _violations(results: Iterable[TrialResult]) -> tuple[dict[str, Any], Counter[str]]:
+    """The run's safety violations, and their number per task (what each slice sums):
+    one pass over every check, however many slices the suite has."""
+    by_severity: Counter[str] = Counter()
+    by_check: Counter[str] = Counter()
+    by_task: Counter[str] = Counter()
+    items = []
+    for r in results:
+        for c in r.checks:
+            if c.is_violation:
+                by_severity[c.severity or "unknown"] += 1
+                by_check[c.name] += 1
+                by_task[r.task_id] += 1
+                items.append(
+                    {
+                        "task_id": r.task_id,
+                        "trial": r.trial,
+                        "check": c.name,
+                        "severity": c.severity,
+                    }
+                )
+    found = {
+        "total": sum(by_severity.values()),
+        "by_severity": dict(by_severity),
+        "by_check": dict(by_check),
+        "trials": items,
+    }
+    return found, by_task
+
+
+def _judges(results: Sequence[TrialResult]) -> dict[str, Any]:
+    """Judge checks and judge spending (docs/architecture.md, Judges). A calibrated check
+    has a severity; an advisory one has none, and only calibrated ones make the
+    `calibrated_pass_rate` gates read."""
+    by_rubric: dict[str, Counter[str]] = defaultdict(Counter)
+    for r in results:
+        if not r.valid:
+            continue
+        for c in r.checks:
+            if c.kind == "judge":
+                row = by_rubric[c.name]
+                row["checks"] += 1
+                row["passed"] += c.passed
+                row["calibrated"] += c.severity is not None
+                row["calibrated_passed"] += c.severity is not None and c.passed
+    total: Counter[str] = sum(by_rubric.values(), Counter())
+    spent = {
+        name: math.fsum(r.metrics.get(f"judge_{name}", 0.0) for r in results)
+        for name in ("calls", "cache_hits", "input_tokens", "output_tokens", "cost_usd", "error")
+    }
+    return {
+        "checks": total["checks"],
+        "calibrated_checks": total["calibrated"],
+        "advisory_checks": total["checks"] - total["calibrated"],
+        "pass_rate": total["passed"] / total["checks"] if total["checks"] else None,
+        "calibrated_pass_rate": total["calibrated_passed"] / total["calibrated"]
+        if total["calibrated"]
+        else None,
+        "by_rubric": {name: dict(row) for name, row in sorted(by_rubric.items())},
+        "calls": int(spent["calls"]),
+        "cache_hits": int(spent["cache_hits"]),
+        "input_tokens": int(spent["input_tokens"]),
+        "output_tokens": int(spent["output_tokens"]),
+        # judge calls none of which was priced: not measured, never $0
+        "cost_usd": spent["cost_usd"]
+        if any("judge_cost_usd" in r.metrics for r in results) or not spent["calls"]
+        else None,
+        "errors": int(spent["error"]),
+    }
+
+
+def _user_model(results: Sequence[TrialResult]) -> dict[str, Any] | None:
+    """The model user's spending and judged fidelity over the run (docs/architecture.md,
+    Simulated users); None when no model played a user. A figure calls were made for
+    and none reported is None ("not measured"), never 0; replies all replayed from the
+    cache spent 0."""
+    played = [r.metrics for r in results if "user_calls" in r.metrics]
+    if not played:
+        return None
+    calls = sum(m["user_calls"] for m in played)
+    fidelity = [c for r in results for c in r.checks if c.name in SIMULATOR_CHECKS]
+
+    def total(name: str) -> float | None:
+        values = [m[name] for m in played if name in m]
+        return math.fsum(values) if values or not calls else None
+
+    def whole(name: str) -> int | None:
+        value = total(name)
+        return None if value is None else int(value)
+
+    return {
+        "calls": whole("user_calls"),
+        "cache_hits": whole("user_cache_hits"),
+        "input_tokens": whole("user_input_tokens"),
+        "output_tokens": whole("user_output_tokens"),
+        "cost_usd": total("user_cost_usd"),
+        "fidelity_judged": len(fidelity),
+        "fidelity_failed": sum(not c.passed for c in fidelity),
+    }
+
+
+def _tool_use(results: Sequence[TrialResult]) -> dict[str, float | None]:
+    """Each tool metric's mean over valid trials, and `score`: the mean over trials of each
+    trial's mean of the metrics it has (what the scorecard weighs and gates)."""
+    valid = [r for r in results if r.valid]
+    out = {
+        name: stats.mean([r.metrics[name] for r in valid if name in r.metrics])
+        for name in TOOL_METRICS
+    }
+    per_trial = [stats.mean([r.metrics[m] for m in TOOL_METRICS if m in r.metrics]) for r in valid]
+    out["score"] = stats.mean([v for v in per_trial if v is not None])
+    return out
+
+
+def _share_passed(results: Iterable[TrialResult], select: Callable[[Check], bool]) -> float | None:
+    """The share of the selected checks that passed; None when none ran (not measured:
+    a run without budgets has no efficiency to score, never a perfect one)."""
+    checks = [c for r in results for c in r.checks if select(c)]
+    return sum(c.passed for c in checks) / len(checks) if checks else None
+
+
+def _quality(results: Sequence[TrialResult]) -> dict[str, float | None]:
+    """The default scorecard's shares other than success and tool use (docs/architecture.md,
+    Metrics): robustness and duplicate-effect checks passed, valid trials without a safety
+    violation, budget checks passed, trials with a trace id."""
+    valid = [r for r in results if r.valid]
+    violated = sum(1 for r in valid if any(c.is_violation for c in r.checks))
+    return {
+        "robustness": _share_passed(
+            valid, lambda c: c.kind == "robustness" or c.name == "duplicate_side_effects"
+        ),
+        "security": 1 - violated / len(valid) if valid else None,
+        "budget": _share_passed(valid, lambda c: c.kind == "budget"),
+        "observability": (
+            sum(1 for r in results if r.trace_id) / len(results) if results else None
+        ),
+    }
+
+
+def _power(results: Sequence[TrialResult], trials_per_task: int) -> dict[str, float | None]:
+    """The minimal detectable effect of a run this size (80% power, two-sided 5%).
+
+    The drop in success rate that `proctor compare` finds, with 80% probability, between
+    a baseline of this size and a candidate on the same tasks, given this run's rate and
+    its intraclass correlation (ICC) of verdicts within tasks (`stats.
+    minimal_detectable_effect`). Without an ICC estimate (one trial per task, or all
+    verdicts equal) it assumes 0: the two runs then share no task difficulty and pairing
+    gains nothing. None: too few tasks to detect any drop.
+    """
+    counts = list(task_counts(results).values())
+    rate = stats.task_rate(counts).value
+    if rate is None:
+        return {"icc": None, "mde": None}
+    icc = stats.icc_anova(counts)
+    mde = stats.minimal_detectable_effect(
+        rate, len(counts), max(trials_per_task, 1), icc=0.0 if icc is None else icc
+    )
+    return {"icc": icc, "mde": mde}
+
+
+def invalid_reasons(
+    error_rate: float,
+    max_error_rate: float,
+    missing: int,
+    expected: int,
+    grader_errors: int,
+    statuses: Mapping[Any, int] | None = None,
+) -> list[str]:
+    """Why a run is invalid, one phrase each; empty for a valid run. Every report says these.
+    A run whose every trial the harness or the simulated user broke, with some of them
+    `sim_error`, has no trial to score: invalid, as a run of harness errors is."""
+    reasons = []
+    if error_rate > max_error_rate:
+        reasons.append(f"harness error rate {error_rate:.1%} above {max_error_rate:.1%}")
+    counts = statuses or {}
+    broken, sim = counts.get("error", 0) + counts.get("sim_error", 0), counts.get("sim_error", 0)
+    if sim and broken == sum(counts.values()):
+        reasons.append(
+            f"no valid trials: {sim} sim_error (the simulated user broke)"
+            + (f" and {broken - sim} harness errors" if broken > sim else "")
+        )
+    if missing:
+        reasons.append(f"{missing} of {expected} trials missing")
+    if grader_errors:
+        reasons.append(
+            f"graders crashed on {grader_errors} trial{'s' if grader_errors > 1 else ''}"
+        )
+    return reasons
+
+
+def undecided_rates(results: Sequence[TrialResult]) -> dict[str, Any]:
+    """How often each text reader could not tell (docs/architecture.md, Reading): per
+    reader check, the checks it made and the undecided ones; `deciding`: the undecided
+    checks that decide their trial, which a gate holds at `max_undecided`."""
+    made: Counter[str] = Counter()
+    undecided: Counter[str] = Counter()
+    deciding = 0
+    for r in results:
+        for c in r.checks:
+            family = c.name.split(":", 1)[0]
+            if family in READER_CHECKS or c.undecided:
+                made[family] += 1
+                undecided[family] += c.undecided
+                deciding += c.undecided and c.decides
+    return {
+        "deciding": deciding,
+        "checks": {
+            name: {"checks": n, "undecided": undecided[name], "rate": undecided[name] / n}
+            for name, n in sorted(made.items())
+        },
+    }
+
+
+def summarize(
+    run_id: str,
+    results: Iterable[TrialResult],
+    tasks: Mapping[str, TaskInfo],
+    *,
+    trials_per_task: int,
+    max_error_rate: float = DEFAULT_MAX_ERROR_RATE,
+    currency: Mapping[str, Any] | None = None,
+) -> dict[str, Any]:
+    """The RunSummary of a run as a JSON-ready dict (without the scorecard).
+
+    `currency`: the `{code, per_usd}` the run recorded from its price table; costs stay in
+    USD and reports convert with it."""
+    results = sorted(results, key=lambda r: (r.task_id, r.trial))
+    k_max = max(trials_per_task, 1)
+    statuses = Counter(r.status for r in results)
+    expected = len(tasks) * trials_per_task
+    error_rate = statuses["error"] / len(results) if results else 0.0
+    missing = max(expected - len(results), 0)
+    grader_errors = sum(any(c.name == GRADER_CHECK for c in r.checks) for r in results)
+    reasons = invalid_reasons(
+        error_rate, max_error_rate, missing, expected, grader_errors, statuses
+    )
+    valid_run = not reasons
+    passed_results = [r for r in results if r.passed]
+    valid = [r for r in results if r.valid]
+    total_cost = _measured_sum(r.usage.cost_usd for r in results)
+
+    by_task: dict[str, list[TrialResult]] = defaultdict(list)
+    for r in results:
+        by_task[r.task_id].append(r)
+    counts = task_counts(results)
+    per_task = []
+    efficiencies: list[float | None] = []
+    combined: list[float | None] = []
+    for task_id in sorted(tasks):
+        rs = by_task.get(task_id, [])
+        n, c = counts.get(task_id, (0, 0))
+        failed = Counter(
+            ch.name
+            for r in rs
+            if r.valid
+            for ch in r.checks
+            if not ch.passed and ch.name not in SIMULATOR_CHECKS
+        )
+        info = tasks[task_id]
+        efficiency = _task_mean(step_efficiency(r, info.optimal_steps) for r in rs)
+        efficiencies.append(efficiency)
+        combined.append(_task_mean(combined_efficiency(r, info.optimal_steps) for r in rs))
+        per_task.append(
+            {
+                "id": task_id,
+                "n": n,
+                "passed": c,
+                "partial": sum(map(is_partial, rs)),
+                "errors": sum(r.status == "error" for r in rs),
+                "sim_errors": sum(r.status == "sim_error" for r in rs),
+                "timeouts": sum(r.status == "timeout" for r in rs),
+                "success_rate": c / n if n else None,
+                "pass_hat_k": {str(k): v for k, v in enumerate(stats.pass_curves(n, c, n)[1], 1)},
+                "failed_checks": dict(failed.most_common()),
+                "root_causes": root_causes(rs),
+                "tags": info.tags,
+                "suites": info.suites,
+                "risk": info.risk,
+                "split": info.split,
+                "difficulty": info.difficulty,
+                "optimal_steps": info.optimal_steps,
+                "efficiency": efficiency,
+                "cost_usd": _measured_sum(r.usage.cost_usd for r in rs),
+                "mean_score": stats.mean([r.score for r in rs if r.valid]),
+            }
+        )
+
+    violations, violations_by_task = _violations(results)
+    slices: dict[str, dict[str, Any]] = {}
+    keys: dict[str, set[str]] = defaultdict(set)
+    for info in tasks.values():
+        for key in info.slices():
+            keys[key].add(info.id)
+    for key in sorted(keys):
+        members = [r for task_id in sorted(keys[key]) for r in by_task.get(task_id, [])]
+        slices[key] = {
+            "tasks": len(keys[key]),
+            **_rates(members, k_max),
+            "safety_violations": sum(violations_by_task[t] for t in keys[key]),
+            "root_causes": {name: len(t) for name, t in root_causes(members).items()},
+        }
+
+    return {
+        "run_id": run_id,
+        "tasks": len(tasks),
+        "trials": len(results),
+        "trials_per_task": trials_per_task,
+        "expected_trials": expected,
+        "missing_trials": missing,
+        **_rates(results, k_max),
+        **_power(results, trials_per_task),
+        "statuses": {s: statuses.get(s, 0) for s in TRIAL_STATUSES},
+        "errors": statuses["error"],
+        "sim_errors": statuses["sim_error"],
+        "timeouts": statuses["timeout"],
+        "needs_review": statuses["needs_review"],
+        "undecided": undecided_rates(results),
+        "untraced_trials": sum(1 for r in results if not r.trace_id),
+        "error_rate": error_rate,
+        "max_error_rate": max_error_rate,
+        "grader_errors": grader_errors,
+        "valid": valid_run,
+        "invalid_reasons": reasons,
+        "safety_violations": violations,
+        "tool_use": _tool_use(results),
+        "judges": _judges(results),
+        "user_model": _user_model(results),
+        "data_quality": data_quality(results),
+        "quality": _quality(results),
+        "efficiency": {
+            "score": _task_mean(efficiencies),
+            "tasks": sum(e is not None for e in efficiencies),
+            "combined": _task_mean(combined),
+            "combined_tasks": sum(e is not None for e in combined),
+        },
+        "budget_unmeasured_trials": sum(budget_unmeasured(r) for r in valid),
+        "cost": {
+            "total_usd": total_cost,
+            "per_passed_trial_usd": total_cost / len(passed_results)
+            if passed_results and total_cost is not None
+            else None,
+            "per_trial_usd": _distribution(_measured(r.usage.cost_usd for r in valid)),
+            "measured_trials": sum(r.usage.cost_usd is not None for r in results),
+            "currency": dict(currency) if currency else None,
+        },
+        "tokens": {
+            **_distribution(_measured(r.usage.total_tokens for r in valid)),
+            "measured_trials": sum(r.usage.total_tokens is not None for r in results),
+        },
+        "tool_calls": _distribution([r.metrics.get("tool_calls", 0.0) for r in valid]),
+        "latency_s": _distribution([r.latency_s for r in valid]),
+        "simulated_s": _distribution([r.simulated_s for r in valid]),
+        "per_task": per_task,
+        "slices": slices,
+    }

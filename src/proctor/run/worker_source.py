@@ -1,0 +1,203 @@
+"""What a worker process needs to run or grade trials: strings that rebuild the suite
+and the agent.
+
+A suite's domains and an agent loaded from files live in modules that exist only in the
+process that loaded them, so they cannot be pickled to another one. A worker gets the
+paths and the agent reference instead, loads them once, and then runs any trial named by
+(task id, trial number, seed). The task's digest travels with each trial: a file changed
+on disk since the run started is an error, not a silently different trial.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import Any
+
+from proctor.agents import load_agent
+from proctor.agents.agent import agent_callable, is_async_agent
+from proctor.env.sources import source_spec
+from proctor.env.suite import Suite, SuiteTask, load_suite
+from proctor.run.trial import TrialRecord, TrialSpec, play_trial, set_up, wrap_up
+from proctor.run.turn import turn_on_loop
+from proctor.tasks.models import Fault
+
+
+class ExecutorError(RuntimeError):
+    """An executor cannot run this run (a missing extra, no TrialSource); one line."""
+
+
+@dataclass(frozen=True)
+class TrialSource:
+    paths: tuple[str, ...]
+    agent_ref: str
+    run_id: str
+    timeout_s: float | None
+    faults: tuple[Fault, ...] = ()
+
+    @classmethod
+    def of(
+        cls,
+        suite: Suite,
+        agent_ref: str,
+        run_id: str,
+        timeout_s: float | None,
+        faults: Sequence[Fault] = (),
+    ) -> TrialSource:
+        """The source of a suite loaded from files or suite sources; paths made absolute
+        for any cwd (a source spec such as `agentdojo:banking` travels as it is)."""
+        if not suite.roots:
+            raise ExecutorError(
+                f"suite {suite.name!r} was not loaded from files: a worker cannot rebuild it"
+            )
+        if not agent_ref:
+            raise ExecutorError("worker processes need the agent as a reference (FILE.py:NAME)")
+        return cls(
+            tuple(str(p) if source_spec(p) else str(Path(p).resolve()) for p in suite.roots),
+            _absolute_ref(agent_ref),
+            run_id,
+            timeout_s,
+            tuple(faults),
+        )
+
+    def shipped(self, root: Path) -> TrialSource:
+        """This source as workers see it when `root` (absolute) is shipped to be their
+        working directory: suite paths and the agent file relative to it. A path outside
+        `root` would not reach them: an ExecutorError."""
+        where, _, attr = self.agent_ref.rpartition(":")
+        agent_ref = self.agent_ref
+        if not self.agent_ref.startswith("chat:") and Path(where).is_absolute():
+            agent_ref = f"{shipped_path(where, root, 'the agent file')}:{attr}"
+        return replace(self, paths=shipped_paths(self.paths, root), agent_ref=agent_ref)
+
+
+@dataclass(frozen=True)
+class SuiteSource:
+    """What a grading worker needs to rebuild a suite: its paths, and the digest of each
+    task it grades, so that a task file changed since is an error, not other verdicts."""
+
+    paths: tuple[str, ...]
+    digests: dict[str, str]
+    #: Identifies (paths, digests) for a worker's cache, computed once.
+    fingerprint: str
+
+    @classmethod
+    def of(cls, suite: Suite, task_ids: Sequence[str] | None = None) -> SuiteSource:
+        """The source of `suite`'s tasks (or of `task_ids` among them)."""
+        if not suite.roots:
+            raise ExecutorError(
+                f"suite {suite.name!r} was not loaded from files: a worker cannot rebuild it"
+            )
+        wanted = None if task_ids is None else set(task_ids)
+        digests = {t.id: t.task.digest for t in suite.tasks if wanted is None or t.id in wanted}
+        paths = tuple(str(Path(p).resolve()) for p in suite.roots)
+        joined = "\n".join([*paths, *(f"{k}:{v}" for k, v in sorted(digests.items()))])
+        return cls(paths, digests, hashlib.sha256(joined.encode()).hexdigest())
+
+    def shipped(self, root: Path) -> SuiteSource:
+        """Paths relative to `root`, shipped to be the workers' working directory."""
+        return replace(self, paths=shipped_paths(self.paths, root))
+
+    def members(self) -> dict[str, SuiteTask]:
+        """In a worker: the tasks by id, loaded once per process, each as it was."""
+        if self.fingerprint not in _suites:
+            loaded = {t.id: t for t in load_suite(list(self.paths)).tasks}
+            for task_id, digest in self.digests.items():
+                if task_id not in loaded or loaded[task_id].task.digest != digest:
+                    raise ExecutorError(f"task {task_id!r} changed on disk since it was loaded")
+            _suites[self.fingerprint] = {k: loaded[k] for k in self.digests}
+        return _suites[self.fingerprint]
+
+
+def shipped_paths(paths: Sequence[str], root: Path) -> tuple[str, ...]:
+    return tuple(shipped_path(p, root, "suite path") for p in paths)
+
+
+def shipped_path(path: str, root: Path, what: str) -> str:
+    """`path` relative to `root`, the folder shipped to the workers; an ExecutorError
+    when it lies outside and would not reach them."""
+    try:
+        return str(Path(path).relative_to(root))
+    except ValueError:
+        raise ExecutorError(
+            f"{what} {path} is outside the working directory {root} shipped to "
+            "the workers: run from a folder that holds it, or ship one that does"
+        ) from None
+
+
+def _absolute_ref(ref: str) -> str:
+    """A file reference made absolute for workers in other directories; a `chat:` model
+    reference (which may hold slashes and colons) travels as it is."""
+    if ref.startswith("chat:"):
+        return ref
+    where, _, attr = ref.rpartition(":")
+    if where.endswith(".py") or "/" in where:
+        return f"{Path(where).resolve()}:{attr}"
+    return ref
+
+
+@dataclass(frozen=True, slots=True)
+class TrialItem:
+    """One trial, as it travels to a worker."""
+
+    task_id: str
+    trial: int
+    seed: int
+    digest: str
+
+    @property
+    def key(self) -> str:
+        return f"{self.task_id}#{self.trial}"
+
+    @classmethod
+    def of(cls, spec: TrialSpec) -> TrialItem:
+        return cls(spec.task.id, spec.trial, spec.seed, spec.task.digest)
+
+
+# -- in the worker ----------------------------------------------------------------------
+
+_loaded: dict[tuple[tuple[str, ...], str], tuple[dict[str, SuiteTask], Any]] = {}
+_suites: dict[str, dict[str, SuiteTask]] = {}
+_loop: asyncio.AbstractEventLoop | None = None
+
+
+def load(source: TrialSource) -> tuple[dict[str, SuiteTask], Any]:
+    """The suite's tasks by id and the agent, loaded once per process."""
+    key = (source.paths, source.agent_ref)
+    if key not in _loaded:
+        suite = load_suite(list(source.paths))
+        agent = load_agent(source.agent_ref)
+        pristine = {id(t.domain): t.domain.snapshot() for t in suite.tasks}  # as Runner's
+        tasks = {t.id: replace(t, domain=pristine[id(t.domain)]) for t in suite.tasks}
+        _loaded[key] = (tasks, agent)
+    return _loaded[key]
+
+
+def run_item(
+    source: TrialSource, item: TrialItem, played: Callable[[], None] | None = None
+) -> TrialRecord:
+    """Run one trial in this (worker) process, under the run's timeout; `played` is told
+    when the agent's turn is over (what follows, grading, is the harness's work)."""
+    global _loop
+    tasks, agent = load(source)
+    member = tasks.get(item.task_id)
+    if member is None or member.task.digest != item.digest:
+        raise ExecutorError(f"task {item.task_id!r} changed on disk since the run started")
+    spec = TrialSpec(
+        source.run_id, member.task, member.domain, item.trial, item.seed, source.faults
+    )
+    if _loop is None:
+        _loop = asyncio.new_event_loop()
+    if is_async_agent(agent):  # on this loop: the process is its isolation, killed if stuck
+        env, agent_input = set_up(spec)
+        fn = agent_callable(agent)
+        turn = _loop.run_until_complete(turn_on_loop(fn, agent_input, env, source.timeout_s))
+        trial = wrap_up(spec, env, turn, source.timeout_s)
+    else:
+        trial = _loop.run_until_complete(play_trial(spec, agent, source.timeout_s))
+    if played is not None:
+        played()
+    return trial.graded()
