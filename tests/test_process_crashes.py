@@ -40,15 +40,23 @@ def dies_while_grading(ctx):
 """
 
 
-def suite_with_agents(tmp_path: Path) -> tuple[Any, str]:
+#: An agent whose workers never die (no grader that kills them).
+PLAIN = """
+async def reads(input, toolbox):
+    got = await toolbox.call("items.get", {"item_id": "a"})
+    return f"Item a is {got.value['colour']}."
+"""
+
+
+def suite_with_agents(tmp_path: Path, agents: str = AGENTS) -> tuple[Any, str]:
     folder = tmp_path / "suite"
     shutil.copytree(MINI, folder)
-    (tmp_path / "agents.py").write_text(AGENTS)
+    (tmp_path / "agents.py").write_text(agents)
     return load_suite(folder).select(ids=["read-item"]), str(tmp_path / "agents.py")
 
 
-def run(tmp_path: Path, name: str) -> tuple[Any, Store]:
-    suite, agents = suite_with_agents(tmp_path)
+def run(tmp_path: Path, name: str, agents: str = AGENTS) -> tuple[Any, Store]:
+    suite, agents = suite_with_agents(tmp_path, agents)
     ref = f"{agents}:{name}"
     store = Store(tmp_path / "p.db")
     runner = Runner(
@@ -85,6 +93,29 @@ def test_a_worker_dying_while_grading_is_the_harnesss_error(tmp_path: Path) -> N
     assert trials[1].status == "error"
     assert "died while grading" in (trials[1].error or "")
     assert {trials[t].status for t in (0, 2, 3)} == {"passed"}
+
+
+def test_a_trial_sent_to_a_worker_that_already_ended_goes_to_a_fresh_one(
+    tmp_path: Path, monkeypatch: Any
+) -> None:
+    """A worker can die after its last answer, while the next trial is being sent ahead:
+    the broken pipe is not the run's end, the trial never reached a worker and is played
+    by a fresh one (the trial before it is read from the pipe as usual)."""
+    from proctor.run import process
+
+    real_send = process.Worker.send
+    broken: list[int] = []
+
+    def send(worker: Any, fn: Any, job: Any) -> None:
+        if job[0] == 2 and not broken:  # the second trial finds the pipe closed
+            broken.append(job[0])
+            raise BrokenPipeError(32, "Broken pipe")
+        real_send(worker, fn, job)
+
+    monkeypatch.setattr(process.Worker, "send", send)
+    report, _ = run(tmp_path, "reads", PLAIN)
+    assert broken == [2]
+    assert sorted((r.trial, r.status) for r in report.results) == [(t, "passed") for t in range(4)]
 
 
 def test_regrading_keeps_the_crash_of_a_lost_trial(tmp_path: Path) -> None:

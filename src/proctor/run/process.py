@@ -254,6 +254,9 @@ class _ProcessLane(Lane):
         self._ex = executor
         self._worker: Worker | None = None
         self._sent = 0
+        #: Trials whose sending found the worker's pipe closed: it died after its last
+        #: answer, so they never reached it (what it answered before can still be read).
+        self._undelivered: set[int] = set()
 
     async def drive(
         self, specs: Iterator[TrialSpec], put: Callable[[TrialRecord], Awaitable[None]]
@@ -271,6 +274,7 @@ class _ProcessLane(Lane):
 
     def close(self) -> None:
         worker, self._worker = self._worker, None
+        self._undelivered.clear()
         if worker is not None:
             worker.kill()
 
@@ -278,7 +282,10 @@ class _ProcessLane(Lane):
         if self._worker is None:  # on a thread: the lanes' workers start side by side
             self._worker = await asyncio.to_thread(self._start)
         self._sent += 1
-        self._worker.send(play, (self._sent, TrialItem.of(spec)))
+        try:
+            self._worker.send(play, (self._sent, TrialItem.of(spec)))
+        except OSError:  # a broken pipe: the trials ahead of it tell how the worker ended
+            self._undelivered.add(self._sent)
         return self._sent, spec
 
     def _start(self) -> Worker:
@@ -289,15 +296,22 @@ class _ProcessLane(Lane):
     async def _receive(self, ahead: deque[tuple[int, TrialSpec]]) -> TrialRecord:
         """The first trial's record; the trials behind it go to a fresh worker when this
         one is killed or lost."""
+        while ahead[0][0] in self._undelivered:  # nothing left to read from that worker
+            await self._resend(ahead)
         seq, spec = ahead[0]
         record = await self._await(seq, spec)
         ahead.popleft()
         if self._worker is None:  # killed or lost: send what was queued behind it again
-            queued = [spec for _, spec in ahead]
-            ahead.clear()
-            for later in queued:
-                ahead.append(await self._send(later))
+            await self._resend(ahead)
         return record
+
+    async def _resend(self, ahead: deque[tuple[int, TrialSpec]]) -> None:
+        """The trials in `ahead`, sent again to a fresh worker in the same order."""
+        self.close()
+        queued = [spec for _, spec in ahead]
+        ahead.clear()
+        for later in queued:
+            ahead.append(await self._send(later))
 
     async def _await(self, seq: int, spec: TrialSpec) -> TrialRecord:
         worker = self._worker
