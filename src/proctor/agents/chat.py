@@ -19,7 +19,7 @@ from typing import Any
 
 from proctor.agents.agent import AgentInput, AgentResult
 from proctor.agents.bridge import bridge_tools, find_tool
-from proctor.agents.endpoint import ENDPOINT_OPTIONS, ChatEndpoint, parse_options
+from proctor.agents.endpoint import MODEL_OPTIONS, ChatEndpoint, parse_options
 from proctor.agents.pricing import PriceTable, record_call
 from proctor.core.results import Usage
 from proctor.env.toolbox import Toolbox
@@ -115,13 +115,10 @@ class ChatAgent:
     def from_options(cls, model: str, options: dict[str, str]) -> ChatAgent:
         """From `--agent 'chat:MODEL?temperature=0&max_steps=8&system_prompt=@sys.txt'`."""
         converters: dict[str, Any] = {
-            **ENDPOINT_OPTIONS,
-            "temperature": float,
+            **MODEL_OPTIONS,
             "seed": int,
             "max_steps": int,
             "system_prompt": _text_or_file,
-            "prices": PriceTable.load,
-            "name": str,
             "extra_body": _json_object,
             **SAMPLING,
         }

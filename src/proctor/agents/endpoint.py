@@ -20,6 +20,7 @@ from typing import Any
 
 from proctor.agents.agent import InfrastructureError
 from proctor.agents.outages import outages_as_infrastructure
+from proctor.agents.pricing import PriceTable
 from proctor.agents.scheduler import Limits, endpoint_key, estimate_tokens, scheduler_for
 from proctor.core.credentials import public_url
 
@@ -35,6 +36,13 @@ ENDPOINT_OPTIONS: dict[str, Callable[[str], Any]] = {
     "tpm": float,
     "max_concurrency": int,
     "max_wait_s": float,
+}
+#: Options every `chat:` model takes (agent, judge, simulated user), beside its own.
+MODEL_OPTIONS: dict[str, Callable[[str], Any]] = {
+    **ENDPOINT_OPTIONS,
+    "temperature": float,
+    "prices": PriceTable.load,
+    "name": str,
 }
 
 

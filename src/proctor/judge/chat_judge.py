@@ -23,7 +23,7 @@ from collections.abc import Callable
 from typing import Any
 
 from proctor.agents.agent import InfrastructureError
-from proctor.agents.endpoint import ENDPOINT_OPTIONS, ChatEndpoint, parse_options
+from proctor.agents.endpoint import MODEL_OPTIONS, ChatEndpoint, parse_options
 from proctor.agents.pricing import PriceTable
 from proctor.core.jsonvalues import digest
 from proctor.core.results import Usage
@@ -78,14 +78,11 @@ class ChatJudge:
     @classmethod
     def from_options(cls, model: str, options: dict[str, str]) -> ChatJudge:
         converters: dict[str, Callable[[str], Any]] = {
-            **ENDPOINT_OPTIONS,
-            "temperature": float,
+            **MODEL_OPTIONS,
             "seed": int,
             "max_attempts": int,
             "max_tokens": int,
             "response_format": str,
-            "prices": PriceTable.load,
-            "name": str,
         }
         return cls(model, **parse_options(options, converters))
 

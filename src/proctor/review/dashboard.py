@@ -28,13 +28,11 @@ from proctor.labels.ground_truth import (
     task_slices,
 )
 from proctor.review import access
-from proctor.review.trialview import task_view, trial_view
 from proctor.review.web import Desk, number, see_other
 from proctor.store import desk
 from proctor.store import label_tables as stored
 from proctor.store.desk import Reviewer
 from proctor.store.export import stored_summary
-from proctor.store.sqlite import RunNotFound
 
 
 def home(d: Desk, request: Request) -> Response:
@@ -131,12 +129,7 @@ def _adjudication_page(
     form: dict[str, str] | None = None,
 ) -> Response:
     me, run_id, (task_id, trial), truth = _contested(d, request)
-    store = d.store()
-    try:
-        view = trial_view(store, run_id, task_id, trial, blind=False)
-    except RunNotFound:
-        raise HTTPException(404, "no such trial") from None
-    manifest = Manifest.from_json(desk.run_manifest(store, run_id))
+    view, task = d.unblinded(run_id, task_id, trial)
     return d.render(
         request,
         "adjudication.html.j2",
@@ -145,7 +138,7 @@ def _adjudication_page(
         run_id=run_id,
         view=view,
         reveal=access.sees_verdict(d.settings, d.standing(me, run_id, task_id, trial)),
-        task=task_view(d.tasks.task(manifest, task_id), task_id, view.trace),
+        task=task,
         labels=truth.by_trial.get((task_id, trial), []),
         final=truth.final.get((task_id, trial)),
         adjudicated=(task_id, trial) in truth.adjudicated,

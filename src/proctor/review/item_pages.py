@@ -31,7 +31,6 @@ from proctor.store import desk
 from proctor.store import label_tables as stored
 from proctor.store.desk import Item, Reviewer
 from proctor.store.label_tables import LabelRow
-from proctor.store.sqlite import RunNotFound
 
 PAGE = 50
 SIDES = ("A", "B")
@@ -238,13 +237,7 @@ def trial_page(d: Desk, request: Request) -> Response:
     standing = d.standing(me, run_id, task_id, trial)
     if not access.may_open(standing):
         raise HTTPException(403, "forbidden: a trial of a blinded pair opens once you label it")
-    store = d.store()
-    try:
-        view = trial_view(store, run_id, task_id, trial, blind=False)
-    except RunNotFound:
-        raise HTTPException(404, "no such trial") from None
-    manifest = Manifest.from_json(desk.run_manifest(store, run_id))
-    task = task_view(d.tasks.task(manifest, task_id), task_id, view.trace)
+    view, task = d.unblinded(run_id, task_id, trial)
     reveal = access.sees_verdict(d.settings, standing)
     return d.render(
         request, "trial.html.j2", me, run_id=run_id, task=task, view=view, reveal=reveal

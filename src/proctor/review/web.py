@@ -34,12 +34,13 @@ from starlette.requests import Request
 from starlette.responses import HTMLResponse, RedirectResponse, Response
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
+from proctor.core.manifest import Manifest
 from proctor.labels.desk_settings import DeskSettings
 from proctor.review import auth
-from proctor.review.trialview import TaskFiles
+from proctor.review.trialview import TaskFiles, TaskView, TrialView, task_view, trial_view
 from proctor.store import desk
 from proctor.store.desk import Reviewer
-from proctor.store.sqlite import Store
+from proctor.store.sqlite import RunNotFound, Store
 
 MAX_BODY = 64 * 1024
 CSP = (
@@ -190,6 +191,16 @@ class Desk:
         if desk.run_status(self.store(), run_id) != "running":
             self._counts[run_id] = counts
         return counts
+
+    def unblinded(self, run_id: str, task_id: str, trial: int) -> tuple[TrialView, TaskView]:
+        """A trial shown unblinded, with its task (404 when the run has no such trial)."""
+        store = self.store()
+        try:
+            view = trial_view(store, run_id, task_id, trial, blind=False)
+        except RunNotFound:
+            raise HTTPException(404, "no such trial") from None
+        manifest = Manifest.from_json(desk.run_manifest(store, run_id))
+        return view, task_view(self.tasks.task(manifest, task_id), task_id, view.trace)
 
     def standing(self, me: Reviewer, run_id: str, task_id: str, trial: int) -> desk.Standing:
         """Where a trial stands for `me` (what `proctor.review.access` decides on)."""

@@ -16,7 +16,7 @@ from collections.abc import Callable
 from typing import Any
 
 from proctor.agents.agent_refs import load_reference
-from proctor.agents.endpoint import ENDPOINT_OPTIONS, ChatEndpoint, parse_options
+from proctor.agents.endpoint import MODEL_OPTIONS, ChatEndpoint, parse_options
 from proctor.agents.pricing import PriceTable
 from proctor.core.jsonvalues import digest
 from proctor.core.results import Usage
@@ -74,12 +74,9 @@ class ChatUserModel:
     @classmethod
     def from_options(cls, model: str, options: dict[str, str]) -> ChatUserModel:
         converters: dict[str, Callable[[str], Any]] = {
-            **ENDPOINT_OPTIONS,
-            "temperature": float,
+            **MODEL_OPTIONS,
             "max_tokens": int,
             "response_format": str,
-            "prices": PriceTable.load,
-            "name": str,
         }
         return cls(model, **parse_options(options, converters))
 
