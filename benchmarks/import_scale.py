@@ -96,7 +96,7 @@ def timed_grading(label: str, path: Path, suite: Suite, db: Path, pool: Pool) ->
     started = time.perf_counter()
     graded = grade_sessions(iter_sessions(path), suite, store=Store(db), run_id=label, pool=pool)
     wall = time.perf_counter() - started
-    n = graded.summary["trials"]
+    n = graded.summary.trials
     print(f"grade_sessions, {label}: {n:,} sessions in {wall:.2f} s = {n / wall:,.0f} trials/s")
     return [
         (r.task_id, r.trial, r.status, [(c.name, c.passed) for c in r.checks])

@@ -96,7 +96,7 @@ def agents(rate: float, trials: int, rpm: float | None) -> dict[str, Any]:
         "workload": "agents",
         "rpm": rpm,
         "requests": trials,
-        "lost": report.summary["errors"],
+        "lost": report.summary.errors,
         "served": server.served,
         "429s": server.rejected,
         "wall_s": round(wall, 2),

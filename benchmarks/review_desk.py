@@ -132,15 +132,15 @@ def main() -> None:
         print(f"{'trials page, first view (counts them)':38} {1000 * first:7.1f} ms")
         # every item labelled once, for the agreement page (as the desk stores a label)
         started = time.perf_counter()
-        for item, *_ in desk.items_page(store.db, RUN, 0, -1, len(items)):
-            assignment = desk.claim(store.db, RUN, 1, item.id)
+        for item, *_ in desk.items_page(store, RUN, 0, -1, len(items)):
+            assignment = desk.claim(store, RUN, 1, item.id)
             assert assignment is not None
             label = LabelRow(
                 1, "bench", RUN, item.task_id, item.trial, "fail", False, "x", "n", False, "v", 0.0
             )
-            stored.add_labels(store.db, assignment, [label])
+            stored.add_labels(store, assignment, [label])
         print(f"{len(items):,} labels stored in {time.perf_counter() - started:.1f} s")
-        last = desk.items_page(store.db, RUN, 0, -1, len(items))[-1][0]
+        last = desk.items_page(store, RUN, 0, -1, len(items))[-1][0]
         deep_item = len(items) - 60
         middle = f"task-{args.tasks // 2:05d}"
         pages: list[tuple[str, str]] = [
