@@ -118,13 +118,16 @@ OBJECT = _grammar("objects")
 SUBJECT_START = _grammar("subject_starts")
 #: A negative word in the subject: "nothing was cancelled", "no order was refunded".
 NEGATIVE_SUBJECT = _grammar("negative_words")
-_FUNCTION: dict[str, str] = {
-    str(k): str(v) for k, v in (lexicon_of("en").get("function_words") or {}).items()
-}
+
+
+def _named(part: str) -> dict[str, str]:
+    """A part of the English grammar that names its words (grade/lexicons/en.yaml)."""
+    return {str(k): str(v) for k, v in (lexicon_of("en").get(part) or {}).items()}
+
+
+_FUNCTION = _named("function_words")
 NO, NOT, TO, BY, NOR, AND = (_FUNCTION[k] for k in ("no", "not", "to", "by", "nor", "and"))
-_SUFFIXES: dict[str, str] = {
-    str(k): str(v) for k, v in (lexicon_of("en").get("suffixes") or {}).items()
-}
+_SUFFIXES = _named("suffixes")
 PAST_SUFFIX, ADVERB_SUFFIX = _SUFFIXES["past"], _SUFFIXES["adverb"]
 BARE_BE, BARE_HAVE, WOULD = (_FUNCTION[k] for k in ("be", "have", "would"))
 NOT_NEGATING_NO = _grammar("not_negating_no")

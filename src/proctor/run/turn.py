@@ -116,12 +116,8 @@ async def take_turn(
     user = env.user
     over = await agent_time(ended, user, time.monotonic(), timeout_s)
     if ended.done():
-        turn = ended.result()
-        turn.wall_s = time.perf_counter() - started - user.waited_s
-        turn.deadline = time.monotonic() + GRACE_S
-        return turn
-    wall = time.perf_counter() - started - user.waited(time.monotonic())
-    deadline = time.monotonic() + GRACE_S
+        return _ended(ended.result(), started, user)
+    overrun = _overrun(started, user, over)
     if loop is not None and cancel is not None:
         alive = _ping(loop, harness)
         loop.call_soon_threadsafe(cancel)
@@ -129,7 +125,22 @@ async def take_turn(
         await asyncio.wait(waits, timeout=GRACE_S / 2, return_when=asyncio.ALL_COMPLETED)
         if not alive.done():  # the agent blocked its loop: later trials get another
             AGENT_LOOP.abandon(loop)
-    return Turn(timed_out=True, user_timed_out=over, wall_s=wall, deadline=deadline)
+    return overrun
+
+
+def _ended(turn: Turn, started: float, user: SimulatedUser) -> Turn:
+    """A turn the agent ended: its own wall time (less what it waited on a model user),
+    and the grace it has to close its world."""
+    turn.wall_s = time.perf_counter() - started - user.waited(time.monotonic())
+    turn.deadline = time.monotonic() + GRACE_S
+    return turn
+
+
+def _overrun(started: float, user: SimulatedUser, users_fault: bool) -> Turn:
+    """A turn past its limit, timed as the limit passes (before any grace is waited)."""
+    wall = time.perf_counter() - started - user.waited(time.monotonic())
+    deadline = time.monotonic() + GRACE_S
+    return Turn(timed_out=True, user_timed_out=users_fault, wall_s=wall, deadline=deadline)
 
 
 def agent_left(user: SimulatedUser, began: float, timeout_s: float, now: float) -> float:
@@ -164,10 +175,7 @@ def turn_in_thread(fn: Any, agent_input: AgentInput, env: Environment) -> Turn:
     """A sync agent's turn, called in this (the agent's) thread: no limit here, the
     harness keeps time (proctor.run.lanes)."""
     started = time.perf_counter()
-    turn = _run_sync(fn, agent_input, SyncToolbox(env))
-    turn.wall_s = time.perf_counter() - started - env.user.waited_s
-    turn.deadline = time.monotonic() + GRACE_S
-    return turn
+    return _ended(_run_sync(fn, agent_input, SyncToolbox(env)), started, env.user)
 
 
 async def turn_on_loop(
@@ -180,15 +188,11 @@ async def turn_on_loop(
     task = asyncio.ensure_future(_guarded(fn, agent_input, Toolbox(env)))
     over = await agent_time(task, user, time.monotonic(), timeout_s)
     if task.done():
-        turn = task.result()
-        turn.wall_s = time.perf_counter() - started - user.waited_s
-        turn.deadline = time.monotonic() + GRACE_S
-        return turn
-    wall = time.perf_counter() - started - user.waited(time.monotonic())
-    deadline = time.monotonic() + GRACE_S
+        return _ended(task.result(), started, user)
+    overrun = _overrun(started, user, over)
     task.cancel()
     await asyncio.wait({task}, timeout=GRACE_S / 2)  # one that swallows it is left running
-    return Turn(timed_out=True, user_timed_out=over, wall_s=wall, deadline=deadline)
+    return overrun
 
 
 def _run_sync(fn: Any, agent_input: AgentInput, toolbox: SyncToolbox) -> Turn:
