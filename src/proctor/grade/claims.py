@@ -511,9 +511,6 @@ def _read(window: str, at: int, to: int, phrase: str) -> Claim | Undecided | Non
     return Claim(phrase, clause, tuple(direct), tuple(related))
 
 
-_QUOTE_MARKS = '"\u00ab\u00bb'
-
-
 def _status_nothing(tokens: list[Token], last: int) -> bool:
     """A status line with an empty value: "Cancelled: none"."""
     if last + 2 >= len(tokens) or tokens[last + 1].low != ":":

@@ -12,11 +12,14 @@ mark (`a 27" screen`), not a quotation.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
+from functools import lru_cache
 from typing import Literal
 
 #: Each opening mark and the mark that closes it.
 PAIRS = {'"': '"', "\u201c": "\u201d", "\u00ab": "\u00bb", "\u201e": "\u201c"}
+_MARKS = re.compile("[" + re.escape("".join({*PAIRS, *PAIRS.values()})) + "]")
 
 Quoted = Literal["closed", "open"]
 
@@ -29,17 +32,9 @@ class Quotations:
 
     @classmethod
     def of(cls, text: str) -> Quotations:
-        spans: list[tuple[int, int | None]] = []
-        stack: list[tuple[int, str]] = []  # (where it opened, the mark that closes it)
-        for i, ch in enumerate(text):
-            if ch == '"' and i > 0 and text[i - 1].isdigit():
-                continue  # an inch mark
-            if stack and ch == stack[-1][1]:
-                spans.append((stack.pop()[0], i))
-            elif ch in PAIRS:
-                stack.append((i, PAIRS[ch]))
-        spans.extend((start, None) for start, _ in stack)
-        return cls(tuple(spans))
+        """The quotations of `text`; the readers ask for one answer's many times (a refusal
+        or claim pattern per match), so the last few are kept."""
+        return _quotations(text)
 
     def at(self, position: int) -> Quoted | None:
         """Is `position` inside a quotation: one that closes, one left open, or none?"""
@@ -49,3 +44,19 @@ class Quotations:
         if not inside:
             return None
         return "open" if None in inside else "closed"
+
+
+@lru_cache(maxsize=16)
+def _quotations(text: str) -> Quotations:
+    spans: list[tuple[int, int | None]] = []
+    stack: list[tuple[int, str]] = []  # (where it opened, the mark that closes it)
+    for mark in _MARKS.finditer(text):
+        i, ch = mark.start(), mark.group(0)
+        if ch == '"' and i > 0 and text[i - 1].isdigit():
+            continue  # an inch mark
+        if stack and ch == stack[-1][1]:
+            spans.append((stack.pop()[0], i))
+        elif ch in PAIRS:
+            stack.append((i, PAIRS[ch]))
+    spans.extend((start, None) for start, _ in stack)
+    return Quotations(tuple(spans))

@@ -106,15 +106,18 @@ def check_health(
     store = Store(":memory:")
     try:
 
-        def run(agent: Any, seed: int, trials: int) -> tuple[str, str]:
+        def run(
+            agent: Any, seed: int, trials: int, tasks: Suite = suite, user: Any = None
+        ) -> tuple[str, str]:
             report = Runner(
-                suite,
+                tasks,
                 agent,
                 trials=trials,
                 seed=seed,
                 store=store,
                 concurrency=o.concurrency,
                 timeout_s=o.timeout_s,
+                user=user,
             ).run()
             return report.run_id, report.manifest.agent.name
 
@@ -153,17 +156,7 @@ def check_health(
 
             def play(tasks: Suite, user: UserPlayer) -> list[TrialResult]:
                 say(f"simulated user: the reference with {user.model.name}")
-                report = Runner(
-                    tasks,
-                    reference,
-                    trials=o.trials,
-                    seed=o.seed,
-                    store=store,
-                    concurrency=o.concurrency,
-                    timeout_s=o.timeout_s,
-                    user=user,
-                ).run()
-                return _results(store, report.run_id)
+                return _results(store, run(reference, o.seed, o.trials, tasks, user)[0])
 
             simulator = simulator_health(
                 suite, o.user, o.second_user, play, share=o.user_sample, seed=o.seed

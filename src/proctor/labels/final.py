@@ -15,14 +15,9 @@ from proctor.labels.ground_truth import GroundTruth, run_truth
 from proctor.store.sqlite import Store
 
 
-def review_truth(store: Store, run_id: str) -> GroundTruth:
-    """The review desk's ground truth for a run's trials (proctor.labels.ground_truth)."""
-    return run_truth(store, run_id)
-
-
 def human_verdicts(store: Store, run_id: str) -> dict[tuple[str, int], bool]:
     """Per trial people gave a final label: did they pass it?"""
-    return {key: bool(label.passed) for key, label in review_truth(store, run_id).final.items()}
+    return {key: bool(label.passed) for key, label in run_truth(store, run_id).final.items()}
 
 
 def final_label(truth: GroundTruth, task_id: str, trial: int) -> dict[str, Any] | None:
@@ -49,7 +44,7 @@ def labels_by_trace(store: Store, trace_ids: Iterable[str]) -> dict[str, dict[st
         trials.setdefault(run_id, []).append((task_id, trial, trace_id))
     out: dict[str, dict[str, Any]] = {}
     for run_id, rows in trials.items():
-        truth = review_truth(store, run_id)
+        truth = run_truth(store, run_id)
         for task_id, trial, trace_id in rows:
             label = final_label(truth, task_id, trial)
             if label is not None:

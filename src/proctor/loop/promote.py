@@ -52,7 +52,8 @@ from proctor.grade.context import ToolCall, calls_from_trace
 from proctor.grade.state import state_recorded
 from proctor.interop.redact import Redactor
 from proctor.interop.task_import import file_name
-from proctor.labels.final import final_label, review_truth
+from proctor.labels.final import final_label
+from proctor.labels.ground_truth import run_truth
 from proctor.loop.failing import blocking_failures, failed_items, task_with
 from proctor.loop.world import state_slice, touched_paths
 from proctor.store.sqlite import RunNotFound, Store
@@ -461,7 +462,7 @@ def promote(
     stored = _stored_trial(store, run_ref, task_id, trial)
     member = _member(suite, stored)
     if review is None:  # the review desk's final label of the trial, if people gave one
-        label = final_label(review_truth(store, stored.run["run_id"]), task_id, trial)
+        label = final_label(run_truth(store, stored.run["run_id"]), task_id, trial)
         review = ReviewNote.of(label) if label is not None else None
     data, promotion = build_task(
         stored, member, redactor or Redactor(), new_id=new_id, review=review
