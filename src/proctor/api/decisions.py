@@ -197,7 +197,8 @@ def compare(
     from proctor.decide.compare import CompareError, compare_runs, holdout_looks
 
     base, cand = run_data(baseline, store), run_data(candidate, store)
-    looks = holdout_looks(store.runs(limit=-1), cand) if store is not None else 0
+    holdout = store is not None and cand.manifest.suite.holdout_digest
+    looks = holdout_looks(store.runs(limit=-1), cand) if store is not None and holdout else 0
     try:
         return compare_runs(base, cand, margin=margin, resamples=resamples, seed=seed, looks=looks)
     except CompareError as exc:

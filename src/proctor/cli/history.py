@@ -236,7 +236,7 @@ def report(
     from proctor.api import InputError
     from proctor.api.reports import write_report
     from proctor.core.documents import SpecError
-    from proctor.store import RunNotFound
+    from proctor.store.export import RunInputError, store_run
 
     if not html_path and not md_path:
         fail("nothing to write: pass --html PATH and/or --md PATH")
@@ -244,13 +244,13 @@ def report(
         fail(f"{store_path}: no store yet (run `proctor run` first)")
     suite = suite_or_exit(task_paths) if task_paths else None
     store = open_store(store_path, readonly=True)
-    try:
-        run_id = store.run(run_ref)["run_id"]
-    except RunNotFound as exc:
+    try:  # read once: write_report takes the run as read here
+        data = store_run(store, run_ref)
+    except RunInputError as exc:
         fail(str(exc))
     try:
         write_report(
-            run_id,
+            data,
             store,
             html=html_path,
             markdown=md_path,
@@ -274,7 +274,7 @@ def report(
         [f"HTML {html_path} ({Path(html_path).stat().st_size / 1e6:.1f} MB)"] if html_path else []
     )
     written += [f"Markdown {md_path}"] if md_path else []
-    click.echo(f"report of run {run_id}: " + "; ".join(written))
+    click.echo(f"report of run {data.run_id}: " + "; ".join(written))
 
 
 @main.command("review-queue")

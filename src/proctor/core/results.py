@@ -12,7 +12,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Literal, NamedTuple
+from typing import Any, Literal, NamedTuple, get_args
 
 CheckKind = Literal[
     "outcome",
@@ -269,15 +269,7 @@ class Currency(NamedTuple):
 TrialStatus = Literal[
     "passed", "partial", "failed", "timeout", "error", "needs_review", "sim_error"
 ]
-TRIAL_STATUSES: tuple[TrialStatus, ...] = (
-    "passed",
-    "partial",
-    "failed",
-    "timeout",
-    "error",
-    "needs_review",
-    "sim_error",
-)
+TRIAL_STATUSES: tuple[TrialStatus, ...] = get_args(TrialStatus)
 
 
 @dataclass(slots=True)

@@ -13,6 +13,7 @@ when a known name is close.
 from __future__ import annotations
 
 import difflib
+import functools
 import types
 from collections.abc import Iterator
 from typing import Any, Union, get_args, get_origin
@@ -90,6 +91,15 @@ def _literal(predicate: Predicate) -> Any:
     raise _NotLiteral
 
 
+@functools.cache
+def _adapter(model: type[BaseModel], name: str) -> TypeAdapter[Any]:
+    """The validator of one argument of a tool, built once (a suite checks each tool's
+    arguments in every task that names them)."""
+    annotation = model.model_fields[name].annotation
+    assert annotation is not None  # argument_problems skips fields without one
+    return TypeAdapter(annotation)
+
+
 def argument_problems(tool: Tool, loc: Loc, args: dict[str, Predicate]) -> list[Problem]:
     """Unknown argument names, and literals the argument's type cannot hold."""
     fields = tool.args_model.model_fields
@@ -103,11 +113,10 @@ def argument_problems(tool: Tool, loc: Loc, args: dict[str, Predicate]) -> list[
             value = _literal(predicate)
         except _NotLiteral:
             continue
-        annotation = fields[name].annotation
-        if value is None or annotation is None:
+        if value is None or fields[name].annotation is None:
             continue
         try:
-            TypeAdapter(annotation).validate_python(value)
+            _adapter(tool.args_model, name).validate_python(value)
         except ValidationError as exc:
             why = exc.errors(include_url=False)[0]["msg"]
             problems.append(

@@ -30,6 +30,7 @@ in a world the suite's task does not reproduce.
 
 from __future__ import annotations
 
+import functools
 import os
 import sys
 import time
@@ -119,7 +120,7 @@ class _Trial:
     trace: Trace
     outcome: Outcome
 
-    @property
+    @functools.cached_property
     def manifest(self) -> Manifest:
         return Manifest.from_json(self.run["manifest"])
 

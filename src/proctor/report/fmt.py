@@ -3,7 +3,7 @@ a number the same way. A missing figure is always an em dash."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from proctor.core.results import NOT_MEASURED
@@ -100,3 +100,8 @@ def invalid_why(summary: RunSummary) -> str:
         reasons = [f"{errors} harness errors"] if errors else []
         reasons += [f"{missing} missing trials"] if missing else []
     return "; ".join(reasons) or "the run did not complete"
+
+
+def where_text(where: Mapping[str, Sequence[str]]) -> str:
+    """A rule's slice as `suite=regression, risk=high|medium`."""
+    return ", ".join(f"{k}={'|'.join(v)}" for k, v in where.items())

@@ -50,10 +50,11 @@ from proctor.report.fmt import (
     pct,
     secs,
     value,
+    where_text,
 )
 from proctor.report.health_html import health_section
 from proctor.report.human import human_sentence
-from proctor.report.inputs import ReportInputs, gate_line, where_text
+from proctor.report.inputs import ReportInputs, gate_line
 from proctor.report.judge_tables import judge_statements
 from proctor.report.program_html import program_section
 from proctor.report.recommendation import recommend

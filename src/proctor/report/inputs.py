@@ -103,8 +103,3 @@ def gate_line(gate: dict[str, Any]) -> str:
     if gate["passed"]:
         return f"Gate rules passed: {total - skipped} of {total}{skip}"
     return f"Gate FAILED: {gate['failed']} of {total} rules failed{skip}"
-
-
-def where_text(where: dict[str, list[str]]) -> str:
-    """A rule's slice as `suite=regression, risk=high|medium`."""
-    return ", ".join(f"{k}={'|'.join(v)}" for k, v in where.items())

@@ -29,9 +29,10 @@ from proctor.report.fmt import (
     pct,
     secs,
     value,
+    where_text,
 )
 from proctor.report.human import human_sentence
-from proctor.report.inputs import ReportInputs, gate_line, where_text
+from proctor.report.inputs import ReportInputs, gate_line
 from proctor.report.judge_tables import judge_statements
 from proctor.report.recommendation import recommend
 

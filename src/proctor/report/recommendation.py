@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from proctor.core.summary import RunSummary
-from proctor.report.fmt import invalid_why
+from proctor.report.fmt import invalid_why, where_text
 
 RERUN = "re-run before deciding"
 BLOCK = "do not release"
@@ -64,12 +64,7 @@ def blocking_violations(summary: RunSummary) -> int:
 def failed_rules(rows: list[dict[str, Any]]) -> list[str]:
     """The failed rows' rules, with their slice: `task_success_rate >= 0.9 (risk=high)`."""
     return [
-        row["rule"]
-        + (
-            " (" + ", ".join(f"{k}={'|'.join(v)}" for k, v in row["where"].items()) + ")"
-            if row.get("where")
-            else ""
-        )
+        row["rule"] + (f" ({where_text(row['where'])})" if row.get("where") else "")
         for row in rows
         if row.get("status") == "fail"
     ]

@@ -24,6 +24,7 @@ from proctor.report.fmt import (
     pct,
     success_interval,
     value,
+    where_text,
 )
 from proctor.report.recommendation import PROCEED, UNDECIDED, Recommendation, recommend
 
@@ -254,7 +255,7 @@ def rules_table(title: str, rows: list[dict[str, Any]]) -> Table:
     table.add_column("result", no_wrap=True)
     table.add_column("reason", overflow="fold")
     for row in rows:
-        where = ", ".join(f"{k}={'|'.join(v)}" for k, v in row["where"].items())
+        where = where_text(row["where"])
         rule = plain(row["rule"])
         if where:
             rule.append_text(Text("\n").append_text(plain(f"({where})")))
@@ -294,7 +295,7 @@ def scorecard_tables(card: Scorecard, *, valid: bool = True) -> tuple[Table, Tab
     total = sum(c.weight for c in card.components.values()) or 1.0
     for name, comp in card.components.items():
         score = NOT_MEASURED if comp.score is None else pct(comp.score)
-        where = ", ".join(f"{k}={'|'.join(v)}" for k, v in comp.where.items())
+        where = where_text(comp.where)
         measures = comp.metric + (f" on {where}" if where else "")
         weight = f"{100 * comp.weight / total:.0f}%"
         table.add_row(plain(name.replace("_", " ")), plain(measures), weight, score)

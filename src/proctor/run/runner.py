@@ -358,8 +358,12 @@ class _JudgeLanes:
                     findings = await apply_judges(
                         judging, findings, member.task, rubrics, record.trace, record.outcome
                     )
-                    record.decide(findings)
-                if fidelity is not None and fidelity.selects(record.result, record.trace):
+                    if fidelity is not None:  # it selects by the verdict after the judges
+                        record.decide(findings)
+                # without judges, `fidelity` was kept above only where it selects the trial
+                if fidelity is not None and (
+                    not judges or fidelity.selects(record.result, record.trace)
+                ):
                     findings = await fidelity.apply(findings, member.task, record.trace)
             finally:
                 self.slots.release()

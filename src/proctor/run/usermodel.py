@@ -11,7 +11,6 @@ agent's thread blocks, an asynchronous agent's toolbox waits off its loop
 from __future__ import annotations
 
 import asyncio
-import threading
 from collections.abc import Callable
 from typing import Any
 
@@ -21,6 +20,7 @@ from proctor.agents.pricing import PriceTable
 from proctor.core.jsonvalues import digest
 from proctor.core.results import Usage
 from proctor.run.simulator import PROMPT_VERSION, UserAnswer, UserModel
+from proctor.run.threads import AgentLoop
 
 RESPONSE_FORMATS = ("json_object", "json_schema", "none")
 #: The answer's shape for `response_format=json_schema`: a server that constrains output
@@ -68,8 +68,7 @@ class ChatUserModel:
         self.max_tokens = max_tokens
         self.response_format = response_format
         self.prices = prices or PriceTable.from_env()
-        self._loop: asyncio.AbstractEventLoop | None = None
-        self._started = threading.Lock()
+        self._loop = AgentLoop()  # its own: an agent that blocks the agents' cannot stall it
 
     @classmethod
     def from_options(cls, model: str, options: dict[str, str]) -> ChatUserModel:
@@ -94,14 +93,6 @@ class ChatUserModel:
             }
         )
 
-    def _running_loop(self) -> asyncio.AbstractEventLoop:
-        with self._started:
-            if self._loop is None:
-                loop = asyncio.new_event_loop()
-                threading.Thread(target=loop.run_forever, name="user-model", daemon=True).start()
-                self._loop = loop
-            return self._loop
-
     def complete(self, messages: list[dict[str, str]], seed: int) -> UserAnswer:
         request: dict[str, Any] = {
             "temperature": self.temperature,
@@ -116,7 +107,7 @@ class ChatUserModel:
                 "json_schema": {"name": "user_reply", "strict": True, "schema": REPLY_SCHEMA},
             }
         call = self.endpoint.complete(messages, **request)
-        completion = asyncio.run_coroutine_threadsafe(call, self._running_loop()).result()
+        completion = asyncio.run_coroutine_threadsafe(call, self._loop.get()).result()
         return UserAnswer(str(completion.choices[0].message.content or ""), self._usage(completion))
 
     def _usage(self, completion: Any) -> Usage:

@@ -29,7 +29,7 @@ from typing import Any
 
 from proctor.core.results import Check
 from proctor.store.file_health import StoreDamaged, StoreError
-from proctor.store.sqlite import Store, reads, writes
+from proctor.store.sqlite import Store, each_statement, reads, writes
 
 #: 2: `reviewers.removed_at` and `reviewers.link_expires_at`; 3: `labels.informed`.
 DESK_SCHEMA_VERSION = 3
@@ -164,9 +164,7 @@ def migrate(db: sqlite3.Connection) -> None:
         return
     db.execute("BEGIN IMMEDIATE")
     try:
-        for statement in _SCHEMA.split(";"):  # executescript would commit first
-            if statement.strip():
-                db.execute(statement)
+        each_statement(db, _SCHEMA)
         columns = {row[1] for row in db.execute("PRAGMA table_info(reviewers)")}
         if "removed_at" not in columns:  # a version 1 desk
             db.execute("ALTER TABLE reviewers ADD COLUMN removed_at REAL")

@@ -11,7 +11,7 @@ import sqlite3
 import time
 from typing import Any
 
-from proctor.store.sqlite import Store
+from proctor.store.sqlite import Store, reads
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS suite_health (
@@ -54,16 +54,16 @@ def add_health(store: Store, report: dict[str, Any]) -> int:
     return int(rowid or 0)
 
 
-def find_health(store: Store, suite: str, digest: str) -> dict[str, Any] | None:
+@reads
+def find_health(db: sqlite3.Connection, suite: str, digest: str) -> dict[str, Any] | None:
     """The newest report of this suite digest, else of this suite name; None when none
     (or the store predates health reports)."""
     try:
-        with store.lock:
-            row = store._db.execute(
-                "SELECT report FROM suite_health WHERE suite_digest = ? OR suite = ?"
-                " ORDER BY suite_digest = ? DESC, id DESC LIMIT 1",
-                (digest, suite, digest),
-            ).fetchone()
+        row = db.execute(
+            "SELECT report FROM suite_health WHERE suite_digest = ? OR suite = ?"
+            " ORDER BY suite_digest = ? DESC, id DESC LIMIT 1",
+            (digest, suite, digest),
+        ).fetchone()
     except sqlite3.OperationalError:  # no such table: never checked
         return None
     if row is None:

@@ -170,11 +170,6 @@ def adjudications(db: sqlite3.Connection, run_id: str) -> dict[tuple[str, int], 
 
 
 @reads
-def labelled_runs(db: sqlite3.Connection) -> list[str]:
-    return [r[0] for r in db.execute("SELECT DISTINCT run_id FROM labels ORDER BY run_id")]
-
-
-@reads
 def labelled_statuses(db: sqlite3.Connection, run_id: str) -> dict[tuple[str, int], str]:
     """The automated status of each labelled trial of a run (adjudicated ones included:
     only a labelled trial is adjudicated)."""

@@ -298,9 +298,7 @@ class Store:
         """Create the tables, or bring an older store's up to this schema (in place)."""
         self._db.execute("BEGIN IMMEDIATE")
         try:
-            for statement in _SCHEMA.split(";"):  # executescript would commit first
-                if statement.strip():
-                    self._db.execute(statement)
+            each_statement(self._db, _SCHEMA)  # executescript would commit first
             columns = {row[1] for row in self._db.execute("PRAGMA table_info(trials)")}
             if "trace_of" not in columns:  # a version 1 store
                 self._db.execute(
@@ -354,7 +352,7 @@ class Store:
         """Create a table kept beside the runs if it is missing, as `write` writes: one
         statement at a time, since `executescript` would first commit a transaction another
         write of this connection has open."""
-        self._writing(doing, partial(_each_statement, self._db, schema))
+        self._writing(doing, partial(each_statement, self._db, schema))
 
     def select(self, what: str, query: str, params: Sequence[Any] = ()) -> list[Any]:
         """The rows of a query on a table kept beside the runs, under the store's lock
@@ -787,7 +785,9 @@ def reads(
     return on_store
 
 
-def _each_statement(db: sqlite3.Connection, script: str) -> None:
+def each_statement(db: sqlite3.Connection, script: str) -> None:
+    """Run a script's statements one by one: `executescript` commits an open transaction
+    first."""
     for statement in script.split(";"):
         if statement.strip():
             db.execute(statement)
