@@ -14,6 +14,7 @@ same (docs/architecture.md, Simulated users).
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import inspect
 import json
@@ -27,10 +28,10 @@ from proctor.core.results import Usage
 from proctor.core.trace import Recorder, TraceEvent
 from proctor.env.user import SimulatorFailed
 from proctor.run.userguards import (
-    GUARD_VERSION,
     PLACEHOLDER,
     Conversation,
     Draft,
+    guard_version,
     rejections,
 )
 from proctor.tasks.models import Task, UserSpec
@@ -108,9 +109,12 @@ def agent_messages(messages: Iterable[Mapping[str, str]]) -> list[str]:
     ]
 
 
-#: The prompt's version for the manifest and the cache key (its text, the retry's and
-#: the code that lays it out): a changed prompt is a different simulator.
-PROMPT_VERSION = digest([RULES, RETRY, inspect.getsource(user_prompt)], 12)
+@functools.cache
+def prompt_version() -> str:
+    """The prompt's version for the manifest and the cache key (its text, the retry's and
+    the code that lays it out: a changed prompt is a different simulator), read when a
+    model user is first used, not at import: most runs have none."""
+    return digest([RULES, RETRY, inspect.getsource(user_prompt)], 12)
 
 
 @dataclass(frozen=True)
@@ -230,8 +234,8 @@ class UserPlayer:
         return {
             "model": self.model.name,
             "fingerprint": self.model.fingerprint,
-            "prompt_version": PROMPT_VERSION,
-            "guard_version": GUARD_VERSION,
+            "prompt_version": prompt_version(),
+            "guard_version": guard_version(),
             "attempts": self.attempts,
             **({"replay": self.replay.identity()} if self.replay is not None else {}),
         }
@@ -396,7 +400,7 @@ class ModelUser:
             key = digest(
                 {
                     "model": model.fingerprint,
-                    "prompt": PROMPT_VERSION,
+                    "prompt": prompt_version(),
                     "seed": seed,
                     "messages": messages,
                 },

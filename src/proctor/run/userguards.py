@@ -10,6 +10,7 @@ so far; a reply that breaks one is regenerated (proctor.run.simulator), never de
 
 from __future__ import annotations
 
+import functools
 import inspect
 import re
 import sys
@@ -221,5 +222,8 @@ def _shared_words(text: str, source: str) -> str | None:
     return None
 
 
-#: The guards' version for the manifest: a changed guard is a different simulator.
-GUARD_VERSION = digest(inspect.getsource(sys.modules[__name__]), 12)
+@functools.cache
+def guard_version() -> str:
+    """The guards' version for the manifest (this module's source: a changed guard is a
+    different simulator), read when a model user is first used, not at import."""
+    return digest(inspect.getsource(sys.modules[__name__]), 12)

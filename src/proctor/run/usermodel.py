@@ -19,7 +19,7 @@ from proctor.agents.endpoint import MODEL_OPTIONS, ChatEndpoint, parse_options
 from proctor.agents.pricing import PriceTable
 from proctor.core.jsonvalues import digest
 from proctor.core.results import Usage
-from proctor.run.simulator import PROMPT_VERSION, UserAnswer, UserModel
+from proctor.run.simulator import UserAnswer, UserModel, prompt_version
 from proctor.run.threads import AgentLoop
 
 RESPONSE_FORMATS = ("json_object", "json_schema", "none")
@@ -89,7 +89,7 @@ class ChatUserModel:
                 "temperature": self.temperature,
                 "max_tokens": self.max_tokens,
                 "response_format": self.response_format,
-                "prompt": PROMPT_VERSION,
+                "prompt": prompt_version(),
             }
         )
 
