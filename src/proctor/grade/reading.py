@@ -45,8 +45,9 @@ _NEGATIVE_TERM = re.compile(
 
 _READERS = {"en": read_english, "es": read_spanish}
 #: Readings remembered: a pure function of its text, and the trials of a task (a regrade
-#: grades them one after another) mostly give the same answer.
-_REMEMBERED = 4096
+#: grades them one after another) mostly give the same answer. Few: a key is a whole
+#: answer, and answers can be hundreds of kilobytes.
+_REMEMBERED = 256
 
 
 @lru_cache(maxsize=_REMEMBERED)
