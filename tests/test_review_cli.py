@@ -17,6 +17,7 @@ from conftest import proctor
 from desk_support import desk_client, queue, reviewer, run_clinical, sign_in
 from proctor import Store
 from proctor.labels.agreement import human_figures
+from proctor.labels.ground_truth import run_truth
 from proctor.report.html import render_html
 from proctor.report.inputs import gather
 from proctor.store import desk
@@ -41,7 +42,7 @@ def labelled(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
                 f"/assignments/{assignment.group(1)}/label",
                 {"verdict_0": "fail", "reason": "wrong_outcome", "note": "step 2"},
             )
-        figures = human_figures(store, cand.run_id, cand.results)
+        figures = human_figures(run_truth(store, cand.run_id), cand.results)
         keys = {(i.task_id, i.trial) for i, *_ in desk.items_page(store, cand.run_id, 0, -1, 999)}
     return {
         "path": path,

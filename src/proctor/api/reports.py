@@ -21,6 +21,7 @@ if TYPE_CHECKING:
     from proctor.decide.gate import Rule
     from proctor.env.suite import Suite
     from proctor.interop.redact import Redactor
+    from proctor.labels.ground_truth import GroundTruth
     from proctor.report.inputs import ReportInputs
     from proctor.review.queue import ReviewConfig
     from proctor.store.sqlite import Store
@@ -54,6 +55,7 @@ def write_report(
     from proctor.api.decisions import rule_list, run_data
     from proctor.decide.compare import CompareError
     from proctor.labels.agreement import human_figures
+    from proctor.labels.ground_truth import run_truth
     from proctor.report.html import write_html
     from proctor.report.inputs import gather
     from proctor.report.markdown import write_markdown
@@ -62,7 +64,8 @@ def write_report(
         raise InputError("nothing to write: pass html=PATH and/or markdown=PATH")
     data = _stored(run, store)
     base = None if baseline is None else run_data(baseline, store)
-    human = human_figures(store, data.run_id, data.results)
+    truth = run_truth(store, data.run_id)  # the desk's labels, read once for both uses
+    human = human_figures(truth, data.results)
     try:
         inputs = gather(
             data,
@@ -75,7 +78,7 @@ def write_report(
         )
     except CompareError as exc:
         raise InputError(str(exc)) from None
-    _add_program_and_health(inputs, store, data, suite)
+    _add_program_and_health(inputs, store, data, suite, truth)
     written = []
     if html is not None:
         page: dict[str, Any] = {"embed_limit": embed_limit, "desk_url": desk_url}
@@ -106,14 +109,14 @@ def _stored(ref: RunRef, store: Store) -> RunData:
 
 
 def _add_program_and_health(
-    inputs: ReportInputs, store: Store, run: RunData, suite: Suite | None
+    inputs: ReportInputs, store: Store, run: RunData, suite: Suite | None, truth: GroundTruth
 ) -> None:
     """The evaluation program's figures and the suite's health, as the store has them."""
     from proctor.health.stored_reports import health_problems
     from proctor.report.health_html import health_view
     from proctor.store.health_reports import find_health, health_key
 
-    inputs.program = _program(store, run, suite)
+    inputs.program = _program(store, run, suite, truth)
     ref = run.manifest.suite
     health = find_health(store, ref.name, ref.digest)
     if health is not None and health_problems(health, health_key(store)):
@@ -121,7 +124,7 @@ def _add_program_and_health(
     inputs.health = health_view(health, run)
 
 
-def _program(store: Store, run: RunData, suite: Suite | None) -> dict[str, Any]:
+def _program(store: Store, run: RunData, suite: Suite | None, truth: GroundTruth) -> dict[str, Any]:
     """The evaluation program's figures of a run: its wall time, judge-human agreement,
     the promoted tasks of its suite caught since (the run's task files when no suite is
     given and they are still here)."""
@@ -139,7 +142,7 @@ def _program(store: Store, run: RunData, suite: Suite | None) -> dict[str, Any]:
                 suite = None
     return program_figures(
         run_results=run.results,
-        human=human_verdicts(store, run.run_id),
+        human=human_verdicts(truth),
         summary=run.summary,
         store=store,
         suite=suite,

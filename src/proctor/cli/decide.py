@@ -128,10 +128,11 @@ def compare(
         if store is None:
             fail(f"--human reads the review desk's labels from the store; {store_path} is missing")
         from proctor.labels.agreement import human_figures
+        from proctor.labels.ground_truth import run_truth
 
         report["human"] = {
-            "baseline": human_figures(store, base.run_id, base.results),
-            "candidate": human_figures(store, cand.run_id, cand.results),
+            "baseline": human_figures(run_truth(store, base.run_id), base.results),
+            "candidate": human_figures(run_truth(store, cand.run_id), cand.results),
         }
     if judges.refs:
         from proctor.cli.judges import pairwise_report

@@ -341,6 +341,9 @@ class Gate:
         self.infos = run.task_infos()
         self._summaries: dict[str, Summary | None] = {} if summary is None else {"[]": summary}
         self.pairing = Pairing(baseline, run) if baseline is not None else None
+        #: Instrument components (changes.MATCHED) that differ from the baseline's, once
+        #: for every baseline-relative rule.
+        self.differ = unmatched(baseline.manifest, run.manifest) if baseline is not None else {}
         self._baseline_gate = Gate(baseline, currency=currency) if baseline is not None else None
         recorded = run.manifest.currency
         self.currency = currency or (Currency.parse(recorded) if recorded else None)
@@ -445,12 +448,10 @@ class Gate:
         """The instrument components (changes.MATCHED) that differ from the baseline's
         and the rule does not allow; '' when none. Two simulators' noise cannot be paired
         out, so a difference between the runs may be the simulator's."""
-        assert self.baseline is not None
-        differ = unmatched(self.baseline.manifest, self.run.manifest)
         return "; ".join(
             f"the {MATCHED[key]} differs from the baseline's ({what}); "
             f"`allow_changed: [{key}]` compares anyway"
-            for key, what in differ.items()
+            for key, what in self.differ.items()
             if key not in rule.allow_changed
         )
 

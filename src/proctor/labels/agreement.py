@@ -22,11 +22,10 @@ from itertools import combinations
 from typing import Any
 
 from proctor.core.results import TrialResult
-from proctor.labels.ground_truth import GroundTruth, run_truth
+from proctor.labels.ground_truth import GroundTruth
 from proctor.stats import rates as stats
 from proctor.stats.interrater import Level, cohen_kappa, krippendorff_alpha
 from proctor.store.label_tables import LabelRow
-from proctor.store.sqlite import Store
 
 
 def _verdicts(labels: Iterable[LabelRow]) -> dict[tuple[str, int], dict[str, str]]:
@@ -112,7 +111,7 @@ def human_vs_automated(
     }
 
 
-def human_figures(store: Store, run_id: str, results: Iterable[TrialResult]) -> dict[str, Any]:
-    """`human_vs_automated` for a run's stored labels and its trial results."""
+def human_figures(truth: GroundTruth, results: Iterable[TrialResult]) -> dict[str, Any]:
+    """`human_vs_automated` for a run's labels (`run_truth`) and its trial results."""
     automated = {(r.task_id, r.trial): r.passed for r in results if r.valid}
-    return human_vs_automated(run_truth(store, run_id), automated)
+    return human_vs_automated(truth, automated)

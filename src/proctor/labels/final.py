@@ -15,9 +15,9 @@ from proctor.labels.ground_truth import GroundTruth, run_truth
 from proctor.store.sqlite import Store
 
 
-def human_verdicts(store: Store, run_id: str) -> dict[tuple[str, int], bool]:
-    """Per trial people gave a final label: did they pass it?"""
-    return {key: bool(label.passed) for key, label in run_truth(store, run_id).final.items()}
+def human_verdicts(truth: GroundTruth) -> dict[tuple[str, int], bool]:
+    """Per trial people gave a final label (`run_truth`): did they pass it?"""
+    return {key: bool(label.passed) for key, label in truth.final.items()}
 
 
 def final_label(truth: GroundTruth, task_id: str, trial: int) -> dict[str, Any] | None:
