@@ -48,6 +48,16 @@ def test_a_manifest_stored_before_versions_loads_and_writes_back_unchanged() -> 
     jsonschema.validate(old, manifest_schema())
 
 
+def test_manifests_that_say_the_same_are_equal_whatever_their_key_order() -> None:
+    old = _old()
+    reordered = Manifest.from_json(dict(reversed(list(old.items()))))
+    manifest = Manifest.from_json(old)
+    assert list(reordered.to_json()) != list(manifest.to_json())  # stored order kept apart
+    assert reordered == manifest
+    assert reordered != manifest.model_copy(update={"seed": 8})  # a value still tells
+    assert manifest.model_copy(update={"model": "m"}) != manifest  # and a key added
+
+
 def test_a_manifest_from_a_newer_proctor_is_refused() -> None:
     with pytest.raises(ValueError, match="manifest version 2 is newer than this proctor"):
         Manifest.from_json({**_old(), "manifest_version": MANIFEST_VERSION + 1})

@@ -126,6 +126,17 @@ class Manifest(Record):
         copied._order = (*self._order, *(key for key in added if key not in self._order))
         return copied
 
+    def __eq__(self, other: object) -> bool:
+        """Equal when they say the same: the key order (`_order`) is how a manifest was
+        written, not what it records."""
+        if not isinstance(other, Manifest):
+            return NotImplemented
+        return (
+            self.__dict__ == other.__dict__ and self.__pydantic_extra__ == other.__pydantic_extra__
+        )
+
+    __hash__ = Record.__hash__
+
     def to_json(self) -> dict[str, Any]:
         """The JSON form: the keys this manifest was made from (and given since), in order."""
         dumped = super().to_json()
