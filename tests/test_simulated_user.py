@@ -14,6 +14,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+import sim_users
 from conftest import proctor, shared_data
 from openai_server import ScriptedChatServer, completion
 from proctor.agents.pricing import PriceTable
@@ -711,6 +712,22 @@ def test_the_user_models_time_is_not_the_agents(tmp_path: Path) -> None:
     with Store(tmp_path / "stalled.db") as db:
         (result,) = db.trial_results(summary["run_id"])
     assert "took longer than its 2.0 s bound" in (result.error or "")
+
+
+def test_many_async_trials_asking_at_once_are_not_charged_for_each_others_questions(
+    tmp_path: Path,
+) -> None:
+    """More async trials ask their model user at once than a default thread pool has
+    threads: each question is answered as soon as it is asked, so a user model that needs
+    all of them in flight answers them all, and no trial's agent is charged for another
+    trial's question (queued, it would be a `timeout`, or a `sim_error` had the user's
+    clock started at the ask)."""
+    lanes = sim_users.GATHERED  # each lane's trial and the one handed to it ahead
+    trials = ["-k", str(2 * lanes), "-j", str(lanes), "--timeout", "3"]
+    done, summary = run(tmp_path, "gathering", *trials)
+    statuses = {status: n for status, n in summary["statuses"].items() if n}
+    assert statuses == {"passed": 2 * lanes}, statuses
+    assert done.returncode == 0, done.stderr
 
 
 def test_a_run_of_only_sim_errors_is_not_completed(
