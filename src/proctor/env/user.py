@@ -17,7 +17,7 @@ import time
 from collections.abc import Iterable, Iterator
 from typing import Any, Protocol
 
-from proctor.core.trace import Recorder, TraceEvent
+from proctor.core.trace import USER_SIM_KEY, Recorder, TraceEvent
 from proctor.tasks.models import UserSpec
 
 _CONFIRM_QUESTION = re.compile(
@@ -135,8 +135,9 @@ def recorded_turns(events: Iterable[TraceEvent]) -> list[dict[str, Any]]:
     note: dict[str, Any] | None = None
     for e in events:
         data = e.data
-        if e.kind == "note" and isinstance(data.get("user_sim"), dict):
-            note = data["user_sim"] if "seed" in data["user_sim"] else None
+        sim = e.noted(USER_SIM_KEY)
+        if sim is not None:
+            note = sim if "seed" in sim else None
         elif e.kind == "message" and data.get("to") == "user":
             asked, note = str(data.get("content") or ""), None
         elif e.kind == "message" and data.get("role") == "user" and asked is not None:
