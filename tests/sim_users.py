@@ -66,10 +66,10 @@ fails_first = FailsFirstTrial()
 
 
 class Slow(ScriptedUserModel):
-    """`good`, taking `pause` seconds over each reply (a slow endpoint)."""
+    """`good` (or `script`), taking `pause` seconds over each reply (a slow endpoint)."""
 
-    def __init__(self, pause: float) -> None:
-        super().__init__(SCRIPT, name=f"slow-{pause}")
+    def __init__(self, pause: float, script: list[str] = SCRIPT) -> None:
+        super().__init__(script, name=f"slow-{pause}")
         self.pause = pause
 
     def complete(self, messages: list[dict[str, str]], seed: int) -> str:

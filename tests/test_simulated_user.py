@@ -4,9 +4,11 @@ the real CLI with the loopback user models of tests/sim_users.py."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 import math
 import shutil
+import threading
 from pathlib import Path
 from typing import Any
 
@@ -20,7 +22,9 @@ from openai_server import ScriptedChatServer, completion
 from proctor.agents.pricing import PriceTable
 from proctor.cli.common import EXIT_INVALID
 from proctor.core.trace import Recorder, SimClock
+from proctor.env.environment import Environment
 from proctor.env.suite import load_suite
+from proctor.env.toolbox import Toolbox
 from proctor.env.user import SimulatedUser
 from proctor.health.simulated_users import sample_tasks
 from proctor.run import Runner
@@ -728,6 +732,35 @@ def test_many_async_trials_asking_at_once_are_not_charged_for_each_others_questi
     statuses = {status: n for status, n in summary["statuses"].items() if n}
     assert statuses == {"passed": 2 * lanes}, statuses
     assert done.returncode == 0, done.stderr
+
+
+def test_an_async_agents_questions_asked_at_once_take_turns_on_one_thread() -> None:
+    """An async agent asking its model user many questions at once (a slow one: each
+    question holds the world's lock while the model answers) gets each answered in turn,
+    the conversation alternating, and holds a thread for them, not one a question."""
+    member = next(m for m in load_suite([SUPPORT]).tasks if m.id == TASK)
+    asked = [f"({i}) What is the email address on your account?" for i in range(20)]
+    slow = sim_users.Slow(0.05, sim_users.SCRIPT * len(asked))
+    user = UserPlayer(slow).responder(member.task, 0, ())
+    env = Environment.fresh(member.task, member.domain, 0, (), user)
+    toolbox = Toolbox(env)
+
+    def user_threads() -> set[threading.Thread]:
+        return {t for t in threading.enumerate() if t.name == "proctor-user"}
+
+    before = user_threads()
+
+    async def ask_all() -> list[str]:
+        return await asyncio.gather(*(toolbox.ask_user(q) for q in asked))
+
+    answers = asyncio.run(ask_all())
+    # one question at a time: the thread that answered the last one may not count itself
+    # idle yet when the next is asked, so at most two (one a question would be 20)
+    assert len(user_threads() - before) <= 2
+    said = [(e.data["role"], e.data["content"]) for e in env.recorder.events if e.kind == "message"]
+    assert [role for role, _ in said] == ["assistant", "user"] * len(asked)
+    assert sorted(q for role, q in said if role == "assistant") == sorted(asked)
+    assert [a for role, a in said if role == "user"] == answers
 
 
 def test_a_run_of_only_sim_errors_is_not_completed(
