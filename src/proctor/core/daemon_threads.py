@@ -17,7 +17,7 @@ import queue
 import threading
 from collections.abc import Callable
 from concurrent.futures import Future
-from typing import TypeVar
+from typing import Any, TypeVar
 
 T = TypeVar("T")
 
@@ -25,17 +25,21 @@ T = TypeVar("T")
 class DaemonThreads:
     def __init__(self, name: str) -> None:
         self.name = name  # its threads' name
-        self._jobs: queue.SimpleQueue[Callable[[], None]] = queue.SimpleQueue()
+        self._jobs: queue.SimpleQueue[tuple[Callable[[], Any], Callable[[Any], None] | None]] = (
+            queue.SimpleQueue()
+        )
         self._lock = threading.Lock()
         self._idle = 0
 
-    def submit(self, job: Callable[[], None]) -> None:
-        """Run `job` (which never raises) on an idle thread, or on a new one when none is idle."""
+    def submit(self, job: Callable[[], Any], then: Callable[[Any], None] | None = None) -> None:
+        """Run `job` (which never raises) on an idle thread, or on a new one when none is
+        idle; then `then(what job returned)`, once the thread counts itself idle again: a
+        hand-off there lets the next job its receiver submits find this thread."""
         with self._lock:
             start = self._idle == 0
             if not start:
                 self._idle -= 1  # that thread is promised this job
-        self._jobs.put(job)
+        self._jobs.put((job, then))
         if start:
             threading.Thread(target=self._serve, name=self.name, daemon=True).start()
 
@@ -43,19 +47,31 @@ class DaemonThreads:
         """`fn()` on one of these threads; its value or what it raised in the future."""
         future: Future[T] = Future()
 
-        def job() -> None:
+        def work() -> tuple[bool, Any] | None:
             if not future.set_running_or_notify_cancel():
-                return
+                return None
             try:
-                future.set_result(fn())
+                return True, fn()
             except BaseException as exc:  # the caller's to judge, not this thread's
-                future.set_exception(exc)
+                return False, exc
 
-        self.submit(job)
+        def deliver(outcome: tuple[bool, Any] | None) -> None:
+            if outcome is None:
+                return
+            done, value = outcome
+            if done:
+                future.set_result(value)
+            else:
+                future.set_exception(value)
+
+        self.submit(work, deliver)
         return future
 
     def _serve(self) -> None:
         while True:
-            self._jobs.get()()
+            job, then = self._jobs.get()
+            out = job()
             with self._lock:
                 self._idle += 1
+            if then is not None:
+                then(out)
