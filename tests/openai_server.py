@@ -55,6 +55,15 @@ def completion(
     }
 
 
+def without_usage(reply: dict[str, Any], *keep: str) -> dict[str, Any]:
+    """`reply` as a server that reports no token usage sends it (or only the `keep`ed
+    counts of it, as some servers report one count and not the other)."""
+    usage = {key: value for key, value in reply["usage"].items() if key in keep}
+    return {key: value for key, value in reply.items() if key != "usage"} | (
+        {"usage": usage} if keep else {}
+    )
+
+
 class LoopbackServer:
     """A chat-completions endpoint on 127.0.0.1 answering each POST with `answer(request,
     path)`: (status, headers, JSON payload). It stops when its `with` block ends."""

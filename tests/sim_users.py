@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import threading
 import time
 from pathlib import Path
 from typing import Any
@@ -65,10 +66,10 @@ fails_first = FailsFirstTrial()
 
 
 class Slow(ScriptedUserModel):
-    """`good`, taking `pause` seconds over each reply (a slow endpoint)."""
+    """`good` (or `script`), taking `pause` seconds over each reply (a slow endpoint)."""
 
-    def __init__(self, pause: float) -> None:
-        super().__init__(SCRIPT, name=f"slow-{pause}")
+    def __init__(self, pause: float, script: list[str] = SCRIPT) -> None:
+        super().__init__(script, name=f"slow-{pause}")
         self.pause = pause
 
     def complete(self, messages: list[dict[str, str]], seed: int) -> str:
@@ -143,3 +144,33 @@ other = ScriptedUserModel(
     [*SCRIPT, {"message": "No, that's it. Bye.", "stop": True, "stop_reason": "done"}],
     name="other-user",
 )
+
+
+class Gathering(ScriptedUserModel):
+    """`good`, whose first reply in each trial waits (up to `within` seconds) until the
+    first questions of `parties` trials are all being answered at once: a user model
+    that needs many questions in flight, as a busy endpoint batching requests does. Once
+    it has waited in vain it stops waiting, so a run that cannot gather ends soon."""
+
+    def __init__(self, parties: int, within: float) -> None:
+        super().__init__(SCRIPT, name=f"gathering-{parties}")
+        self.parties, self.within = parties, within
+        self.asked: set[int] = set()
+        self.gathered = threading.Condition()
+        self.gave_up = False
+
+    def complete(self, messages: list[dict[str, str]], seed: int) -> str:
+        with self.gathered:
+            if seed not in self.asked:
+                self.asked.add(seed)
+                self.gathered.notify_all()
+                full = self.gathered.wait_for(
+                    lambda: self.gave_up or len(self.asked) >= self.parties, self.within
+                )
+                self.gave_up = self.gave_up or not full
+        return super().complete(messages, seed)
+
+
+#: More concurrent trials than asyncio's default pool has threads (32 at most).
+GATHERED = 40
+gathering = Gathering(GATHERED, within=3.0)

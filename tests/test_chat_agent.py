@@ -12,11 +12,12 @@ from click.testing import CliRunner
 
 pytest.importorskip("openai", reason="the openai client is not installed (pip install '.[openai]')")
 
-from openai_server import ScriptedChatServer, completion, tool_call
+from openai_server import ScriptedChatServer, completion, tool_call, without_usage
 from proctor.agents import AgentNotFound, load_agent
 from proctor.agents.chat import ChatAgent
 from proctor.agents.pricing import PriceTable
 from proctor.cli import main
+from proctor.core.results import NOT_MEASURED
 from proctor.run import TrialSpec, run_trial
 from support_run import calls, failed, run_support, support_suite
 
@@ -59,6 +60,29 @@ def test_tool_calling_trajectory_passes_and_is_priced() -> None:
     assert record.result.usage.cost_usd == pytest.approx(4 * per_call)
     assert record.result.usage.input_tokens == 400 and record.result.usage.model_calls == 4
     assert record.answer == "Order A-100 has been cancelled."
+
+
+def test_a_server_that_reports_no_usage_is_not_measured_never_0_tokens_or_0_dollars() -> None:
+    """A priced model whose server reports no usage: calls counted, tokens and cost "not
+    measured" in the trace and the trial's usage, so the task's cost budget fails as not
+    measured instead of passing at $0; a server that reports one count has that one
+    measured, and no cost (it needs both)."""
+    replies = [without_usage(c) for c in CANCEL_A100]
+    replies[0] = without_usage(CANCEL_A100[0], "prompt_tokens")
+    with ScriptedChatServer(replies) as server:
+        record = run_support("cancel-eligible-order", agent_for(server))
+    assert failed(record) == ["max_cost_usd"]
+    [budget] = record.result.failed_checks
+    assert budget.evidence["actual"] == NOT_MEASURED
+    model_calls = [e.data for e in record.trace.of_kind("model_call")]
+    assert [(c.get("input_tokens"), c.get("output_tokens")) for c in model_calls] == [
+        (100, None),
+        *[(None, None)] * 3,
+    ]
+    assert all(c.get("cost_usd") is None and not c.get("unpriced") for c in model_calls)
+    usage = record.result.usage
+    assert (usage.input_tokens, usage.output_tokens, usage.cost_usd) == (100, None, None)
+    assert usage.model_calls == 4
 
 
 def test_forbidden_write_fails_the_trial() -> None:

@@ -16,12 +16,13 @@ from click.testing import CliRunner
 pytest.importorskip("openai", reason="the openai client is not installed (pip install '.[openai]')")
 
 from judge_runs import KYC, RUBRIC, calibrate_for_test, judge_checks, judged_run
-from openai_server import ScriptedChatServer, completion, judge_reply
+from openai_server import ScriptedChatServer, completion, judge_reply, without_usage
 from proctor.cli import main
 from proctor.judge.chat_judge import ChatJudge
 from proctor.judge.judgment import JudgeView
 from proctor.judge.pairwise import compare_pairwise
 from proctor.judge.panel import JudgePanel
+from proctor.report.judge_tables import judge_statements
 from proctor.store import Store
 from proctor.tasks.rubrics import load_rubric
 
@@ -271,3 +272,20 @@ def test_an_unpriced_judge_s_cost_is_not_measured(tmp_path: Path) -> None:
     [result] = report.results
     assert "judge_cost_usd" not in result.metrics and result.metrics["judge_calls"] == 1.0
     assert report.summary.judges.cost_usd is None  # not $0
+
+
+def test_a_judge_whose_server_reports_no_usage_is_not_measured_never_0(tmp_path: Path) -> None:
+    """A priced judge model (gpt-4.1-mini) whose server reports no usage: its call is
+    counted, its tokens and cost are "not measured" in the trial's metrics, the summary
+    and the report's judge line, never 0 tokens and $0 (as the simulated user's are)."""
+    reply = without_usage(judge_reply(4))
+    with ScriptedChatServer([reply]) as server, Store(tmp_path / "p.db") as store:
+        report = judged_run([chat_judge(server)], store, tasks=("kyc-case-03",))
+    [result] = report.results
+    assert result.metrics["judge_calls"] == 1.0
+    assert not {"judge_input_tokens", "judge_output_tokens", "judge_cost_usd"} & set(result.metrics)
+    judges = report.summary.judges
+    assert judges is not None and judges.calls == 1
+    assert (judges.input_tokens, judges.output_tokens, judges.cost_usd) == (None, None, None)
+    [line] = [x for x in judge_statements(report.manifest, judges) if x.startswith("Judges made")]
+    assert "tokens not measured, cost not measured" in line, line

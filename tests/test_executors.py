@@ -18,10 +18,10 @@ from typing import Any
 import pytest
 
 from proctor import AgentInput, Runner, Store, Task, Toolbox, load_suite
+from proctor.core.daemon_threads import DaemonThreads
 from proctor.env.suite import Suite
 from proctor.run.executor import LocalExecutor, RunContext, stream
 from proctor.run.process import ProcessExecutor
-from proctor.run.threads import AgentThreads
 from proctor.run.worker_source import ExecutorError
 
 FIXTURES = Path(__file__).parent / "fixtures"
@@ -282,7 +282,7 @@ def test_specs_are_drawn_lazily_and_lanes_are_bounded() -> None:
 
 
 def test_agent_threads_are_reused_and_a_stuck_one_is_replaced() -> None:
-    pool = AgentThreads()
+    pool = DaemonThreads("test")
     used: list[threading.Thread] = []
     release = threading.Event()
 

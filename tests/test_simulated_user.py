@@ -4,9 +4,11 @@ the real CLI with the loopback user models of tests/sim_users.py."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 import math
 import shutil
+import threading
 from pathlib import Path
 from typing import Any
 
@@ -14,12 +16,15 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+import sim_users
 from conftest import proctor, shared_data
 from openai_server import ScriptedChatServer, completion
 from proctor.agents.pricing import PriceTable
 from proctor.cli.common import EXIT_INVALID
 from proctor.core.trace import Recorder, SimClock
+from proctor.env.environment import Environment
 from proctor.env.suite import load_suite
+from proctor.env.toolbox import Toolbox
 from proctor.env.user import SimulatedUser
 from proctor.health.simulated_users import sample_tasks
 from proctor.run import Runner
@@ -711,6 +716,49 @@ def test_the_user_models_time_is_not_the_agents(tmp_path: Path) -> None:
     with Store(tmp_path / "stalled.db") as db:
         (result,) = db.trial_results(summary["run_id"])
     assert "took longer than its 2.0 s bound" in (result.error or "")
+
+
+def test_many_async_trials_asking_at_once_are_not_charged_for_each_others_questions(
+    tmp_path: Path,
+) -> None:
+    """More async trials ask their model user at once than a default thread pool has
+    threads: each question is answered as soon as it is asked, so a user model that needs
+    all of them in flight answers them all, and no trial's agent is charged for another
+    trial's question (queued, it would be a `timeout`, or a `sim_error` had the user's
+    clock started at the ask)."""
+    lanes = sim_users.GATHERED  # each lane's trial and the one handed to it ahead
+    trials = ["-k", str(2 * lanes), "-j", str(lanes), "--timeout", "3"]
+    done, summary = run(tmp_path, "gathering", *trials)
+    statuses = {status: n for status, n in summary["statuses"].items() if n}
+    assert statuses == {"passed": 2 * lanes}, statuses
+    assert done.returncode == 0, done.stderr
+
+
+def test_an_async_agents_questions_asked_at_once_take_turns_on_one_thread() -> None:
+    """An async agent asking its model user many questions at once (a slow one: each
+    question holds the world's lock while the model answers) gets each answered in turn,
+    the conversation alternating, and holds one thread for them, not one a question."""
+    member = next(m for m in load_suite([SUPPORT]).tasks if m.id == TASK)
+    asked = [f"({i}) What is the email address on your account?" for i in range(20)]
+    slow = sim_users.Slow(0.05, sim_users.SCRIPT * len(asked))
+    user = UserPlayer(slow).responder(member.task, 0, ())
+    env = Environment.fresh(member.task, member.domain, 0, (), user)
+    toolbox = Toolbox(env)
+
+    def user_threads() -> set[threading.Thread]:
+        return {t for t in threading.enumerate() if t.name == "proctor-user"}
+
+    before = user_threads()
+
+    async def ask_all() -> list[str]:
+        return await asyncio.gather(*(toolbox.ask_user(q) for q in asked))
+
+    answers = asyncio.run(ask_all())
+    assert len(user_threads() - before) <= 1  # not one a question
+    said = [(e.data["role"], e.data["content"]) for e in env.recorder.events if e.kind == "message"]
+    assert [role for role, _ in said] == ["assistant", "user"] * len(asked)
+    assert sorted(q for role, q in said if role == "assistant") == sorted(asked)
+    assert [a for role, a in said if role == "user"] == answers
 
 
 def test_a_run_of_only_sim_errors_is_not_completed(

@@ -19,7 +19,7 @@ from typing import Any
 
 from proctor.agents.agent import AgentInput, AgentResult
 from proctor.agents.bridge import bridge_tools, find_tool
-from proctor.agents.endpoint import MODEL_OPTIONS, ChatEndpoint, parse_options
+from proctor.agents.endpoint import MODEL_OPTIONS, ChatEndpoint, parse_options, reported_tokens
 from proctor.agents.pricing import PriceTable, record_call
 from proctor.core.results import Usage
 from proctor.env.toolbox import Toolbox
@@ -179,7 +179,7 @@ class ChatAgent:
         return AgentResult(answer=answer, usage=usage, messages=messages)
 
     def _record(self, toolbox: Toolbox, completion: Any, latency_s: float) -> Usage:
-        tokens = completion.usage
+        prompt, output = reported_tokens(completion)
         model = completion.model or self.model
         if self.prices.price(model) is None:
             model = self.model  # a server's own model label; price what was asked for
@@ -187,8 +187,8 @@ class ChatAgent:
             toolbox,
             self.prices,
             model=model,
-            input_tokens=getattr(tokens, "prompt_tokens", 0) or 0,
-            output_tokens=getattr(tokens, "completion_tokens", 0) or 0,
+            input_tokens=prompt,
+            output_tokens=output,
             latency_s=latency_s,
             finish_reason=completion.choices[0].finish_reason,
         )

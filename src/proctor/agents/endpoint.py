@@ -23,6 +23,7 @@ from proctor.agents.outages import outages_as_infrastructure
 from proctor.agents.pricing import PriceTable
 from proctor.agents.scheduler import Limits, endpoint_key, estimate_tokens, scheduler_for
 from proctor.core.credentials import public_url
+from proctor.core.results import Usage
 
 BASE_URL_ENVS = ("PROCTOR_CHAT_BASE_URL", "OPENAI_BASE_URL")
 API_KEY_ENVS = ("PROCTOR_CHAT_API_KEY", "OPENAI_API_KEY")
@@ -143,3 +144,21 @@ class ChatEndpoint:
         if not completion.choices:
             raise InfrastructureError("chat endpoint returned a completion without choices")
         return completion
+
+
+def reported_tokens(completion: Any) -> tuple[int | None, int | None]:
+    """(prompt, completion) tokens as the provider reported them in the completion's
+    `usage`; a count it left out (or sent as something other than a count) is None, "not
+    measured", never 0 (docs/architecture.md, Verdicts). The one reader of a chat
+    completion's usage: agent, judges and simulated user."""
+    usage = getattr(completion, "usage", None)
+    counts = (getattr(usage, "prompt_tokens", None), getattr(usage, "completion_tokens", None))
+    prompt, output = (n if type(n) is int and n >= 0 else None for n in counts)
+    return prompt, output
+
+
+def completion_usage(completion: Any, prices: PriceTable, model: str) -> Usage:
+    """One completion as one model call: its reported tokens, priced as `model` where both
+    counts are reported and the table knows it (else "not measured", never $0)."""
+    prompt, output = reported_tokens(completion)
+    return Usage(prompt, output, prices.cost(model, prompt, output), 1)

@@ -69,10 +69,11 @@ class PriceTable:
         known = [k for k in self.prices if name.startswith(k + "-")]
         return self.prices[max(known, key=len)] if known else None
 
-    def cost(self, model: str, input_tokens: int, output_tokens: int) -> float | None:
-        """USD for one call, or None for a model the table does not know."""
+    def cost(self, model: str, input_tokens: int | None, output_tokens: int | None) -> float | None:
+        """USD for one call, or None ("not measured") for a model the table does not know
+        or a token count not reported."""
         price = self.price(model)
-        if price is None:
+        if price is None or input_tokens is None or output_tokens is None:
             return None
         return (input_tokens * price[0] + output_tokens * price[1]) / 1_000_000
 
@@ -113,15 +114,16 @@ def record_call(
     prices: PriceTable,
     *,
     model: str,
-    input_tokens: int,
-    output_tokens: int,
+    input_tokens: int | None,
+    output_tokens: int | None,
     latency_s: float,
     **extra: Any,
 ) -> Usage:
     """Record one model call in the trace, priced; an unknown model's cost is not measured
-    (not $0), and the call is marked `unpriced`."""
+    (not $0), and the call is marked `unpriced`; so is the cost of a call whose tokens
+    were not all reported (None)."""
     cost = prices.cost(model, input_tokens, output_tokens)
-    if cost is None:
+    if prices.price(model) is None:
         extra["unpriced"] = True
     toolbox.record_model_call(
         model=model,

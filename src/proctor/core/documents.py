@@ -12,10 +12,10 @@ parses YAML (tests/test_hostile_files.py checks).
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import yaml
 
@@ -34,6 +34,7 @@ from proctor.core.bounded import (
 if TYPE_CHECKING:
     from pydantic import ValidationError
 
+T = TypeVar("T")
 Loc = tuple[str | int, ...]
 Problem = tuple[Path, int, str, str]
 #: Field path → 1-based line in a document.
@@ -288,6 +289,31 @@ def issues_from_validation(
         seen.add((loc, message))
         out.append((path, line_of(lines, loc), format_loc(loc), message))
     return out
+
+
+def validated(check: Callable[[Any], T], path: Path, data: Any, lines: Lines) -> T:
+    """`check(data)` (a model's `model_validate`, a TypeAdapter's `validate_python`) on
+    what was read from `path`; its problems a SpecError naming file, line and field."""
+    from pydantic import ValidationError  # loaded by the model `check` belongs to
+
+    try:
+        return check(data)
+    except ValidationError as exc:
+        raise SpecError(issues_from_validation(path, exc, data, lines, ())) from None
+
+
+def read_model(
+    path: Path, check: Callable[[Any], T], not_mapping: str, *, empty_is_default: bool = False
+) -> T:
+    """A file holding one mapping (settings, a rubric), read by `check` (`validated`);
+    one that holds anything else is `not_mapping`, at line 1. `empty_is_default`: an
+    empty file is the model's defaults."""
+    data, lines = read_document(path)
+    if data is None and empty_is_default:
+        data = {}
+    if not isinstance(data, dict):
+        raise SpecError.one(path, 1, "", not_mapping)
+    return validated(check, path, data, lines)
 
 
 def _message(err: Any) -> str:

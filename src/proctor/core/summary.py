@@ -111,9 +111,11 @@ class Judges(Record):
     by_rubric: dict[str, dict[str, int]] = {}
     calls: int = 0
     cache_hits: int = 0
-    input_tokens: int = 0
-    output_tokens: int = 0
-    cost_usd: float | None = 0.0  # None: judge calls none of which was priced
+    #: None: judge calls none of which reported it ("not measured"; for the cost, none
+    #: was priced either), never 0.
+    input_tokens: int | None = 0
+    output_tokens: int | None = 0
+    cost_usd: float | None = 0.0
     errors: int = 0
 
 

@@ -14,6 +14,11 @@ from typing import Any, Literal, TextIO
 #: Key of a `note` event saying the agent stopped on a limit before answering; its value
 #: names the limit (`max_steps_reached`) and is the name of the check that fails it.
 STOPPED_KEY = "stopped"
+#: Keys of the `note` events a model user's turns leave (proctor.run.simulator): a reply
+#: it gave (`user_sim`: seed, attempt, stop, disclosed, what it spent), and one its guards
+#: rejected (`user_rejected`: attempt, reply, why, what it spent).
+USER_SIM_KEY = "user_sim"
+USER_REJECTED_KEY = "user_rejected"
 EventKind = Literal[
     "model_call",
     "tool_proposal",
@@ -39,6 +44,12 @@ class TraceEvent:
 
     def to_dict(self) -> dict[str, Any]:
         return {"seq": self.seq, "t": self.t, "kind": self.kind, "data": self.data}
+
+    def noted(self, key: str) -> dict[str, Any] | None:
+        """The record this `note` holds under `key` (USER_SIM_KEY, ...); None when it is
+        another event, or holds none there."""
+        found = self.data.get(key) if self.kind == "note" else None
+        return found if isinstance(found, dict) else None
 
 
 @dataclass(slots=True)

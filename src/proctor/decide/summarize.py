@@ -254,10 +254,7 @@ def _judges(results: Sequence[TrialResult]) -> dict[str, Any]:
                 row["calibrated"] += c.severity is not None
                 row["calibrated_passed"] += c.severity is not None and c.passed
     total: Counter[str] = sum(by_rubric.values(), Counter())
-    spent = {
-        name: math.fsum(r.metrics.get(f"judge_{name}", 0.0) for r in results)
-        for name in ("calls", "cache_hits", "input_tokens", "output_tokens", "cost_usd", "error")
-    }
+    metrics = [r.metrics for r in results]
     return {
         "checks": total["checks"],
         "calibrated_checks": total["calibrated"],
@@ -267,15 +264,8 @@ def _judges(results: Sequence[TrialResult]) -> dict[str, Any]:
         if total["calibrated"]
         else None,
         "by_rubric": {name: dict(row) for name, row in sorted(by_rubric.items())},
-        "calls": int(spent["calls"]),
-        "cache_hits": int(spent["cache_hits"]),
-        "input_tokens": int(spent["input_tokens"]),
-        "output_tokens": int(spent["output_tokens"]),
-        # judge calls none of which was priced: not measured, never $0
-        "cost_usd": spent["cost_usd"]
-        if any("judge_cost_usd" in r.metrics for r in results) or not spent["calls"]
-        else None,
-        "errors": int(spent["error"]),
+        **model_spending(metrics, "judge"),
+        "errors": int(math.fsum(m.get("judge_error", 0.0) for m in metrics)),
     }
 
 
@@ -287,11 +277,23 @@ def _user_model(results: Sequence[TrialResult]) -> dict[str, Any] | None:
     played = [r.metrics for r in results if "user_calls" in r.metrics]
     if not played:
         return None
-    calls = sum(m["user_calls"] for m in played)
     fidelity = [c for r in results for c in r.checks if c.name in SIMULATOR_CHECKS]
+    return {
+        **model_spending(played, "user"),
+        "fidelity_judged": len(fidelity),
+        "fidelity_failed": sum(not c.passed for c in fidelity),
+    }
+
+
+def model_spending(metrics: Sequence[Mapping[str, float]], model: str) -> dict[str, Any]:
+    """A model's calls, cache hits, tokens and cost over the trials' `{model}_*` metrics
+    (`judge`, `user`): a token count or cost that calls were made for and no trial
+    reported is None ("not measured"; an unpriced model's cost too), never 0; a run that
+    made no call spent 0."""
+    calls = math.fsum(m.get(f"{model}_calls", 0.0) for m in metrics)
 
     def total(name: str) -> float | None:
-        values = [m[name] for m in played if name in m]
+        values = [m[key] for m in metrics if (key := f"{model}_{name}") in m]
         return math.fsum(values) if values or not calls else None
 
     def whole(name: str) -> int | None:
@@ -299,13 +301,11 @@ def _user_model(results: Sequence[TrialResult]) -> dict[str, Any] | None:
         return None if value is None else int(value)
 
     return {
-        "calls": whole("user_calls"),
-        "cache_hits": whole("user_cache_hits"),
-        "input_tokens": whole("user_input_tokens"),
-        "output_tokens": whole("user_output_tokens"),
-        "cost_usd": total("user_cost_usd"),
-        "fidelity_judged": len(fidelity),
-        "fidelity_failed": sum(not c.passed for c in fidelity),
+        "calls": int(calls),
+        "cache_hits": int(math.fsum(m.get(f"{model}_cache_hits", 0.0) for m in metrics)),
+        "input_tokens": whole("input_tokens"),
+        "output_tokens": whole("output_tokens"),
+        "cost_usd": total("cost_usd"),
     }
 
 

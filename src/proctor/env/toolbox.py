@@ -17,12 +17,17 @@ import math
 from typing import Any
 from weakref import WeakKeyDictionary
 
+from proctor.core.daemon_threads import DaemonThreads
 from proctor.core.trace import STOPPED_KEY
 from proctor.env import protocol
 from proctor.env.environment import Environment
 from proctor.env.gateway import ToolResult
 
 _WORLDS: WeakKeyDictionary[ToolboxBase, Environment] = WeakKeyDictionary()
+#: Where async agents' questions to a model user wait for their answers, one at a time
+#: for each toolbox.
+_ASKING = DaemonThreads("proctor-user")
+_TURNS: WeakKeyDictionary[Toolbox, asyncio.Lock] = WeakKeyDictionary()
 
 
 class ToolboxBase:
@@ -139,9 +144,16 @@ class Toolbox(ToolboxBase):
         return self._call(name, args)
 
     async def ask_user(self, text: str) -> str:
-        if _WORLDS[self].user.remote:  # a model answers: the event loop runs other trials
-            return await asyncio.to_thread(self._ask, text)
-        return self._ask(text)
+        """A model user is asked off the event loop, which runs other trials meanwhile:
+        its clock starts now, and the question gets a thread at once, never a place in a
+        queue behind other trials' questions (proctor.core.daemon_threads). A trial's
+        questions take turns here, so it holds one thread however many it asks at once."""
+        user = _WORLDS[self].user
+        if not user.remote:
+            return self._ask(text)
+        with user.asked():
+            async with _TURNS.setdefault(self, asyncio.Lock()):
+                return await asyncio.wrap_future(_ASKING.call(lambda: self._ask(text)))
 
     async def wait(self, seconds: float) -> None:
         """Let simulated time pass (e.g. honouring a 429's retry-after); recorded as a note."""

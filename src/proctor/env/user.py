@@ -10,12 +10,14 @@ here, because the agent may swallow the exception raised into it: the trial read
 
 from __future__ import annotations
 
+import contextlib
 import re
+import threading
 import time
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from typing import Any, Protocol
 
-from proctor.core.trace import Recorder, TraceEvent
+from proctor.core.trace import USER_SIM_KEY, Recorder, TraceEvent
 from proctor.tasks.models import UserSpec
 
 _CONFIRM_QUESTION = re.compile(
@@ -56,15 +58,36 @@ class SimulatedUser:
         self.responder = responder
         #: What the responder raised (the first time): the trial's status reads it.
         self.failure: Exception | None = None
-        #: Seconds spent waiting on the responder (a model) so far, and since when the
-        #: current wait runs: the agent's turn does not count them against its limit.
-        self.waited_s = 0.0
-        self._since: float | None = None
+        #: Seconds spent waiting on the responder (a model) in waits that ended, and since
+        #: when the current wait runs (None: no question is waiting), replaced as one
+        #: value so that another thread never reads one half of a change.
+        self._clock: tuple[float, float | None] = (0.0, None)
+        self._asking = 0
+        self._clock_lock = threading.Lock()
 
     def waited(self, now: float) -> float:
-        """Seconds (time.monotonic) the agent has waited on the model user up to `now`."""
-        since = self._since
-        return self.waited_s + (0.0 if since is None else max(0.0, now - since))
+        """Seconds (time.monotonic) the agent has waited on the model user up to `now`:
+        the agent's turn does not count them against its limit."""
+        waited, since = self._clock
+        return waited + (0.0 if since is None else max(0.0, now - since))
+
+    @contextlib.contextmanager
+    def asked(self) -> Iterator[None]:
+        """The user's clock runs while any question to a model user waits for its answer,
+        from the moment it is asked (an async agent's question waits for a thread before
+        it is answered: proctor.env.toolbox) until the answer is back."""
+        with self._clock_lock:
+            self._asking += 1
+            if self._asking == 1:
+                self._clock = (self._clock[0], time.monotonic())
+        try:
+            yield
+        finally:
+            with self._clock_lock:
+                self._asking -= 1
+                waited, since = self._clock
+                if self._asking == 0 and since is not None:
+                    self._clock = (waited + time.monotonic() - since, None)
 
     def reply(self, question: str) -> str:
         question = str(question)
@@ -93,15 +116,12 @@ class SimulatedUser:
     def _ask_model(self, question: str, responder: Responder) -> str:
         if self.failure is not None:  # the conversation broke down: it stays broken
             raise SimulatorFailed(str(self.failure))
-        self._since = time.monotonic()
-        try:
-            return responder.answer(question, self.recorder)
-        except Exception as exc:
-            self.failure = exc
-            raise
-        finally:
-            self.waited_s += time.monotonic() - self._since
-            self._since = None
+        with self.asked():
+            try:
+                return responder.answer(question, self.recorder)
+            except Exception as exc:
+                self.failure = exc
+                raise
 
 
 def recorded_turns(events: Iterable[TraceEvent]) -> list[dict[str, Any]]:
@@ -115,8 +135,9 @@ def recorded_turns(events: Iterable[TraceEvent]) -> list[dict[str, Any]]:
     note: dict[str, Any] | None = None
     for e in events:
         data = e.data
-        if e.kind == "note" and isinstance(data.get("user_sim"), dict):
-            note = data["user_sim"] if "seed" in data["user_sim"] else None
+        sim = e.noted(USER_SIM_KEY)
+        if sim is not None:
+            note = sim if "seed" in sim else None
         elif e.kind == "message" and data.get("to") == "user":
             asked, note = str(data.get("content") or ""), None
         elif e.kind == "message" and data.get("role") == "user" and asked is not None:

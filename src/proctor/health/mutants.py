@@ -513,9 +513,9 @@ def exceed_budget(ref: Reference) -> Iterator[Mutant]:
     for a in actions:
         edited.extend([a] * (BUDGET_FACTOR if a.kind == "model_call" else 1))
     tokens = sum(
-        int(a.data.get("input_tokens", 0)) + int(a.data.get("output_tokens", 0)) for a in calls
+        int(a.data.get("input_tokens") or 0) + int(a.data.get("output_tokens") or 0) for a in calls
     )
-    cost = sum(float(a.data.get("cost_usd", 0.0)) for a in calls)
+    cost = sum(float(a.data.get("cost_usd") or 0.0) for a in calls)
     budget: dict[str, Any] = {"max_model_calls": 3 * len(calls)}
     if tokens:
         budget["max_tokens"] = 3 * tokens

@@ -16,10 +16,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
 
 from proctor.core.bounded import MAX_BYTES
-from proctor.core.documents import Lines, Loc, SpecError, issues_from_validation, read_document
+from proctor.core.documents import Lines, Loc, SpecError, read_document, validated
 from proctor.judge.judgment import JudgeView
 from proctor.judge.views import judge_entries, trial_view
 from proctor.tasks.rubrics import Rubric
@@ -85,10 +85,7 @@ def read_items(path: str | Path) -> dict[str, Item]:
         data, where = data["items"], {k[1:]: v for k, v in where.items() if k[:1] == ("items",)}
     if not isinstance(data, list):
         raise SpecError.one(path, 1, "", "an items file holds a list of items")
-    try:
-        items = _ITEMS.validate_python(data)
-    except ValidationError as exc:
-        raise SpecError(issues_from_validation(path, exc, data, where, ())) from None
+    items = validated(_ITEMS.validate_python, path, data, where)
     out: dict[str, Item] = {}
     for i, item in enumerate(items):
         if item.id in out:

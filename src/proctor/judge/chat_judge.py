@@ -23,7 +23,12 @@ from collections.abc import Callable
 from typing import Any
 
 from proctor.agents.agent import InfrastructureError
-from proctor.agents.endpoint import MODEL_OPTIONS, ChatEndpoint, parse_options
+from proctor.agents.endpoint import (
+    MODEL_OPTIONS,
+    ChatEndpoint,
+    completion_usage,
+    parse_options,
+)
 from proctor.agents.pricing import PriceTable
 from proctor.core.jsonvalues import digest
 from proctor.core.results import Usage
@@ -128,7 +133,7 @@ class ChatJudge:
                 completion = await self.endpoint.complete(messages, **request)
                 if completion.model:
                     self.reported_models.add(str(completion.model))
-                usage += self._usage(completion)
+                usage += completion_usage(completion, self.prices, self.model)
                 text = completion.choices[0].message.content or ""
                 try:
                     return parse(text), usage, attempt
@@ -148,13 +153,6 @@ class ChatJudge:
         raise JudgeError(
             f"{self.name}: no valid answer in {self.max_attempts} attempts (last: {problem})", usage
         )
-
-    def _usage(self, completion: Any) -> Usage:
-        tokens = completion.usage
-        prompt = getattr(tokens, "prompt_tokens", 0) or 0
-        output = getattr(tokens, "completion_tokens", 0) or 0
-        cost = self.prices.cost(self.model, prompt, output)  # None: not measured, never $0
-        return Usage(prompt, output, cost, 1)
 
     async def score(self, rubric: Rubric, view: JudgeView) -> Judgment:
         answer, usage, attempts = await self._ask(

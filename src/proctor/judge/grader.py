@@ -36,15 +36,6 @@ from proctor.tasks.rubrics import Rubric
 if TYPE_CHECKING:
     from proctor.store.sqlite import Store
 
-#: The trial metrics a judged trial carries (judge spending apart from the agent's).
-JUDGE_METRICS = (
-    "judge_calls",
-    "judge_cache_hits",
-    "judge_input_tokens",
-    "judge_output_tokens",
-    "judge_cost_usd",
-)
-
 
 def check_name(rubric: Rubric) -> str:
     return f"judge:{rubric.id}"
@@ -189,21 +180,22 @@ class Judging:
                     hits + verdict.cache_hits,
                 )
             checks.append(self._check(rubric, verdict, entry.advisory))
-        metrics = {
-            "judge_calls": float(calls),
-            "judge_cache_hits": float(hits),
-            **judge_usage(usage),
-            **({"judge_error": float(errors)} if errors else {}),
-        }
-        return checks, metrics
+        return checks, judge_metrics(usage, calls, hits, errors)
 
 
-def judge_usage(usage: Usage) -> dict[str, float]:
-    """The judges' tokens and cost as trial metrics; a figure no call reported is left
-    out ("not measured"), never written as 0."""
+def judge_metrics(
+    usage: Usage, calls: int, hits: int | None = None, errors: int = 0
+) -> dict[str, float]:
+    """The judges' spending in a trial as its metrics, apart from the agent's: calls,
+    answers from the judge cache (None: not counted, a judging that broke), tokens and
+    cost (a figure no call reported is left out, "not measured", never written as 0),
+    and judge errors when there were any."""
     figures = {
+        "judge_calls": calls,
+        "judge_cache_hits": hits,
         "judge_input_tokens": usage.input_tokens,
         "judge_output_tokens": usage.output_tokens,
         "judge_cost_usd": usage.cost_usd,
+        "judge_error": errors or None,
     }
     return {name: float(value) for name, value in figures.items() if value is not None}

@@ -15,7 +15,7 @@ from collections.abc import Iterable, Sequence
 from typing import Any
 
 from proctor.core.outcome import Outcome
-from proctor.core.trace import Trace
+from proctor.core.trace import USER_SIM_KEY, Trace
 from proctor.grade.context import calls_from_trace
 from proctor.judge.judgment import JudgeView
 from proctor.tasks.models import JudgeExpect, Task
@@ -42,8 +42,8 @@ def conversation_turns(trace: Trace) -> list[tuple[str, str, str | None]]:
     stop: str | None = None
     played = False
     for e in trace.events:
-        note = e.data.get("user_sim") if e.kind == "note" else None
-        if isinstance(note, dict):
+        note = e.noted(USER_SIM_KEY)
+        if note is not None:
             played = True
             stop = note.get("stop_reason") if note.get("stop") else None
         elif e.kind == "message" and e.data.get("role") == "user":

@@ -19,9 +19,9 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from proctor.core.documents import SpecError, issues_from_validation, read_document
+from proctor.core.documents import read_model
 from proctor.core.jsonvalues import digest
 
 #: A 0-100 scale is the widest in use; a scale is one button per point on every page.
@@ -119,9 +119,9 @@ class DeskSettings(BaseModel):
 
 def load_settings(path: str | Path) -> DeskSettings:
     """Read a settings file; every problem names its file, line and field (SpecError)."""
-    path = Path(path)
-    data, lines = read_document(path)
-    try:
-        return DeskSettings.model_validate(data if data is not None else {})
-    except ValidationError as exc:
-        raise SpecError(issues_from_validation(path, exc, data, lines, ())) from None
+    return read_model(
+        Path(path),
+        DeskSettings.model_validate,
+        "desk settings are a mapping",
+        empty_is_default=True,
+    )

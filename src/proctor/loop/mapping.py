@@ -26,9 +26,9 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from proctor.core.documents import SpecError, issues_from_validation, read_document
+from proctor.core.documents import SpecError, read_document, validated
 from proctor.tasks.models import Pattern
 
 
@@ -80,7 +80,4 @@ def load_monitor_mapping(path: str | Path) -> Mapping:
     if data and not set(data) & known and all(isinstance(v, str) for v in data.values()):
         data = {"sessions": data}
         lines = {("sessions", *loc): line for loc, line in lines.items()}
-    try:
-        return Mapping.model_validate(data)
-    except ValidationError as exc:
-        raise SpecError(issues_from_validation(path, exc, data, lines, ())) from None
+    return validated(Mapping.model_validate, path, data, lines)

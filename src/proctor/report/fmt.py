@@ -18,6 +18,23 @@ def measured(x: float | None, show: Callable[[float], str]) -> str:
     return NOT_MEASURED if x is None else show(x)
 
 
+def spent_text(
+    input_tokens: int | None,
+    output_tokens: int | None,
+    cost_usd: float | None,
+    currency: dict[str, Any] | None = None,
+) -> str:
+    """A model's tokens and cost (a judge's, the simulated user's): each "not measured"
+    when no call reported it, never 0 tokens or $0."""
+    tokens = (
+        "tokens not measured"
+        if input_tokens is None and output_tokens is None
+        else f"{(input_tokens or 0) + (output_tokens or 0):,} tokens"
+    )
+    cost = "cost not measured" if cost_usd is None else money(cost_usd, currency)
+    return f"{tokens}, {cost}"
+
+
 def pct(x: float | None) -> str:
     return "—" if x is None else f"{100 * x:.1f}%"
 

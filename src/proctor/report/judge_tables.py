@@ -15,7 +15,7 @@ from rich.text import Text
 
 from proctor.core.manifest import Manifest
 from proctor.core.summary import Judges, RunSummary
-from proctor.report.fmt import money, num, pct
+from proctor.report.fmt import num, pct, spent_text
 
 
 def _kappa(kappa: float | None, ci: list[float] | None) -> str:
@@ -61,11 +61,10 @@ def judge_statements(manifest: Manifest, figures: Judges | None) -> list[str]:
             )
     out += [str(w) for w in judges.get("warnings", [])]
     if figures is not None:
-        tokens = figures.input_tokens + figures.output_tokens
+        used = spent_text(figures.input_tokens, figures.output_tokens, figures.cost_usd)
         out.append(
             f"Judges made {figures.calls} calls ({figures.cache_hits} "
-            f"answered from the judge cache), {tokens:,} tokens, "
-            f"{money(figures.cost_usd)}, apart from the agent's usage; "
+            f"answered from the judge cache), {used}, apart from the agent's usage; "
             f"{figures.errors} judge errors."
         )
     return out

@@ -22,6 +22,7 @@ from proctor.report.fmt import (
     money,
     num,
     pct,
+    spent_text,
     success_interval,
     value,
     where_text,
@@ -38,22 +39,15 @@ def user_spending_text(summary: RunSummary) -> str:
     reported is "not measured"), and how many trials its fidelity was judged on."""
     spent = summary.user_model
     assert spent is not None
-    tokens = (
-        "tokens not measured"
-        if spent.input_tokens is None and spent.output_tokens is None
-        else f"{(spent.input_tokens or 0) + (spent.output_tokens or 0):,} tokens"
-    )
-    cost = (
-        "cost not measured"
-        if spent.cost_usd is None
-        else money(spent.cost_usd, summary.cost.currency)
+    used = spent_text(
+        spent.input_tokens, spent.output_tokens, spent.cost_usd, summary.cost.currency
     )
     judged = (
         f"; fidelity judged on {spent.fidelity_judged} trials, {spent.fidelity_failed} failed"
         if spent.fidelity_judged
         else ""
     )
-    return f"{spent.calls} calls ({spent.cache_hits} replayed), {tokens}, {cost}{judged}"
+    return f"{spent.calls} calls ({spent.cache_hits} replayed), {used}{judged}"
 
 
 def cost_text(summary: RunSummary, *stats: str) -> str:

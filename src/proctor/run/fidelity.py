@@ -25,9 +25,9 @@ from typing import TYPE_CHECKING, Any
 
 from proctor.core.credentials import scrub
 from proctor.core.results import Check, TrialResult, Usage
-from proctor.core.trace import Trace
+from proctor.core.trace import USER_SIM_KEY, Trace
 from proctor.judge.calibration_records import CalibrationPolicy, Standing, standing
-from proctor.judge.grader import judge_usage
+from proctor.judge.grader import judge_metrics
 from proctor.judge.judgment import JudgeError, JudgeView
 from proctor.judge.panel import JudgePanel, Verdict
 from proctor.judge.views import subject_of
@@ -60,7 +60,7 @@ def sampled(task_id: str, trial: int, rate: float) -> bool:
 
 def played(trace: Trace) -> bool:
     """Did a model play the user in this trial?"""
-    return any(e.kind == "note" and "user_sim" in e.data for e in trace.events)
+    return any(e.noted(USER_SIM_KEY) is not None for e in trace.events)
 
 
 @dataclass
@@ -161,9 +161,5 @@ def _spending(
     metrics: Mapping[str, float], usage: Usage, calls: int, hits: int
 ) -> dict[str, float]:
     """The trial's judge metrics with the fidelity judge's spending added to them."""
-    added = {
-        "judge_calls": float(calls),
-        "judge_cache_hits": float(hits),
-        **judge_usage(usage),
-    }
+    added = judge_metrics(usage, calls, hits)
     return {name: metrics.get(name, 0.0) + value for name, value in added.items()}

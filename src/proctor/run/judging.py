@@ -16,7 +16,7 @@ from collections.abc import Sequence
 
 from proctor.core.outcome import Outcome
 from proctor.core.trace import Trace
-from proctor.judge.grader import Judging, check_name, judge_usage
+from proctor.judge.grader import Judging, check_name, judge_metrics
 from proctor.judge.judgment import JudgeError
 from proctor.run.trial import Findings
 from proctor.tasks.models import Task
@@ -44,12 +44,7 @@ async def apply_judges(
     except JudgeError as exc:
         spent = exc.usage
         return findings.broken(
-            f"{JUDGE_ERROR} {exc}",
-            {
-                "judge_error": 1.0,
-                "judge_calls": float(spent.model_calls or 0),
-                **judge_usage(spent),
-            },
+            f"{JUDGE_ERROR} {exc}", judge_metrics(spent, spent.model_calls or 0, errors=1)
         )
     settlers = [
         (check_name(rubric), reader)

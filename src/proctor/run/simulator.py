@@ -25,7 +25,7 @@ from typing import Any, Protocol, runtime_checkable
 
 from proctor.core.jsonvalues import digest
 from proctor.core.results import Usage
-from proctor.core.trace import Recorder, TraceEvent
+from proctor.core.trace import USER_REJECTED_KEY, USER_SIM_KEY, Recorder, TraceEvent
 from proctor.env.user import SimulatorFailed
 from proctor.run.userguards import (
     PLACEHOLDER,
@@ -273,7 +273,7 @@ class ModelUser:
         self.agent.append(question)
         if self.ended is None and len(self.user) >= self.spec.max_turns:
             self.ended = "max_turns"
-            recorder.emit("note", {"user_sim": {"stop": True, "stop_reason": "max_turns"}})
+            recorder.emit("note", {USER_SIM_KEY: {"stop": True, "stop_reason": "max_turns"}})
         if self.ended is not None:  # the user has left: silence
             self.user.append("")
             return ""
@@ -308,7 +308,7 @@ class ModelUser:
         recorder.emit(
             "note",
             {
-                "user_sim": {
+                USER_SIM_KEY: {
                     "seed": self.seed,
                     "replayed": True,
                     "stop": draft.stop,
@@ -352,7 +352,7 @@ class ModelUser:
                 recorder.emit(
                     "note",
                     {
-                        "user_sim": {
+                        USER_SIM_KEY: {
                             "seed": self.seed,
                             "attempt": attempt,
                             "cached": cached,
@@ -367,7 +367,7 @@ class ModelUser:
             recorder.emit(
                 "note",
                 {
-                    "user_rejected": {
+                    USER_REJECTED_KEY: {
                         "attempt": attempt,
                         "reply": text,
                         "why": problems,
@@ -418,16 +418,6 @@ class ModelUser:
         return text, cached, spent
 
 
-#: The trial metrics of a model user's spending, apart from the agent's and the judges'.
-USER_METRICS = (
-    "user_calls",
-    "user_cache_hits",
-    "user_input_tokens",
-    "user_output_tokens",
-    "user_cost_usd",
-)
-
-
 def user_spending(events: Iterable[TraceEvent]) -> dict[str, float]:
     """What the model user spent in a trial, from its trace's notes (so `regrade` finds
     it again): calls, replies replayed from the cache, and per figure the sum of what the
@@ -436,9 +426,8 @@ def user_spending(events: Iterable[TraceEvent]) -> dict[str, float]:
     notes = [
         note["spent"]
         for e in events
-        if e.kind == "note"
-        for key in ("user_sim", "user_rejected")
-        if isinstance(note := e.data.get(key), dict) and isinstance(note.get("spent"), dict)
+        for key in (USER_SIM_KEY, USER_REJECTED_KEY)
+        if (note := e.noted(key)) is not None and isinstance(note.get("spent"), dict)
     ]
     if not notes:
         return {}

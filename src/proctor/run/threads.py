@@ -2,11 +2,10 @@
 for async ones. Never on the harness's loop, so whatever an agent does there (block in
 `time.sleep`, swallow cancellation, raise `SystemExit`) the harness still keeps time.
 
-A sync agent runs off the event loop, in a thread. Starting one per trial costs tens of
-microseconds, a visible share of the harness's budget, so threads are kept and reused.
-They are daemon threads, unlike `concurrent.futures`' pool (joined at exit): an agent that
-never returns cannot hold the interpreter open. A thread held by such an agent is simply
-never idle again, and the next trial gets a new one.
+A sync agent runs off the event loop, in a thread (proctor.core.daemon_threads: kept and
+reused, a new one whenever none is idle). They are daemon threads: an agent that never
+returns cannot hold the interpreter open. A thread held by such an agent is simply never
+idle again, and the next trial gets a new one.
 
 Async agents share one event loop on a daemon thread (they may share loop-bound objects
 across trials, as on any single loop). A loop an agent blocked is abandoned: trials that
@@ -16,32 +15,9 @@ start later get a new one.
 from __future__ import annotations
 
 import asyncio
-import queue
 import threading
-from collections.abc import Callable
 
-
-class AgentThreads:
-    def __init__(self) -> None:
-        self._jobs: queue.SimpleQueue[Callable[[], None]] = queue.SimpleQueue()
-        self._lock = threading.Lock()
-        self._idle = 0
-
-    def submit(self, job: Callable[[], None]) -> None:
-        """Run `job` on an idle thread, or on a new one when none is idle."""
-        with self._lock:
-            start = self._idle == 0
-            if not start:
-                self._idle -= 1  # that thread is promised this job
-        self._jobs.put(job)
-        if start:
-            threading.Thread(target=self._serve, name="proctor-agent", daemon=True).start()
-
-    def _serve(self) -> None:
-        while True:
-            self._jobs.get()()  # a job never raises: it hands its outcome to the event loop
-            with self._lock:
-                self._idle += 1
+from proctor.core.daemon_threads import DaemonThreads
 
 
 class AgentLoop:
@@ -87,5 +63,5 @@ def _serving_loop() -> asyncio.AbstractEventLoop:
 
 
 #: One of each per process: trials of every run share them.
-AGENT_THREADS = AgentThreads()
+AGENT_THREADS = DaemonThreads("proctor-agent")
 AGENT_LOOP = AgentLoop()

@@ -15,10 +15,14 @@ from collections.abc import Callable
 from typing import Any
 
 from proctor.agents.agent_refs import load_reference
-from proctor.agents.endpoint import MODEL_OPTIONS, ChatEndpoint, parse_options
+from proctor.agents.endpoint import (
+    MODEL_OPTIONS,
+    ChatEndpoint,
+    completion_usage,
+    parse_options,
+)
 from proctor.agents.pricing import PriceTable
 from proctor.core.jsonvalues import digest
-from proctor.core.results import Usage
 from proctor.run.simulator import UserAnswer, UserModel, prompt_version
 from proctor.run.threads import AgentLoop
 
@@ -108,17 +112,8 @@ class ChatUserModel:
             }
         call = self.endpoint.complete(messages, **request)
         completion = asyncio.run_coroutine_threadsafe(call, self._loop.get()).result()
-        return UserAnswer(str(completion.choices[0].message.content or ""), self._usage(completion))
-
-    def _usage(self, completion: Any) -> Usage:
-        """The call's tokens, and their cost where the price table knows the model (an
-        unpriced one is "not measured", never $0); none reported: none measured."""
-        tokens = getattr(completion, "usage", None)
-        given = getattr(tokens, "prompt_tokens", None), getattr(tokens, "completion_tokens", None)
-        if not all(isinstance(n, int) for n in given):
-            return Usage(model_calls=1)
-        prompt, output = int(given[0] or 0), int(given[1] or 0)
-        return Usage(prompt, output, self.prices.cost(self.model, prompt, output), 1)
+        spent = completion_usage(completion, self.prices, self.model)
+        return UserAnswer(str(completion.choices[0].message.content or ""), spent)
 
 
 def load_user_model(ref: str) -> UserModel:

@@ -21,12 +21,11 @@ from pydantic import (
     BaseModel,
     ConfigDict,
     Field,
-    ValidationError,
     ValidationInfo,
     field_validator,
 )
 
-from proctor.core.documents import SpecError, issues_from_validation, read_document
+from proctor.core.documents import read_model
 from proctor.tasks.models import Severity
 
 #: What a rubric may show the judge besides the subject and the task's prompt;
@@ -112,11 +111,4 @@ class Rubric(_Spec):
 
 def load_rubric(path: str | Path) -> Rubric:
     """Read one rubric file; every problem is a SpecError line with file:line."""
-    path = Path(path)
-    data, lines = read_document(path)
-    if not isinstance(data, dict):
-        raise SpecError.one(path, 1, "", "a rubric file holds one mapping")
-    try:
-        return Rubric.model_validate(data)
-    except ValidationError as exc:
-        raise SpecError(issues_from_validation(path, exc, data, lines, ())) from None
+    return read_model(Path(path), Rubric.model_validate, "a rubric file holds one mapping")

@@ -12,9 +12,9 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field
 
-from proctor.core.documents import SpecError, issues_from_validation, read_document
+from proctor.core.documents import read_model
 from proctor.tasks.models import LANGUAGE_TAG
 
 #: The settings file's name, in a suite's root folder (the one holding `tasks/`).
@@ -37,10 +37,4 @@ def load_settings(root: Path) -> SuiteSettings:
     path = root / SETTINGS_FILE
     if not path.is_file():
         return SuiteSettings()
-    data, lines = read_document(path)
-    if not isinstance(data, dict):
-        raise SpecError.one(path, 1, "", "suite settings are a mapping")
-    try:
-        return SuiteSettings.model_validate(data)
-    except ValidationError as exc:
-        raise SpecError(issues_from_validation(path, exc, data, lines, ())) from None
+    return read_model(path, SuiteSettings.model_validate, "suite settings are a mapping")
