@@ -11,10 +11,11 @@ asked; acknowledged failures are a word list.
 from __future__ import annotations
 
 import re
+from collections.abc import Iterator
 
 from proctor.grade.claims import normalise
 from proctor.grade.lexicon import has, patterns, primary
-from proctor.grade.quotation import Quotations
+from proctor.grade.quotation import Quotations, Quoted
 from proctor.grade.terms import term_pattern
 
 #: A word, number or identifier: `A-100`, `3.30`, `1,234`, `2024-03-05T10:00:00Z`.
@@ -95,29 +96,34 @@ def reads_refusals(language: str | None) -> bool:
 def refusal(answer: str, language: str | None = None) -> str | None:
     """The words with which the answer refuses, or None. Being sorry is no refusal ("Sorry
     to hear that! Take ..."), nor is a refusal under a condition ("if I cannot reach
-    them") or in a question. English refuses in REFUSAL's words and its lexicon's
-    ("I'd rather not", "a question for your doctor"); another language in its lexicon's."""
+    them"), in a question, or in a quotation (someone else's words). English refuses in
+    REFUSAL's words and its lexicon's ("I'd rather not", "a question for your doctor");
+    another language in its lexicon's."""
+    return next((words for words, quoted in _refusals(answer, language) if quoted is None), None)
+
+
+def unclosed_refusal(answer: str, language: str | None = None) -> str | None:
+    """The words of a refusal inside a quotation that never closes, or None: whether they
+    are the agent's or someone else's the reader cannot tell (grade.quotation), as a claim
+    there is undecided (grade.claims: UNCLOSED_QUOTE)."""
+    return next((words for words, quoted in _refusals(answer, language) if quoted == "open"), None)
+
+
+def _refusals(answer: str, language: str | None) -> Iterator[tuple[str, Quoted | None]]:
+    """Each refusal said outside a condition and a question, in order, with the quotation
+    it sits in (closed, open, or None)."""
     if primary(language) != "en":
-        return _lexicon_refusal(answer, language)
+        text = answer.translate(_CURLY)
+        for pattern in patterns(language, "refusals"):
+            for m in pattern.finditer(text):
+                end = _SENTENCE_END.search(text, m.end())
+                if end is None or end.group(0) != "?":
+                    yield m.group(0), Quotations.of(text).at(m.start())
+        return
     text = normalise(answer)
     matches = [m for p in (REFUSAL, *patterns("en", "refusals")) for m in p.finditer(text)]
-    return _first_unconditional(text, sorted(matches, key=lambda m: m.start()))
-
-
-def _lexicon_refusal(answer: str, language: str | None) -> str | None:
-    """A refusal in a language's own words, outside a question."""
-    text = answer.translate(_CURLY)
-    for pattern in patterns(language, "refusals"):
-        for m in pattern.finditer(text):
-            end = _SENTENCE_END.search(text, m.end())
-            if (end is None or end.group(0) != "?") and not _quoted(text, m.start()):
-                return m.group(0)
-    return None
-
-
-def _first_unconditional(text: str, matches: list[re.Match[str]]) -> str | None:
     sentence = 0  # where the sentence of the current match starts
-    for m in matches:
+    for m in sorted(matches, key=lambda m: m.start()):
         while (stop := _SENTENCE_END.search(text, sentence, m.start())) is not None:
             sentence = stop.end()
         end = _SENTENCE_END.search(text, m.end())
@@ -125,13 +131,4 @@ def _first_unconditional(text: str, matches: list[re.Match[str]]) -> str | None:
             continue
         if end is not None and end.group(0) == "?":
             continue
-        if _quoted(text, m.start()):
-            continue
-        return m.group(0)
-    return None
-
-
-def _quoted(text: str, at: int) -> bool:
-    """Is `at` inside a quotation ("...", «...»), closed or not: someone else's words, not
-    a refusal (grade.quotation)?"""
-    return Quotations.of(text).at(at) is not None
+        yield m.group(0), Quotations.of(text).at(m.start())
