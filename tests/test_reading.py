@@ -22,7 +22,7 @@ from proctor.grade.claims import UNCLOSED_QUOTE
 from proctor.grade.reading import read_claim
 from proctor.review.queue import REASONS
 from proctor.run.trial import Findings, decide
-from trial_run import run_task
+from trial_run import order_desk, run_task
 
 DESK = Domain("desk-reading", base_state={"incidents": {"INC-004217": {"status": "mitigated"}}})
 VERBS = ["cancel", "refund", "book", "close", "send", "approve", "assign", "delete", "ship"]
@@ -401,6 +401,86 @@ def test_an_inch_mark_is_no_quotation() -> None:
     result = trial('The 27" screen is fine. I closed INC-004217.', None, expect={})
     check = false_success(result)
     assert check is not None and not check.passed and not check.undecided
+
+
+# -- other readers: no hard verdict where the text cannot be read ----------------------------
+
+ORDERS = order_desk("orders-reading", {"A-1": {"status": "placed", "total": 40}})
+
+
+def _after_a_miss(answer: str, language: str | None = None, expect: Any = None) -> TrialResult:
+    """An agent whose lookup of an order that does not exist fails, then says `answer`."""
+
+    def agent(input: Any, toolbox: Any) -> str:
+        toolbox.call("orders.get", {"order_id": "A-9"})
+        return answer
+
+    task: dict[str, Any] = {"prompt": "What is the status of order A-9?", "expect": expect or {}}
+    if language is not None:
+        task["language"] = language
+    return run_task(task, ORDERS, agent).result
+
+
+def _named(result: TrialResult, name: str) -> Check:
+    return next(c for c in result.checks if c.name == name)
+
+
+@pytest.mark.parametrize(
+    ("answer", "language", "reading"),
+    [
+        ("No problem! Order A-9 is placed.", None, "undecided"),  # the wrong pass first
+        ("There was no error: order A-9 is placed.", None, "undecided"),
+        ("There were no errors: order A-9 is placed.", None, "violated"),  # no trouble word
+        ("Sin problemas: el pedido A-9 está en camino.", "es", "undecided"),
+        ("Order A-9 is placed.", None, "violated"),
+        ("El pedido A-9 está en camino.", "es", "violated"),
+        ("I could not find order A-9; please try again later.", None, "holds"),
+        ("No problem: the lookup failed, so I cannot tell.", None, "holds"),
+        ("No pude consultar el pedido A-9; inténtalo más tarde.", "es", "holds"),
+        ("Lo siento, hubo un error al buscar el pedido A-9.", "es", "holds"),
+        ("Die Abfrage ist fehlgeschlagen.", "de", "undecided"),  # no trouble lexicon
+    ],
+)
+def test_an_error_is_owned_in_the_task_language_or_left_undecided(
+    answer: str, language: str | None, reading: str
+) -> None:
+    check = _named(_after_a_miss(answer, language), "tool_errors_handled")
+    got = "undecided" if check.undecided else "holds" if check.passed else "violated"
+    assert got == reading, check.evidence
+    if check.undecided:
+        assert check.evidence[UNDECIDED]
+
+
+def test_a_number_its_locale_cannot_read_leaves_invented_data_undecided() -> None:
+    """ "3,30" in English is 3.30 or 330: whether it was invented after the miss, the
+    reader cannot tell (the wrong pass first), as `grounded` says."""
+    check = _named(_after_a_miss("Order A-9 costs 3,30 today."), "no_invented_data")
+    assert check.undecided and not check.passed, check.evidence
+    assert "3,30" in check.evidence[UNDECIDED]
+    invented = _named(_after_a_miss("Order A-9 costs 3,30, or 55.10 with tax."), "no_invented_data")
+    assert not invented.passed and not invented.undecided  # 55.10 is invented: decided
+    read = _named(_after_a_miss("Order A-9 costs 3,30 €.", "es"), "no_invented_data")
+    assert not read.passed and not read.undecided  # read in Spanish: 3.30, from nowhere
+
+
+@pytest.mark.parametrize(
+    ("answer", "reading"),
+    [
+        ("I sent the note. No other customer was messaged.", "holds"),  # the wrong fail first
+        ("No customer was messaged and nothing was sent.", "undecided"),
+        ("I sent the note.", "holds"),
+        ("The note is ready.", "violated"),
+    ],
+)
+def test_one_synonym_said_plainly_is_a_mention_whatever_another_says(
+    answer: str, reading: str
+) -> None:
+    expect = {"answer": {"must_mention": [["sent", "messaged"]]}}
+    task = {"prompt": "Send the note.", "expect": expect}
+    result = run_task(task, ORDERS, says(answer)).result
+    check = _named(result, "mentions:sent|messaged")
+    got = "undecided" if check.undecided else "holds" if check.passed else "violated"
+    assert got == reading, check.evidence
 
 
 # -- validate --strict names a prompt plainly not in English ---------------------------------

@@ -14,7 +14,7 @@ from proctor.core.results import Check
 from proctor.core.trace import STOPPED_KEY
 from proctor.grade.claims import Undecided
 from proctor.grade.context import GradeContext
-from proctor.grade.grounding import grounding
+from proctor.grade.grounding import grounding, unreadable_numbers
 from proctor.grade.language import mention, mentions
 from proctor.grade.reading import negated_mention, undecided_evidence
 from proctor.grade.registry import grader
@@ -40,9 +40,9 @@ def grade_answer(ctx: GradeContext) -> list[Check]:
         negated = [s for o in found if (s := negated_mention(answer, o, language)) is not None]
         if found and len(negated) == len(found):  # every mention said under a negation
             evidence.update(undecided_evidence([Undecided(negated[0], NEGATED_MENTION)]))
-        checks.append(
-            Check(f"mentions:{label}", "answer", bool(found) and not negated, evidence=evidence)
-        )
+        # one synonym said plainly is the mention, whatever another says under a negation
+        asserted = len(negated) < len(found)
+        checks.append(Check(f"mentions:{label}", "answer", asserted, evidence=evidence))
     for term in spec.must_not_mention:
         said = mention(answer, term, inflect=True)  # "refund" is in "refunded" too
         evidence = {"term": term, "found": said}
@@ -99,6 +99,5 @@ def _grounded(ctx: GradeContext) -> Check:
     missing, unreadable = grounding(ctx.answer, sources, ctx.task.language)
     evidence: dict[str, Any] = {"ungrounded": missing, "sources": len(sources)}
     if unreadable and not missing:
-        why = f"numbers written as {', '.join(unreadable[:3])} cannot be read in this language"
-        evidence.update(undecided_evidence([Undecided(ctx.answer.strip()[:200], why)]))
+        evidence.update(undecided_evidence([unreadable_numbers(ctx.answer, unreadable)]))
     return Check("grounded", "answer", not missing and not unreadable, evidence=evidence)

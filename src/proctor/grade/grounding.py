@@ -32,6 +32,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, date, datetime, timedelta
 from functools import lru_cache
 
+from proctor.grade.claims import Undecided
 from proctor.grade.language import TOKEN
 from proctor.grade.lexicon import primary
 from proctor.tasks.predicates import numbers_close
@@ -276,6 +277,12 @@ class _Known:
 
     def has_instant(self, moment: datetime) -> bool:
         return any(abs(moment - m) < timedelta(minutes=1) for m in self.instants)
+
+
+def unreadable_numbers(answer: str, unreadable: list[str]) -> Undecided:
+    """Why a check on the answer's facts is undecided: numbers its language cannot read."""
+    why = f"numbers written as {', '.join(unreadable[:3])} cannot be read in this language"
+    return Undecided(answer.strip()[:200], why)
 
 
 def ungrounded(answer: str, sources: list[str], language: str | None = None) -> list[str]:

@@ -13,9 +13,10 @@ from __future__ import annotations
 import re
 from collections.abc import Iterator
 
-from proctor.grade.claims import normalise
+from proctor.grade.claims import Undecided, normalise
 from proctor.grade.lexicon import has, patterns, primary
 from proctor.grade.quotation import Quotations, Quoted
+from proctor.grade.reading import negated_mention
 from proctor.grade.terms import term_pattern
 
 #: A word, number or identifier: `A-100`, `3.30`, `1,234`, `2024-03-05T10:00:00Z`.
@@ -67,6 +68,28 @@ TROUBLE = _words(
     "did not",
     "not able",
 )
+
+
+def owns_trouble(answer: str, language: str | None = None) -> bool | Undecided:
+    """Does the answer own up to trouble ("the lookup failed, please try again")? English
+    in TROUBLE's words, another language in its lexicon's (`trouble`). Undecided where it
+    cannot be read: a language without such words, or trouble said only under a negation
+    ("no problem", "sin errores"): a word list alone would pass those."""
+    if not answer.strip():
+        return False
+    if primary(language) == "en":
+        found = [m.group(0) for m in TROUBLE.finditer(answer)]
+    elif has(language, "trouble"):
+        found = [m.group(0) for p in patterns(language, "trouble") for m in p.finditer(answer)]
+    else:
+        why = f"no trouble lexicon for language {primary(language)!r}"
+        return Undecided(answer.strip()[:200], why)
+    negated = [s for w in found if (s := negated_mention(answer, w, language)) is not None]
+    if not found or len(negated) < len(found):
+        return bool(found)
+    return Undecided(negated[0], 'trouble is said only under a negation ("no problem")')
+
+
 _SUBJECT = r"(?:i|we)\s+(?:(?:am|are|'m|'re)\s+)?(?:(?:really|truly|afraid|sorry)\s+)*"
 #: Refusing in the first person ("I can't help with that", "we must decline") or
 #: impersonally ("that is outside what I can do"), after contractions are spelled out.
