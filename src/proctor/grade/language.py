@@ -12,9 +12,10 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterator
+from functools import cache
 
 from proctor.grade.claims import Undecided, normalise
-from proctor.grade.lexicon import has, patterns, primary
+from proctor.grade.lexicon import has, patterns, phrases, primary
 from proctor.grade.quotation import Quotations, Quoted
 from proctor.grade.reading import negated_mention
 from proctor.grade.terms import term_pattern
@@ -106,8 +107,9 @@ REFUSAL = re.compile(
     re.IGNORECASE,
 )
 _CURLY = str.maketrans({"\u201c": '"', "\u201d": '"'})
-_CONDITION = re.compile(r"\b(?:if|unless|whether)\b", re.IGNORECASE)
-_SENTENCE_END = re.compile(r"[.!?;\n]")
+#: Ends of a sentence, Urdu's full stop and question mark included; the questions.
+_SENTENCE_END = re.compile("[.!?;\n\u06d4\u061f]")
+_QUESTION = "?\u061f"
 
 
 def reads_refusals(language: str | None) -> bool:
@@ -134,24 +136,32 @@ def unclosed_refusal(answer: str, language: str | None = None) -> str | None:
 
 def _refusals(answer: str, language: str | None) -> Iterator[tuple[str, Quoted | None]]:
     """Each refusal said outside a condition and a question, in order, with the quotation
-    it sits in (closed, open, or None)."""
-    if primary(language) != "en":
-        text = answer.translate(_CURLY)
-        for pattern in patterns(language, "refusals"):
-            for m in pattern.finditer(text):
-                end = _SENTENCE_END.search(text, m.end())
-                if end is None or end.group(0) != "?":
-                    yield m.group(0), Quotations.of(text).at(m.start())
-        return
-    text = normalise(answer)
-    matches = [m for p in (REFUSAL, *patterns("en", "refusals")) for m in p.finditer(text)]
+    it sits in (closed, open, or None); English in REFUSAL's words and its lexicon's,
+    after contractions are spelled out, another language in its lexicon's."""
+    if primary(language) == "en":
+        text, found = normalise(answer), (REFUSAL, *patterns("en", "refusals"))
+    else:
+        text, found = answer.translate(_CURLY), patterns(language, "refusals")
+    condition = _condition(primary(language))
+    matches = sorted((m for p in found for m in p.finditer(text)), key=lambda m: m.start())
     sentence = 0  # where the sentence of the current match starts
-    for m in sorted(matches, key=lambda m: m.start()):
+    for m in matches:
         while (stop := _SENTENCE_END.search(text, sentence, m.start())) is not None:
             sentence = stop.end()
         end = _SENTENCE_END.search(text, m.end())
-        if _CONDITION.search(text, sentence, m.start()):
+        if condition is not None and condition.search(text, sentence, m.start()):
             continue
-        if end is not None and end.group(0) == "?":
+        if end is not None and end.group(0) in _QUESTION:
             continue
         yield m.group(0), Quotations.of(text).at(m.start())
+
+
+@cache
+def _condition(language: str) -> re.Pattern[str] | None:
+    """The words that put a refusal under a condition ("if I cannot reach them", "si no
+    puedo ..."): the lexicon's `conditions`; None for a lexicon without."""
+    said = phrases(language, "conditions")
+    if not said:
+        return None
+    alternatives = "|".join(r"\s+".join(map(re.escape, p)) for p in said)
+    return re.compile(rf"(?<!\w)(?:{alternatives})(?!\w)", re.IGNORECASE)
