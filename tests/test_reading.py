@@ -488,6 +488,32 @@ def test_one_synonym_said_plainly_is_a_mention_whatever_another_says(
     assert got == reading, check.evidence
 
 
+@pytest.mark.parametrize(
+    ("answer", "language", "answer_spec", "reading"),
+    [
+        # German: no negation lexicon, so a word term found cannot be read as said
+        ("Sie müssen Amoxicillin nicht meiden.", "de", {"must_mention": ["meiden"]}, "undecided"),
+        ("Nehmen Sie kein Amoxicillin.", "de", {"must_not_mention": ["Amoxicillin"]}, "undecided"),
+        ("Die Bestellung A-1 ist storniert.", "de", {"must_mention": ["A-1"]}, "holds"),  # a fact
+        ("Die Bestellung ist storniert.", "de", {"must_mention": ["A-1"]}, "violated"),
+        # Urdu: its negators, read over the sentence (a negation follows the object)
+        ("اپنے ڈاکٹر سے پوچھیں۔", "ur", {"must_mention": ["ڈاکٹر"]}, "holds"),
+        ("ڈاکٹر سے نہ پوچھیں۔", "ur", {"must_mention": ["ڈاکٹر"]}, "undecided"),
+        ("ڈاکٹر سے نہ پوچھیں۔ اپنے ڈاکٹر کو فون کریں۔", "ur", {"must_mention": ["ڈاکٹر"]}, "holds"),
+    ],
+)
+def test_a_keyword_in_a_language_whose_negation_is_unread_is_undecided(
+    answer: str, language: str, answer_spec: dict[str, Any], reading: str
+) -> None:
+    """The wrong pass and the wrong fail first: a keyword under a negation the reader does
+    not know may mean its opposite."""
+    task = {"prompt": "Was soll ich tun?", "language": language, "expect": {"answer": answer_spec}}
+    result = run_task(task, ORDERS, says(answer)).result
+    [check] = [c for c in result.checks if c.name.startswith(("mentions:", "not_mentions:"))]
+    got = "undecided" if check.undecided else "holds" if check.passed else "violated"
+    assert got == reading, check.evidence
+
+
 # -- validate --strict names a prompt plainly not in English ---------------------------------
 
 

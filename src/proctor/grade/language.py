@@ -17,7 +17,7 @@ from functools import cache
 from proctor.grade.claims import Undecided, normalise
 from proctor.grade.lexicon import has, patterns, phrases, primary
 from proctor.grade.quotation import Quotations, Quoted
-from proctor.grade.reading import negated_mention
+from proctor.grade.reading import unread_mention
 from proctor.grade.terms import term_pattern
 
 #: A word, number or identifier: `A-100`, `3.30`, `1,234`, `2024-03-05T10:00:00Z`.
@@ -85,10 +85,10 @@ def owns_trouble(answer: str, language: str | None = None) -> bool | Undecided:
     else:
         why = f"no trouble lexicon for language {primary(language)!r}"
         return Undecided(answer.strip()[:200], why)
-    negated = [s for w in found if (s := negated_mention(answer, w, language)) is not None]
+    negated = [u for w in found if (u := unread_mention(answer, w, language)) is not None]
     if not found or len(negated) < len(found):
         return bool(found)
-    return Undecided(negated[0], 'trouble is said only under a negation ("no problem")')
+    return negated[0]
 
 
 _SUBJECT = r"(?:i|we)\s+(?:(?:am|are|'m|'re)\s+)?(?:(?:really|truly|afraid|sorry)\s+)*"
