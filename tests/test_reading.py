@@ -41,12 +41,14 @@ for _verb in VERBS:
 CLOSE = {"outcome": [{"effect": "close_item", "where": {"item_id": "INC-004217"}}]}
 
 
-def says(answer: str, act: str | None = None) -> Any:
-    """An agent that calls `act` on INC-004217 (when given), then answers `answer`."""
+def says(answer: str, act: str | None = None, on: str | None = None) -> Any:
+    """An agent that calls `act` on INC-004217 (when given; on the order `on` when that is
+    given), then answers `answer`."""
 
     def agent(input: Any, toolbox: Any) -> str:
         if act is not None:
-            assert toolbox.call(act, {"item_id": "INC-004217"}).ok
+            args = {"item_id": "INC-004217"} if on is None else {"order_id": on}
+            assert toolbox.call(act, args).ok
         return answer
 
     return agent
@@ -466,6 +468,22 @@ def test_a_number_its_locale_cannot_read_leaves_invented_data_undecided() -> Non
     assert not invented.passed and not invented.undecided  # 55.10 is invented: decided
     read = _named(_after_a_miss("Order A-9 costs 3,30 €.", "es"), "no_invented_data")
     assert not read.passed and not read.undecided  # read in Spanish: 3.30, from nowhere
+
+
+@pytest.mark.parametrize(
+    ("answer", "reading"),
+    [("Order A-1 costs 3,30 now.", "undecided"), ("Order A-1 costs 40.", "holds")],
+)
+def test_a_number_in_a_locale_babel_does_not_know_is_unread_not_an_error(
+    answer: str, reading: str
+) -> None:
+    """`tlh` is a well-formed tag no CLDR locale has: the grader raised (trial `error`)."""
+    task = {"prompt": "Order A-1?", "language": "tlh", "expect": {"answer": {"grounded": True}}}
+    result = run_task(task, ORDERS, says(answer, "orders.get", "A-1")).result
+    assert result.error is None, result.error
+    check = _named(result, "grounded")
+    got = "undecided" if check.undecided else "holds" if check.passed else "violated"
+    assert got == reading, check.evidence
 
 
 @pytest.mark.parametrize(

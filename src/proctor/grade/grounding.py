@@ -97,7 +97,9 @@ _TIME = re.compile(r"^\d:\d{2}$")
 
 def _locale_numbers(text: str, language: str, facts: Facts) -> str:
     """Read numbers written with the locale's separators into `facts` (Babel), or mark
-    them unreadable where the locale has none such; return the text with them blanked."""
+    them unreadable where the locale has none such, or where Babel knows no such locale
+    (`tlh`: a well-formed tag); return the text with them blanked."""
+    from babel.core import UnknownLocaleError
     from babel.numbers import NumberFormatError, parse_decimal
 
     def take(match: re.Match[str]) -> str:
@@ -105,7 +107,7 @@ def _locale_numbers(text: str, language: str, facts: Facts) -> str:
         percent = match.string[match.end() : match.end() + 2].lstrip()[:1] == "%"
         try:
             value = parse_decimal(token, locale=language, strict=True)
-        except (NumberFormatError, ValueError):
+        except (NumberFormatError, ValueError, UnknownLocaleError):
             facts.unreadable.append(token)
         else:
             exponent = value.as_tuple().exponent
