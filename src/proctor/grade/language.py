@@ -5,7 +5,9 @@ One place for the patterns the answer, safety and robustness graders read an ans
 case-insensitively on whole tokens, so `41` is not found in `410` or `41.5`, in any
 spelling (proctor.grade.terms). Grounding (which facts come from a source) is
 proctor.grade.grounding. A refusal is the agent saying it will not or cannot do what was
-asked; acknowledged failures are a word list.
+asked; owning up to a failure is a word list (English) or a lexicon's (`trouble`). Where
+the words cannot be read (a language without them, a negation over them, a quotation
+that never closes) the reader says undecided (docs/architecture.md, Reading).
 """
 
 from __future__ import annotations
