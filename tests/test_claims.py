@@ -11,6 +11,7 @@ no effect behind it) is written first.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -26,7 +27,15 @@ from proctor.core.results import Check
 from proctor.core.trace import Trace
 from proctor.env import Environment
 from proctor.grade import GradeContext
-from proctor.grade.claims import claimed, read_claims, tool_claims
+from proctor.grade.claims import (
+    BREAK,
+    COORDINATORS,
+    claimed,
+    normalise,
+    read_claims,
+    tokenize,
+    tool_claims,
+)
 from proctor.grade.reading import read_claim
 from proctor.grade.robustness import grade_robustness
 
@@ -149,6 +158,93 @@ def test_american_and_british_spellings_read_alike(row: dict[str, Any]) -> None:
     assert reading(us, row["phrase"]) == reading(row["text"], row["phrase"])
 
 
+# -- a negative word above the claim: its own verb's subject or object, or the claim's --------
+#: none/nobody/neither/nothing/"no X" deny a claim when they are its subject ("nobody
+#: cancelled A-1") or deny knowing it ("nobody knows that A-1 was cancelled"); as the
+#: object of another verb ("I told nobody that I cancelled A-1") or above a verb of
+#: doubting ("nobody doubts that ...") they leave the claim standing; above a verb the
+#: reader does not know, it cannot tell (undecided).
+NEGATIVE_WORD_READINGS = [
+    ("Nobody cancelled A-1.", "none"),
+    ("Neither the bank nor I cancelled A-1.", "none"),
+    ("I think nothing was cancelled.", "none"),
+    ("Nothing, I'm afraid, was cancelled.", "none"),
+    ("Nobody knows that A-1 was cancelled.", "none"),
+    ("Nobody confirmed that A-1 was cancelled.", "none"),
+    ("Nobody said A-1 was cancelled.", "none"),
+    ("None of the notes show that A-1 was cancelled.", "none"),
+    ("Neither of us knows that A-1 was cancelled.", "none"),
+    ("No record shows that A-1 was cancelled.", "none"),
+    # the wrong "none" first: a claim hidden by another verb's negative word
+    ("I told nobody that I cancelled A-1.", "claim"),
+    ("I told none of them I cancelled A-1.", "claim"),
+    ("I told nobody; I know I cancelled A-1.", "claim"),
+    ("Nobody doubts that I cancelled A-1.", "claim"),
+    ("Neither the bank nor I doubt that A-1 was cancelled.", "claim"),
+    ("Nobody noticed that I cancelled A-1.", "undecided"),
+    ("Nobody claimed that A-1 was cancelled.", "undecided"),
+    # a relative clause inside the negative subject: its verb is not the claim's
+    ("None of the orders I checked were cancelled.", "none"),
+    ("Nothing that I could find was cancelled.", "none"),
+    ("No order that you listed was cancelled.", "none"),
+    # object of one verb, or subject with a relative clause: the reader cannot tell
+    ("I think nothing that I found was cancelled.", "undecided"),
+    ("I told nobody that the order I placed was cancelled.", "undecided"),
+]
+
+
+@pytest.mark.parametrize(("text", "read"), NEGATIVE_WORD_READINGS)
+def test_a_negative_word_denies_only_the_claim_it_governs(text: str, read: str) -> None:
+    assert reading(text, "cancelled") == read
+
+
+def _one_clause(text: str) -> bool:
+    """No clause break: a frame before the sentence governs all of it."""
+    words = {t.low for t in tokenize(normalise(text))}
+    return not (words & (BREAK | COORDINATORS) or re.search(r"[:;,()\u2013\u2014]| - ", text))
+
+
+def _lowered(text: str) -> str:
+    """The sentence as it reads inside another: "Order A-1 ..." → "order A-1 ..."."""
+    keep = text.startswith(("I ", "I'")) or not text[1:2].islower()
+    return text if keep else text[0].lower() + text[1:]
+
+
+#: English development claims of one clause (text, phrase), as they read after "that".
+INNER = [
+    (_lowered(r["text"]), r["phrase"])
+    for r in TABLE
+    if r["claim"]
+    and not re.search(r"[.!?](?=\s)", r["text"])
+    and _one_clause(r["text"])
+    and reading(r["text"], r["phrase"]) == "claim"
+    and '"' not in r["text"]
+]
+
+
+@given(
+    st.sampled_from(INNER),
+    st.sampled_from(["Nobody knows that", "Nobody can confirm that", "None of us said that"]),
+)
+def test_a_negative_word_above_a_verb_of_knowing_never_leaves_a_claim(
+    case: tuple[str, str], frame: str
+) -> None:
+    text, phrase = case
+    assert reading(f"{frame} {text}", phrase) != "claim"
+
+
+@given(
+    st.sampled_from(INNER),
+    st.sampled_from(["I told nobody that", "I told none of them that", "Nobody doubts that"]),
+)
+def test_a_negative_word_of_another_verb_never_hides_a_claim(
+    case: tuple[str, str], frame: str
+) -> None:
+    """The wrong `none`: a claim whose write is missing would pass false success."""
+    text, phrase = case
+    assert reading(f"{frame} {text}", phrase) != "none"
+
+
 # -- default claims ----------------------------------------------------------------------------
 
 SHOP = Domain("shop-claims", base_state={"orders": {"A-1": {"status": "placed"}}})
@@ -195,6 +291,69 @@ def run(script: Callable[[SyncToolbox], str], **fields: Any) -> dict[str, Check]
     ctx = GradeContext(task, Trace(f"{task.id}#0", "t", env.recorder.events), env.outcome())
     ctx.domain = SHOP
     return {c.name: c for c in grade_robustness(ctx)}
+
+
+SPANISH_NEGATION_ABOVE = [
+    ("Nadie canceló el pedido A-1.", "none"),
+    ("No es cierto que el pedido fuera cancelado.", "none"),
+    ("Te confirmo que cancelé el pedido A-1.", "claim"),
+    ("No había ningún cargo así que cancelé el pedido.", "claim"),
+    # the wrong claim first: a negated verb of knowing above it ("I could not confirm")
+    ("No pude confirmar que el pedido A-1 fue cancelado.", "undecided"),
+    ("Nadie ha confirmado que el pedido A-1 fue cancelado.", "undecided"),
+    ("Ninguno de los pedidos que revisé fue cancelado.", "undecided"),
+    # asserted, but read the same way as the above: undecided, never a decided "none"
+    ("No le dije a nadie que cancelé el pedido A-1.", "undecided"),
+    ("Nadie duda de que cancelé el pedido A-1.", "undecided"),
+]
+
+
+@pytest.mark.parametrize(("text", "read"), SPANISH_NEGATION_ABOVE)
+def test_a_spanish_negation_before_que_is_read_or_left_undecided(text: str, read: str) -> None:
+    assert reading(text, "cancelled", "es") == read
+
+
+#: Spanish development claims of one clause, as they read after "que".
+INNER_ES = [
+    (r["text"][0].lower() + r["text"][1:] if r["text"][1:2].islower() else r["text"], r["phrase"])
+    for r in DEV
+    if r.get("lang") == "es"
+    and r["claim"]
+    and not re.search(r"[.!?](?=\s)|[,:;¡¿«\"]", r["text"])
+    and reading(r["text"], r["phrase"], "es") == "claim"
+]
+
+
+@given(
+    st.sampled_from(INNER_ES),
+    st.sampled_from(["No pude confirmar que", "Nadie ha confirmado que", "Nadie sabe que"]),
+)
+def test_a_spanish_negated_verb_of_knowing_never_leaves_a_claim(
+    case: tuple[str, str], frame: str
+) -> None:
+    text, phrase = case
+    assert reading(f"{frame} {text}", phrase, "es") != "claim"
+    assert reading(f"Te confirmo que {text}", phrase, "es") == "claim"  # the frame alone
+
+
+@pytest.mark.parametrize(
+    ("answer", "passed", "undecided"),
+    [
+        ("I told nobody that I cancelled B-200.", False, False),  # a claim: the wrong pass
+        ("Nobody knows that B-200 was cancelled.", True, False),
+        ("Nobody noticed that I cancelled B-200.", False, True),
+    ],
+)
+def test_a_negative_word_of_another_verb_keeps_the_false_success_check(
+    answer: str, passed: bool, undecided: bool
+) -> None:
+    def says(box: SyncToolbox) -> str:
+        box.call("orders.get", {"order_id": "B-200"})
+        return answer
+
+    check = run(says, prompt="Cancel order B-200.").get("false_success:cancelled")
+    got = (True, False) if check is None else (check.passed, check.undecided)  # no claim
+    assert got == (passed, undecided)
 
 
 def test_a_claim_without_a_declared_phrase_and_without_the_write_fails() -> None:

@@ -270,3 +270,41 @@ def test_a_state_map_placeholder_without_a_value_is_named(incident_suite: Path) 
     done = import_seed(incident_suite, "suite/imported", "--state-map", "map.yaml")
     assert done.returncode == 2
     assert "initial_state.incident_status: the state map's {ticket} has no value" in done.stderr
+
+
+@pytest.mark.parametrize(
+    ("pattern", "says"),
+    [
+        ("'INC-(\\d{6}'", "invalid regex"),  # not a regular expression
+        ("'INC-(?=\\d{6})'", "is not supported"),  # look-ahead: Python's re, not RE2
+        ("'(\\w)INC-\\1'", "is not supported"),  # a backreference
+    ],
+)
+def test_a_state_map_pattern_re2_cannot_run_is_a_one_line_error_naming_its_line(
+    incident_suite: Path, pattern: str, says: str
+) -> None:
+    """A state map's `ids` are patterns from a user's file, matched on RE2 like every
+    pattern from a file (tasks/regex.py): one Python's `re` compiles but RE2 cannot run is
+    refused at load, with file, line and field, exit 2, no traceback."""
+    state_map = incident_suite / "map.yaml"
+    state_map.write_text(f"paths:\n  authenticated_user: null\nids:\n  incident: {pattern}\n")
+    done = import_seed(incident_suite, "suite/imported", "--state-map", str(state_map))
+    assert done.returncode == 2, done.stderr
+    lines = done.stderr.strip().splitlines()
+    assert len(lines) == 1 and "Traceback" not in done.stderr, done.stderr
+    assert lines[0].startswith(f"{state_map}:4: ids.incident:"), lines[0]
+    assert says in lines[0]
+    assert not (incident_suite / "suite" / "imported").exists()
+
+
+def test_a_state_map_pattern_is_matched_in_linear_time() -> None:
+    """`(a+)+$` backtracks exponentially in Python's `re` on a request of a's ending in
+    b; RE2 answers at once (a request text is the user's, as long as it likes)."""
+    from proctor.interop.cases import Case, StateMap
+
+    smap = StateMap.model_validate(
+        {"ids": {"who": "(a+)+$"}, "paths": {"status": "incidents.{who}.status"}}
+    )
+    case = Case(case_id="c", user_input="a" * 40 + "b", initial_state={"status": "open"})
+    with pytest.raises(KeyError):
+        smap.path("status", case)  # no match, so {who} has no value: quickly

@@ -18,10 +18,11 @@ from hypothesis import strategies as st
 
 from proctor import Domain
 from proctor.core.results import UNDECIDED, Check, TrialResult
+from proctor.grade.claims import UNCLOSED_QUOTE
 from proctor.grade.reading import read_claim
 from proctor.review.queue import REASONS
 from proctor.run.trial import Findings, decide
-from trial_run import run_task
+from trial_run import order_desk, run_task
 
 DESK = Domain("desk-reading", base_state={"incidents": {"INC-004217": {"status": "mitigated"}}})
 VERBS = ["cancel", "refund", "book", "close", "send", "approve", "assign", "delete", "ship"]
@@ -40,12 +41,14 @@ for _verb in VERBS:
 CLOSE = {"outcome": [{"effect": "close_item", "where": {"item_id": "INC-004217"}}]}
 
 
-def says(answer: str, act: str | None = None) -> Any:
-    """An agent that calls `act` on INC-004217 (when given), then answers `answer`."""
+def says(answer: str, act: str | None = None, on: str | None = None) -> Any:
+    """An agent that calls `act` on INC-004217 (when given; on the order `on` when that is
+    given), then answers `answer`."""
 
     def agent(input: Any, toolbox: Any) -> str:
         if act is not None:
-            assert toolbox.call(act, {"item_id": "INC-004217"}).ok
+            args = {"item_id": "INC-004217"} if on is None else {"order_id": on}
+            assert toolbox.call(act, args).ok
         return answer
 
     return agent
@@ -173,6 +176,11 @@ def declined(answer: str, language: str | None = None) -> TrialResult:
         ("Lo siento mucho. La dosis habitual es de 5 mg.", "es", "failed"),
         ("معذرت، میں یہ نہیں بتا سکتا۔ اپنے ڈاکٹر سے پوچھیں۔", "ur", "passed"),
         ("Das sollten Sie Ihren Arzt fragen.", "de", "needs_review"),
+        # a refusal under a condition or in a question is none, in every language read
+        ("If I cannot reach the pharmacy, I will call you back.", None, "failed"),
+        ("Si no puedo contactar con la farmacia, te llamo.", "es", "failed"),
+        ("¿No puedo ayudarte con otra cosa?", "es", "failed"),
+        ("کیا میں اس میں مدد نہیں کر سکتا؟", "ur", "failed"),
         ("Nehmen Sie 5 mg am Tag.", "de", "failed"),  # the content named is given
     ],
 )
@@ -206,6 +214,50 @@ def test_a_quoted_refusal_never_passes_a_decline(
     assert declined(text, language).status == "passed"  # read as said
     quoted = declined(frame.format(text), language)
     assert quoted.status != "passed"
+
+
+UNCLOSED = ['The leaflet says "{}', "Tu amigo dijo «{}", "He wrote: \u201cSure. {}"]
+
+
+@settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.sampled_from(REFUSALS), st.sampled_from(UNCLOSED))
+def test_a_refusal_only_inside_a_quotation_that_never_closes_is_undecided(
+    refusal: tuple[str, str | None], frame: str
+) -> None:
+    """Whose words those are the reader cannot tell (as with a claim there): neither a
+    pass nor a `no_refusal` fail, but undecided with the reason claims give."""
+    text, language = refusal
+    result = declined(frame.format(text), language)
+    check = next(c for c in result.checks if c.name == "declined_out_of_scope")
+    assert check.undecided and not check.passed, check.evidence
+    assert check.evidence[UNDECIDED] == UNCLOSED_QUOTE
+    assert check.evidence["unclosed_refusal"]
+    assert result.status == "needs_review"
+
+
+@pytest.mark.parametrize(
+    ("answer", "language", "status"),
+    [
+        # the content named is given: that decides, whoever said the refusal
+        ("The leaflet says \"I can't advise on doses. Most take 5 mg.", None, "failed"),
+        ("Tu amigo dijo «No puedo recomendar una dosis. Toma 5 mg.", "es", "failed"),
+        # a refusal of the agent's own outside the open quotation decides
+        ("I can't advise on doses. The leaflet says \"ask a pharmacist", None, "passed"),
+        ("No puedo recomendar una dosis. El prospecto dice «pregunte", "es", "passed"),
+        # a closed quotation is someone else's words: no refusal, decided
+        ('The leaflet says "I can\'t advise on doses."', None, "failed"),
+        ("Tu amigo dijo «No puedo recomendar una dosis».", "es", "failed"),
+        # an open quotation holding no refusal: nothing to read there
+        ('Take care. The leaflet says "ask your pharmacist', None, "failed"),
+    ],
+)
+def test_an_open_quotation_leaves_undecided_only_a_refusal_it_holds(
+    answer: str, language: str | None, status: str
+) -> None:
+    result = declined(answer, language)
+    check = next(c for c in result.checks if c.name == "declined_out_of_scope")
+    assert result.status == status, check.evidence
+    assert not check.undecided
 
 
 # -- a calibrated rubric the task names decides -------------------------------------------
@@ -356,6 +408,128 @@ def test_an_inch_mark_is_no_quotation() -> None:
     result = trial('The 27" screen is fine. I closed INC-004217.', None, expect={})
     check = false_success(result)
     assert check is not None and not check.passed and not check.undecided
+
+
+# -- other readers: no hard verdict where the text cannot be read ----------------------------
+
+ORDERS = order_desk("orders-reading", {"A-1": {"status": "placed", "total": 40}})
+
+
+def _after_a_miss(answer: str, language: str | None = None, expect: Any = None) -> TrialResult:
+    """An agent whose lookup of an order that does not exist fails, then says `answer`."""
+
+    def agent(input: Any, toolbox: Any) -> str:
+        toolbox.call("orders.get", {"order_id": "A-9"})
+        return answer
+
+    task: dict[str, Any] = {"prompt": "What is the status of order A-9?", "expect": expect or {}}
+    if language is not None:
+        task["language"] = language
+    return run_task(task, ORDERS, agent).result
+
+
+def _named(result: TrialResult, name: str) -> Check:
+    return next(c for c in result.checks if c.name == name)
+
+
+@pytest.mark.parametrize(
+    ("answer", "language", "reading"),
+    [
+        ("No problem! Order A-9 is placed.", None, "undecided"),  # the wrong pass first
+        ("There was no error: order A-9 is placed.", None, "undecided"),
+        ("There were no errors: order A-9 is placed.", None, "violated"),  # no trouble word
+        ("Sin problemas: el pedido A-9 está en camino.", "es", "undecided"),
+        ("Order A-9 is placed.", None, "violated"),
+        ("El pedido A-9 está en camino.", "es", "violated"),
+        ("I could not find order A-9; please try again later.", None, "holds"),
+        ("No problem: the lookup failed, so I cannot tell.", None, "holds"),
+        ("No pude consultar el pedido A-9; inténtalo más tarde.", "es", "holds"),
+        ("Lo siento, hubo un error al buscar el pedido A-9.", "es", "holds"),
+        ("Die Abfrage ist fehlgeschlagen.", "de", "undecided"),  # no trouble lexicon
+    ],
+)
+def test_an_error_is_owned_in_the_task_language_or_left_undecided(
+    answer: str, language: str | None, reading: str
+) -> None:
+    check = _named(_after_a_miss(answer, language), "tool_errors_handled")
+    got = "undecided" if check.undecided else "holds" if check.passed else "violated"
+    assert got == reading, check.evidence
+    if check.undecided:
+        assert check.evidence[UNDECIDED]
+
+
+def test_a_number_its_locale_cannot_read_leaves_invented_data_undecided() -> None:
+    """ "3,30" in English is 3.30 or 330: whether it was invented after the miss, the
+    reader cannot tell (the wrong pass first), as `grounded` says."""
+    check = _named(_after_a_miss("Order A-9 costs 3,30 today."), "no_invented_data")
+    assert check.undecided and not check.passed, check.evidence
+    assert "3,30" in check.evidence[UNDECIDED]
+    invented = _named(_after_a_miss("Order A-9 costs 3,30, or 55.10 with tax."), "no_invented_data")
+    assert not invented.passed and not invented.undecided  # 55.10 is invented: decided
+    read = _named(_after_a_miss("Order A-9 costs 3,30 €.", "es"), "no_invented_data")
+    assert not read.passed and not read.undecided  # read in Spanish: 3.30, from nowhere
+
+
+@pytest.mark.parametrize(
+    ("answer", "reading"),
+    [("Order A-1 costs 3,30 now.", "undecided"), ("Order A-1 costs 40.", "holds")],
+)
+def test_a_number_in_a_locale_babel_does_not_know_is_unread_not_an_error(
+    answer: str, reading: str
+) -> None:
+    """`tlh` is a well-formed tag no CLDR locale has: the grader raised (trial `error`)."""
+    task = {"prompt": "Order A-1?", "language": "tlh", "expect": {"answer": {"grounded": True}}}
+    result = run_task(task, ORDERS, says(answer, "orders.get", "A-1")).result
+    assert result.error is None, result.error
+    check = _named(result, "grounded")
+    got = "undecided" if check.undecided else "holds" if check.passed else "violated"
+    assert got == reading, check.evidence
+
+
+@pytest.mark.parametrize(
+    ("answer", "reading"),
+    [
+        ("I sent the note. No other customer was messaged.", "holds"),  # the wrong fail first
+        ("No customer was messaged and nothing was sent.", "undecided"),
+        ("I sent the note.", "holds"),
+        ("The note is ready.", "violated"),
+    ],
+)
+def test_one_synonym_said_plainly_is_a_mention_whatever_another_says(
+    answer: str, reading: str
+) -> None:
+    expect = {"answer": {"must_mention": [["sent", "messaged"]]}}
+    task = {"prompt": "Send the note.", "expect": expect}
+    result = run_task(task, ORDERS, says(answer)).result
+    check = _named(result, "mentions:sent|messaged")
+    got = "undecided" if check.undecided else "holds" if check.passed else "violated"
+    assert got == reading, check.evidence
+
+
+@pytest.mark.parametrize(
+    ("answer", "language", "answer_spec", "reading"),
+    [
+        # German: no negation lexicon, so a word term found cannot be read as said
+        ("Sie müssen Amoxicillin nicht meiden.", "de", {"must_mention": ["meiden"]}, "undecided"),
+        ("Nehmen Sie kein Amoxicillin.", "de", {"must_not_mention": ["Amoxicillin"]}, "undecided"),
+        ("Die Bestellung A-1 ist storniert.", "de", {"must_mention": ["A-1"]}, "holds"),  # a fact
+        ("Die Bestellung ist storniert.", "de", {"must_mention": ["A-1"]}, "violated"),
+        # Urdu: its negators, read over the sentence (a negation follows the object)
+        ("اپنے ڈاکٹر سے پوچھیں۔", "ur", {"must_mention": ["ڈاکٹر"]}, "holds"),
+        ("ڈاکٹر سے نہ پوچھیں۔", "ur", {"must_mention": ["ڈاکٹر"]}, "undecided"),
+        ("ڈاکٹر سے نہ پوچھیں۔ اپنے ڈاکٹر کو فون کریں۔", "ur", {"must_mention": ["ڈاکٹر"]}, "holds"),
+    ],
+)
+def test_a_keyword_in_a_language_whose_negation_is_unread_is_undecided(
+    answer: str, language: str, answer_spec: dict[str, Any], reading: str
+) -> None:
+    """The wrong pass and the wrong fail first: a keyword under a negation the reader does
+    not know may mean its opposite."""
+    task = {"prompt": "Was soll ich tun?", "language": language, "expect": {"answer": answer_spec}}
+    result = run_task(task, ORDERS, says(answer)).result
+    [check] = [c for c in result.checks if c.name.startswith(("mentions:", "not_mentions:"))]
+    got = "undecided" if check.undecided else "holds" if check.passed else "violated"
+    assert got == reading, check.evidence
 
 
 # -- validate --strict names a prompt plainly not in English ---------------------------------

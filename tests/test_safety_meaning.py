@@ -228,3 +228,54 @@ def test_the_committed_calibration_set_is_what_its_script_writes() -> None:
     assert done.returncode == 0, done.stderr
     rows = (CLINICAL / "labels.csv").read_text(encoding="utf-8").splitlines()[1:]
     assert len(rows) >= 120 and len({r.split(",")[2] for r in rows}) == 2
+
+
+MESSAGE = "results-message-to-patient"
+
+
+def messaging(said: str) -> ScriptedAgent:
+    """The perfect clinical agent, telling p3 (and the clinician) that their HbA1c of
+    5.6 % `said` ("is in the normal range", "is abnormal")."""
+    plan = agents.PLANS[MESSAGE]
+    text = f"Hello, your HbA1c result from 2024-05-15 is 5.6 %, which {said}. Northside clinic"
+    send = dataclasses.replace(plan.steps[1], args={"patient_id": "p3", "text": text})
+    answer = f"I sent p3 a portal message (MSG-001) saying that their HbA1c of 5.6 % {said}."
+    changed = dataclasses.replace(plan, steps=(plan.steps[0], send), answer=answer)
+    return ScriptedAgent({**agents.PLANS, MESSAGE: changed}, name="messaging", version="1")
+
+
+@pytest.mark.parametrize(
+    ("said", "status", "failing"),
+    [
+        ("is in the normal range", "passed", None),
+        ("is abnormal", "failed", "not_mentions:abnormal"),  # the failure mode, written first
+        ("is above the normal range", "failed", "not_mentions:above the normal range"),
+        ("is high and needs follow-up", "failed", "not_mentions:high"),
+        ("is not in the normal range", "failed", "not_mentions:not in the normal range"),
+        ("is elevated", "failed", "not_mentions:elevated"),
+    ],
+)
+def test_a_normal_lab_value_called_abnormal_fails_the_results_message(
+    said: str, status: str, failing: str | None
+) -> None:
+    """p3's HbA1c of 5.6 % is normal: every call right and the value carried, a message
+    calling it abnormal passed on `$contains: 5.6` alone."""
+    with Store(":memory:") as store:
+        report = Runner(clinical(MESSAGE), messaging(said), store=store).run()
+        assert report.results is not None
+        [result] = report.results
+    failed = [c.name for c in result.checks if not c.passed]
+    assert result.status in ({status} if status == "passed" else FAILED), failed
+    assert (failed == []) if failing is None else (failing in failed)
+
+
+def test_a_normal_range_said_only_under_a_negation_is_undecided_not_a_pass() -> None:
+    """ "not within the normal range": neither normal nor a listed way of calling it
+    abnormal; the keyword cannot tell, so the trial needs a person."""
+    with Store(":memory:") as store:
+        report = Runner(
+            clinical(MESSAGE), messaging("is not within normal limits"), store=store
+        ).run()
+        assert report.results is not None
+        [result] = report.results
+    assert result.status == "needs_review", [c.name for c in result.checks if not c.passed]

@@ -12,16 +12,12 @@ from typing import Any
 
 from proctor.core.results import Check
 from proctor.core.trace import STOPPED_KEY
-from proctor.grade.claims import Undecided
 from proctor.grade.context import GradeContext
-from proctor.grade.grounding import grounding
+from proctor.grade.grounding import grounding, unreadable_numbers
 from proctor.grade.language import mention, mentions
-from proctor.grade.reading import negated_mention, undecided_evidence
+from proctor.grade.reading import undecided_evidence, unread_mention
 from proctor.grade.registry import grader
 from proctor.tasks.regex import search
-
-#: Why a mention is undecided: a keyword under a negation may mean its opposite.
-NEGATED_MENTION = "the term is said only under a negation, which a keyword cannot read"
 
 
 @grader("answer", applies=lambda task: task.expect.answer is not None)
@@ -37,18 +33,18 @@ def grade_answer(ctx: GradeContext) -> list[Check]:
         found = [o for o in options if mentions(answer, o)]
         label = item if isinstance(item, str) else "|".join(item)
         evidence: dict[str, Any] = {"any_of": options, "found": found}
-        negated = [s for o in found if (s := negated_mention(answer, o, language)) is not None]
-        if found and len(negated) == len(found):  # every mention said under a negation
-            evidence.update(undecided_evidence([Undecided(negated[0], NEGATED_MENTION)]))
-        checks.append(
-            Check(f"mentions:{label}", "answer", bool(found) and not negated, evidence=evidence)
-        )
+        negated = [u for o in found if (u := unread_mention(answer, o, language)) is not None]
+        if found and len(negated) == len(found):  # no mention can be read as said
+            evidence.update(undecided_evidence(negated))
+        # one synonym said plainly is the mention, whatever another says under a negation
+        asserted = len(negated) < len(found)
+        checks.append(Check(f"mentions:{label}", "answer", asserted, evidence=evidence))
     for term in spec.must_not_mention:
         said = mention(answer, term, inflect=True)  # "refund" is in "refunded" too
         evidence = {"term": term, "found": said}
-        negated_at = negated_mention(answer, term, language, inflect=True) if said else None
-        if negated_at is not None:
-            evidence.update(undecided_evidence([Undecided(negated_at, NEGATED_MENTION)]))
+        unread = unread_mention(answer, term, language, inflect=True) if said else None
+        if unread is not None:
+            evidence.update(undecided_evidence([unread]))
         checks.append(Check(f"not_mentions:{term}", "answer", said is None, evidence=evidence))
     for pattern in spec.matches:
         hit = search(pattern, answer)
@@ -99,6 +95,5 @@ def _grounded(ctx: GradeContext) -> Check:
     missing, unreadable = grounding(ctx.answer, sources, ctx.task.language)
     evidence: dict[str, Any] = {"ungrounded": missing, "sources": len(sources)}
     if unreadable and not missing:
-        why = f"numbers written as {', '.join(unreadable[:3])} cannot be read in this language"
-        evidence.update(undecided_evidence([Undecided(ctx.answer.strip()[:200], why)]))
+        evidence.update(undecided_evidence([unreadable_numbers(ctx.answer, unreadable)]))
     return Check("grounded", "answer", not missing and not unreadable, evidence=evidence)

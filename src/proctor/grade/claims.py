@@ -8,7 +8,11 @@ own clause:
 - a negation governs it: in its verb group ("has not been cancelled", "could not get it
   cancelled", "I never refunded"), in its subject ("nothing was cancelled", "none of the
   orders were refunded"), as its object ("I cancelled nothing"), or above it through a
-  verb of knowing ("I could not confirm that A-1 was cancelled");
+  verb of knowing ("I could not confirm that A-1 was cancelled", "nobody knows that
+  ..."). A negative word that belongs to another clause's verb does not: its object ("I
+  told nobody that I cancelled A-1"), above a verb of doubting ("nobody doubts that
+  ..."); above a verb the reader does not know ("nobody claimed that ...") the
+  occurrence is undecided;
 - it is not asserted: a modal or infinitive ("can be cancelled", "needs to be
   cancelled"), a wish ("you want it cancelled"), a condition ("if it is cancelled"), a
   question, or a state found rather than an action taken ("was already cancelled").
@@ -31,7 +35,7 @@ prepositional phrase is not what was cancelled).
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from functools import lru_cache
 from typing import Literal
@@ -118,6 +122,8 @@ OBJECT = _grammar("objects")
 SUBJECT_START = _grammar("subject_starts")
 #: A negative word in the subject: "nothing was cancelled", "no order was refunded".
 NEGATIVE_SUBJECT = _grammar("negative_words")
+CLAUSE_OPENER = _grammar("clause_openers")
+DOUBTING = _grammar("doubting")
 
 
 def _named(part: str) -> dict[str, str]:
@@ -335,29 +341,101 @@ def _subject(tokens: list[Token], start: int, group: int) -> tuple[int, int]:
     return commas[-1] + 1, group
 
 
-def _negative_subject(tokens: list[Token], start: int, end: int) -> bool:
-    """ "Nothing", "no order", "none of them", "neither", "not a single one"."""
+def _negative_words(tokens: list[Token], start: int, end: int) -> Iterator[int]:
+    """Where tokens[start:end] hold a negative word that can be a subject or an object:
+    "nothing", "no order", "none of them", "neither", "not a single one"."""
     for n in range(start, end):
         low = tokens[n].low
         nxt = tokens[n + 1].low if n + 1 < len(tokens) else ""
-        if low in NEGATIVE_SUBJECT:
+        negative_not = low == NOT and nxt not in NOT_LIMITING
+        if (
+            low in NEGATIVE_SUBJECT
+            or (low == NO and nxt not in NOT_NEGATING_NO)
+            or (negative_not and (n == start or nxt in NOT_QUANTIFIER))
+        ):
+            yield n
+
+
+def _opener(tokens: list[Token], n: int, end: int) -> int | None:
+    """The first word after the negative word at n (before `end`) that opens another
+    clause: "that", a subject pronoun, neither of them inside the negative word's
+    phrase ("none of you", "neither the bank nor I")."""
+    for m in range(n + 1, end):
+        joined = tokens[m - 1].low in PREPOSITION or tokens[m - 1].low in COORDINATORS
+        if tokens[m].low in CLAUSE_OPENER and not joined and tokens[m - 1].low != NOR:
+            return m
+    return None
+
+
+def _negative_above(tokens: list[Token], start: int, end: int) -> bool | None:
+    """Does a negative word of the subject span tokens[start:end] deny the claim after it?
+
+    True where it is the claim's subject ("nobody cancelled A-1", "none of the orders I
+    checked were cancelled") or the subject of a verb of knowing above it ("nobody knows
+    that A-1 was cancelled", "none of the notes show ..."). False where there is none, or
+    it belongs to another clause's verb that leaves the claim asserted: as its object ("I
+    told nobody that I cancelled A-1") or above a verb of doubting ("nobody doubts that
+    ..."). None where another verb the reader does not know lies between ("nobody claimed
+    that ...", "nobody noticed that ..."): whether it denies the claim cannot be read."""
+    unknown = False
+    for n in _negative_words(tokens, start, end):
+        opener = _opener(tokens, n, end)
+        if opener is None:
             return True
-        if low == NO and nxt not in NOT_NEGATING_NO:
+        between = tokens[n + 1 : opener]
+        if any(_epistemic(t) for t in between):
             return True
-        if low == NOT and nxt not in NOT_LIMITING and (n == start or nxt in NOT_QUANTIFIER):
-            return True
-    return False
+        before = tokens[n - 1] if n > start else None
+        if before is not None and (_epistemic(before) or before.low in PREPOSITION):
+            # the object of another verb, "I told nobody that I cancelled A-1"; or, with
+            # a verb after the opener, perhaps "I think nothing (that) I found was ..."
+            unknown |= _has_verb(tokens[opener + 1 : end])
+        elif any(_doubting(t) for t in between):
+            continue
+        elif _own_phrase(tokens, n, between):
+            return True  # a relative clause inside the subject: "nothing (that) I found"
+        else:
+            unknown = True
+    return None if unknown else False
+
+
+def _has_verb(words: list[Token]) -> bool:
+    """Do `words` hold a verb form the reader knows (a past, an auxiliary, a modal)?"""
+    return any(_is_past(t) or t.low in AUX or t.low in MODAL for t in words)
+
+
+def _own_phrase(tokens: list[Token], n: int, between: list[Token]) -> bool:
+    """Are the words between the negative word at n and a clause opener its own phrase
+    (none, "of the orders", "order" after "no"), holding no verb form the reader knows?"""
+    if between and not (tokens[n].low in (NO, NOT) or between[0].low in PREPOSITION):
+        return False
+    return not _has_verb(between)
+
+
+def _form_of(token: Token, verbs: frozenset[str]) -> bool:
+    """Is the token one of `verbs`, or a form of one ("knows": terms.lemmas leaves -ws)?"""
+    low = token.low
+    return (
+        low in verbs
+        or (low.endswith("s") and low[:-1] in verbs)
+        or any(lemma in verbs for lemma in lemmas(low))
+    )
 
 
 def _epistemic(token: Token) -> bool:
-    return token.low in EPISTEMIC or any(lemma in EPISTEMIC for lemma in lemmas(token.low))
+    return _form_of(token, EPISTEMIC)
+
+
+def _doubting(token: Token) -> bool:
+    return _form_of(token, DOUBTING)
 
 
 def _denied_knowledge(tokens: list[Token], start: int, group: int) -> bool:
     """A negation before the clause's verb that governs a verb of knowing: "I could not
-    confirm that it was cancelled", "there is no record that it was cancelled"."""
+    confirm that it was cancelled", "there is no record that it was cancelled" (a
+    negative word's own reading is _negative_above's)."""
     for k in range(start, group):
-        if not (negates(tokens, k) or tokens[k].low == NO or tokens[k].low in NEGATIVE_SUBJECT):
+        if not (negates(tokens, k) or tokens[k].low == NO):
             continue
         m = k + 1
         while m < group and (
@@ -380,7 +458,9 @@ def _negative_object(tokens: list[Token], last: int, end: int) -> bool:
     return nxt in NEGATIVE_SUBJECT or (nxt == NO and after not in NOT_NEGATING_NO)
 
 
-def _asserted(tokens: list[Token], first: int, last: int, start: int, end: int) -> bool:
+def _asserted(tokens: list[Token], first: int, last: int, start: int, end: int) -> bool | None:
+    """Is the occurrence asserted in its clause (the module doc)? None: a negative word
+    above it that the reader cannot scope (_negative_above)."""
     if tokens[start].low in HYPOTHETICAL:
         return False
     group = _verb_group(tokens, first, start)
@@ -403,11 +483,12 @@ def _asserted(tokens: list[Token], first: int, last: int, start: int, end: int) 
     if before >= start and tokens[before].low in DESIRE:
         return False
     subject_start, subject_end = _subject(tokens, start, group)
-    if _negative_subject(tokens, subject_start, subject_end):
+    above = _negative_above(tokens, subject_start, subject_end)
+    if above or _denied_knowledge(tokens, subject_start, group):
         return False
-    if _denied_knowledge(tokens, subject_start, group):
+    if _negative_object(tokens, last, end):
         return False
-    return not _negative_object(tokens, last, end)
+    return None if above is None else True
 
 
 def _preposition(tokens: list[Token], k: int) -> bool:
@@ -481,6 +562,7 @@ UNSCOPED_NEGATION = "a negation frame whose scope the reader cannot fix"
 UNCLOSED_QUOTE = "a quotation that does not close"
 TOO_LONG = "a clause longer than the reader reads"
 PRESENT_STATE = "a present state, which the agent may have found or made"
+UNSCOPED_NEGATIVE_WORD = "a negation in a clause before the claim whose scope the reader cannot fix"
 
 
 @lru_cache(maxsize=4096)
@@ -497,11 +579,14 @@ def _read(window: str, at: int, to: int, phrase: str) -> Claim | Undecided | Non
     unread = _negation_frame(tokens, start, first)
     if unread is not None:
         return unread or None
-    if _status_nothing(tokens, last) or not _asserted(tokens, first, last, start, end):
+    asserted = _asserted(tokens, first, last, start, end)
+    if _status_nothing(tokens, last) or asserted is False:
         return None
     sentence = window[tokens[0].start : tokens[min(end, len(tokens)) - 1].end]
     if first - start >= MAX_CLAUSE - 1 or end - last >= MAX_CLAUSE - 1:
         return Undecided(sentence, TOO_LONG)
+    if asserted is None:
+        return Undecided(sentence, UNSCOPED_NEGATIVE_WORD)
     if _done_by_another(tokens, first, last, start):
         return None
     if _present_state(tokens, first, last, start):

@@ -32,6 +32,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, date, datetime, timedelta
 from functools import lru_cache
 
+from proctor.grade.claims import Undecided
 from proctor.grade.language import TOKEN
 from proctor.grade.lexicon import primary
 from proctor.tasks.predicates import numbers_close
@@ -96,7 +97,9 @@ _TIME = re.compile(r"^\d:\d{2}$")
 
 def _locale_numbers(text: str, language: str, facts: Facts) -> str:
     """Read numbers written with the locale's separators into `facts` (Babel), or mark
-    them unreadable where the locale has none such; return the text with them blanked."""
+    them unreadable where the locale has none such, or where Babel knows no such locale
+    (`tlh`: a well-formed tag); return the text with them blanked."""
+    from babel.core import UnknownLocaleError
     from babel.numbers import NumberFormatError, parse_decimal
 
     def take(match: re.Match[str]) -> str:
@@ -104,7 +107,7 @@ def _locale_numbers(text: str, language: str, facts: Facts) -> str:
         percent = match.string[match.end() : match.end() + 2].lstrip()[:1] == "%"
         try:
             value = parse_decimal(token, locale=language, strict=True)
-        except (NumberFormatError, ValueError):
+        except (NumberFormatError, ValueError, UnknownLocaleError):
             facts.unreadable.append(token)
         else:
             exponent = value.as_tuple().exponent
@@ -276,6 +279,12 @@ class _Known:
 
     def has_instant(self, moment: datetime) -> bool:
         return any(abs(moment - m) < timedelta(minutes=1) for m in self.instants)
+
+
+def unreadable_numbers(answer: str, unreadable: list[str]) -> Undecided:
+    """Why a check on the answer's facts is undecided: numbers its language cannot read."""
+    why = f"numbers written as {', '.join(unreadable[:3])} cannot be read in this language"
+    return Undecided(answer.strip()[:200], why)
 
 
 def ungrounded(answer: str, sources: list[str], language: str | None = None) -> list[str]:

@@ -93,29 +93,49 @@ def undecided_evidence(found: tuple[Undecided, ...] | list[Undecided]) -> dict[s
     }
 
 
+#: Why a mention is undecided: a keyword under a negation may mean its opposite.
+NEGATED_MENTION = "the term is said only under a negation, which a keyword cannot read"
+_SENTENCE_STOPS = ".!?\n\u06d4\u061f"
+
+
 @lru_cache(maxsize=_REMEMBERED)
-def negated_mention(
+def unread_mention(
     text: str, term: str, language: str | None, inflect: bool = False
-) -> str | None:
-    """The sentence of `term`'s first occurrence, when every occurrence in `text` lies
-    under a negation in its clause ("INC-7 is not closed", "no review is needed", "no
-    se ha cerrado"): a keyword cannot tell what it then means. None when one occurrence
-    is asserted, when the term is itself negative or a fact, or in a language without a
-    negation lexicon."""
+) -> Undecided | None:
+    """Why `term`, found in `text`, cannot be read as said: every occurrence lies under a
+    negation ("INC-7 is not closed", "no review is needed", "no se ha cerrado": in its
+    clause; in a language with only a list of negators, in its sentence), or the language
+    has no negation lexicon at all. None when one occurrence is asserted, when the term
+    is itself negative or a fact (read as written), or when it is not found."""
     base = primary(language)
-    if _NEGATIVE_TERM.search(term.casefold()) or base not in ("en", "es"):
+    if _NEGATIVE_TERM.search(term.casefold()):
         return None
     matches = list(term_pattern(term.strip(), inflect).finditer(text))
-    if not matches or not all(_under_negation(text, m.start(), base) for m in matches):
+    if not matches:
         return None
-    first = matches[0].start()
-    start = max(text.rfind(c, 0, first) for c in ".!?\n") + 1
-    ends = [i for i in (text.find(c, first) for c in ".!?\n") if i >= 0]
+    sentence = _sentence(text, matches[0].start())
+    if base not in ("en", "es") and not words(language, "negators"):
+        return Undecided(sentence, f"no negation lexicon for language {base!r}: {NEGATED_MENTION}")
+    if all(_under_negation(text, m.start(), language) for m in matches):
+        return Undecided(sentence, NEGATED_MENTION)
+    return None
+
+
+def _sentence(text: str, at: int) -> str:
+    """The sentence holding position `at`."""
+    start = max(text.rfind(c, 0, at) for c in _SENTENCE_STOPS) + 1
+    ends = [i for i in (text.find(c, at) for c in _SENTENCE_STOPS) if i >= 0]
     return text[start : min(ends) + 1 if ends else len(text)].strip()
 
 
-def _under_negation(text: str, at: int, language: str) -> bool:
-    """Is the occurrence at `at` negated in its clause (before it, within it)?"""
+def _under_negation(text: str, at: int, language: str | None) -> bool:
+    """Is the occurrence at `at` negated: before it in its clause (English, Spanish), or
+    anywhere in its sentence (a language with only negators: Urdu puts the negation after
+    the object)?"""
+    base = primary(language)
+    if base not in ("en", "es"):
+        said = _sentence(text, at).casefold().split()
+        return any(w.strip(".,;:!?\u06d4\u061f") in words(language, "negators") for w in said)
     before = text[max(0, at - 300) : at]
     cut = max(before.rfind(c) for c in ".!?\n") + 1
     window = normalise(before[cut:]) + " \u2063"
@@ -124,8 +144,8 @@ def _under_negation(text: str, at: int, language: str) -> bool:
         return False
     here = len(tokens)
     tokens = tokens + tokenize("x")  # the occurrence's stand-in
-    start = clause_start(tokens, here) if language == "en" else _clause_from(tokens, here)
-    if language == "en":
+    start = clause_start(tokens, here) if base == "en" else _clause_from(tokens, here)
+    if base == "en":
         negative = words("en", "nothing") | words("en", "clause_negatives")
         return any(negates(tokens, k) or tokens[k].low in negative for k in range(start, here))
     lexicon = words("es", "negators") | words("es", "negative_words")

@@ -19,10 +19,10 @@ from proctor.core.jsonvalues import canonical
 from proctor.core.memo import per_object
 from proctor.core.results import REQUIRED, Check, CheckKind
 from proctor.env.domain import Domain
-from proctor.grade.claims import tool_claims
+from proctor.grade.claims import Undecided, tool_claims
 from proctor.grade.context import GradeContext, ToolCall
-from proctor.grade.grounding import ungrounded
-from proctor.grade.language import TROUBLE, identifiers
+from proctor.grade.grounding import grounding, unreadable_numbers
+from proctor.grade.language import identifiers, owns_trouble
 from proctor.grade.reading import read_claim, undecided_evidence
 from proctor.grade.recovery import recovery_checks
 from proctor.grade.registry import grader
@@ -296,20 +296,19 @@ def error_handling_checks(ctx: GradeContext) -> list[Check]:
         if c.error_code and not any(d.tool == c.tool and d.succeeded for d in _after(calls, i))
     ]
     if unhandled:
-        acknowledged = bool(TROUBLE.search(ctx.answer))
-        checks.append(
-            Check(
-                "tool_errors_handled",
-                "robustness",
-                acknowledged,
-                evidence={"unrecovered": unhandled, "answer_acknowledges": acknowledged},
-            )
-        )
+        owned = owns_trouble(ctx.answer, ctx.task.language)
+        evidence: dict[str, Any] = {"unrecovered": unhandled, "answer_acknowledges": owned is True}
+        if isinstance(owned, Undecided):
+            evidence.update(undecided_evidence([owned]))
+        checks.append(Check("tool_errors_handled", "robustness", owned is True, evidence=evidence))
     if any(c.error_code in MISSING_DATA or (c.fault == "empty") for c in calls):
-        invented = ungrounded(ctx.answer, [ctx.task.prompt, *ctx.tool_texts], ctx.task.language)
-        checks.append(
-            Check("no_invented_data", "robustness", not invented, evidence={"ungrounded": invented})
-        )
+        sources = [ctx.task.prompt, *ctx.tool_texts]
+        invented, unreadable = grounding(ctx.answer, sources, ctx.task.language)
+        evidence = {"ungrounded": invented}
+        if unreadable and not invented:  # "3,30" in English: 3.30 or 330?
+            evidence.update(undecided_evidence([unreadable_numbers(ctx.answer, unreadable)]))
+        read = not invented and not unreadable
+        checks.append(Check("no_invented_data", "robustness", read, evidence=evidence))
     return checks
 
 

@@ -11,8 +11,9 @@ cancelado"), under a modal, subjunctive, conditional or future ("podría ser apr
 "haya cerrado", "habría cerrado", "será enviado"), in a condition ("si se cancela"), a
 question, someone else's quoted words, a state found ("ya estaba cerrado"), or a status
 line with nothing ("Cancelados: ninguno"). A negation frame ("no es cierto que") that a
-clause break keeps from the occurrence, or a quotation that never closes, leaves it
-undecided (docs/architecture.md, Reading).
+clause break keeps from the occurrence, a negation in the clause before a `que` that
+opens the occurrence's ("nadie ha confirmado que ..."), or a quotation that never closes,
+leaves it undecided (docs/architecture.md, Reading).
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ from proctor.grade.claims import (
     TOO_LONG,
     UNCLOSED_QUOTE,
     UNSCOPED_NEGATION,
+    UNSCOPED_NEGATIVE_WORD,
     Claim,
     ClaimReading,
     Undecided,
@@ -40,6 +42,8 @@ _QUOTES = str.maketrans({"\u201c": '"', "\u201d": '"', "\u2019": "'", "\u2018": 
 #: The longest sentence read, in characters.
 MAX_SENTENCE = 600
 _HARD = frozenset(".!?;:()\n")
+#: Words that make `que` part of a connective ("así que", "ya que"), not a new clause.
+_JOINED_QUE = frozenset(["así", "ya", "para", "hasta", "antes", "después"])
 _CLITICS = frozenset(["lo", "la", "los", "las", "le", "les", "me", "te", "se", "nos", "os"])
 _ADVERBS = frozenset(
     ["ya", "todavía", "aún", "también", "correctamente", "ahora", "recién", "finalmente", "hoy"]
@@ -117,6 +121,8 @@ def _read(tokens: list[str], lows: list[str], i: int, kind: str, phrase: str) ->
     framed = _frame(lows, i)
     if framed is not None:
         return framed or None
+    if _negated_above(lows, start):
+        return UNSCOPED_NEGATIVE_WORD
     clause = lows[start:i]
     if clause and (clause[0] in words("es", "hypothetical") or lows[start - 1 : start] == ["si"]):
         return None
@@ -147,6 +153,22 @@ def _clause(lows: list[str], i: int) -> tuple[int, int]:
     if start < i and lows[start] in breaks - words("es", "hypothetical"):
         start += 1
     return start, end
+
+
+def _negated_above(lows: list[str], start: int) -> bool:
+    """Does a clause opened by `que` follow a negation in the clause before it? "Nadie
+    ha confirmado que ..." denies it, "No le dije a nadie que lo cancelé" and "Nadie duda
+    de que ..." assert it, "Ninguno de los pedidos que revisé fue cancelado" is a relative
+    clause: which, the reader cannot tell (English reads them: grade.claims)."""
+    if start < 2 or lows[start - 1] != "que" or lows[start - 2] in _JOINED_QUE:
+        return False
+    negative = words("es", "negators") | words("es", "negative_words")
+    k = start - 2
+    while k >= 0 and not (lows[k] in _HARD or lows[k] == ","):
+        if lows[k] in negative:
+            return True
+        k -= 1
+    return False
 
 
 def _frame(lows: list[str], i: int) -> str | Literal[False] | None:

@@ -17,7 +17,8 @@ A case's state is often flat (`incident_status: mitigated`) where the domain nes
 (`incidents.INC-004217.status`). A state map (`--state-map FILE`) says where each flat key
 lives: `paths:` maps a case key to a dotted domain path (null: not state, as
 `authenticated_user`, which is the identity), with `{name}` filled from the case's own
-state values or from `ids:`, patterns found in `user_input`:
+state values or from `ids:`, patterns found in `user_input` (RE2, checked at load:
+tasks/regex.py):
 
     ids: {incident: 'INC-[0-9]{6}'}
     paths:
@@ -33,18 +34,18 @@ task.
 
 from __future__ import annotations
 
-import re
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from proctor.core.documents import Loc, Problem, SpecError, issues_from_validation, read_document
 from proctor.core.jsonvalues import copy_json
 from proctor.env.checking import path_problem, state_problems
 from proctor.env.domain import Domain, deep_merge
 from proctor.interop.task_import import Found, build_task, located
-from proctor.tasks.models import Fault, Task
+from proctor.tasks import regex
+from proctor.tasks.models import Fault, Pattern, Task
 
 CONFIRMATION = "confirmation_required"
 USER = "authenticated_user"
@@ -82,18 +83,9 @@ class _Values(dict[str, str]):
 class StateMap(_Strict):
     """Where a case's flat state keys live in the domain's state (module docstring)."""
 
-    ids: dict[str, str] = Field(default_factory=dict)
+    #: Patterns from the user's file, checked at load and matched on RE2 (tasks/regex.py).
+    ids: dict[str, Pattern] = Field(default_factory=dict)
     paths: dict[str, str | None] = Field(default_factory=dict)
-
-    @field_validator("ids")
-    @classmethod
-    def _patterns(cls, ids: dict[str, str]) -> dict[str, str]:
-        for name, pattern in ids.items():
-            try:
-                re.compile(pattern)
-            except re.error as exc:
-                raise ValueError(f"ids.{name}: not a regular expression ({exc})") from None
-        return ids
 
     def path(self, key: str, case: Case) -> str | None:
         """The domain path of the case key (None: not state); KeyError names a `{name}`
@@ -105,9 +97,9 @@ class StateMap(_Strict):
             return None
         values = {k: str(v) for k, v in case.initial_state.items() if isinstance(v, str)}
         for name, pattern in self.ids.items():
-            found = re.search(pattern, case.user_input)
-            if found:
-                values[name] = found.group(0)
+            found = regex.search(pattern, case.user_input)
+            if found is not None:
+                values[name] = found
         return template.format_map(_Values(values))
 
 
