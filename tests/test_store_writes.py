@@ -13,11 +13,12 @@ from typing import Any
 
 import pytest
 from hypothesis import given
+from hypothesis import strategies as st
 
 from proctor import Store
 from proctor.core.results import Check
 from proctor.core.trace import Trace, TraceEvent
-from proctor.store.sqlite import _dumps, compact_json, transaction
+from proctor.store.sqlite import _dumps, compact_json, compact_jsons, transaction
 from store_sql import sql
 from test_store import count, one_trial
 from test_store_json import values
@@ -175,6 +176,11 @@ ODD = [
 def test_the_text_is_jsons_where_orjson_would_write_otherwise(value: Any) -> None:
     assert compact_json(value) == _dumps(value)
     assert compact_json([value]) == _dumps([value])
+
+
+@given(st.lists(values | st.sampled_from(ODD), max_size=6))
+def test_many_texts_at_once_are_each_values_text(batch: list[Any]) -> None:
+    assert compact_jsons(iter(batch)) == [_dumps(value) for value in batch]
 
 
 def test_a_plain_enum_is_stored_by_value() -> None:

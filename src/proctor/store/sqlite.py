@@ -161,17 +161,36 @@ def _refuse(value: Any) -> Any:
 
 
 def compact_json(value: Any) -> str:
-    """`_dumps(value)`, by orjson (~3x faster on an event's data) where its text is the
-    same: it is checked for `_ORJSON_DIFFERS` and refuses what it cannot write as `json`
-    does (integers past 64 bits, keys other than text, a lone surrogate). A plain Enum
-    member, which orjson writes as its value (json as its name), is the one difference."""
+    """`_dumps(value)`, by orjson where its text is the same: it is checked for
+    `_ORJSON_DIFFERS` and refuses what it cannot write as `json` does (integers past 64
+    bits, keys other than text, a lone surrogate). A plain Enum member, which orjson
+    writes as its value (json as its name), is the one difference."""
     try:
         text = orjson.dumps(value, default=_refuse, option=_ORJSON_OPTIONS)
     except orjson.JSONEncodeError:
         return _dumps(value)
-    if _ORJSON_DIFFERS[0] in text or _ORJSON_DIFFERS[1] in text or _ORJSON_DIFFERS[2] in text:
+    if _differs(text):
         return _dumps(value)
     return text.decode()
+
+
+def compact_jsons(values: Iterable[Any]) -> list[str]:
+    """`compact_json` of each value: orjson over them all and the check once over the
+    joined texts (a trial's events, its checks' evidence: ~60% of the time of calling
+    `compact_json` on each, half of `json`'s); value by value when any is refused or
+    could differ."""
+    values = list(values)
+    try:
+        texts = [orjson.dumps(v, default=_refuse, option=_ORJSON_OPTIONS) for v in values]
+    except orjson.JSONEncodeError:
+        return [compact_json(value) for value in values]
+    if _differs(b"\0".join(texts)):  # NUL: never in orjson's text, so no false joins
+        return [compact_json(value) for value in values]
+    return [text.decode() for text in texts]
+
+
+def _differs(text: bytes) -> bool:
+    return _ORJSON_DIFFERS[0] in text or _ORJSON_DIFFERS[1] in text or _ORJSON_DIFFERS[2] in text
 
 
 _scan = json.JSONDecoder().scan_once  # type: ignore[attr-defined]  # set in __init__, unstubbed
@@ -480,7 +499,8 @@ class Store:
         self, result: TrialResult, trace: Trace, answer: str, outcome: Outcome | None
     ) -> None:
         encoded = encode_trial(result, answer, outcome, None)
-        events = [(e.seq, e.t, e.kind, compact_json(e.data)) for e in trace.events]
+        datas = compact_jsons(e.data for e in trace.events)
+        events = [(e.seq, e.t, e.kind, d) for e, d in zip(trace.events, datas, strict=True)]
         self._insert_rows(encoded, events)
 
     def write_encoded(self, encoded: EncodedTrial) -> None:
@@ -969,8 +989,12 @@ def encode_trial(
             trace_of,
         ),
         [
-            (i, c.name, c.kind, int(c.passed), c.score, c.severity, compact_json(c.evidence))
-            for i, c in enumerate(result.checks)
+            (i, c.name, c.kind, int(c.passed), c.score, c.severity, evidence)
+            for (i, c), evidence in zip(
+                enumerate(result.checks),
+                compact_jsons(c.evidence for c in result.checks),
+                strict=True,
+            )
         ],
     )
 
