@@ -59,9 +59,10 @@ _stdlib_preparation = spawn.get_preparation_data
 def _preparation(name: str) -> dict[str, Any]:
     """What multiprocessing prepares a child with before its target runs; for a worker,
     without the parent's main module. A child otherwise runs the parent's main script
-    again (the `proctor` console script, a benchmark, a notebook's runner): most of a
-    worker's start, paid by every worker, for nothing, since a worker runs only proctor's
-    own functions on arguments defined in proctor (the agent is loaded by reference).
+    again (the `proctor` console script: ~35 ms of imports the forkserver has not made;
+    a user's script: whatever it does at import), in every worker, for nothing: a worker
+    runs only proctor's own functions on arguments defined in proctor (the agent is
+    loaded by reference).
     The forkserver's `__main__` preload, meant for this, never gets the path (CPython's
     forkserver asks for `main_path`, spawn names it `init_main_from_path`)."""
     data: dict[str, Any] = _stdlib_preparation(name)
