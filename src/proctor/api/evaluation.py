@@ -339,6 +339,10 @@ def prepare(
     from proctor.store import RunNotFound, Store
     from proctor.tasks.loader import load_faults
 
+    try:  # first: process workers' forkserver starts while the suite and agent load
+        run_executor = _executor(executor, isolation, address, working_dir)
+    except ExecutorError as exc:
+        raise InputError(str(exc)) from None
     if isinstance(tasks, Suite):
         loaded = tasks
     else:
@@ -359,10 +363,6 @@ def prepare(
             agent = load_agent(agent)
         except AgentNotFound as exc:
             raise InputError(str(exc)) from None
-    try:
-        run_executor = _executor(executor, isolation, address, working_dir)
-    except ExecutorError as exc:
-        raise InputError(str(exc)) from None
     table = prices if isinstance(prices, PriceTable) else price_table(prices)
     currency = table.currency
     if isinstance(card, ScorecardConfig):

@@ -20,7 +20,7 @@ from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from typing import Any, ClassVar, TypeVar
 
-from proctor.run.process import Worker, WorkerLost, worker_context
+from proctor.run.process import GRADING_PRELOAD, Worker, WorkerLost, worker_context
 from proctor.run.worker_source import ExecutorError, SuiteSource
 
 J = TypeVar("J")
@@ -88,7 +88,7 @@ class ProcessPool(Pool):
     its jobs in order, so results come back in job order."""
 
     #: What grading jobs run: regrade's shares and imported sessions' batches.
-    PRELOAD = ("proctor.run.regrade", "proctor.traces.grading")
+    PRELOAD = ("proctor.run.regrade", "proctor.traces.grading", *GRADING_PRELOAD)
 
     def __init__(self, workers: int) -> None:
         self.workers = workers

@@ -29,7 +29,7 @@ from typing import Any
 
 from proctor.core.results import Check
 from proctor.store.file_health import StoreDamaged, StoreError
-from proctor.store.sqlite import Store, each_statement, reads, writes
+from proctor.store.sqlite import Store, each_statement, reads, transaction, writes
 
 #: 2: `reviewers.removed_at` and `reviewers.link_expires_at`; 3: `labels.informed`.
 DESK_SCHEMA_VERSION = 3
@@ -162,8 +162,7 @@ def migrate(db: sqlite3.Connection) -> None:
     version = _version(db)
     if version == DESK_SCHEMA_VERSION:
         return
-    db.execute("BEGIN IMMEDIATE")
-    try:
+    with transaction(db):
         each_statement(db, _SCHEMA)
         columns = {row[1] for row in db.execute("PRAGMA table_info(reviewers)")}
         if "removed_at" not in columns:  # a version 1 desk
@@ -182,10 +181,6 @@ def migrate(db: sqlite3.Connection) -> None:
             "INSERT OR REPLACE INTO meta(key, value) VALUES ('desk_schema_version', ?)",
             (str(DESK_SCHEMA_VERSION),),
         )
-        db.execute("COMMIT")
-    except BaseException:
-        db.execute("ROLLBACK")
-        raise
 
 
 @writes("making the desk's pair seed")
@@ -193,16 +188,11 @@ def pair_seed(db: sqlite3.Connection) -> int:
     """The desk's secret seed for the order of blinded pairs: 128 random bits, made the
     first time it is asked for and kept in the store's meta (only the store's owner can
     read it; a reviewer who knows the code and `--seed`'s default cannot)."""
-    db.execute("BEGIN IMMEDIATE")
-    try:
+    with transaction(db):
         row = db.execute("SELECT value FROM meta WHERE key = 'desk_pair_seed'").fetchone()
         if row is None:
             row = (str(secrets.randbits(128)),)
             db.execute("INSERT INTO meta(key, value) VALUES ('desk_pair_seed', ?)", row)
-        db.execute("COMMIT")
-    except BaseException:
-        db.execute("ROLLBACK")
-        raise
     return int(row[0])
 
 
@@ -293,18 +283,13 @@ def add_reviewer(
             (name, token_hash, int(adjudicator), time.time(), expires),
         )
         return True
-    db.execute("BEGIN IMMEDIATE")
-    try:
+    with transaction(db):
         db.execute(
             "UPDATE reviewers SET token_hash = ?, adjudicator = ?, link_expires_at = ?,"
             " removed_at = NULL WHERE id = ?",
             (token_hash, int(adjudicator), expires, row[0]),
         )
         db.execute("DELETE FROM review_sessions WHERE reviewer_id = ?", (row[0],))
-        db.execute("COMMIT")
-    except BaseException:  # rolled back, so `writes` may try it again on a busy file
-        db.execute("ROLLBACK")
-        raise
     return False
 
 
@@ -313,8 +298,7 @@ def remove_reviewer(db: sqlite3.Connection, name: str) -> bool:
     """Take a reviewer off the desk: their link and sessions stop working and their
     unlabelled assignments go back to the queue; their labels stay (they are data).
     False when there is no such reviewer, or they were removed already."""
-    db.execute("BEGIN IMMEDIATE")
-    try:
+    with transaction(db):
         row = db.execute(
             "SELECT id FROM reviewers WHERE name = ? AND removed_at IS NULL", (name,)
         ).fetchone()
@@ -331,10 +315,6 @@ def remove_reviewer(db: sqlite3.Connection, name: str) -> bool:
                 " AND NOT EXISTS (SELECT 1 FROM labels l WHERE l.assignment_id = assignments.id)",
                 (row[0],),
             )
-        db.execute("COMMIT")
-    except BaseException:
-        db.execute("ROLLBACK")
-        raise
     return row is not None
 
 
@@ -431,8 +411,7 @@ def _item(row: tuple[Any, ...]) -> Item:
 def add_items(db: sqlite3.Connection, run_id: str, items: list[NewItem]) -> int:
     """Queue `items` after the run's existing ones; items already queued are kept as they
     are (their labels stay meaningful). Returns how many were added."""
-    db.execute("BEGIN IMMEDIATE")
-    try:
+    with transaction(db):
         (last,) = db.execute(
             "SELECT COALESCE(MAX(position), -1) FROM review_items WHERE run_id = ?", (run_id,)
         ).fetchone()
@@ -457,10 +436,6 @@ def add_items(db: sqlite3.Connection, run_id: str, items: list[NewItem]) -> int:
                 ),
             )
             added += cursor.rowcount
-        db.execute("COMMIT")
-    except BaseException:
-        db.execute("ROLLBACK")
-        raise
     return added
 
 
@@ -567,13 +542,11 @@ def claim(db: sqlite3.Connection, run_id: str, reviewer_id: int, item_id: int | 
     Counting and inserting happen in one write transaction, so two reviewers claiming at
     once cannot both take an item's last seat.
     """
-    db.execute("BEGIN IMMEDIATE")
-    try:
+    with transaction(db):
         found: int | None
         if item_id is not None:
             mine = _assignment_of(db, item_id, reviewer_id)
             if mine is not None:
-                db.execute("COMMIT")
                 return mine.id
             row = db.execute(
                 f"SELECT i.id FROM review_items i WHERE i.id = ? AND i.run_id = ? AND {_OPEN_SEAT}",
@@ -589,7 +562,6 @@ def claim(db: sqlite3.Connection, run_id: str, reviewer_id: int, item_id: int | 
                 (run_id, reviewer_id),
             ).fetchone()
             if row is not None:
-                db.execute("COMMIT")
                 return int(row[0])
             row = db.execute(
                 f"SELECT i.id FROM review_items i WHERE i.run_id = ? AND {_OPEN_SEAT}"
@@ -598,17 +570,12 @@ def claim(db: sqlite3.Connection, run_id: str, reviewer_id: int, item_id: int | 
             ).fetchone()
             found = row[0] if row else None
         if found is None:
-            db.execute("COMMIT")
             return None
         new = db.execute(
             "INSERT INTO assignments(item_id, reviewer_id, assigned_at) VALUES (?,?,?)",
             (found, reviewer_id, time.time()),
         ).lastrowid
-        db.execute("COMMIT")
         return new
-    except BaseException:
-        db.execute("ROLLBACK")
-        raise
 
 
 @writes("releasing a review item")

@@ -15,7 +15,7 @@ import sqlite3
 from dataclasses import dataclass
 from typing import Any
 
-from proctor.store.sqlite import reads, writes
+from proctor.store.sqlite import reads, transaction, writes
 
 
 @dataclass(frozen=True, slots=True)
@@ -73,8 +73,7 @@ def _label(row: tuple[Any, ...]) -> LabelRow:
 def add_labels(db: sqlite3.Connection, assignment_id: int, labels: list[LabelRow]) -> None:
     """Store the labels of one submission (a pair's two trials) together; an assignment's
     first submission counts its reviewer on the item (`review_items.labelled`)."""
-    db.execute("BEGIN IMMEDIATE")
-    try:
+    with transaction(db):
         db.execute(
             "UPDATE review_items SET labelled = labelled + 1 WHERE id ="
             " (SELECT item_id FROM assignments WHERE id = ?)"
@@ -104,10 +103,6 @@ def add_labels(db: sqlite3.Connection, assignment_id: int, labels: list[LabelRow
                 for x in labels
             ],
         )
-        db.execute("COMMIT")
-    except BaseException:
-        db.execute("ROLLBACK")
-        raise
 
 
 @reads

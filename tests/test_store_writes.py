@@ -1,0 +1,189 @@
+"""A trial is stored all or nothing, alone or inside a group (`begin` ... `commit`): a
+trial whose rows fail half way leaves none of them, the trials around it in its group are
+kept, and the store's JSON text is `json`'s, whichever encoder wrote it."""
+
+from __future__ import annotations
+
+import dataclasses
+import enum
+import json
+import sqlite3
+from pathlib import Path
+from typing import Any
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from proctor import Store
+from proctor.core.results import Check
+from proctor.core.trace import Trace, TraceEvent
+from proctor.store.sqlite import _dumps, compact_json, compact_jsons, transaction
+from store_sql import sql
+from test_store import count, one_trial
+from test_store_json import values
+
+
+def stored(store: Store) -> list[tuple[str, int]]:
+    return [(r.task_id, r.trial) for r in store.trial_results("r1")]
+
+
+def rows_of(store: Store) -> tuple[int, int, int]:
+    return count(store, "trials"), count(store, "events"), count(store, "checks")
+
+
+def broken_events(record: Any) -> Trace:
+    """The record's trace with its last event's number repeated: the events table's key
+    refuses the second, after the others were inserted."""
+    events = record.trace.events
+    again = dataclasses.replace(events[-1], seq=events[-2].seq)
+    return Trace(record.trace.trial_id, record.trace.trace_id, [*events[:-1], again])
+
+
+class Untextable:
+    def __str__(self) -> str:
+        raise ValueError("no text")
+
+
+@pytest.fixture
+def group(tmp_path: Path) -> Store:
+    store = Store(tmp_path / "p.db")
+    store.create_run("r1", {})
+    store.begin()
+    return store
+
+
+def test_a_trial_whose_events_fail_leaves_nothing_and_its_group_keeps_the_rest(
+    group: Store,
+) -> None:
+    first, bad, last = one_trial(trial=0), one_trial(trial=1), one_trial(trial=2)
+    group.write_trial(first.result, first.trace, first.answer, first.outcome)
+    before = rows_of(group)
+    with pytest.raises(sqlite3.IntegrityError):
+        group.write_trial(bad.result, broken_events(bad), bad.answer, bad.outcome)
+    assert rows_of(group) == before  # none of its row, checks or first events stayed
+    group.write_trial(last.result, last.trace, last.answer, last.outcome)
+    group.commit()
+    assert stored(group) == [("paint-item", 0), ("paint-item", 2)]
+    assert rows_of(group) == (2, 2 * len(first.trace.events), 2 * len(first.result.checks))
+
+
+def test_a_trial_whose_last_check_fails_leaves_none_of_its_checks(group: Store) -> None:
+    first, bad = one_trial(trial=0), one_trial(trial=1)
+    group.write_trial(first.result, first.trace, first.answer, first.outcome)
+    before = rows_of(group)
+    bad.result.checks.append(Check(None, "outcome", True))  # type: ignore[arg-type]
+    with pytest.raises(sqlite3.IntegrityError):  # checks.name is NOT NULL
+        group.write_trial(bad.result, bad.trace, bad.answer, bad.outcome)
+    assert rows_of(group) == before
+    group.commit()
+    assert stored(group) == [("paint-item", 0)]
+
+
+def test_a_trial_that_cannot_be_encoded_writes_nothing(group: Store) -> None:
+    first, bad = one_trial(trial=0), one_trial(trial=1)
+    group.write_trial(first.result, first.trace, first.answer, first.outcome)
+    before = rows_of(group)
+    data = {"value": Untextable()}
+    bad.trace.events.append(TraceEvent(len(bad.trace.events) + 1, 9.0, "note", data))
+    with pytest.raises(ValueError, match="no text"):
+        group.write_trial(bad.result, bad.trace, bad.answer, bad.outcome)
+    assert rows_of(group) == before
+    group.commit()
+    assert stored(group) == [("paint-item", 0)]
+
+
+def test_a_trial_written_twice_in_a_group_keeps_the_first(group: Store) -> None:
+    record = one_trial()
+    group.write_trial(record.result, record.trace, record.answer, record.outcome)
+    with pytest.raises(sqlite3.IntegrityError):
+        group.write_trial(record.result, record.trace, record.answer, record.outcome)
+    group.commit()
+    assert rows_of(group) == (1, len(record.trace.events), len(record.result.checks))
+
+
+def test_a_trial_alone_is_durable_at_once_and_a_failed_one_leaves_nothing(
+    tmp_path: Path,
+) -> None:
+    store = Store(tmp_path / "p.db")
+    store.create_run("r1", {})
+    good, bad = one_trial(trial=0), one_trial(trial=1)
+    store.write_trial(good.result, good.trace, good.answer, good.outcome)
+    assert not sql(store).in_transaction
+    with pytest.raises(sqlite3.IntegrityError):
+        store.write_trial(bad.result, broken_events(bad), bad.answer, bad.outcome)
+    assert not sql(store).in_transaction
+    reader = Store(tmp_path / "p.db", readonly=True)  # what another process sees
+    assert stored(reader) == [("paint-item", 0)]
+    assert rows_of(reader) == rows_of(store)
+
+
+def test_a_transaction_commits_its_writes_or_none_of_them(tmp_path: Path) -> None:
+    store = Store(tmp_path / "p.db")
+    db = sql(store)
+    with transaction(db):
+        db.execute("INSERT INTO meta(key, value) VALUES ('a', '1')")
+    with pytest.raises(sqlite3.IntegrityError), transaction(db):
+        db.execute("INSERT INTO meta(key, value) VALUES ('b', '1')")
+        db.execute("INSERT INTO meta(key, value) VALUES ('a', '2')")  # a key taken
+    assert not db.in_transaction
+    keys = [k for (k,) in db.execute("SELECT key FROM meta WHERE key IN ('a', 'b')")]
+    assert keys == ["a"]
+
+
+# -- the JSON text -----------------------------------------------------------------------------
+
+
+@given(values)
+def test_the_text_is_jsons_for_any_json_value(value: Any) -> None:
+    assert compact_json(value) == _dumps(value)
+
+
+class Colour(enum.Enum):
+    RED = 1
+
+
+class Shade(enum.StrEnum):
+    DARK = "dark"
+
+
+@dataclasses.dataclass
+class Point:
+    x: int
+
+
+ODD = [
+    1e-05,  # orjson: 0.00001
+    -3.936145966292681e-08,  # orjson: e-8
+    1.5e-20,
+    float("nan"),  # orjson: null
+    float("inf"),
+    2**64,  # orjson refuses it
+    -(2**63) - 1,
+    {1: "a", None: 2},  # keys json turns into text
+    (1, (2, 3)),
+    {"x": {1, 2}},
+    b"bytes",
+    Shade.DARK,
+    Point(3),
+    "\ud800 lone",
+    "null and e-5 in a string",
+    {"a": None},
+]
+
+
+@pytest.mark.parametrize("value", ODD, ids=repr)
+def test_the_text_is_jsons_where_orjson_would_write_otherwise(value: Any) -> None:
+    assert compact_json(value) == _dumps(value)
+    assert compact_json([value]) == _dumps([value])
+
+
+@given(st.lists(values | st.sampled_from(ODD), max_size=6))
+def test_many_texts_at_once_are_each_values_text(batch: list[Any]) -> None:
+    assert compact_jsons(iter(batch)) == [_dumps(value) for value in batch]
+
+
+def test_a_plain_enum_is_stored_by_value() -> None:
+    """The one value the text differs on: orjson writes a plain Enum member as its value,
+    `json` (through `str`) as its name; both read back as text or a number."""
+    assert json.loads(compact_json({"c": Colour.RED})) == {"c": 1}
