@@ -72,13 +72,13 @@ def _preparation(name: str) -> dict[str, Any]:
     return data
 
 
-spawn.get_preparation_data = _preparation
-
-
 def worker_context(preload: Sequence[str]) -> BaseContext:
     """How worker processes start: forked from a server that has imported `preload`
     once (the 0.7 s of importing proctor is not paid again by each worker; and no fork
-    of this threaded process), or spawned where there is no forkserver."""
+    of this threaded process), or spawned where there is no forkserver. Its workers are
+    prepared without the parent's main module (`_preparation`, installed here rather than
+    at import: importing proctor changes nothing in multiprocessing)."""
+    spawn.get_preparation_data = _preparation
     methods = multiprocessing.get_all_start_methods()
     context = multiprocessing.get_context("forkserver" if "forkserver" in methods else "spawn")
     if context.get_start_method() == "forkserver":
