@@ -9,7 +9,7 @@ from typing import Any
 from proctor.core.jsonvalues import json_encoder
 from proctor.core.outcome import Outcome
 from proctor.core.results import Usage
-from proctor.core.trace import Trace
+from proctor.core.trace import Trace, TraceEvent
 from proctor.env.domain import Domain
 from proctor.tasks.models import Task
 
@@ -64,34 +64,44 @@ class ToolCall:
         return {"seq": self.seq, "tool": self.tool, "args": self.args}
 
 
+#: The kinds of event that say what became of a proposed call.
+_CALL_EVENTS = frozenset({"tool_result", "tool_error", "policy_decision", "fault", "state_rollback"})
+
+
 def calls_from_trace(trace: Trace) -> list[ToolCall]:
     calls: dict[str, ToolCall] = {}
     for e in trace.events:
-        data = e.data
-        if e.kind == "tool_proposal":
+        kind, data = e.kind, e.data
+        if kind == "tool_proposal":
             calls[data["call_id"]] = ToolCall(
                 data["call_id"], data["tool"], data.get("args"), e.seq
             )
             continue
-        call = calls.get(data.get("call_id", "")) if e.kind != "answer" else None
+        if kind not in _CALL_EVENTS:
+            continue
+        call = calls.get(data.get("call_id", ""))
         if call is None:
             continue
-        if e.kind == "tool_result":
+        if kind == "tool_result":
             call.executed, call.result, call.result_seq = True, data.get("result"), e.seq
             call.replayed = bool(data.get("replayed"))
-        elif e.kind == "tool_error":
+        elif kind == "tool_error":
             call.error_code, call.result_seq = data.get("code"), e.seq
-        elif e.kind == "policy_decision" and not data.get("allowed", True):
-            call.denied = True
-        elif e.kind == "fault":
+        elif kind == "policy_decision":
+            if not data.get("allowed", True):
+                call.denied = True
+        elif kind == "fault":
             call.fault = data.get("fault")
-        elif e.kind == "state_rollback":
+        else:  # state_rollback
             call.rolled_back = True
     return list(calls.values())
 
 
 @dataclass
 class GradeContext:
+    """A trial as graders read it. What several graders derive from the trace (its calls,
+    its events of one kind, its tool results as text) is derived once, when first read."""
+
     task: Task
     trace: Trace
     outcome: Outcome
@@ -102,6 +112,17 @@ class GradeContext:
     @cached_property
     def calls(self) -> list[ToolCall]:
         return calls_from_trace(self.trace)
+
+    @cached_property
+    def _by_kind(self) -> dict[str, list[TraceEvent]]:
+        index: dict[str, list[TraceEvent]] = {}
+        for event in self.trace.events:
+            index.setdefault(event.kind, []).append(event)
+        return index
+
+    def of_kind(self, kind: str) -> list[TraceEvent]:
+        """The trace's events of `kind`, in order (shared: not to be changed)."""
+        return self._by_kind.get(kind, [])
 
     @cached_property
     def answer(self) -> str:

@@ -69,12 +69,12 @@ class TrialSpec:
     faults: tuple[Fault, ...] = ()
     #: The run's model user (`--user-model`); None: scripted lines only.
     user: UserPlayer | None = None
+    #: Stable for (run, task, trial): a resumed run keeps its run id, so a redone trial
+    #: keeps its trace id. Derived once; the trace and the result both carry it.
+    trace_id: str = field(init=False)
 
-    @property
-    def trace_id(self) -> str:
-        """Stable for (run, task, trial): a resumed run keeps its run id, so a redone trial
-        keeps its trace id."""
-        return trial_trace_id(self.run_id, self.task.id, self.trial)
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "trace_id", trial_trace_id(self.run_id, self.task.id, self.trial))
 
 
 @dataclass(slots=True)

@@ -423,4 +423,8 @@ def mismatched_args(actual: dict[str, Any], expected: Mapping[str, Any] | None) 
     """Names of the expected arguments that `actual` does not satisfy, for evidence."""
     if not expected:
         return []
-    return [k for k, v in expected.items() if not matches(actual.get(k, MISSING), v)]
+    return [
+        k
+        for k, v in expected.items()
+        if not (v if isinstance(v, Predicate) else parse_predicate(v)).test(actual.get(k, MISSING))
+    ]
