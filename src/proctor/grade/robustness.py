@@ -51,14 +51,17 @@ def duplicate_effects_check(ctx: GradeContext) -> Check | None:
     unless the task's effect assertions expect that tool to apply more than once."""
     if not ctx.outcome.ledger:
         return None
-    repeatable = _repeatable(ctx.task)
-    keys = [(e.tool, _effect_key(e.args)) for e in ctx.outcome.ledger]
-    seen = Counter(keys)
-    dupes = [
-        {"tool": e.tool, "args": e.args, "seq": e.seq, "idempotency_key": e.idempotency_key}
-        for e, key in zip(ctx.outcome.ledger, keys, strict=True)
-        if seen[key] > 1 and e.tool not in repeatable
-    ]
+    ledger = ctx.outcome.ledger
+    dupes = []
+    if len({e.tool for e in ledger}) < len(ledger):  # only a tool applied twice can repeat
+        repeatable = _repeatable(ctx.task)
+        keys = [(e.tool, _effect_key(e.args)) for e in ledger]
+        seen = Counter(keys)
+        dupes = [
+            {"tool": e.tool, "args": e.args, "seq": e.seq, "idempotency_key": e.idempotency_key}
+            for e, key in zip(ledger, keys, strict=True)
+            if seen[key] > 1 and e.tool not in repeatable
+        ]
     kind: CheckKind = "outcome" if ctx.task.expect.robustness.no_duplicate_effects else "robustness"
     return Check("duplicate_side_effects", kind, not dupes, evidence={"duplicates": dupes})
 
@@ -209,11 +212,11 @@ def retry_checks(ctx: GradeContext) -> list[Check]:
     """Transient faults retried within bounds and after retry-after; 403s not retried."""
     spec = ctx.task.expect.robustness
     calls = ctx.calls
-    waits = [(e.seq, e.data["wait_s"]) for e in ctx.of_kind("note") if "wait_s" in e.data]
-    errors = {e.data["call_id"]: e for e in ctx.of_kind("tool_error")}
     checks = []
     transient = [c for c in calls if c.error_code in TRANSIENT]
     if transient:
+        waits = [(e.seq, e.data["wait_s"]) for e in ctx.of_kind("note") if "wait_s" in e.data]
+        errors = {e.data["call_id"]: e for e in ctx.of_kind("tool_error")}
         per_tool = Counter(c.tool for c in transient)
         over = {t: n for t, n in per_tool.items() if n > spec.max_transient_retries}
         early = []
