@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from functools import cached_property
 from typing import Any
 
 from proctor.core.jsonvalues import json_encoder
@@ -65,13 +64,21 @@ class ToolCall:
 
 
 #: The kinds of event that say what became of a proposed call.
-_CALL_EVENTS = frozenset({"tool_result", "tool_error", "policy_decision", "fault", "state_rollback"})
+_CALL_EVENTS = frozenset(
+    {"tool_result", "tool_error", "policy_decision", "fault", "state_rollback"}
+)
 
 
-def calls_from_trace(trace: Trace) -> list[ToolCall]:
+def calls_from_trace(
+    trace: Trace, by_kind: dict[str, list[TraceEvent]] | None = None
+) -> list[ToolCall]:
+    """The trace's proposed calls, in order, and what became of each; `by_kind`, when
+    given, gets every event under its kind in the same pass."""
     calls: dict[str, ToolCall] = {}
     for e in trace.events:
         kind, data = e.kind, e.data
+        if by_kind is not None:
+            by_kind.setdefault(kind, []).append(e)
         if kind == "tool_proposal":
             calls[data["call_id"]] = ToolCall(
                 data["call_id"], data["tool"], data.get("args"), e.seq
@@ -97,10 +104,10 @@ def calls_from_trace(trace: Trace) -> list[ToolCall]:
     return list(calls.values())
 
 
-@dataclass
+@dataclass(slots=True)
 class GradeContext:
     """A trial as graders read it. What several graders derive from the trace (its calls,
-    its events of one kind, its tool results as text) is derived once, when first read."""
+    its events by kind, its tool results as text) is derived once, when first read."""
 
     task: Task
     trace: Trace
@@ -108,27 +115,35 @@ class GradeContext:
     usage: Usage = field(default_factory=Usage)
     latency_s: float = 0.0
     domain: Domain | None = None
+    _read: tuple[list[ToolCall], dict[str, list[TraceEvent]]] | None = field(
+        default=None, init=False, repr=False
+    )
+    _tool_texts: list[str] | None = field(default=None, init=False, repr=False)
+    _answer: str | None = field(default=None, init=False, repr=False)
 
-    @cached_property
+    @property
     def calls(self) -> list[ToolCall]:
-        return calls_from_trace(self.trace)
-
-    @cached_property
-    def _by_kind(self) -> dict[str, list[TraceEvent]]:
-        index: dict[str, list[TraceEvent]] = {}
-        for event in self.trace.events:
-            index.setdefault(event.kind, []).append(event)
-        return index
+        return (self._read or self._read_trace())[0]
 
     def of_kind(self, kind: str) -> list[TraceEvent]:
         """The trace's events of `kind`, in order (shared: not to be changed)."""
-        return self._by_kind.get(kind, [])
+        return (self._read or self._read_trace())[1].get(kind, [])
 
-    @cached_property
+    def _read_trace(self) -> tuple[list[ToolCall], dict[str, list[TraceEvent]]]:
+        """The calls and the events by kind, read in one pass over the trace."""
+        by_kind: dict[str, list[TraceEvent]] = {}
+        self._read = (calls_from_trace(self.trace, by_kind), by_kind)
+        return self._read
+
+    @property
     def answer(self) -> str:
-        return self.trace.answer
+        if self._answer is None:
+            self._answer = self.trace.answer
+        return self._answer
 
-    @cached_property
+    @property
     def tool_texts(self) -> list[str]:
         """Every tool result as text, for grounding answers."""
-        return [_text(c.result) for c in self.calls if c.succeeded]
+        if self._tool_texts is None:
+            self._tool_texts = [_text(c.result) for c in self.calls if c.succeeded]
+        return self._tool_texts

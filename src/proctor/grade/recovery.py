@@ -118,9 +118,7 @@ def timeout_backoff_check(ctx: GradeContext) -> Check | None:
     more often than `max_transient_retries`, and waiting no longer than the task's
     latency budget when it has one."""
     calls = ctx.calls
-    waits = [
-        (e.seq, float(e.data["wait_s"])) for e in ctx.of_kind("note") if "wait_s" in e.data
-    ]
+    waits = [(e.seq, float(e.data["wait_s"])) for e in ctx.of_kind("note") if "wait_s" in e.data]
     spec = ctx.task.expect.robustness
     budget = ctx.task.expect.budget.max_latency_s if ctx.task.expect.budget else None
     retries: list[dict[str, object]] = []
