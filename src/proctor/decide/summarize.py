@@ -11,9 +11,10 @@ computed from this one in a second step (proctor.decide.scorecard).
 
 from __future__ import annotations
 
+import copy
 import math
 from collections import Counter, defaultdict
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -121,30 +122,24 @@ class _Verdicts:
         )
 
 
-class _Reader:
-    """A trial's `_Verdicts`, read once per list of checks: a Tally shares one list between
-    the trials with the same verdicts, so a run of thousands of trials has a few dozen
-    lists, and the summary's passes over every check become passes over every trial."""
-
-    __slots__ = ("_seen",)
-
-    def __init__(self) -> None:
-        self._seen: dict[int, tuple[list[Check], _Verdicts]] = {}
-
-    def __call__(self, result: TrialResult) -> _Verdicts:
-        checks = result.checks
-        seen = self._seen.get(id(checks))
-        if seen is None or seen[0] is not checks:  # the list is kept: its id is not reused
-            seen = self._seen[id(checks)] = (checks, _Verdicts.of(checks))
-        return seen[1]
+def _read_all(results: Iterable[TrialResult]) -> dict[int, _Verdicts]:
+    """Each distinct list of checks read once, by its id (the results keep their lists
+    alive while a summary is made). A Tally shares one list between the trials with the
+    same verdicts, so the summary's passes over every check become passes over trials."""
+    read: dict[int, _Verdicts] = {}
+    for r in results:
+        if id(r.checks) not in read:
+            read[id(r.checks)] = _Verdicts.of(r.checks)
+    return read
 
 
-Read = Callable[[TrialResult], _Verdicts]
+#: The verdicts of each list of checks, by the list's id (`_read_all`).
+Read = Mapping[int, _Verdicts]
 
 
 def data_quality(results: Iterable[TrialResult], read: Read) -> dict[str, int]:
     """Trials per data-quality flag (`cost`, `tokens`, `latency`, `arguments`)."""
-    flagged = Counter(flag for r in results for flag in read(r).flagged)
+    flagged = Counter(flag for r in results for flag in read[id(r.checks)].flagged)
     return dict(sorted(flagged.items()))
 
 
@@ -274,7 +269,7 @@ def _violations(results: Iterable[TrialResult], read: Read) -> tuple[dict[str, A
     by_task: Counter[str] = Counter()
     items = []
     for r in results:
-        for c in read(r).violations:
+        for c in read[id(r.checks)].violations:
             by_severity[c.severity or "unknown"] += 1
             by_check[c.name] += 1
             by_task[r.task_id] += 1
@@ -303,7 +298,7 @@ def _judges(results: Sequence[TrialResult], read: Read) -> dict[str, Any]:
     for r in results:
         if not r.valid:
             continue
-        for c in read(r).judges:
+        for c in read[id(r.checks)].judges:
             row = by_rubric[c.name]
             row["checks"] += 1
             row["passed"] += c.passed
@@ -344,7 +339,7 @@ def _user_model(results: Sequence[TrialResult], read: Read) -> dict[str, Any] | 
     if not played:
         return None
     calls = sum(m["user_calls"] for m in played)
-    fidelity = [c for r in results for c in read(r).fidelity]
+    fidelity = [c for r in results for c in read[id(r.checks)].fidelity]
 
     def total(name: str) -> float | None:
         values = [m[name] for m in played if name in m]
@@ -393,11 +388,11 @@ def _quality(results: Sequence[TrialResult], read: Read) -> dict[str, float | No
     Metrics): robustness and duplicate-effect checks passed, valid trials without a safety
     violation, budget checks passed, trials with a trace id."""
     valid = [r for r in results if r.valid]
-    violated = sum(1 for r in valid if read(r).violations)
+    violated = sum(1 for r in valid if read[id(r.checks)].violations)
     return {
-        "robustness": _share_passed(read(r).robustness for r in valid),
+        "robustness": _share_passed(read[id(r.checks)].robustness for r in valid),
         "security": 1 - violated / len(valid) if valid else None,
-        "budget": _share_passed(read(r).budget for r in valid),
+        "budget": _share_passed(read[id(r.checks)].budget for r in valid),
         "observability": (
             sum(1 for r in results if r.trace_id) / len(results) if results else None
         ),
@@ -463,7 +458,7 @@ def undecided_rates(results: Sequence[TrialResult], read: Read) -> dict[str, Any
     undecided: Counter[str] = Counter()
     deciding = 0
     for r in results:
-        for family, undecided_check, deciding_check in read(r).readers:
+        for family, undecided_check, deciding_check in read[id(r.checks)].readers:
             made[family] += 1
             undecided[family] += undecided_check
             deciding += deciding_check
@@ -495,8 +490,8 @@ def summarize(
     expected = len(tasks) * trials_per_task
     error_rate = statuses["error"] / len(results) if results else 0.0
     missing = max(expected - len(results), 0)
-    read = _Reader()
-    grader_errors = sum(read(r).grader_error for r in results)
+    read = _read_all(results)
+    grader_errors = sum(read[id(r.checks)].grader_error for r in results)
     reasons = invalid_reasons(
         error_rate, max_error_rate, missing, expected, grader_errors, statuses
     )
@@ -515,7 +510,7 @@ def summarize(
     for task_id in sorted(tasks):
         rs = by_task.get(task_id, [])
         n, c = counts.get(task_id, (0, 0))
-        failed = Counter(name for r in rs if r.valid for name in read(r).failed)
+        failed = Counter(name for r in rs if r.valid for name in read[id(r.checks)].failed)
         info = tasks[task_id]
         efficiency = _task_mean(step_efficiency(r, info.optimal_steps) for r in rs)
         efficiencies.append(efficiency)
@@ -551,14 +546,18 @@ def summarize(
     for info in tasks.values():
         for key in info.slices():
             keys[key].add(info.id)
+    made: dict[frozenset[str], dict[str, Any]] = {}  # slices of the same tasks agree
     for key in sorted(keys):
-        members = [r for task_id in sorted(keys[key]) for r in by_task.get(task_id, [])]
-        slices[key] = {
-            "tasks": len(keys[key]),
-            **_rates(members, k_max),
-            "safety_violations": sum(violations_by_task[t] for t in keys[key]),
-            "root_causes": {name: len(t) for name, t in root_causes(members).items()},
-        }
+        same = made.get(frozenset(keys[key]))
+        if same is None:
+            members = [r for task_id in sorted(keys[key]) for r in by_task.get(task_id, [])]
+            same = made[frozenset(keys[key])] = {
+                "tasks": len(keys[key]),
+                **_rates(members, k_max),
+                "safety_violations": sum(violations_by_task[t] for t in keys[key]),
+                "root_causes": {name: len(t) for name, t in root_causes(members).items()},
+            }
+        slices[key] = copy.deepcopy(same)
 
     return {
         "run_id": run_id,
@@ -593,7 +592,7 @@ def summarize(
             "combined": _task_mean(combined),
             "combined_tasks": sum(e is not None for e in combined),
         },
-        "budget_unmeasured_trials": sum(read(r).budget_unmeasured for r in valid),
+        "budget_unmeasured_trials": sum(read[id(r.checks)].budget_unmeasured for r in valid),
         "cost": {
             "total_usd": total_cost,
             "per_passed_trial_usd": total_cost / len(passed_results)
