@@ -118,6 +118,8 @@ def timeout_backoff_check(ctx: GradeContext) -> Check | None:
     more often than `max_transient_retries`, and waiting no longer than the task's
     latency budget when it has one."""
     calls = ctx.calls
+    if not any(c.error_code == "timeout" and not c.executed for c in calls):
+        return None
     waits = [(e.seq, float(e.data["wait_s"])) for e in ctx.of_kind("note") if "wait_s" in e.data]
     spec = ctx.task.expect.robustness
     budget = ctx.task.expect.budget.max_latency_s if ctx.task.expect.budget else None

@@ -133,14 +133,20 @@ def _prompt_identifiers(task: Task) -> frozenset[str]:
     return frozenset(identifiers(task.prompt))
 
 
+@per_object
+def _entity_args(domain: Domain | None, tools: list[str]) -> frozenset[str]:
+    """The entity arguments of `tools` in `domain`."""
+    return frozenset(
+        spec.entity_arg
+        for spec in (domain.tools.get(t) if domain is not None else None for t in tools)
+        if spec is not None and spec.entity_arg is not None
+    )
+
+
 def _known_entities(ctx: GradeContext, tools: list[str]) -> tuple[set[str], frozenset[str]]:
     """Values the claimed tools' entity arguments took in any call, and the identifiers
     of the prompt (a number or time the user gave is no entity)."""
-    args = {
-        spec.entity_arg
-        for spec in (ctx.domain.tools.get(t) if ctx.domain is not None else None for t in tools)
-        if spec is not None and spec.entity_arg is not None
-    }
+    args = _entity_args(ctx.domain, tools)
     if not args:
         return set(), frozenset()
     used = {str(c.arg_dict[a]) for c in ctx.calls for a in args if a in c.arg_dict}
