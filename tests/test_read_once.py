@@ -17,7 +17,7 @@ from typing import Any
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from conftest import build_trace, make_ctx, make_task
+from conftest import make_ctx, make_task
 from proctor.core.results import (
     NOT_MEASURED,
     UNDECIDED,
@@ -155,8 +155,8 @@ def test_the_contexts_views_are_the_traces() -> None:
         ("orders.refund", {"id": "A-1"}, "lost_response", {"ok": True}),
         "confirm",
     ]
-    trace, ledger = build_trace(steps, "Done.", writes=["orders.refund"])
     ctx = make_ctx(steps=steps, answer="Done.", writes=["orders.refund"])
+    trace = ctx.trace
     assert ctx.calls == calls_from_trace(trace)
     assert [c.tool for c in ctx.calls if c.denied] == ["orders.cancel"]
     for kind in {e.kind for e in trace.events} | {"note"}:
