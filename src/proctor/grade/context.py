@@ -78,7 +78,11 @@ def calls_from_trace(
     for e in trace.events:
         kind, data = e.kind, e.data
         if by_kind is not None:
-            by_kind.setdefault(kind, []).append(e)
+            bucket = by_kind.get(kind)
+            if bucket is None:
+                by_kind[kind] = [e]
+            else:
+                bucket.append(e)
         if kind == "tool_proposal":
             calls[data["call_id"]] = ToolCall(
                 data["call_id"], data["tool"], data.get("args"), e.seq
