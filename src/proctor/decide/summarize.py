@@ -204,14 +204,13 @@ def combined_efficiency(result: TrialResult, optimal_steps: int | None) -> float
     if not result.passed:
         return None
     tokens = result.usage.total_tokens
-    scores = {
-        "steps": step_efficiency(result, optimal_steps),
-        "tokens": None if tokens is None else min(TOKEN_BASELINE / max(tokens, 1), 1.0),
-        "latency": min(LATENCY_BASELINE_S / max(result.latency_s, 1e-3), 1.0),
-    }
-    measured = {k: v for k, v in scores.items() if v is not None}
-    total = sum(EFFICIENCY_WEIGHTS[k] for k in measured)
-    return sum(EFFICIENCY_WEIGHTS[k] * v for k, v in measured.items()) / total
+    scores = (
+        ("steps", step_efficiency(result, optimal_steps)),
+        ("tokens", None if tokens is None else min(TOKEN_BASELINE / max(tokens, 1), 1.0)),
+        ("latency", min(LATENCY_BASELINE_S / max(result.latency_s, 1e-3), 1.0)),
+    )
+    measured = [(EFFICIENCY_WEIGHTS[k], v) for k, v in scores if v is not None]
+    return sum(w * v for w, v in measured) / sum(w for w, _ in measured)
 
 
 def root_causes(results: Iterable[TrialResult]) -> dict[str, list[int]]:

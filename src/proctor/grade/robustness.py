@@ -149,7 +149,7 @@ def _known_entities(ctx: GradeContext, tools: list[str]) -> tuple[set[str], froz
     args = _entity_args(ctx.domain, tools)
     if not args:
         return set(), frozenset()
-    used = {str(c.arg_dict[a]) for c in ctx.calls for a in args if a in c.arg_dict}
+    used = {str(given[a]) for given in (c.arg_dict for c in ctx.calls) for a in args if a in given}
     return used, _prompt_identifiers(ctx.task)
 
 
