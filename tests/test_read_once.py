@@ -1,23 +1,21 @@
 """What grading and summaries derive once must be what they would derive every time.
 
-Grading reads a trial's calls and events by kind once (GradeContext), decides once per
-task which graders apply (registry.applicable); a summary reads each distinct list of
-checks once (a Tally shares one between trials with the same verdicts) and computes
-slices holding the same tasks once; a Tally keeps a result by writing its fields out.
-Each test below fails if a shared value were mixed up with another, went stale, or were
-handed out to be changed.
+Grading reads a trial's calls and events by kind once (GradeContext); a summary reads
+each distinct list of checks once (a Tally shares one between trials with the same
+verdicts) and computes slices holding the same tasks once; a Tally keeps a result by
+writing its fields out. Each test below fails if a shared value were mixed up with
+another, or handed out to be changed.
 """
 
 from __future__ import annotations
 
 import copy
 import dataclasses
-from typing import Any
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from conftest import make_ctx, make_task
+from conftest import make_ctx
 from proctor.core.results import (
     NOT_MEASURED,
     UNDECIDED,
@@ -27,9 +25,7 @@ from proctor.core.results import (
     Usage,
 )
 from proctor.decide.summarize import Tally, summarize
-from proctor.grade import registry
-from proctor.grade.context import GradeContext, calls_from_trace
-from proctor.grade.registry import applicable, grader, graders
+from proctor.grade.context import calls_from_trace
 
 #: Checks of every kind a summary counts apart: a violation, a calibrated judge, an
 #: undecided reader, a data-quality flag, a grader's crash, the simulated user's check,
@@ -162,21 +158,3 @@ def test_the_contexts_views_are_the_traces() -> None:
     for kind in {e.kind for e in trace.events} | {"note"}:
         assert ctx.of_kind(kind) == list(trace.of_kind(kind))
     assert ctx.answer == "Done." and ctx.tool_texts == ['{"id": "A-1"}']
-
-
-def test_a_grader_registered_after_grading_applies_to_tasks_seen_before(
-    monkeypatch: Any,
-) -> None:
-    graders()
-    monkeypatch.setattr(registry, "_GRADERS", dict(registry._GRADERS))
-    monkeypatch.setattr(registry, "_PLACE", dict(registry._PLACE))
-    task = make_task({"answer": {"must_mention": ["x"]}})
-    before = [g.name for g in applicable(task)]
-    assert "late" not in before
-
-    @grader("late", applies=lambda t: t is task)
-    def late(ctx: GradeContext) -> list[Check]:
-        return []
-
-    assert [g.name for g in applicable(task)] == [*before, "late"]
-    assert "late" not in [g.name for g in applicable(make_task({"answer": {"must_mention": []}}))]

@@ -17,7 +17,6 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from proctor.core.memo import per_object
 from proctor.core.results import Check
 from proctor.grade.context import GradeContext
 
@@ -91,7 +90,6 @@ def grader(
         ordered = sorted(_GRADERS.values(), key=lambda g: _PLACE[g.name])
         _GRADERS.clear()
         _GRADERS.update((g.name, g) for g in ordered)
-        _registered[0] += 1
         return fn
 
     return register
@@ -107,19 +105,8 @@ def grader_versions() -> dict[str, str]:
 
 
 def applicable(task: Task) -> list[Grader]:
-    """The graders that apply to `task`, in the order they run (shared: not to be
-    changed). Decided once per task while the registry is unchanged."""
-    load_builtin_graders()
-    return _applicable(task, _registered[0])
-
-
-#: How many registrations were made: a new one decides again which graders apply.
-_registered = [0]
-
-
-@per_object
-def _applicable(task: Task, registered: int) -> list[Grader]:
-    return [g for g in _GRADERS.values() if g.applies_to(task)]
+    """The graders that apply to `task`, in the order they run."""
+    return [g for g in graders() if g.applies_to(task)]
 
 
 def grade(ctx: GradeContext) -> list[Check]:
