@@ -305,8 +305,9 @@ def _judges(results: Sequence[TrialResult], read: Read) -> dict[str, Any]:
             row["calibrated_passed"] += c.severity is not None and c.passed
     total: Counter[str] = sum(by_rubric.values(), Counter())
     spent = {
-        name: math.fsum(r.metrics.get(f"judge_{name}", 0.0) for r in results)
+        name: math.fsum(r.metrics.get(key, 0.0) for r in results)
         for name in ("calls", "cache_hits", "input_tokens", "output_tokens", "cost_usd", "error")
+        for key in (f"judge_{name}",)
     }
     return {
         "checks": total["checks"],

@@ -366,9 +366,7 @@ def decide(result: TrialResult, findings: Findings) -> None:
     passed, score = verdict(findings.checks)
     result.checks, result.metrics = list(findings.checks), dict(findings.metrics)
     result.score = score if findings.graded else 0.0
-    status: TrialStatus = (
-        "passed" if passed else failed_status(list(findings.checks), findings.metrics)
-    )
+    status: TrialStatus = "passed" if passed else failed_status(findings.checks, findings.metrics)
     if passed and findings.unsettled():
         status = "needs_review"
     result.status = findings.status or status
