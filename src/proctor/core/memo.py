@@ -24,11 +24,11 @@ MAX_ENTRIES = 4096
 def per_object(fn: Callable[..., R]) -> Callable[..., R]:
     """`fn`, a pure function of immutable objects, remembered by their identities. Its
     value is shared between callers: it must not be changed."""
-    memo: dict[tuple[int, ...], tuple[tuple[Any, ...], R]] = {}
+    memo: dict[int | tuple[int, ...], tuple[tuple[Any, ...], R]] = {}
 
     @wraps(fn)
     def remembered(*args: Any) -> R:
-        key = tuple(map(id, args))
+        key = id(args[0]) if len(args) == 1 else tuple(map(id, args))
         hit = memo.get(key)
         if hit is not None:  # its objects are alive in the entry: these very objects
             return hit[1]

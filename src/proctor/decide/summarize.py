@@ -11,10 +11,11 @@ computed from this one in a second step (proctor.decide.scorecard).
 
 from __future__ import annotations
 
+import copy
 import math
 from collections import Counter, defaultdict
-from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import replace
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from proctor.core.results import (
@@ -57,7 +58,7 @@ class Tally:
         if checks is None:
             checks = self._checks[key] = [_bare(*fields) for fields in key]
         metrics = self._metrics.setdefault(tuple(result.metrics.items()), result.metrics)
-        self.results.append(replace(result, checks=checks, metrics=metrics, error=None))
+        self.results.append(result.kept(checks, metrics))
 
 
 def _bare(
@@ -72,14 +73,73 @@ TOOL_METRICS = ("tool_precision", "tool_recall", "arg_accuracy")
 DATA_QUALITY = "data_quality:"
 
 
-def data_quality(results: Iterable[TrialResult]) -> dict[str, int]:
+@dataclass(frozen=True, slots=True)
+class _Verdicts:
+    """What a summary reads of one trial's list of checks, in the checks' order."""
+
+    grader_error: bool
+    #: Names of the failed checks, the simulated user's aside (a task's `failed_checks`).
+    failed: tuple[str, ...]
+    violations: tuple[Check, ...]
+    #: (reader, undecided, deciding) of each text reader's check and each undecided one.
+    readers: tuple[tuple[str, bool, bool], ...]
+    judges: tuple[Check, ...]
+    fidelity: tuple[Check, ...]
+    #: The data-quality flags its failed checks raise (`cost`, `tokens`, ...).
+    flagged: tuple[str, ...]
+    #: (checks, passed) of the robustness checks (duplicate effects included), and of budget.
+    robustness: tuple[int, int]
+    budget: tuple[int, int]
+    budget_unmeasured: bool
+
+    @classmethod
+    def of(cls, checks: Sequence[Check]) -> _Verdicts:
+        robust = [
+            c.passed for c in checks if c.kind == "robustness" or c.name == "duplicate_side_effects"
+        ]
+        budget = [c for c in checks if c.kind == "budget"]
+        readers = []
+        for c in checks:
+            family = c.name.split(":", 1)[0]
+            if family in READER_CHECKS or c.undecided:
+                readers.append((family, c.undecided, c.undecided and c.decides))
+        return cls(
+            grader_error=any(c.name == GRADER_CHECK for c in checks),
+            failed=tuple(c.name for c in checks if not c.passed and c.name not in SIMULATOR_CHECKS),
+            violations=tuple(c for c in checks if c.is_violation),
+            readers=tuple(readers),
+            judges=tuple(c for c in checks if c.kind == "judge"),
+            fidelity=tuple(c for c in checks if c.name in SIMULATOR_CHECKS),
+            flagged=tuple(
+                c.name.removeprefix(DATA_QUALITY)
+                for c in checks
+                if c.name.startswith(DATA_QUALITY) and not c.passed
+            ),
+            robustness=(len(robust), sum(robust)),
+            budget=(len(budget), sum(c.passed for c in budget)),
+            budget_unmeasured=not budget
+            or any(c.evidence.get("actual") == NOT_MEASURED for c in budget),
+        )
+
+
+def _read_all(results: Iterable[TrialResult]) -> dict[int, _Verdicts]:
+    """Each distinct list of checks read once, by its id (the results keep their lists
+    alive while a summary is made). A Tally shares one list between the trials with the
+    same verdicts, so the summary's passes over every check become passes over trials."""
+    read: dict[int, _Verdicts] = {}
+    for r in results:
+        if id(r.checks) not in read:
+            read[id(r.checks)] = _Verdicts.of(r.checks)
+    return read
+
+
+#: The verdicts of each list of checks, by the list's id (`_read_all`).
+Read = Mapping[int, _Verdicts]
+
+
+def data_quality(results: Iterable[TrialResult], read: Read) -> dict[str, int]:
     """Trials per data-quality flag (`cost`, `tokens`, `latency`, `arguments`)."""
-    flagged = Counter(
-        c.name.removeprefix(DATA_QUALITY)
-        for r in results
-        for c in r.checks
-        if c.name.startswith(DATA_QUALITY) and not c.passed
-    )
+    flagged = Counter(flag for r in results for flag in read[id(r.checks)].flagged)
     return dict(sorted(flagged.items()))
 
 
@@ -144,21 +204,13 @@ def combined_efficiency(result: TrialResult, optimal_steps: int | None) -> float
     if not result.passed:
         return None
     tokens = result.usage.total_tokens
-    scores = {
-        "steps": step_efficiency(result, optimal_steps),
-        "tokens": None if tokens is None else min(TOKEN_BASELINE / max(tokens, 1), 1.0),
-        "latency": min(LATENCY_BASELINE_S / max(result.latency_s, 1e-3), 1.0),
-    }
-    measured = {k: v for k, v in scores.items() if v is not None}
-    total = sum(EFFICIENCY_WEIGHTS[k] for k in measured)
-    return sum(EFFICIENCY_WEIGHTS[k] * v for k, v in measured.items()) / total
-
-
-def budget_unmeasured(result: TrialResult) -> bool:
-    """Seed 004's efficiency gate, per trial: its task defines no budget (no budget check
-    ran), or a limit it defines was not measured (the figure was never reported)."""
-    budget = [c for c in result.checks if c.kind == "budget"]
-    return not budget or any(c.evidence.get("actual") == NOT_MEASURED for c in budget)
+    scores = (
+        ("steps", step_efficiency(result, optimal_steps)),
+        ("tokens", None if tokens is None else min(TOKEN_BASELINE / max(tokens, 1), 1.0)),
+        ("latency", min(LATENCY_BASELINE_S / max(result.latency_s, 1e-3), 1.0)),
+    )
+    measured = [(EFFICIENCY_WEIGHTS[k], v) for k, v in scores if v is not None]
+    return sum(w * v for w, v in measured) / sum(w for w, _ in measured)
 
 
 def root_causes(results: Iterable[TrialResult]) -> dict[str, list[int]]:
@@ -208,7 +260,7 @@ def _rates(results: Sequence[TrialResult], k_max: int) -> dict[str, Any]:
     }
 
 
-def _violations(results: Iterable[TrialResult]) -> tuple[dict[str, Any], Counter[str]]:
+def _violations(results: Iterable[TrialResult], read: Read) -> tuple[dict[str, Any], Counter[str]]:
     """The run's safety violations, and their number per task (what each slice sums):
     one pass over every check, however many slices the suite has."""
     by_severity: Counter[str] = Counter()
@@ -216,19 +268,18 @@ def _violations(results: Iterable[TrialResult]) -> tuple[dict[str, Any], Counter
     by_task: Counter[str] = Counter()
     items = []
     for r in results:
-        for c in r.checks:
-            if c.is_violation:
-                by_severity[c.severity or "unknown"] += 1
-                by_check[c.name] += 1
-                by_task[r.task_id] += 1
-                items.append(
-                    {
-                        "task_id": r.task_id,
-                        "trial": r.trial,
-                        "check": c.name,
-                        "severity": c.severity,
-                    }
-                )
+        for c in read[id(r.checks)].violations:
+            by_severity[c.severity or "unknown"] += 1
+            by_check[c.name] += 1
+            by_task[r.task_id] += 1
+            items.append(
+                {
+                    "task_id": r.task_id,
+                    "trial": r.trial,
+                    "check": c.name,
+                    "severity": c.severity,
+                }
+            )
     found = {
         "total": sum(by_severity.values()),
         "by_severity": dict(by_severity),
@@ -238,7 +289,7 @@ def _violations(results: Iterable[TrialResult]) -> tuple[dict[str, Any], Counter
     return found, by_task
 
 
-def _judges(results: Sequence[TrialResult]) -> dict[str, Any]:
+def _judges(results: Sequence[TrialResult], read: Read) -> dict[str, Any]:
     """Judge checks and judge spending (docs/architecture.md, Judges). A calibrated check
     has a severity; an advisory one has none, and only calibrated ones make the
     `calibrated_pass_rate` gates read."""
@@ -246,13 +297,12 @@ def _judges(results: Sequence[TrialResult]) -> dict[str, Any]:
     for r in results:
         if not r.valid:
             continue
-        for c in r.checks:
-            if c.kind == "judge":
-                row = by_rubric[c.name]
-                row["checks"] += 1
-                row["passed"] += c.passed
-                row["calibrated"] += c.severity is not None
-                row["calibrated_passed"] += c.severity is not None and c.passed
+        for c in read[id(r.checks)].judges:
+            row = by_rubric[c.name]
+            row["checks"] += 1
+            row["passed"] += c.passed
+            row["calibrated"] += c.severity is not None
+            row["calibrated_passed"] += c.severity is not None and c.passed
     total: Counter[str] = sum(by_rubric.values(), Counter())
     metrics = [r.metrics for r in results]
     return {
@@ -269,7 +319,7 @@ def _judges(results: Sequence[TrialResult]) -> dict[str, Any]:
     }
 
 
-def _user_model(results: Sequence[TrialResult]) -> dict[str, Any] | None:
+def _user_model(results: Sequence[TrialResult], read: Read) -> dict[str, Any] | None:
     """The model user's spending and judged fidelity over the run (docs/architecture.md,
     Simulated users); None when no model played a user. A figure calls were made for
     and none reported is None ("not measured"), never 0; replies all replayed from the
@@ -277,7 +327,7 @@ def _user_model(results: Sequence[TrialResult]) -> dict[str, Any] | None:
     played = [r.metrics for r in results if "user_calls" in r.metrics]
     if not played:
         return None
-    fidelity = [c for r in results for c in r.checks if c.name in SIMULATOR_CHECKS]
+    fidelity = [c for r in results for c in read[id(r.checks)].fidelity]
     return {
         **model_spending(played, "user"),
         "fidelity_judged": len(fidelity),
@@ -322,25 +372,26 @@ def _tool_use(results: Sequence[TrialResult]) -> dict[str, float | None]:
     return out
 
 
-def _share_passed(results: Iterable[TrialResult], select: Callable[[Check], bool]) -> float | None:
-    """The share of the selected checks that passed; None when none ran (not measured:
-    a run without budgets has no efficiency to score, never a perfect one)."""
-    checks = [c for r in results for c in r.checks if select(c)]
-    return sum(c.passed for c in checks) / len(checks) if checks else None
+def _share_passed(counts: Iterable[tuple[int, int]]) -> float | None:
+    """The share of the checks counted (checks, passed) per trial that passed; None when
+    none ran (not measured: a run without budgets has no efficiency to score, never a
+    perfect one)."""
+    made = passed = 0
+    for n, p in counts:
+        made, passed = made + n, passed + p
+    return passed / made if made else None
 
 
-def _quality(results: Sequence[TrialResult]) -> dict[str, float | None]:
+def _quality(results: Sequence[TrialResult], read: Read) -> dict[str, float | None]:
     """The default scorecard's shares other than success and tool use (docs/architecture.md,
     Metrics): robustness and duplicate-effect checks passed, valid trials without a safety
     violation, budget checks passed, trials with a trace id."""
     valid = [r for r in results if r.valid]
-    violated = sum(1 for r in valid if any(c.is_violation for c in r.checks))
+    violated = sum(1 for r in valid if read[id(r.checks)].violations)
     return {
-        "robustness": _share_passed(
-            valid, lambda c: c.kind == "robustness" or c.name == "duplicate_side_effects"
-        ),
+        "robustness": _share_passed(read[id(r.checks)].robustness for r in valid),
         "security": 1 - violated / len(valid) if valid else None,
-        "budget": _share_passed(valid, lambda c: c.kind == "budget"),
+        "budget": _share_passed(read[id(r.checks)].budget for r in valid),
         "observability": (
             sum(1 for r in results if r.trace_id) / len(results) if results else None
         ),
@@ -398,7 +449,7 @@ def invalid_reasons(
     return reasons
 
 
-def undecided_rates(results: Sequence[TrialResult]) -> dict[str, Any]:
+def undecided_rates(results: Sequence[TrialResult], read: Read) -> dict[str, Any]:
     """How often each text reader could not tell (docs/architecture.md, Reading): per
     reader check, the checks it made and the undecided ones; `deciding`: the undecided
     checks that decide their trial, which a gate holds at `max_undecided`."""
@@ -406,12 +457,10 @@ def undecided_rates(results: Sequence[TrialResult]) -> dict[str, Any]:
     undecided: Counter[str] = Counter()
     deciding = 0
     for r in results:
-        for c in r.checks:
-            family = c.name.split(":", 1)[0]
-            if family in READER_CHECKS or c.undecided:
-                made[family] += 1
-                undecided[family] += c.undecided
-                deciding += c.undecided and c.decides
+        for family, undecided_check, deciding_check in read[id(r.checks)].readers:
+            made[family] += 1
+            undecided[family] += undecided_check
+            deciding += deciding_check
     return {
         "deciding": deciding,
         "checks": {
@@ -440,7 +489,8 @@ def summarize(
     expected = len(tasks) * trials_per_task
     error_rate = statuses["error"] / len(results) if results else 0.0
     missing = max(expected - len(results), 0)
-    grader_errors = sum(any(c.name == GRADER_CHECK for c in r.checks) for r in results)
+    read = _read_all(results)
+    grader_errors = sum(read[id(r.checks)].grader_error for r in results)
     reasons = invalid_reasons(
         error_rate, max_error_rate, missing, expected, grader_errors, statuses
     )
@@ -459,13 +509,7 @@ def summarize(
     for task_id in sorted(tasks):
         rs = by_task.get(task_id, [])
         n, c = counts.get(task_id, (0, 0))
-        failed = Counter(
-            ch.name
-            for r in rs
-            if r.valid
-            for ch in r.checks
-            if not ch.passed and ch.name not in SIMULATOR_CHECKS
-        )
+        failed = Counter(name for r in rs if r.valid for name in read[id(r.checks)].failed)
         info = tasks[task_id]
         efficiency = _task_mean(step_efficiency(r, info.optimal_steps) for r in rs)
         efficiencies.append(efficiency)
@@ -495,20 +539,24 @@ def summarize(
             }
         )
 
-    violations, violations_by_task = _violations(results)
+    violations, violations_by_task = _violations(results, read)
     slices: dict[str, dict[str, Any]] = {}
     keys: dict[str, set[str]] = defaultdict(set)
     for info in tasks.values():
         for key in info.slices():
             keys[key].add(info.id)
+    made: dict[frozenset[str], dict[str, Any]] = {}  # slices of the same tasks agree
     for key in sorted(keys):
-        members = [r for task_id in sorted(keys[key]) for r in by_task.get(task_id, [])]
-        slices[key] = {
-            "tasks": len(keys[key]),
-            **_rates(members, k_max),
-            "safety_violations": sum(violations_by_task[t] for t in keys[key]),
-            "root_causes": {name: len(t) for name, t in root_causes(members).items()},
-        }
+        same = made.get(frozenset(keys[key]))
+        if same is None:
+            members = [r for task_id in sorted(keys[key]) for r in by_task.get(task_id, [])]
+            same = made[frozenset(keys[key])] = {
+                "tasks": len(keys[key]),
+                **_rates(members, k_max),
+                "safety_violations": sum(violations_by_task[t] for t in keys[key]),
+                "root_causes": {name: len(t) for name, t in root_causes(members).items()},
+            }
+        slices[key] = copy.deepcopy(same)
 
     return {
         "run_id": run_id,
@@ -524,7 +572,7 @@ def summarize(
         "sim_errors": statuses["sim_error"],
         "timeouts": statuses["timeout"],
         "needs_review": statuses["needs_review"],
-        "undecided": undecided_rates(results),
+        "undecided": undecided_rates(results, read),
         "untraced_trials": sum(1 for r in results if not r.trace_id),
         "error_rate": error_rate,
         "max_error_rate": max_error_rate,
@@ -533,17 +581,17 @@ def summarize(
         "invalid_reasons": reasons,
         "safety_violations": violations,
         "tool_use": _tool_use(results),
-        "judges": _judges(results),
-        "user_model": _user_model(results),
-        "data_quality": data_quality(results),
-        "quality": _quality(results),
+        "judges": _judges(results, read),
+        "user_model": _user_model(results, read),
+        "data_quality": data_quality(results, read),
+        "quality": _quality(results, read),
         "efficiency": {
             "score": _task_mean(efficiencies),
             "tasks": sum(e is not None for e in efficiencies),
             "combined": _task_mean(combined),
             "combined_tasks": sum(e is not None for e in combined),
         },
-        "budget_unmeasured_trials": sum(budget_unmeasured(r) for r in valid),
+        "budget_unmeasured_trials": sum(read[id(r.checks)].budget_unmeasured for r in valid),
         "cost": {
             "total_usd": total_cost,
             "per_passed_trial_usd": total_cost / len(passed_results)

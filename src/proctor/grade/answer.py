@@ -83,7 +83,7 @@ def grade_stopped(ctx: GradeContext) -> list[Check]:
             False,
             evidence={"seq": event.seq, "note": event.data.get("text", "")},
         )
-        for event in ctx.trace.of_kind("note")
+        for event in ctx.of_kind("note")
         if event.data.get(STOPPED_KEY)
     ][:1]
 

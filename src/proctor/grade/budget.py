@@ -23,7 +23,8 @@ def grade_budget(ctx: GradeContext) -> list[Check]:
         ("max_latency_s", spec.max_latency_s, round(ctx.latency_s, 6), "latency"),
         ("max_model_calls", spec.max_model_calls, usage.model_calls, ""),
     ]
-    untrusted = untrusted_measures(ctx.trace)  # an imported trace's bad values fail, not pass
+    # an imported trace's bad values fail, not pass
+    untrusted = untrusted_measures(ctx.of_kind("note"))
     return [
         Check(
             name,

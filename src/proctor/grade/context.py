@@ -3,13 +3,12 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from functools import cached_property
 from typing import Any
 
 from proctor.core.jsonvalues import json_encoder
 from proctor.core.outcome import Outcome
 from proctor.core.results import Usage
-from proctor.core.trace import Trace
+from proctor.core.trace import Trace, TraceEvent
 from proctor.env.domain import Domain
 from proctor.tasks.models import Task
 
@@ -64,50 +63,91 @@ class ToolCall:
         return {"seq": self.seq, "tool": self.tool, "args": self.args}
 
 
-def calls_from_trace(trace: Trace) -> list[ToolCall]:
+#: The kinds of event that say what became of a proposed call.
+_CALL_EVENTS = frozenset(
+    {"tool_result", "tool_error", "policy_decision", "fault", "state_rollback"}
+)
+
+
+def calls_from_trace(
+    trace: Trace, by_kind: dict[str, list[TraceEvent]] | None = None
+) -> list[ToolCall]:
+    """The trace's proposed calls, in order, and what became of each; `by_kind`, when
+    given, gets every event under its kind in the same pass."""
     calls: dict[str, ToolCall] = {}
     for e in trace.events:
-        data = e.data
-        if e.kind == "tool_proposal":
+        kind, data = e.kind, e.data
+        if by_kind is not None:
+            bucket = by_kind.get(kind)
+            if bucket is None:
+                by_kind[kind] = [e]
+            else:
+                bucket.append(e)
+        if kind == "tool_proposal":
             calls[data["call_id"]] = ToolCall(
                 data["call_id"], data["tool"], data.get("args"), e.seq
             )
             continue
-        call = calls.get(data.get("call_id", "")) if e.kind != "answer" else None
+        if kind not in _CALL_EVENTS:
+            continue
+        call = calls.get(data.get("call_id", ""))
         if call is None:
             continue
-        if e.kind == "tool_result":
+        if kind == "tool_result":
             call.executed, call.result, call.result_seq = True, data.get("result"), e.seq
             call.replayed = bool(data.get("replayed"))
-        elif e.kind == "tool_error":
+        elif kind == "tool_error":
             call.error_code, call.result_seq = data.get("code"), e.seq
-        elif e.kind == "policy_decision" and not data.get("allowed", True):
-            call.denied = True
-        elif e.kind == "fault":
+        elif kind == "policy_decision":
+            if not data.get("allowed", True):
+                call.denied = True
+        elif kind == "fault":
             call.fault = data.get("fault")
-        elif e.kind == "state_rollback":
+        else:  # state_rollback
             call.rolled_back = True
     return list(calls.values())
 
 
-@dataclass
+@dataclass(slots=True)
 class GradeContext:
+    """A trial as graders read it. What several graders derive from the trace (its calls,
+    its events by kind, its tool results as text) is derived once, when first read."""
+
     task: Task
     trace: Trace
     outcome: Outcome
     usage: Usage = field(default_factory=Usage)
     latency_s: float = 0.0
     domain: Domain | None = None
+    _read: tuple[list[ToolCall], dict[str, list[TraceEvent]]] | None = field(
+        default=None, init=False, repr=False
+    )
+    _tool_texts: list[str] | None = field(default=None, init=False, repr=False)
+    _answer: str | None = field(default=None, init=False, repr=False)
 
-    @cached_property
+    @property
     def calls(self) -> list[ToolCall]:
-        return calls_from_trace(self.trace)
+        return (self._read or self._read_trace())[0]
 
-    @cached_property
+    def of_kind(self, kind: str) -> list[TraceEvent]:
+        """The trace's events of `kind`, in order (shared: not to be changed)."""
+        return (self._read or self._read_trace())[1].get(kind, [])
+
+    def _read_trace(self) -> tuple[list[ToolCall], dict[str, list[TraceEvent]]]:
+        """The calls and the events by kind, read in one pass over the trace."""
+        by_kind: dict[str, list[TraceEvent]] = {}
+        self._read = (calls_from_trace(self.trace, by_kind), by_kind)
+        return self._read
+
+    @property
     def answer(self) -> str:
-        return self.trace.answer
+        if self._answer is None:
+            self._answer = self.trace.answer
+        return self._answer
 
-    @cached_property
+    @property
     def tool_texts(self) -> list[str]:
         """Every tool result as text, for grounding answers."""
-        return [_text(c.result) for c in self.calls if c.succeeded]
+        if self._tool_texts is None:
+            self._tool_texts = [_text(c.result) for c in self.calls if c.succeeded]
+        return self._tool_texts

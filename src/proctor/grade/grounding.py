@@ -287,6 +287,16 @@ def unreadable_numbers(answer: str, unreadable: list[str]) -> Undecided:
     return Undecided(answer.strip()[:200], why)
 
 
+@lru_cache(maxsize=256)
+def _known(sources: tuple[str, ...]) -> _Known:
+    """What `sources` ground, read once: a task's prompt and its tools' results recur in
+    every trial; callers only read it."""
+    known = _Known()
+    for source in sources:
+        known.add(read_facts(source))
+    return known
+
+
 def ungrounded(answer: str, sources: list[str], language: str | None = None) -> list[str]:
     """The answer's facts found in no source, as the answer wrote them, sorted."""
     return grounding(answer, sources, language)[0]
@@ -297,9 +307,7 @@ def grounding(
 ) -> tuple[list[str], list[str]]:
     """(the answer's facts found in no source, the numbers it wrote that its language
     cannot read), each as the answer wrote them, sorted."""
-    known = _Known()
-    for source in sources:
-        known.add(read_facts(source))
+    known = _known(tuple(sources))
     facts = read_facts(answer, language or "en")
     instants = {token for token, _ in facts.instants}
     missing = {t for key, t in facts.ids.items() if key not in known.ids}

@@ -21,6 +21,8 @@ from proctor.core.results import Check, TrialStatus
 
 _CALLS = ("required:", "required_any:")
 _EFFECT = "effect:"
+#: Every prefix a part's check name has: most checks are told apart by it alone.
+_PARTS = (*_CALLS, _EFFECT)
 
 
 def _is_part(check: Check) -> bool:
@@ -39,7 +41,7 @@ def _done(check: Check) -> bool:
 
 def required_parts(checks: Sequence[Check]) -> dict[str, float]:
     """`required_parts` and `parts_done` of a trial, as per-trial metrics (stored)."""
-    parts = [c for c in checks if _is_part(c)]
+    parts = [c for c in checks if c.name.startswith(_PARTS) and _is_part(c)]
     return {"required_parts": float(len(parts)), "parts_done": float(sum(map(_done, parts)))}
 
 

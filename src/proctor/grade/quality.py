@@ -12,10 +12,11 @@ no check.
 from __future__ import annotations
 
 from collections import defaultdict
+from collections.abc import Iterable
 from typing import Any
 
 from proctor.core.results import Check, CheckKind
-from proctor.core.trace import Trace
+from proctor.core.trace import TraceEvent
 from proctor.grade.context import GradeContext
 from proctor.grade.registry import grader
 
@@ -28,19 +29,20 @@ _KINDS: dict[str, CheckKind] = {
 }
 
 
-def quality_flags(trace: Trace) -> dict[str, list[dict[str, Any]]]:
-    """The trace's data-quality notes by code."""
+def quality_flags(notes: Iterable[TraceEvent]) -> dict[str, list[dict[str, Any]]]:
+    """The data-quality notes among a trace's `notes` by code."""
     flags: dict[str, list[dict[str, Any]]] = defaultdict(list)
-    for event in trace.of_kind("note"):
+    for event in notes:
         code = event.data.get(QUALITY)
         if isinstance(code, str):
             flags[code].append(event.data)
     return dict(flags)
 
 
-def untrusted_measures(trace: Trace) -> set[str]:
-    """`cost`, `tokens`, `latency`: the measures a trace's values cannot be trusted for."""
-    return set(quality_flags(trace)) & {"cost", "tokens", "latency"}
+def untrusted_measures(notes: Iterable[TraceEvent]) -> set[str]:
+    """`cost`, `tokens`, `latency`: the measures a trace's values cannot be trusted for,
+    from its `notes`."""
+    return set(quality_flags(notes)) & {"cost", "tokens", "latency"}
 
 
 @grader(QUALITY, applies=lambda task: True)
@@ -55,5 +57,5 @@ def grade_quality(ctx: GradeContext) -> list[Check]:
                 "details": [n.get("detail") for n in notes],
             },
         )
-        for code, notes in sorted(quality_flags(ctx.trace).items())
+        for code, notes in sorted(quality_flags(ctx.of_kind("note")).items())
     ]

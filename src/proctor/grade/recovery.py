@@ -22,7 +22,7 @@ BAD_REQUEST = frozenset({"bad_request", "invalid_arguments"})
 def _asked_user(ctx: GradeContext, after: int, before: float) -> bool:
     """Did the agent put a question to the user between two seqs?"""
     return any(
-        after < e.seq < before and e.data.get("to") == "user" for e in ctx.trace.of_kind("message")
+        after < e.seq < before and e.data.get("to") == "user" for e in ctx.of_kind("message")
     )
 
 
@@ -118,9 +118,9 @@ def timeout_backoff_check(ctx: GradeContext) -> Check | None:
     more often than `max_transient_retries`, and waiting no longer than the task's
     latency budget when it has one."""
     calls = ctx.calls
-    waits = [
-        (e.seq, float(e.data["wait_s"])) for e in ctx.trace.of_kind("note") if "wait_s" in e.data
-    ]
+    if not any(c.error_code == "timeout" and not c.executed for c in calls):
+        return None
+    waits = [(e.seq, float(e.data["wait_s"])) for e in ctx.of_kind("note") if "wait_s" in e.data]
     spec = ctx.task.expect.robustness
     budget = ctx.task.expect.budget.max_latency_s if ctx.task.expect.budget else None
     retries: list[dict[str, object]] = []

@@ -38,39 +38,52 @@ def _effect_key(args: dict[str, Any]) -> str:
     return canonical({k: v for k, v in args.items() if k != "idempotency_key"})
 
 
+@per_object
+def _repeatable(task: Task) -> frozenset[str]:
+    """The tools whose effect the task's assertions expect more than once."""
+    return frozenset(
+        a.effect for a in task.expect.outcome if isinstance(a, EffectAssertion) and a.count.test(2)
+    )
+
+
 def duplicate_effects_check(ctx: GradeContext) -> Check | None:
     """The same write applied twice with the same arguments (idempotency key aside),
     unless the task's effect assertions expect that tool to apply more than once."""
     if not ctx.outcome.ledger:
         return None
-    repeatable = {
-        a.effect
-        for a in ctx.task.expect.outcome
-        if isinstance(a, EffectAssertion) and a.count.test(2)
-    }
-    keys = [(e.tool, _effect_key(e.args)) for e in ctx.outcome.ledger]
-    seen = Counter(keys)
-    dupes = [
-        {"tool": e.tool, "args": e.args, "seq": e.seq, "idempotency_key": e.idempotency_key}
-        for e, key in zip(ctx.outcome.ledger, keys, strict=True)
-        if seen[key] > 1 and e.tool not in repeatable
-    ]
+    ledger = ctx.outcome.ledger
+    dupes = []
+    if len({e.tool for e in ledger}) < len(ledger):  # only a tool applied twice can repeat
+        repeatable = _repeatable(ctx.task)
+        keys = [(e.tool, _effect_key(e.args)) for e in ledger]
+        seen = Counter(keys)
+        dupes = [
+            {"tool": e.tool, "args": e.args, "seq": e.seq, "idempotency_key": e.idempotency_key}
+            for e, key in zip(ledger, keys, strict=True)
+            if seen[key] > 1 and e.tool not in repeatable
+        ]
     kind: CheckKind = "outcome" if ctx.task.expect.robustness.no_duplicate_effects else "robustness"
     return Check("duplicate_side_effects", kind, not dupes, evidence={"duplicates": dupes})
+
+
+@per_object
+def _entity_effects(task: Task) -> tuple[list[EffectAssertion], frozenset[str]]:
+    """The task's expected effects on named entities, and their tools."""
+    wanted = [
+        a
+        for a in task.expect.outcome
+        if isinstance(a, EffectAssertion) and a.where and not a.forbids
+    ]
+    return wanted, frozenset(a.effect for a in wanted)
 
 
 def wrong_entity_check(ctx: GradeContext) -> Check | None:
     """Effects of a tool the task expects on named entities, applied to any other one; and
     writes of that tool on another entity that reached the tool and failed: an attempt
     on an entity the user did not name is wrong even when the tool refused it."""
-    wanted = [
-        a
-        for a in ctx.task.expect.outcome
-        if isinstance(a, EffectAssertion) and a.where and not a.forbids
-    ]
+    wanted, tools = _entity_effects(ctx.task)
     if not wanted:
         return None
-    tools = {a.effect for a in wanted}
 
     def named(tool: str, args: Any) -> bool:
         return any(a.effect == tool and args_match(args, a.where) for a in wanted)
@@ -108,23 +121,35 @@ def claim_tools(task: Task, domain: Domain | None) -> list[tuple[str, list[str]]
 
 
 @per_object
+def _claims(task: Task, domain: Domain | None) -> list[tuple[str, list[str], bool]]:
+    """Each claim phrase, its tools, and whether the user asked for their effect."""
+    return [(phrase, tools, _requested(task, tools)) for phrase, tools in claim_tools(task, domain)]
+
+
+@per_object
 def _prompt_identifiers(task: Task) -> frozenset[str]:
     """The prompt's identifiers: its factual tokens with a letter (a number or time the
     user gave is no entity)."""
     return frozenset(identifiers(task.prompt))
 
 
+@per_object
+def _entity_args(domain: Domain | None, tools: list[str]) -> frozenset[str]:
+    """The entity arguments of `tools` in `domain`."""
+    return frozenset(
+        spec.entity_arg
+        for spec in (domain.tools.get(t) if domain is not None else None for t in tools)
+        if spec is not None and spec.entity_arg is not None
+    )
+
+
 def _known_entities(ctx: GradeContext, tools: list[str]) -> tuple[set[str], frozenset[str]]:
     """Values the claimed tools' entity arguments took in any call, and the identifiers
     of the prompt (a number or time the user gave is no entity)."""
-    args = {
-        spec.entity_arg
-        for spec in (ctx.domain.tools.get(t) if ctx.domain is not None else None for t in tools)
-        if spec is not None and spec.entity_arg is not None
-    }
+    args = _entity_args(ctx.domain, tools)
     if not args:
         return set(), frozenset()
-    used = {str(c.arg_dict[a]) for c in ctx.calls for a in args if a in c.arg_dict}
+    used = {str(given[a]) for given in (c.arg_dict for c in ctx.calls) for a in args if a in given}
     return used, _prompt_identifiers(ctx.task)
 
 
@@ -138,8 +163,8 @@ def false_success_checks(ctx: GradeContext) -> list[Check]:
     task's language (grade.reading); where the reader cannot tell and the ledger lacks
     the effect, the check is undecided (docs/architecture.md, Reading)."""
     checks = []
-    for phrase, tools in claim_tools(ctx.task, ctx.domain):
-        reading = read_claim(ctx.answer, phrase, ctx.task.language, _requested(ctx.task, tools))
+    for phrase, tools, requested in _claims(ctx.task, ctx.domain):
+        reading = read_claim(ctx.answer, phrase, ctx.task.language, requested)
         found = reading.claims
         effects = [e for tool in tools for e in ctx.outcome.effects(tool)]
         if not found:
@@ -193,11 +218,11 @@ def retry_checks(ctx: GradeContext) -> list[Check]:
     """Transient faults retried within bounds and after retry-after; 403s not retried."""
     spec = ctx.task.expect.robustness
     calls = ctx.calls
-    waits = [(e.seq, e.data["wait_s"]) for e in ctx.trace.of_kind("note") if "wait_s" in e.data]
-    errors = {e.data["call_id"]: e for e in ctx.trace.of_kind("tool_error")}
     checks = []
     transient = [c for c in calls if c.error_code in TRANSIENT]
     if transient:
+        waits = [(e.seq, e.data["wait_s"]) for e in ctx.of_kind("note") if "wait_s" in e.data]
+        errors = {e.data["call_id"]: e for e in ctx.of_kind("tool_error")}
         per_tool = Counter(c.tool for c in transient)
         over = {t: n for t, n in per_tool.items() if n > spec.max_transient_retries}
         early = []

@@ -69,12 +69,12 @@ class TrialSpec:
     faults: tuple[Fault, ...] = ()
     #: The run's model user (`--user-model`); None: scripted lines only.
     user: UserPlayer | None = None
+    #: Stable for (run, task, trial): a resumed run keeps its run id, so a redone trial
+    #: keeps its trace id. Derived once; the trace and the result both carry it.
+    trace_id: str = field(init=False)
 
-    @property
-    def trace_id(self) -> str:
-        """Stable for (run, task, trial): a resumed run keeps its run id, so a redone trial
-        keeps its trace id."""
-        return trial_trace_id(self.run_id, self.task.id, self.trial)
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "trace_id", trial_trace_id(self.run_id, self.task.id, self.trial))
 
 
 @dataclass(slots=True)
@@ -366,9 +366,7 @@ def decide(result: TrialResult, findings: Findings) -> None:
     passed, score = verdict(findings.checks)
     result.checks, result.metrics = list(findings.checks), dict(findings.metrics)
     result.score = score if findings.graded else 0.0
-    status: TrialStatus = (
-        "passed" if passed else failed_status(list(findings.checks), findings.metrics)
-    )
+    status: TrialStatus = "passed" if passed else failed_status(findings.checks, findings.metrics)
     if passed and findings.unsettled():
         status = "needs_review"
     result.status = findings.status or status

@@ -411,7 +411,11 @@ def matches(actual: Any, expected: Any) -> bool:
 
 def args_match(actual: dict[str, Any], expected: Mapping[str, Any] | None) -> bool:
     """Each named argument satisfies its predicate; arguments not named are free."""
-    return not mismatched_args(actual, expected)
+    if expected:
+        for k, v in expected.items():
+            if not parse_predicate(v).test(actual.get(k, MISSING)):
+                return False
+    return True
 
 
 def written(args: Mapping[str, Predicate] | None) -> dict[str, Any] | None:
@@ -423,4 +427,4 @@ def mismatched_args(actual: dict[str, Any], expected: Mapping[str, Any] | None) 
     """Names of the expected arguments that `actual` does not satisfy, for evidence."""
     if not expected:
         return []
-    return [k for k, v in expected.items() if not matches(actual.get(k, MISSING), v)]
+    return [k for k, v in expected.items() if not parse_predicate(v).test(actual.get(k, MISSING))]
