@@ -94,6 +94,21 @@ def test_a_summary_of_shared_check_lists_is_that_of_each_trials_own(
     assert summarize("r", shared, infos, trials_per_task=3) == expected
 
 
+@settings(max_examples=80, deadline=None)
+@given(runs())
+def test_a_summary_of_a_tally_is_that_of_the_full_results(
+    run: tuple[list[TrialResult], dict[str, TaskInfo]],
+) -> None:
+    """A Tally drops evidence and errors; what a summary reads of them (an undecided
+    reader, a budget not measured) stays, so the runner's summary is the stored run's."""
+    results, infos = run
+    tally = Tally()
+    for result in results:
+        tally.add(result)
+    expected = summarize("r", results, infos, trials_per_task=3)
+    assert summarize("r", tally.results, infos, trials_per_task=3) == expected
+
+
 def test_slices_of_the_same_tasks_are_equal_and_apart() -> None:
     results = [
         TrialResult("r", task, n, n, "passed" if n else "failed", [Check("s", "outcome", n > 0)])

@@ -52,7 +52,8 @@ class Tally:
 
     def add(self, result: TrialResult) -> None:
         key = tuple(
-            (c.name, c.kind, c.passed, c.score, c.severity, c.undecided) for c in result.checks
+            (c.name, c.kind, c.passed, c.score, c.severity, c.undecided, _unmeasured(c))
+            for c in result.checks
         )
         checks = self._checks.get(key)
         if checks is None:
@@ -62,10 +63,25 @@ class Tally:
 
 
 def _bare(
-    name: str, kind: Any, passed: bool, score: float | None, severity: Any, undecided: bool
+    name: str,
+    kind: Any,
+    passed: bool,
+    score: float | None,
+    severity: Any,
+    undecided: bool,
+    unmeasured: bool,
 ) -> Check:
-    """A check as a summary reads it: no evidence but whether its reader could tell."""
-    return Check(name, kind, passed, score, severity, {UNDECIDED: True} if undecided else {})
+    """A check as a summary reads it: no evidence but whether its reader could tell and
+    whether a budget's figure was measured (`_Verdicts.budget_unmeasured`)."""
+    evidence: dict[str, Any] = {UNDECIDED: True} if undecided else {}
+    if unmeasured:
+        evidence["actual"] = NOT_MEASURED
+    return Check(name, kind, passed, score, severity, evidence)
+
+
+def _unmeasured(check: Check) -> bool:
+    """A budget check whose figure nothing reported (grade/budget.py)."""
+    return check.kind == "budget" and check.evidence.get("actual") == NOT_MEASURED
 
 
 TOOL_METRICS = ("tool_precision", "tool_recall", "arg_accuracy")
@@ -117,8 +133,7 @@ class _Verdicts:
             ),
             robustness=(len(robust), sum(robust)),
             budget=(len(budget), sum(c.passed for c in budget)),
-            budget_unmeasured=not budget
-            or any(c.evidence.get("actual") == NOT_MEASURED for c in budget),
+            budget_unmeasured=not budget or any(map(_unmeasured, budget)),
         )
 
 
