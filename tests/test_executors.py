@@ -21,6 +21,7 @@ from proctor import AgentInput, Runner, Store, Task, Toolbox, load_suite
 from proctor.core.daemon_threads import DaemonThreads
 from proctor.env.suite import Suite
 from proctor.run.executor import LocalExecutor, RunContext, stream
+from proctor.run.lanes import _Slot
 from proctor.run.process import ProcessExecutor
 from proctor.run.worker_source import ExecutorError
 
@@ -402,3 +403,41 @@ def test_a_lane_whose_every_agent_sticks_still_ends(tmp_path: Path, is_async: bo
     finally:
         RELEASE.set()
     assert [r.status for r in sorted(report.results, key=lambda r: r.trial)] == ["timeout"] * 4
+
+
+class CountingLoop:
+    """Stands for the harness's loop as the agent's side sees it: counts the wake-ups."""
+
+    def __init__(self) -> None:
+        self.calls = 0
+
+    def call_soon_threadsafe(self, fn: Any, *args: Any) -> None:
+        self.calls += 1
+        fn(*args)
+
+
+def test_a_played_trial_wakes_the_harness_only_when_it_waits() -> None:
+    """A record the harness finds ready costs no cross-thread call; one it waits for wakes
+    it once; a harness error left in the slot is raised where the record is read."""
+    played: Any = object()
+    unused: Any = None  # a slot only holds its spec and side
+
+    async def main() -> None:
+        loop: Any = CountingLoop()
+        ready = _Slot(unused, unused)
+        ready.settle(played, loop)
+        assert loop.calls == 0 and ready.result() is played
+        awaited = _Slot(unused, unused)
+        waiting = asyncio.ensure_future(awaited.wait(None))
+        await asyncio.sleep(0)  # the harness is now waiting for it
+        awaited.settle(played, loop)
+        await asyncio.wait_for(waiting, 5)
+        assert loop.calls == 1 and awaited.result() is played
+        awaited.settle(RuntimeError("late"), loop)
+        assert awaited.result() is played  # settled once
+        broken = _Slot(unused, unused)
+        broken.settle(RuntimeError("harness bug"), loop)
+        with pytest.raises(RuntimeError, match="harness bug"):
+            broken.result()
+
+    asyncio.run(main())

@@ -3,13 +3,15 @@
 from __future__ import annotations
 
 import asyncio
+import random
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from proctor import SyncToolbox, Task, Toolbox, ToolResult
+from proctor import Domain, SyncToolbox, Task, Toolbox, ToolResult
 from proctor.env import Environment, EnvironmentFault
+from proctor.env.domain import ToolContext
 from proctor.env.domain_finder import resolve_domain
 from proctor.env.gateway import GatewayClosed
 
@@ -346,3 +348,36 @@ def test_async_toolbox_goes_through_the_same_gateway() -> None:
     assert [e.tool for e in env.gateway.ledger] == ["items.set"]
     confirm_seq = next(e.seq for e in env.recorder.events if e.kind == "confirmation")
     assert confirm_seq < env.gateway.ledger[0].seq
+
+
+# -- seeded randomness: the RNGs are made when first asked for, seeded as before ----------
+
+
+def test_tools_and_faults_draw_from_the_trials_seeded_rngs() -> None:
+    """A tool's `ctx.rng` is `Random(seed)` and a probable fault's draws come from the
+    fault plan's own `Random(seed ^ 0x5EED_FA17)`, however late either is first used."""
+    dice = Domain("dice")
+
+    @dice.tool("dice.roll")
+    def roll(state: dict, ctx: ToolContext) -> float:
+        return ctx.rng.random()
+
+    @dice.tool("dice.peek")
+    def peek(state: dict) -> int:
+        return 1
+
+    task = Task.model_validate(
+        {
+            "id": "t",
+            "domain": "dice",
+            "prompt": "roll",
+            "faults": [{"tool": "dice.peek", "error": "unavailable", "probability": 0.5}],
+        }
+    )
+    env = Environment.fresh(task, dice, seed=7)
+    peeks = [env.gateway.call("dice.peek", {}).ok for _ in range(12)]
+    rolls = [env.gateway.call("dice.roll", {}).value for _ in range(3)]
+    tools, faults = random.Random(7), random.Random(7 ^ 0x5EED_FA17)
+    assert rolls == [tools.random() for _ in range(3)]
+    assert peeks == [faults.random() >= 0.5 for _ in range(12)]
+    assert True in peeks and False in peeks  # the case where a constant would pass

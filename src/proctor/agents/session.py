@@ -13,9 +13,13 @@ import random
 from typing import Any
 
 from proctor.agents.agent import AgentInput, AgentResult
+from proctor.core.jsonvalues import json_encoder
 from proctor.core.results import Usage
 from proctor.env.gateway import ToolResult
 from proctor.env.toolbox import Toolbox
+
+#: `json.dumps(value, default=str)`, its encoder made once (a result is read every call).
+_result_text = json_encoder()
 
 
 class Session:
@@ -60,7 +64,7 @@ class Session:
     async def call(self, tool: str, args: dict[str, Any]) -> ToolResult:
         self.bill(json.dumps({"tool": tool, "args": args}))
         result = await self.toolbox.call(tool, args)
-        self.context += "\n" + json.dumps(result.to_dict(), default=str)
+        self.context += "\n" + _result_text(result.to_dict())
         return result
 
     async def ask(self, question: str) -> str:

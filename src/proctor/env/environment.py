@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import random
 import threading
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -44,7 +43,7 @@ class Environment:
         recorder = Recorder(SimClock())
         state = domain.initial_state(task)
         faults = FaultPlan([*task.faults, *extra_faults], seed)
-        gateway = ToolGateway(domain, task, state, recorder, random.Random(seed), faults)
+        gateway = ToolGateway(domain, task, state, recorder, seed, faults)
         return cls(task, domain, recorder, gateway, SimulatedUser(task.user, recorder, responder))
 
     def violated(self, error: ProtocolError) -> ProtocolError:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import random
 from collections import Counter
+from functools import cached_property
 from typing import Any, get_origin
 
 from proctor.tasks.models import Fault
@@ -34,11 +35,18 @@ class FaultPlan:
 
     def __init__(self, faults: list[Fault], seed: int) -> None:
         self.faults = faults
-        self.rng = random.Random(seed ^ 0x5EED_FA17)
+        self.seed = seed
         self.calls: Counter[str] = Counter()
+
+    @cached_property
+    def rng(self) -> random.Random:
+        """Seeded when a fault with a probability first asks (most trials never do)."""
+        return random.Random(self.seed ^ 0x5EED_FA17)
 
     def select(self, tool: str, args: dict[str, Any]) -> Fault | None:
         """Count this call and return the first fault that applies to it, if any."""
+        if not self.faults:  # the counts serve only to select faults
+            return None
         self.calls[tool] += 1
         number = self.calls[tool]
         for fault in self.faults:

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import random
 from dataclasses import dataclass
+from functools import cached_property
 from typing import Any
 
 from pydantic import ValidationError
@@ -74,15 +75,16 @@ class ToolGateway:
         task: Task,
         state: dict[str, Any],
         recorder: Recorder,
-        rng: random.Random,
+        seed: int,
         faults: FaultPlan,
     ) -> None:
+        """`seed` seeds the RNG tools get in their ToolContext."""
         self.faults = faults
         self.domain = domain
         self.task = task
         self.state = state
         self.recorder = recorder
-        self.rng = rng
+        self.seed = seed
         self.ledger: list[LedgerEntry] = []
         self.visible = set(task.tools) if task.tools is not None else set(domain.tools)
         self.closed = False
@@ -94,6 +96,11 @@ class ToolGateway:
         #: The state's fingerprint when the last write call ended: a change found later
         #: happened outside a tool call (proctor.env.integrity).
         self.settled = fingerprint(state)
+
+    @cached_property
+    def rng(self) -> random.Random:
+        """The trial's seeded RNG for tools, made when a tool first asks for its context."""
+        return random.Random(self.seed)
 
     def schemas(self) -> list[dict[str, Any]]:
         return [t.schema() for name, t in self.domain.tools.items() if name in self.visible]
@@ -204,9 +211,8 @@ class ToolGateway:
             emit("tool_result", replay)
             return ToolResult(True, copy_json(value), call_id=call_id)
         before = copy_json(self.state) if tool.kind == "write" else None
-        ctx = ToolContext(self.task.identity, self.recorder.clock, self.rng, self.task.id, call_id)
         try:
-            kwargs = {**valid, "ctx": ctx} if tool.wants_ctx else valid
+            kwargs = {**valid, "ctx": self._context(call_id)} if tool.wants_ctx else valid
             value = tool.fn(self.state, **kwargs)
         except ToolError as exc:
             self._roll_back(call_id, name, before)
@@ -225,6 +231,9 @@ class ToolGateway:
         if tool.confirms:
             emit("confirmation", {"call_id": call_id, "via": name})
         return ToolResult(True, copy_json(value), call_id=call_id)
+
+    def _context(self, call_id: str) -> ToolContext:
+        return ToolContext(self.task.identity, self.recorder.clock, self.rng, self.task.id, call_id)
 
     def _roll_back(self, call_id: str, name: str, before: Any) -> None:
         """Undo what a write changed before it raised, in place (the state is shared with

@@ -47,16 +47,34 @@ _POLL_S = 0.05
 
 class _Slot:
     """One trial handed to the agent's side; started there at most once, and finished
-    (wrapped up) by whichever side claims it first."""
+    (wrapped up) by whichever side claims it first.
 
-    __slots__ = ("claimed", "done", "env", "lock", "side", "spec", "started", "withdrawn")
+    The played trial is left in the slot; the harness's loop is woken only when it is
+    waiting for it (`wait`), so a record that is ready when the harness looks costs no
+    cross-thread call."""
 
-    def __init__(self, spec: TrialSpec, done: asyncio.Future[PlayedTrial], side: _Side) -> None:
-        self.spec, self.done, self.side = spec, done, side
+    __slots__ = (
+        "claimed",
+        "env",
+        "lock",
+        "outcome",
+        "side",
+        "spec",
+        "started",
+        "waiter",
+        "withdrawn",
+    )
+
+    def __init__(self, spec: TrialSpec, side: _Side) -> None:
+        self.spec, self.side = spec, side
         self.lock = threading.Lock()
         self.started: float | None = None  # time.monotonic() when the agent's turn began
         self.withdrawn = self.claimed = False
         self.env: Environment | None = None
+        #: The played trial (or a harness error), once the agent's side has settled it.
+        self.outcome: PlayedTrial | BaseException | None = None
+        #: The harness's future while it waits for `outcome`.
+        self.waiter: asyncio.Future[None] | None = None
 
     def begin(self, env: Environment) -> bool:
         """On the agent's side: start this trial, unless the harness took it back."""
@@ -79,6 +97,46 @@ class _Slot:
                 return False
             self.claimed = True
             return True
+
+    def settle(
+        self, outcome: PlayedTrial | BaseException, harness: asyncio.AbstractEventLoop
+    ) -> None:
+        """On the agent's side: leave the outcome here, waking the harness if it waits."""
+        with self.lock:
+            if self.outcome is not None:
+                return
+            self.outcome, waiter = outcome, self.waiter
+        if waiter is not None:
+            with contextlib.suppress(RuntimeError):  # the harness's loop is gone: run over
+                harness.call_soon_threadsafe(_wake, waiter)
+
+    async def wait(self, timeout: float | None) -> None:
+        """On the harness's side: until the outcome is here, or `timeout` seconds."""
+        waiter = asyncio.get_running_loop().create_future()
+        with self.lock:
+            if self.outcome is not None:
+                return
+            self.waiter = waiter
+        timer = None if timeout is None else waiter.get_loop().call_later(timeout, _wake, waiter)
+        try:
+            await waiter
+        finally:
+            self.waiter = None
+            if timer is not None:
+                timer.cancel()
+
+    def result(self) -> PlayedTrial:
+        """The settled outcome: the played trial, or the harness error raised."""
+        outcome = self.outcome
+        assert outcome is not None, "settled first"
+        if isinstance(outcome, BaseException):
+            raise outcome
+        return outcome
+
+
+def _wake(waiter: asyncio.Future[None]) -> None:
+    if not waiter.done():
+        waiter.set_result(None)
 
 
 class _Side(ABC):
@@ -115,18 +173,8 @@ class _Side(ABC):
             self.settle(slot, wrap_up(slot.spec, env, turn, self.timeout_s))
 
     def settle(self, slot: _Slot, outcome: PlayedTrial | BaseException) -> None:
-        """Hand the played trial (or a harness error) to the harness's loop."""
-        with contextlib.suppress(RuntimeError):  # the harness's loop is gone: run over
-            self.harness.call_soon_threadsafe(_resolve, slot.done, outcome)
-
-
-def _resolve(done: asyncio.Future[PlayedTrial], outcome: PlayedTrial | BaseException) -> None:
-    if done.done():
-        return
-    if isinstance(outcome, BaseException):
-        done.set_exception(outcome)
-    else:
-        done.set_result(outcome)
+        """Hand the played trial (or a harness error) to the harness."""
+        slot.settle(outcome, self.harness)
 
 
 class _ThreadSide(_Side):
@@ -164,16 +212,27 @@ class _ThreadSide(_Side):
 
 
 class _LoopSide(_Side):
-    """An async agent's lane: a coroutine on the agent loop that plays in turn."""
+    """An async agent's lane: a coroutine on the agent loop that plays in turn.
+
+    Trials are handed through a queue of their own, and the loop is woken only when the
+    lane's coroutine waits for one: a trial handed while it plays costs no wake-up."""
 
     def __init__(self, agent: Any, timeout_s: float | None) -> None:
         super().__init__(agent, timeout_s)
         self.loop = AGENT_LOOP.get()
-        self.slots: asyncio.Queue[_Slot | None] = asyncio.Queue()
+        self.lock = threading.Lock()
+        self.slots: deque[_Slot | None] = deque()
+        #: The lane coroutine's future while it waits for a trial (on the agent loop).
+        self.idle: asyncio.Future[None] | None = None
         asyncio.run_coroutine_threadsafe(self.serve(), self.loop)
 
-    def hand(self, slot: _Slot) -> None:
-        self.loop.call_soon_threadsafe(self.slots.put_nowait, slot)
+    def hand(self, slot: _Slot | None) -> None:
+        with self.lock:
+            self.slots.append(slot)
+            idle, self.idle = self.idle, None
+        if idle is not None:
+            with contextlib.suppress(RuntimeError):  # the loop is gone
+                self.loop.call_soon_threadsafe(_wake, idle)
 
     @property
     def abandoned(self) -> bool:
@@ -184,11 +243,19 @@ class _LoopSide(_Side):
         self.close()  # should the loop ever turn again, this lane's coroutine ends
 
     def close(self) -> None:
-        with contextlib.suppress(RuntimeError):  # the loop is gone
-            self.loop.call_soon_threadsafe(self.slots.put_nowait, None)
+        self.hand(None)
+
+    async def next_slot(self) -> _Slot | None:
+        """The next trial handed (None: the lane is over), waiting while there is none."""
+        while True:
+            with self.lock:
+                if self.slots:
+                    return self.slots.popleft()
+                idle = self.idle = self.loop.create_future()
+            await idle
 
     async def serve(self) -> None:
-        while (slot := await self.slots.get()) is not None:
+        while (slot := await self.next_slot()) is not None:
             try:
                 ready = self.prepared(slot)
                 if ready is not None:
@@ -246,7 +313,7 @@ class LocalLane:
 
     @staticmethod
     def _slot(spec: TrialSpec, side: _Side) -> _Slot:
-        slot = _Slot(spec, side.harness.create_future(), side)
+        slot = _Slot(spec, side)
         side.hand(slot)
         return slot
 
@@ -260,16 +327,17 @@ class LocalLane:
     async def _played(self) -> PlayedTrial:
         while True:
             slot = self.ahead[0]
-            if slot.done.done():
-                return slot.done.result()
+            if slot.outcome is not None:
+                return slot.result()
             if self.timeout_s is None:
-                return await slot.done
+                await slot.wait(None)
+                continue
             started = slot.started
             if started is None:
                 if slot.side.abandoned:  # stuck behind a lost trial: hand it elsewhere
                     self._current()
                 if self.ahead[0] is slot:
-                    await asyncio.wait({slot.done}, timeout=_POLL_S)
+                    await slot.wait(_POLL_S)
                 continue
             # an async agent's side cancels it at the limit and ends it within half the
             # grace: the harness steps in a little later, when that loop is not turning
@@ -277,11 +345,11 @@ class LocalLane:
             assert slot.env is not None  # set when it started
             left = late + agent_left(slot.env.user, started, self.timeout_s, time.monotonic())
             if left > 0:
-                await asyncio.wait({slot.done}, timeout=left)
+                await slot.wait(left)
             elif slot.claim():
                 return self._timed_out(slot, started)
             else:
-                return await slot.done  # the agent's side is wrapping it up
+                await slot.wait(None)  # the agent's side is wrapping it up
 
     def _timed_out(self, slot: _Slot, started: float) -> PlayedTrial:
         """The harness's record of a trial whose agent's side did not end it in time (or

@@ -183,16 +183,51 @@ async def turn_on_loop(
 ) -> Turn:
     """An async agent's turn, run on the agent loop (this one) under `timeout_s`: at the
     limit it is cancelled and gets half the grace to stop. A loop the agent blocks runs
-    nothing more, so the harness keeps time from its own loop as well (proctor.run.lanes)."""
+    nothing more, so the harness keeps time from its own loop as well (proctor.run.lanes).
+
+    The agent's task hands its turn to `ended` as it ends, and the limit's timer hands
+    None: this coroutine wakes once, without an `asyncio.wait` per turn."""
     started, user = time.perf_counter(), env.user
-    task = asyncio.ensure_future(_guarded(fn, agent_input, Toolbox(env)))
-    over = await agent_time(task, user, time.monotonic(), timeout_s)
-    if task.done():
-        return _ended(task.result(), started, user)
-    overrun = _overrun(started, user, over)
+    ended: asyncio.Future[Turn | None] = asyncio.get_running_loop().create_future()
+    task = asyncio.ensure_future(_guarded(fn, agent_input, Toolbox(env), ended))
+    limit = None if timeout_s is None else _Limit(ended, user, timeout_s)
+    try:
+        turn = await ended
+    finally:
+        if limit is not None:
+            limit.cancel()
+    if turn is not None:
+        return _ended(turn, started, user)
+    overrun = _overrun(started, user, user_over(user, timeout_s, time.monotonic()))
     task.cancel()
     await asyncio.wait({task}, timeout=GRACE_S / 2)  # one that swallows it is left running
     return overrun
+
+
+class _Limit:
+    """The agent's time limit on its loop (`agent_left`: time waited on a model user
+    moves it): past it, `ended` gets None."""
+
+    __slots__ = ("began", "ended", "timeout_s", "timer", "user")
+
+    def __init__(
+        self, ended: asyncio.Future[Turn | None], user: SimulatedUser, timeout_s: float
+    ) -> None:
+        self.ended, self.user, self.timeout_s = ended, user, timeout_s
+        self.began = time.monotonic()
+        self.timer: asyncio.TimerHandle | None = None
+        self._check()
+
+    def _check(self) -> None:
+        left = agent_left(self.user, self.began, self.timeout_s, time.monotonic())
+        if left > 0:
+            self.timer = self.ended.get_loop().call_later(left, self._check)
+        elif not self.ended.done():
+            self.ended.set_result(None)
+
+    def cancel(self) -> None:
+        if self.timer is not None:
+            self.timer.cancel()
 
 
 def _run_sync(fn: Any, agent_input: AgentInput, toolbox: SyncToolbox) -> Turn:
@@ -202,11 +237,21 @@ def _run_sync(fn: Any, agent_input: AgentInput, toolbox: SyncToolbox) -> Turn:
         return Turn(raised=describe(exc))
 
 
-async def _guarded(fn: Any, agent_input: AgentInput, toolbox: Toolbox) -> Turn:
+async def _guarded(
+    fn: Any,
+    agent_input: AgentInput,
+    toolbox: Toolbox,
+    ended: asyncio.Future[Turn | None] | None = None,
+) -> Turn:
+    """The agent's coroutine, whatever it raises, as a Turn; handed to `ended` as well
+    (in the agent task's own step: the coroutine awaiting it wakes next)."""
     try:
-        return Turn(value=await fn(agent_input, toolbox))
+        turn = Turn(value=await fn(agent_input, toolbox))
     except BaseException as exc:  # judged by the harness
-        return Turn(raised=describe(exc))
+        turn = Turn(raised=describe(exc))
+    if ended is not None and not ended.done():
+        ended.set_result(turn)
+    return turn
 
 
 def _start_async(

@@ -1,0 +1,81 @@
+"""The gateway's state diff (core.jsonvalues.diff): the rows a plain walk would give,
+however many unchanged subtrees its shortcut skips."""
+
+from __future__ import annotations
+
+import copy
+from typing import Any
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from proctor.core.jsonvalues import diff, json_equal
+
+KEYS = st.text(alphabet="abcdefg", min_size=1, max_size=3)
+LEAVES = (
+    st.none()
+    | st.booleans()
+    | st.integers(-3, 3)
+    | st.floats(-3, 3, allow_nan=False)
+    | st.sampled_from([0.0, 1.0, "x", ""])
+)
+JSON = st.recursive(
+    LEAVES,
+    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(KEYS, inner, max_size=4),
+    max_leaves=20,
+)
+
+
+def walked(before: Any, after: Any, path: str = "") -> list[dict[str, Any]]:
+    """The rows by definition: every key walked, leaves compared as JSON."""
+    if isinstance(before, dict) and isinstance(after, dict):
+        rows: list[dict[str, Any]] = []
+        for key in before.keys() | after.keys():
+            sub = f"{path}.{key}" if path else str(key)
+            if key not in after:
+                rows.append({"path": sub, "before": before[key], "after": None, "op": "remove"})
+            elif key not in before:
+                rows.append({"path": sub, "before": None, "after": after[key], "op": "add"})
+            else:
+                rows.extend(walked(before[key], after[key], sub))
+        return rows
+    if json_equal(before, after):
+        return []
+    return [{"path": path, "before": before, "after": after, "op": "replace"}]
+
+
+def edited(value: Any, edits: list[tuple[list[str], Any]]) -> Any:
+    """A copy of `value` with each edit's path (as far as it reaches) set to its value."""
+    out = copy.deepcopy(value)
+    for path, new in edits:
+        node = out
+        for key in path[:-1]:
+            if not isinstance(node, dict) or not isinstance(node.get(key), dict):
+                break
+            node = node[key]
+        if isinstance(node, dict) and path:
+            node[path[-1]] = new
+    return out
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    st.dictionaries(KEYS, JSON, max_size=6),
+    st.lists(st.tuples(st.lists(KEYS, min_size=1, max_size=3), JSON), max_size=3),
+)
+def test_diff_gives_the_rows_of_a_plain_walk(before: Any, edits: Any) -> None:
+    after = edited(before, edits)
+    rows = diff(before, after)
+    assert rows == sorted(walked(before, after), key=lambda row: row["path"])
+    assert (rows == []) == json_equal(before, after)
+
+
+def test_true_for_one_deep_in_an_equal_looking_subtree_is_a_change() -> None:
+    """`==` takes true for 1: the shortcut must not skip a subtree that only looks equal."""
+    before = {"orders": {f"A-{i}": {"paid": True, "total": i} for i in range(20)}}
+    after = copy.deepcopy(before)
+    after["orders"]["A-7"]["paid"] = 1
+    assert before == after  # what a plain `==` shortcut would have trusted
+    assert diff(before, after) == [
+        {"path": "orders.A-7.paid", "before": True, "after": 1, "op": "replace"}
+    ]
