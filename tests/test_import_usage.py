@@ -195,6 +195,12 @@ def test_model_calls_without_usage_are_not_measured(fmt: str, suite: Path, tmp_p
     assert NOT_MEASURED in done.output
     row = gate(tmp_path, "total_cost_usd <= 1")
     assert row["exit"] == 1 and row["status"] == "fail", row
+    store = ["--store", str(tmp_path / "p.db")]
+    shown = CliRunner().invoke(main, ["show", "latest", "--task", "cancel-a100", *store]).output
+    assert f"tokens {NOT_MEASURED} · {NOT_MEASURED} ·" in " ".join(shown.split())  # tokens, $
+    md = tmp_path / "report.md"
+    assert CliRunner().invoke(main, ["report", "latest", "--md", str(md), *store]).exit_code == 0
+    assert NOT_MEASURED in md.read_text() and "$0" not in md.read_text()
 
 
 def test_a_count_reported_as_zero_is_measured(suite: Path, tmp_path: Path) -> None:
