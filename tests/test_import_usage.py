@@ -14,9 +14,11 @@ from typing import Any
 import pytest
 from click.testing import CliRunner, Result
 
+from proctor import AgentInput, Runner, Toolbox
 from proctor.cli import main
 from proctor.core.results import NOT_MEASURED, TrialResult
 from proctor.env.suite import load_suite
+from proctor.store import Store
 from proctor.traces.grading import grade_sessions
 from proctor.traces.trace_files import load_sessions
 
@@ -273,3 +275,31 @@ def test_a_bad_figure_is_flagged_and_not_measured(
     assert {f"data_quality:{code}", limit} <= failed
     _, summary = grade_cli(path, suite, tmp_path)
     assert summary["data_quality"] == {code: 1}
+
+
+# -- a proctor export of a live trial whose usage nobody measured reads back the same ----
+
+
+async def unmeasured_agent(input: AgentInput, toolbox: Toolbox) -> str:
+    """A model-driven agent whose local server reports no usage: one call, no figures."""
+    toolbox.record_model_call(model="local-llm")
+    await toolbox.call("orders.get", ARGS)
+    return ANSWER
+
+
+def test_an_exported_live_trial_without_usage_reads_back_unflagged(
+    suite: Path, tmp_path: Path
+) -> None:
+    pytest.importorskip("opentelemetry.sdk", reason="opentelemetry-sdk is not installed")
+    from proctor.interop.otel_export import export_run
+
+    out = tmp_path / "spans.jsonl"
+    with Store(tmp_path / "p.db") as store:
+        report = Runner(load_suite(suite), unmeasured_agent, trials=1, seed=1, store=store).run()
+        [live] = report.results
+        export_run(store, report.run_id, out=out, include_content=True)
+        [again] = grade_sessions(load_sessions(out), load_suite(suite), store=store).results
+    failed = ["max_cost_usd", "max_tokens"]  # not measured: the limits cannot pass
+    assert sorted(c.name for c in live.failed_checks) == failed
+    assert sorted(c.name for c in again.failed_checks) == failed  # no data-quality flag
+    assert again.usage == live.usage
