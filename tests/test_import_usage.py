@@ -233,6 +233,14 @@ def test_an_unknown_models_cost_is_not_measured(fmt: str, suite: Path, tmp_path:
     assert [c.name for c in result.failed_checks] == ["max_cost_usd"]  # max_tokens passes
 
 
+def test_genai_spans_in_the_older_token_names_are_read(suite: Path, tmp_path: Path) -> None:
+    """`gen_ai.usage.prompt_tokens` / `completion_tokens` (the older GenAI conventions' names,
+    as OpenLLMetry writes them) are the same counts, not a usage left out."""
+    usage = {"prompt_tokens": 120, "completion_tokens": 15}
+    result = graded(genai_spans(tmp_path / "trace.jsonl", KNOWN, usage), suite)
+    assert result.usage.total_tokens == 135 and result.usage.cost_usd is not None
+
+
 @pytest.mark.parametrize("fmt", FORMATS)
 def test_a_known_model_is_priced(fmt: str, suite: Path, tmp_path: Path) -> None:
     path = FORMATS[fmt](tmp_path / "trace.jsonl", KNOWN, COUNTS[fmt])

@@ -156,8 +156,9 @@ def _genai_session(key: str, group: list[Span], prices: PriceTable) -> Session:
         op, t = _operation(span), (span.end_ns - t0) / 1e9
         if op in MODEL_OPERATIONS:
             model = str(span.attr("gen_ai.response.model", "gen_ai.request.model") or "unknown")
-            tokens_in = span.attr("gen_ai.usage.input_tokens")  # absent: not measured
-            tokens_out = span.attr("gen_ai.usage.output_tokens")
+            # absent: not measured; `prompt_`/`completion_tokens`: the older GenAI names
+            tokens_in = span.attr("gen_ai.usage.input_tokens", "gen_ai.usage.prompt_tokens")
+            tokens_out = span.attr("gen_ai.usage.output_tokens", "gen_ai.usage.completion_tokens")
             cost = span.attr(sc.COST)
             b.model_call(
                 model, tokens_in, tokens_out, prices, cost_usd=cost, latency_s=span.duration_s, t=t
