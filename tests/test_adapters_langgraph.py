@@ -30,11 +30,14 @@ class ToolCallingFake(GenericFakeChatModel):
         return self
 
 
-def ai(content: str = "", *calls: tuple[str, dict[str, Any]]) -> AIMessage:
+def ai(content: str = "", *calls: tuple[str, dict[str, Any]], usage: bool = True) -> AIMessage:
+    """A scripted reply; `usage=False`: one whose server reported no token usage."""
     return AIMessage(
         content=content,
         tool_calls=[{"name": n, "args": a, "id": f"l{i}"} for i, (n, a) in enumerate(calls)],
-        usage_metadata={"input_tokens": 120, "output_tokens": 15, "total_tokens": 135},
+        usage_metadata={"input_tokens": 120, "output_tokens": 15, "total_tokens": 135}
+        if usage
+        else None,
         response_metadata={"model_name": "gpt-4o-mini"},
     )
 
@@ -85,6 +88,22 @@ def test_graph_agent_passes_with_native_tools_and_priced_model_calls() -> None:
         e.data["content"] for e in record.trace.of_kind("message") if e.data["role"] == "assistant"
     ]
     assert said[-1] == "Order A-100 has been cancelled."
+
+
+def test_a_model_reporting_no_usage_is_not_measured_and_fails_the_budget() -> None:
+    """No usage metadata: the calls are counted, their tokens and cost not measured (never 0
+    tokens or $0), so the task's cost and token limits cannot pass."""
+    turns = [
+        ai("", ("orders_get", {"order_id": "A-100"}), usage=False),
+        ai("", ("ask_user", {"question": "Shall I cancel order A-100?"}), usage=False),
+        ai("", ("orders_cancel", {"order_id": "A-100", "reason": "customer_request"}), usage=False),
+        ai("Order A-100 has been cancelled.", usage=False),
+    ]
+    model = ToolCallingFake(messages=iter(turns))
+    record = run_support("cancel-eligible-order", LangGraphAgent(graph_factory(model)))
+    usage = record.result.usage
+    assert (usage.model_calls, usage.total_tokens, usage.cost_usd) == (4, None, None)
+    assert failed(record) == ["max_cost_usd", "max_tokens"]
 
 
 def test_graph_agent_that_skips_the_lookup_fails() -> None:

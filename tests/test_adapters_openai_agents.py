@@ -26,12 +26,20 @@ from openai.types.responses import (
 from proctor.agents.adapters.openai_agents import OpenAIAgentsAgent
 from support_run import calls, failed, run_support
 
+CANCEL: list[Any] = [
+    [("orders_get", {"order_id": "A-100"})],
+    [("ask_user", {"question": "Shall I cancel order A-100?"})],
+    [("orders_cancel", {"order_id": "A-100", "reason": "customer_request"})],
+    "Order A-100 has been cancelled.",
+]
+
 
 class ScriptedModel(Model):
     """Answers each request with the next scripted turn: tool calls or a final message."""
 
-    def __init__(self, turns: list[Any]) -> None:
+    def __init__(self, turns: list[Any], *, usage: bool = True) -> None:
         self.turns = list(turns)
+        self.usage = usage  # False: the server reports none (the SDK writes zeros)
         self.offered: list[Any] = []
 
     async def get_response(
@@ -66,7 +74,11 @@ class ScriptedModel(Model):
                 )
                 for i, (name, args) in enumerate(turn)
             ]
-        usage = Usage(requests=1, input_tokens=200, output_tokens=10, total_tokens=210)
+        usage = (
+            Usage(requests=1, input_tokens=200, output_tokens=10, total_tokens=210)
+            if self.usage
+            else Usage(requests=1)
+        )
         return ModelResponse(output=output, usage=usage, response_id=None)
 
     def stream_response(self, *args: Any, **kwargs: Any) -> Any:
@@ -99,14 +111,7 @@ class Collector(TracingProcessor):
 def test_built_agent_is_cloned_with_the_tools_and_passes_without_tracing() -> None:
     collector = Collector()
     add_trace_processor(collector)
-    model = ScriptedModel(
-        [
-            [("orders_get", {"order_id": "A-100"})],
-            [("ask_user", {"question": "Shall I cancel order A-100?"})],
-            [("orders_cancel", {"order_id": "A-100", "reason": "customer_request"})],
-            "Order A-100 has been cancelled.",
-        ]
-    )
+    model = ScriptedModel(CANCEL)
     user_agent = Agent(name="support-oa", instructions="Help the customer.", model=model)
     adapter = OpenAIAgentsAgent(user_agent, model="gpt-4o")
     record = run_support("cancel-eligible-order", adapter)
@@ -122,6 +127,17 @@ def test_built_agent_is_cloned_with_the_tools_and_passes_without_tracing() -> No
     assert record.result.usage.cost_usd == pytest.approx(4 * (200 * 2.5 + 10 * 10) / 1e6)
     assert adapter.name == "support-oa"
     assert collector.seen == []  # no trace or span was produced, so none can be exported
+
+
+def test_a_model_reporting_no_usage_is_not_measured_and_fails_the_budget() -> None:
+    """The SDK writes a usage the server left out as zeros: not measured, never 0 tokens or
+    $0, so the task's cost and token limits cannot pass."""
+    model = ScriptedModel(CANCEL, usage=False)
+    agent = Agent(name="support-oa", instructions="Help the customer.", model=model)
+    record = run_support("cancel-eligible-order", OpenAIAgentsAgent(agent, model="gpt-4o"))
+    usage = record.result.usage
+    assert (usage.model_calls, usage.total_tokens, usage.cost_usd) == (4, None, None)
+    assert failed(record) == ["max_cost_usd", "max_tokens"]
 
 
 def test_factory_agent_with_malformed_arguments_then_a_wrong_answer_fails() -> None:

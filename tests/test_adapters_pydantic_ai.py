@@ -14,6 +14,7 @@ from pydantic_ai import Agent
 from pydantic_ai.messages import ModelMessage, ModelResponse, TextPart, ToolCallPart
 from pydantic_ai.models.function import AgentInfo, FunctionModel
 from pydantic_ai.models.test import TestModel
+from pydantic_ai.usage import RequestUsage
 
 from proctor.agents.adapters.pydantic_ai import PydanticAIAgent
 from proctor.agents.pricing import PriceTable
@@ -22,20 +23,25 @@ from support_run import calls, failed, run_support
 Turn = list[tuple[str, dict[str, Any]]] | str
 
 
-def scripted(turns: list[Turn], seen: list[AgentInfo] | None = None) -> FunctionModel:
-    """A model answering turn n with the n-th scripted tool calls or final text."""
+def scripted(
+    turns: list[Turn], seen: list[AgentInfo] | None = None, *, usage: bool = True
+) -> FunctionModel:
+    """A model answering turn n with the n-th scripted tool calls or final text; its usage
+    estimated by pydantic-ai, or (`usage=False`) marked as omitted by the server."""
 
     def respond(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
         if seen is not None:
             seen.append(info)
         turn = turns[sum(isinstance(m, ModelResponse) for m in messages)]
+        omitted = {} if usage else {"usage": RequestUsage(unmeasured_requests=1)}
         if isinstance(turn, str):
-            return ModelResponse(parts=[TextPart(turn)])
+            return ModelResponse(parts=[TextPart(turn)], **omitted)
         return ModelResponse(
             parts=[
                 ToolCallPart(name, args, tool_call_id=f"p{i}")
                 for i, (name, args) in enumerate(turn)
-            ]
+            ],
+            **omitted,
         )
 
     return FunctionModel(respond, model_name="scripted-pydantic")
@@ -88,6 +94,18 @@ def test_an_unpriced_model_has_no_cost_so_a_cost_budget_cannot_pass() -> None:
     usage = record.result.usage
     assert usage.cost_usd is None and usage.input_tokens and usage.model_calls == 4
     assert all(e.data["unpriced"] for e in record.trace.of_kind("model_call"))
+
+
+def test_a_model_reporting_no_usage_is_not_measured_and_fails_the_budget() -> None:
+    """A response that omitted usage: its tokens and cost are not measured (never 0 tokens
+    or $0), so the task's cost and token limits cannot pass, priced model or not."""
+    agent = PydanticAIAgent(
+        lambda tools: Agent(scripted(CANCEL, usage=False), tools=tools), prices=PRICES
+    )
+    record = run_support("cancel-eligible-order", agent)
+    usage = record.result.usage
+    assert (usage.model_calls, usage.total_tokens, usage.cost_usd) == (4, None, None)
+    assert failed(record) == ["max_cost_usd", "max_tokens"]
 
 
 def test_built_agent_gets_the_tools_as_a_toolset_and_a_wrong_write_fails() -> None:

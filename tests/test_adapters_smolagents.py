@@ -22,11 +22,19 @@ from smolagents.monitoring import LogLevel, TokenUsage
 from proctor.agents.adapters.smolagents import SmolAgent
 from support_run import calls, failed, run_support
 
+CANCEL = [
+    [("orders_get", {"order_id": "A-100"})],
+    [("ask_user", {"question": "Shall I cancel order A-100?"})],
+    [("orders_cancel", {"order_id": "A-100", "reason": "customer_request"})],
+    [("final_answer", {"answer": "Order A-100 has been cancelled."})],
+]
+
 
 class ScriptedModel(Model):
-    def __init__(self, turns: list[list[tuple[str, dict[str, Any]]]]) -> None:
+    def __init__(self, turns: list[list[tuple[str, dict[str, Any]]]], usage: bool = True) -> None:
         super().__init__(model_id="gpt-4.1-mini")
         self.turns = list(turns)
+        self.usage = usage  # False: the server reports no token usage
         self.offered: list[Any] = []
 
     def generate(
@@ -50,7 +58,7 @@ class ScriptedModel(Model):
                 )
                 for i, (name, args) in enumerate(turn)
             ],
-            token_usage=TokenUsage(input_tokens=300, output_tokens=30),
+            token_usage=TokenUsage(input_tokens=300, output_tokens=30) if self.usage else None,
         )
 
 
@@ -61,14 +69,7 @@ def factory(model: ScriptedModel) -> Any:
 
 
 def test_tool_calling_agent_passes_with_native_tools() -> None:
-    model = ScriptedModel(
-        [
-            [("orders_get", {"order_id": "A-100"})],
-            [("ask_user", {"question": "Shall I cancel order A-100?"})],
-            [("orders_cancel", {"order_id": "A-100", "reason": "customer_request"})],
-            [("final_answer", {"answer": "Order A-100 has been cancelled."})],
-        ]
-    )
+    model = ScriptedModel(CANCEL)
     record = run_support("cancel-eligible-order", SmolAgent(factory(model)))
     assert record.result.status == "passed", failed(record)
     assert calls(record) == [
@@ -82,6 +83,16 @@ def test_tool_calling_agent_passes_with_native_tools() -> None:
     assert len(model_calls) == 4 and model_calls[0]["model"] == "gpt-4.1-mini"
     assert record.result.usage.cost_usd == pytest.approx(4 * (300 * 0.4 + 30 * 1.6) / 1e6)
     assert record.answer == "Order A-100 has been cancelled."
+
+
+def test_a_model_reporting_no_usage_is_not_measured_and_fails_the_budget() -> None:
+    """No token usage: the calls are counted, their tokens and cost not measured (never 0
+    tokens or $0), so the task's cost and token limits cannot pass."""
+    model = ScriptedModel(CANCEL, usage=False)
+    record = run_support("cancel-eligible-order", SmolAgent(factory(model)))
+    usage = record.result.usage
+    assert (usage.model_calls, usage.total_tokens, usage.cost_usd) == (4, None, None)
+    assert failed(record) == ["max_cost_usd", "max_tokens"]
 
 
 def test_agent_that_cancels_a_shipped_order_fails() -> None:

@@ -143,13 +143,22 @@ def read_line(stream: IO[bytes], place: str) -> bytes:
     return raw
 
 
-def priced(prices: PriceTable, model: str, tokens_in: Any, tokens_out: Any) -> float:
-    """The price table's cost of a call; 0 for counts it cannot price (traces/validation.py
-    flags those)."""
-    counts = (tokens_in, tokens_out)
-    if not all(isinstance(n, int) and not isinstance(n, bool) and n >= 0 for n in counts):
-        return 0.0
-    return prices.cost(model, tokens_in, tokens_out) or 0.0
+#: Tokens one model call may report: more is a broken counter, not a long prompt.
+MAX_TOKENS = 100_000_000
+
+
+def tokens_ok(value: Any) -> bool:
+    """A token count proctor trusts: a whole number from 0 to MAX_TOKENS."""
+    return type(value) is int and 0 <= value <= MAX_TOKENS
+
+
+def _priced(prices: PriceTable, model: str, tokens_in: Any, tokens_out: Any) -> float | None:
+    """The price table's cost of a call; None (not measured) for a model it does not know
+    or counts it does not trust (traces/validation.py flags those): no cost is worked out
+    from a broken counter."""
+    if not (tokens_ok(tokens_in) and tokens_ok(tokens_out)):
+        return None
+    return prices.cost(model, tokens_in, tokens_out)
 
 
 class SessionBuilder:
@@ -170,18 +179,28 @@ class SessionBuilder:
         model: str,
         input_tokens: Any,
         output_tokens: Any,
+        prices: PriceTable,
         *,
-        cost_usd: Any = 0.0,
-        latency_s: float = 0.0,
+        cost_usd: Any = None,
+        latency_s: Any = None,
         t: float = 0.0,
     ) -> None:
-        data = {  # as recorded: traces/validation.py judges and neutralises bad values
+        """A model call with its figures as recorded, None where the source left one out
+        ("not measured", docs/architecture.md, Verdicts). A call the source gave no cost is
+        priced from the counts, as a live call is (`agents/pricing.record_call`): not
+        measured for counts it cannot price, and marked `unpriced` for a model `prices`
+        does not know. traces/validation.py judges the values and flags bad ones."""
+        data = {
             "model": model,
             "input_tokens": input_tokens,
             "output_tokens": output_tokens,
             "cost_usd": cost_usd,
             "latency_s": latency_s,
         }
+        if cost_usd is None:
+            data["cost_usd"] = _priced(prices, model, input_tokens, output_tokens)
+            if prices.price(model) is None:
+                data["unpriced"] = True
         self.emit("model_call", data, t)
 
     def message(self, role: str, content: str, t: float = 0.0) -> None:

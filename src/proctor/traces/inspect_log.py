@@ -12,8 +12,9 @@ Each sample (one per epoch) is a session: its id is `<sample id>#<epoch>`, its t
 sample id (or `metadata.task_id`); user and assistant messages, tool calls with their
 results or errors, and the last assistant message without tool calls as the answer. The
 sample's token usage per model is one model call each (its cost when Inspect recorded
-one, else priced). A sample that errored is a harness `error`; one stopped by a time limit
-a `timeout`. Inspect's own scores are kept in the session's metadata.
+one, else priced; a figure it left out not measured). A sample that errored is a harness
+`error`; one stopped by a time limit a `timeout`. Inspect's own scores are kept in the
+session's metadata.
 """
 
 from __future__ import annotations
@@ -79,8 +80,10 @@ class Message(_Read):
 
 
 class ModelUsage(_Read):
-    input_tokens: int = 0
-    output_tokens: int = 0
+    """A count or cost the log leaves out is not measured (None), never 0."""
+
+    input_tokens: int | None = None
+    output_tokens: int | None = None
     total_cost: float | None = None
 
 
@@ -234,10 +237,8 @@ def _session(sample: Sample, header: Header, prices: PriceTable) -> Session:
         else:
             b.message(message.role, message.text)
     for model, usage in sample.model_usage.items():
-        cost = usage.total_cost
-        if cost is None:
-            cost = prices.cost(model, usage.input_tokens, usage.output_tokens) or 0.0
-        b.model_call(model, usage.input_tokens, usage.output_tokens, cost_usd=cost)
+        tokens_in, tokens_out = usage.input_tokens, usage.output_tokens
+        b.model_call(model, tokens_in, tokens_out, prices, cost_usd=usage.total_cost)
     b.answer(answer)
     status: HarnessStatus | None = None
     error = None

@@ -5,8 +5,8 @@ file holds one session (a list of messages) or several: a list of objects with t
 messages under `messages` (or `traj`, as tau-bench writes them) and optionally `id` /
 `session_id`, `task_id`, `agent`, `model`, `final_state`, `metadata`. An assistant message
 may carry `usage` (`prompt_tokens`, `completion_tokens`) and `model`; it is then recorded
-as a model call. A tool message whose content starts with "error" (or that has
-`is_error: true`) is a tool error.
+as a model call, a count it leaves out not measured (never 0). A tool message whose
+content starts with "error" (or that has `is_error: true`) is a tool error.
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from proctor.agents.pricing import PriceTable
-from proctor.traces.imported import Session, SessionBuilder, parse_json, priced
+from proctor.traces.imported import Session, SessionBuilder, parse_json
 
 MESSAGE_KEYS = ("messages", "traj")
 
@@ -78,10 +78,9 @@ def session_from_messages(
             if isinstance(usage, Mapping):
                 model = str(m.get("model") or fields.get("model") or "unknown")
                 models.append(model)
-                tokens_in = usage.get("prompt_tokens", usage.get("input_tokens", 0))
-                tokens_out = usage.get("completion_tokens", usage.get("output_tokens", 0))
-                cost = priced(prices, model, tokens_in, tokens_out)
-                b.model_call(model, tokens_in, tokens_out, cost_usd=cost)
+                tokens_in = usage.get("prompt_tokens", usage.get("input_tokens"))
+                tokens_out = usage.get("completion_tokens", usage.get("output_tokens"))
+                b.model_call(model, tokens_in, tokens_out, prices)
             if text:
                 b.message("assistant", text)
             calls = m.get("tool_calls") or []

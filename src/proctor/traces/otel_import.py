@@ -27,7 +27,7 @@ from typing import Any
 from proctor.agents.pricing import PriceTable
 from proctor.core.trace import TraceEvent
 from proctor.traces import semconv as sc
-from proctor.traces.imported import HARNESS_STATUSES, Session, SessionBuilder, parse_json, priced
+from proctor.traces.imported import HARNESS_STATUSES, Session, SessionBuilder, parse_json
 from proctor.traces.spans import Span
 
 MODEL_OPERATIONS = frozenset({"chat", "text_completion", "generate_content"})
@@ -156,13 +156,12 @@ def _genai_session(key: str, group: list[Span], prices: PriceTable) -> Session:
         op, t = _operation(span), (span.end_ns - t0) / 1e9
         if op in MODEL_OPERATIONS:
             model = str(span.attr("gen_ai.response.model", "gen_ai.request.model") or "unknown")
-            tokens_in = span.attr("gen_ai.usage.input_tokens") or 0
-            tokens_out = span.attr("gen_ai.usage.output_tokens") or 0
+            # absent: not measured; `prompt_`/`completion_tokens`: the older GenAI names
+            tokens_in = span.attr("gen_ai.usage.input_tokens", "gen_ai.usage.prompt_tokens")
+            tokens_out = span.attr("gen_ai.usage.output_tokens", "gen_ai.usage.completion_tokens")
             cost = span.attr(sc.COST)
-            if cost is None:
-                cost = priced(prices, model, tokens_in, tokens_out)
             b.model_call(
-                model, tokens_in, tokens_out, cost_usd=cost, latency_s=span.duration_s, t=t
+                model, tokens_in, tokens_out, prices, cost_usd=cost, latency_s=span.duration_s, t=t
             )
             for role, text, calls in _genai_messages(span.attr("gen_ai.output.messages")):
                 if role == "assistant" and text:
@@ -258,13 +257,11 @@ def _openinference_session(key: str, group: list[Span], prices: PriceTable) -> S
         t = (span.end_ns - t0) / 1e9
         if kind == "LLM":
             model = str(span.attributes.get("llm.model_name") or "unknown")
-            tokens_in = span.attributes.get("llm.token_count.prompt") or 0
-            tokens_out = span.attributes.get("llm.token_count.completion") or 0
+            tokens_in = span.attributes.get("llm.token_count.prompt")  # absent: not measured
+            tokens_out = span.attributes.get("llm.token_count.completion")
             cost = span.attributes.get("llm.cost.total")
-            if cost is None:
-                cost = priced(prices, model, tokens_in, tokens_out)
             b.model_call(
-                model, tokens_in, tokens_out, cost_usd=cost, latency_s=span.duration_s, t=t
+                model, tokens_in, tokens_out, prices, cost_usd=cost, latency_s=span.duration_s, t=t
             )
             for role, text, calls in _oi_messages(span.attributes, "llm.output_messages"):
                 if role == "assistant" and text:

@@ -8,15 +8,17 @@ groups through `check_span_tree` (docs/architecture.md, Where to add: an importe
   no messages, calls or model calls (nothing to grade); a final state that is not a
   mapping; spans that are their own parent or form a parent cycle.
 - **Flagged** (imported, with a `note` event `{"data_quality": CODE, ...}` the
-  `data_quality` grader turns into a failing check, and the value neutralised): a cost
-  that is not a finite, non-negative number (`cost`: set to 0, so a negative span cannot
-  offset a real one); token counts that are not whole numbers between 0 and MAX_TOKENS
-  (`tokens`: set to 0); a latency that is not finite and non-negative (`latency`: 0);
-  tool-call arguments that are not a JSON object (`arguments`: kept as recorded), unless
-  the recording shows the call refused for them (`invalid_arguments`, as proctor's own
-  export of a live trial does: the trial already judged that call). A
-  flagged measure fails its budget check and leaves the run's figures of that measure
-  undefined, so gates on it fail (grade/quality.py, decide/gate.py).
+  `data_quality` grader turns into a failing check): a model call's cost that is not a
+  finite, non-negative number (`cost`), token counts that are not whole numbers between 0
+  and `imported.MAX_TOKENS` (`tokens`), a latency that is not finite and non-negative (`latency`):
+  the value becomes None, "not measured" (docs/architecture.md, Verdicts), never 0, so a
+  negative span cannot offset a real one nor a $0 pass a budget; tool-call arguments that
+  are not a JSON object (`arguments`: kept as recorded), unless the recording shows the
+  call refused for them (`invalid_arguments`, as proctor's own export of a live trial
+  does: the trial already judged that call). A figure the source left out (None) is not
+  measured, not a defect: no flag. A flagged measure fails its budget check and leaves
+  the run's figures of that measure undefined, so gates on it fail (grade/quality.py,
+  decide/gate.py).
 """
 
 from __future__ import annotations
@@ -26,11 +28,9 @@ from collections.abc import Iterable
 from typing import Any
 
 from proctor.core.trace import TraceEvent
-from proctor.traces.imported import Session, TraceInputError
+from proctor.traces.imported import Session, TraceInputError, tokens_ok
 from proctor.traces.spans import Span
 
-#: Tokens one model call may report: more is a broken counter, not a long prompt.
-MAX_TOKENS = 100_000_000
 #: The note key of a data-quality flag (grade/quality.py reads it).
 QUALITY = "data_quality"
 
@@ -44,12 +44,17 @@ def _cost_ok(value: Any) -> bool:
     )
 
 
-def _tokens_ok(value: Any) -> bool:
-    return isinstance(value, int) and not isinstance(value, bool) and 0 <= value <= MAX_TOKENS
+#: A model call's figures: (key, flag code, test of a value). None is not measured, not bad.
+_FIGURES = (
+    ("cost_usd", "cost", _cost_ok),
+    ("input_tokens", "tokens", tokens_ok),
+    ("output_tokens", "tokens", tokens_ok),
+    ("latency_s", "latency", _cost_ok),
+)
 
 
 def checked_session(session: Session, where: str) -> Session:
-    """`session` with its defects flagged and neutralised; a TraceInputError (`where`:
+    """`session` with its defects flagged and not measured; a TraceInputError (`where`:
     the file, and the line when known) for one that cannot be graded."""
     name = f"{where}: session {session.id!r}"
     if session.final_state is not None and not isinstance(session.final_state, dict):
@@ -81,16 +86,11 @@ def _flag(code: str, seq: int | None, what: str, value: Any) -> dict[str, Any]:
 def _event_flags(event: TraceEvent, rejected: set[Any]) -> Iterable[dict[str, Any]]:
     data = event.data
     if event.kind == "model_call":
-        if not _cost_ok(data.get("cost_usd", 0.0)):
-            yield _flag("cost", event.seq, "cost_usd", data.get("cost_usd"))
-            data["cost_usd"] = 0.0
-        for key in ("input_tokens", "output_tokens"):
-            if not _tokens_ok(data.get(key, 0)):
-                yield _flag("tokens", event.seq, key, data.get(key))
-                data[key] = 0
-        if not _cost_ok(data.get("latency_s", 0.0)):
-            yield _flag("latency", event.seq, "latency_s", data.get("latency_s"))
-            data["latency_s"] = 0.0
+        for key, code, ok in _FIGURES:
+            value = data.get(key)
+            if value is not None and not ok(value):
+                yield _flag(code, event.seq, key, value)
+                data[key] = None
     elif (
         event.kind == "tool_proposal"
         and not isinstance(data.get("args"), dict)

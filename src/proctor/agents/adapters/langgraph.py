@@ -115,8 +115,8 @@ def _recorder(toolbox: Toolbox, prices: PriceTable, model_label: str | None) -> 
                 toolbox,
                 prices,
                 model=named or model or model_label or "unknown",
-                input_tokens=tokens.get("input_tokens", 0),
-                output_tokens=tokens.get("output_tokens", 0),
+                input_tokens=tokens.get("input_tokens"),  # left out: not measured
+                output_tokens=tokens.get("output_tokens"),
                 latency_s=time.perf_counter() - started,
             )
             text = _text(getattr(message, "content", ""))

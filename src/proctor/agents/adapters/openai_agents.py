@@ -16,7 +16,7 @@ from __future__ import annotations
 import time
 from typing import Any
 
-from proctor.agents.adapters.shared import FrameworkAdapter
+from proctor.agents.adapters.shared import FrameworkAdapter, reported_counts
 from proctor.agents.agent import AgentInput, AgentResult
 from proctor.agents.bridge import BridgedTool, bridge_tools
 from proctor.agents.outages import outages_as_infrastructure
@@ -102,12 +102,13 @@ def _hooks(toolbox: Toolbox, prices: PriceTable, model_label: str | None) -> Any
             self.started = time.perf_counter()
 
         async def on_llm_end(self, context: Any, agent: Any, response: Any) -> None:
+            tokens_in, tokens_out = reported_counts(response.usage)
             self.usage += record_call(
                 toolbox,
                 prices,
                 model=_model_name(agent, model_label),
-                input_tokens=response.usage.input_tokens,
-                output_tokens=response.usage.output_tokens,
+                input_tokens=tokens_in,
+                output_tokens=tokens_out,
                 latency_s=time.perf_counter() - self.started,
             )
             text = _text(response.output)

@@ -16,7 +16,7 @@ from __future__ import annotations
 import time
 from typing import Any
 
-from proctor.agents.adapters.shared import FrameworkAdapter
+from proctor.agents.adapters.shared import FrameworkAdapter, reported_counts
 from proctor.agents.agent import AgentInput, AgentResult
 from proctor.agents.bridge import BridgedTool, bridge_tools
 from proctor.agents.outages import outages_as_infrastructure
@@ -57,12 +57,13 @@ class PydanticAIAgent(FrameworkAdapter):
                         started = time.perf_counter()
                     elif Agent.is_call_tools_node(node):
                         response = node.model_response
+                        tokens_in, tokens_out = reported_counts(response.usage)
                         usage += record_call(
                             toolbox,
                             self.prices,
                             model=response.model_name or self.model or "unknown",
-                            input_tokens=response.usage.input_tokens,
-                            output_tokens=response.usage.output_tokens,
+                            input_tokens=tokens_in,
+                            output_tokens=tokens_out,
                             latency_s=time.perf_counter() - started,
                         )
                         text = "".join(p.content for p in response.parts if isinstance(p, TextPart))

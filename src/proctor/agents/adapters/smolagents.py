@@ -110,24 +110,28 @@ class _RecordingModel:
         message = self._inner.generate(*args, **kwargs)
         tokens = message.token_usage
         self._record(
-            getattr(tokens, "input_tokens", 0),
-            getattr(tokens, "output_tokens", 0),
+            getattr(tokens, "input_tokens", None),  # no token usage: not measured
+            getattr(tokens, "output_tokens", None),
             time.perf_counter() - started,
             _text(message.content),
         )
         return message
 
     def generate_stream(self, *args: Any, **kwargs: Any) -> Iterator[Any]:
-        started, tokens_in, tokens_out, text = time.perf_counter(), 0, 0, ""
+        started, text = time.perf_counter(), ""
+        tokens_in: int | None = None  # no delta with token usage: not measured
+        tokens_out: int | None = None
         for delta in self._inner.generate_stream(*args, **kwargs):
             if delta.token_usage is not None:
-                tokens_in += delta.token_usage.input_tokens
-                tokens_out += delta.token_usage.output_tokens
+                tokens_in = (tokens_in or 0) + delta.token_usage.input_tokens
+                tokens_out = (tokens_out or 0) + delta.token_usage.output_tokens
             text += delta.content or ""
             yield delta
         self._record(tokens_in, tokens_out, time.perf_counter() - started, text)
 
-    def _record(self, tokens_in: int, tokens_out: int, latency_s: float, text: str) -> None:
+    def _record(
+        self, tokens_in: int | None, tokens_out: int | None, latency_s: float, text: str
+    ) -> None:
         self.usage += record_call(
             self._toolbox,
             self._prices,
