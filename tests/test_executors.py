@@ -405,6 +405,42 @@ def test_a_lane_whose_every_agent_sticks_still_ends(tmp_path: Path, is_async: bo
     assert [r.status for r in sorted(report.results, key=lambda r: r.trial)] == ["timeout"] * 4
 
 
+class Gathering:
+    """A sync agent whose trial meets the others: it waits up to `patience` seconds for
+    `size` trials to run at once, and notes whether they did."""
+
+    def __init__(self, size: int, patience: float = 3.0) -> None:
+        self.barrier = threading.Barrier(size, timeout=patience)
+        self.met: list[bool] = []
+
+    def run(self, input: AgentInput, toolbox: Toolbox) -> str:
+        try:
+            self.barrier.wait()
+            self.met.append(True)
+        except threading.BrokenBarrierError:
+            self.met.append(False)
+        return "done"
+
+
+class AsyncGathering(Gathering):
+    async def run(self, input: AgentInput, toolbox: Toolbox) -> str:  # type: ignore[override]
+        return await asyncio.to_thread(super().run, input, toolbox)
+
+
+@pytest.mark.parametrize("kind", [Gathering, AsyncGathering])
+def test_as_many_trials_as_lanes_all_run_at_once(kind: type[Gathering]) -> None:
+    """Every lane draws a trial before any draws a second to hand ahead: with as many
+    trials as lanes, all of them play together (half of them did: the first lanes had
+    taken two each)."""
+    lanes = 5  # an async agent's waits take threads of its loop's pool: at least 6
+    agent = kind(lanes)
+    runner = Runner(
+        SUITE.select(ids=["read-item"]), agent, trials=lanes, concurrency=lanes, timeout_s=30
+    )
+    runner.run()
+    assert agent.met == [True] * lanes
+
+
 class CountingLoop:
     """Stands for the harness's loop as the agent's side sees it: counts the wake-ups."""
 

@@ -43,6 +43,12 @@ from proctor.run.turn import (
 
 #: How often a lane looks again at a trial its agent's side has not started yet.
 _POLL_S = 0.05
+#: A lane hands its next trial over before taking the current one back only while its
+#: trials take less than this (seconds on the agent's side): there the hand-off's
+#: wake-up is a share of a trial worth saving. A slower trial gains nothing from it, and
+#: a trial handed ahead waits behind the current one while another lane may have none
+#: (with fewer trials than twice the lanes, half the lanes would idle).
+HAND_AHEAD_BELOW_S = 0.01
 
 
 class _Slot:
@@ -55,6 +61,7 @@ class _Slot:
 
     __slots__ = (
         "claimed",
+        "ended",
         "env",
         "lock",
         "outcome",
@@ -69,6 +76,7 @@ class _Slot:
         self.spec, self.side = spec, side
         self.lock = threading.Lock()
         self.started: float | None = None  # time.monotonic() when the agent's turn began
+        self.ended: float | None = None  # and when its side settled it
         self.withdrawn = self.claimed = False
         self.env: Environment | None = None
         #: The played trial (or a harness error), once the agent's side has settled it.
@@ -106,6 +114,7 @@ class _Slot:
             if self.outcome is not None:
                 return
             self.outcome, waiter = outcome, self.waiter
+            self.ended = time.monotonic()
         if waiter is not None:
             with contextlib.suppress(RuntimeError):  # the harness's loop is gone: run over
                 harness.call_soon_threadsafe(_wake, waiter)
@@ -267,8 +276,9 @@ class _LoopSide(_Side):
 
 
 class LocalLane:
-    """Drives one lane: hands its trials to the agent's side a trial ahead, and takes
-    each record back in order, keeping time on the harness's loop."""
+    """Drives one lane: hands its trials to the agent's side (a trial ahead while they
+    are quick, `HAND_AHEAD_BELOW_S`), and takes each record back in order, keeping time
+    on the harness's loop."""
 
     def __init__(self, agent: Any, timeout_s: float | None) -> None:
         self.agent = agent
@@ -277,6 +287,9 @@ class LocalLane:
         self.side: _Side | None = None
         #: Trials handed and not taken back yet, in the order they were handed.
         self.ahead: deque[_Slot] = deque()
+        #: The last trial took less than HAND_AHEAD_BELOW_S: hand the next one ahead. Not
+        #: before a first trial, so that every lane draws one before any draws two.
+        self.quick = False
 
     async def drive(
         self, specs: Iterator[TrialSpec], put: Callable[[TrialRecord], Awaitable[None]]
@@ -285,7 +298,7 @@ class LocalLane:
         try:
             for spec in specs:
                 self.ahead.append(self._hand(spec))
-                if len(self.ahead) > 1:
+                if len(self.ahead) > 1 or not self.quick:
                     await put(await self._finish())
             while self.ahead:
                 await put(await self._finish())
@@ -321,7 +334,9 @@ class LocalLane:
         """The first trial's record, graded here (so that grading never delays the agents
         on their loop): played on the agent's side, or the harness's `timeout`."""
         played = await self._played()
-        self.ahead.popleft()
+        slot = self.ahead.popleft()
+        took = None if slot.started is None or slot.ended is None else slot.ended - slot.started
+        self.quick = took is not None and took < HAND_AHEAD_BELOW_S
         return played.graded()
 
     async def _played(self) -> PlayedTrial:
