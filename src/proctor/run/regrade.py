@@ -27,7 +27,6 @@ import asyncio
 import contextlib
 import functools
 import gc
-import itertools
 import time
 import uuid
 from collections import Counter
@@ -58,8 +57,8 @@ from proctor.run.trial import (
 )
 from proctor.run.worker_source import ExecutorError, SuiteSource
 from proctor.store.export import stored_summary
+from proctor.store.shares import EncodedShare, PackedShare, detach_shares, insert_share
 from proctor.store.sqlite import (
-    EncodedTrial,
     GradedRows,
     Key,
     Store,
@@ -150,7 +149,7 @@ def regrade(
         raise RegradeError("rubric judges run in this process only: regrade with one worker")
     workers = _workers_source(pool, store, graded)  # refuses what the pool cannot do
     loop = asyncio.new_event_loop() if judging is not None else None
-    grade: Callable[[Share], list[Regraded]] = grade_share
+    grade: Callable[[Share], EncodedShare | PackedShare] = grade_share
     if pool.inline:
         judged = None
         if loop is not None and judging is not None:
@@ -164,22 +163,24 @@ def regrade(
     status = "interrupted"
     store.begin()
     try:
-        shares = _shares(pool, store, workers, source["run_id"], run_id)
-        regraded = itertools.chain.from_iterable(pool.map(grade, shares))
-        for count, (encoded, before) in enumerate(regraded, 1):
-            store.write_encoded(encoded)
-            result = encoded.result()
-            tally.add(result)
-            if result.status != before:
-                flips[(before, result.status)] += 1
-            if progress is not None:
-                progress(result)
-            if count % BATCH == 0:
+        uncommitted = 0
+        for share in pool.map(grade, _shares(pool, store, workers, source["run_id"], run_id)):
+            rows = insert_share(store, share)
+            for result, before in zip(rows.results(), rows.before, strict=True):
+                tally.add(result)
+                if result.status != before:
+                    flips[(before, result.status)] += 1
+                if progress is not None:
+                    progress(result)
+            uncommitted += len(rows.rows)
+            if uncommitted >= BATCH:
                 store.commit()
                 store.begin()
+                uncommitted = 0
         status = "completed"
     finally:
         store.commit()
+        detach_shares(store)
         if loop is not None:
             loop.close()
         summary = summary_with_scorecard(
@@ -240,10 +241,8 @@ class Share:
     #: elsewhere, the share's rows as `Store.graded_rows` read them.
     store: str | None = None
     rows: GradedRows | None = None
-
-
-#: A regraded trial as a worker hands it back: its rows, and its status before.
-Regraded = tuple[EncodedTrial, str]
+    #: Whether the worker hands the share back packed (it runs in another process).
+    packed: bool = False
 
 
 @_rare_full_collections()
@@ -252,9 +251,9 @@ def grade_share(
     members: dict[str, SuiteTask] | None = None,
     store: Store | None = None,
     judged: Callable[[list[tuple[Findings, StoredTrial]]], list[Findings]] | None = None,
-) -> list[Regraded]:
+) -> EncodedShare | PackedShare:
     """Grade one share (in a worker: the suite rebuilt from its files, the store opened
-    for reading, once per process); `judged` runs the rubric judges on it."""
+    for reading, once per process) into its rows; `judged` runs the rubric judges on it."""
     if members is None:
         assert share.suite is not None
         members = share.suite.members()
@@ -274,11 +273,11 @@ def grade_share(
     findings = [f for _, f in graded]
     if judged is not None:
         findings = judged(list(zip(findings, stored_trials, strict=True)))
-    out: list[Regraded] = []
+    out = EncodedShare()
     for (result, _), decided_on, stored in zip(graded, findings, stored_trials, strict=True):
         decide(result, decided_on)
-        out.append((encode_trial(result, None, None, stored.source), stored.result.status))
-    return out
+        out.add(encode_trial(result, None, None, stored.source), stored.result.status)
+    return out.packed() if share.packed else out
 
 
 #: A worker process's read-only handles on stores, by path.
@@ -307,7 +306,7 @@ def _shares(
         rows = None
         if not pool.local:
             rows = store.graded_rows(source_id, KEPT_CHECKS, after, until, SHARE)
-        yield Share(suite, source_id, run_id, after, until, path, rows)
+        yield Share(suite, source_id, run_id, after, until, path, rows, not pool.inline)
 
 
 def _judge_share(
