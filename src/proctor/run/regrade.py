@@ -245,7 +245,23 @@ class Share:
     packed: bool = False
 
 
-@_rare_full_collections()
+@contextlib.contextmanager
+def _collector_paused() -> Iterator[None]:
+    """No cyclic collection while a share is read, graded and encoded (as it was, after).
+    A share allocates millions of objects, so young collections came every few hundred
+    allocations and traversed the share's decoded traces again and again: 8-12% of a
+    regrade's CPU, measured (benchmarks/README.md, Regrade). What the share made is freed
+    by reference counting when it is done; a cycle among it, by the next collection."""
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if enabled:
+            gc.enable()
+
+
+@_collector_paused()
 def grade_share(
     share: Share,
     members: dict[str, SuiteTask] | None = None,
