@@ -2,13 +2,12 @@
 
 A worker hands back a share's trials as rows. Grading in this process, they stay Python
 tuples (`EncodedShare`), inserted with one statement per table. A worker process or a Ray
-worker packs them into an SQLite database image (`PackedShare`: one bytes object, which
-pickles at memory speed), and this process copies its tables into the store in SQL, with
-no Python object per row: inserting the rows is most of what the process that owns the
-store does in a regrade, and the less it does, the more a second worker gains (measured,
-benchmarks/README.md, Regrade). Either way the rows come back for the summary with their
-JSON decoded once per share, and a share is inserted under one savepoint: all of it or
-none of it.
+worker also packs them into an SQLite database image (`PackedShare`), and this process
+copies its tables into the store in SQL, with no Python object per row: inserting the
+rows is most of what the process that owns the store does in a regrade, and the less it
+does, the more a second worker gains (measured, benchmarks/README.md, Regrade). Either way
+the summary reads the tuples, their JSON decoded once per share, and a share is inserted
+under one savepoint: all of it or none of it.
 """
 
 from __future__ import annotations
@@ -42,8 +41,6 @@ _PACKED_SCHEMA = (
 _MARKS = ",".join("?" * 16)
 #: The name a packed share is attached under while it is copied.
 _ATTACHED = "regraded_share"
-#: A check's evidence, as a summary reads it: the text only where it may say undecided.
-_EVIDENCE_READ = f"CASE WHEN instr(evidence, '\"{UNDECIDED}\"') THEN evidence ELSE '' END"
 
 
 @dataclass(frozen=True, slots=True)
@@ -62,14 +59,14 @@ class EncodedShare:
         self.before.append(before)
 
     def packed(self) -> PackedShare:
-        """The share as an SQLite database image, for a worker to hand back."""
+        """The share with its SQLite database image, for a worker to hand back."""
         db = sqlite3.connect(":memory:")
         try:
             each_statement(db, _PACKED_SCHEMA)
             db.executemany(f"INSERT INTO trials VALUES ({_MARKS})", _placed(self.rows))
             db.executemany("INSERT INTO checks VALUES (?,?,?,?,?,?,?,?)", self.checks)
             db.commit()
-            return PackedShare(db.serialize(), self.before)
+            return PackedShare(db.serialize(), self)
         finally:
             db.close()
 
@@ -99,11 +96,12 @@ class EncodedShare:
 
 @dataclass(frozen=True, slots=True)
 class PackedShare:
-    """A share's rows as an SQLite database image (`EncodedShare.packed`), and each
-    trial's status before."""
+    """A share's rows as an SQLite database image (`EncodedShare.packed`), copied into
+    the store, and as tuples, which the summary reads: unpickling them costs a fourth of
+    reading them back from the image (measured)."""
 
     image: bytes
-    before: list[str]
+    share: EncodedShare
 
 
 def _placed(rows: list[tuple[Any, ...]], first: int = 0) -> list[tuple[Any, ...]]:
@@ -112,8 +110,7 @@ def _placed(rows: list[tuple[Any, ...]], first: int = 0) -> list[tuple[Any, ...]
 
 @writes("writing regraded trials")
 def insert_share(db: sqlite3.Connection, share: EncodedShare | PackedShare) -> EncodedShare:
-    """Insert a share's trials and checks, one statement each; returns its rows as a
-    summary reads them (a packed share's evidence only where it may say undecided).
+    """Insert a share's trials and checks, one statement each; returns its rows.
 
     The rowids are those SQLite would give one insert at a time (the largest so far,
     plus one), taken under the write lock the caller's transaction holds. A packed share
@@ -143,7 +140,7 @@ def insert_share(db: sqlite3.Connection, share: EncodedShare | PackedShare) -> E
 
 
 def _copy_packed(db: sqlite3.Connection, share: PackedShare, first: int) -> EncodedShare:
-    """Copy a packed share's tables into the store's, in SQL; its rows read back."""
+    """Copy a packed share's tables into the store's, in SQL."""
     if not any(row[1] == _ATTACHED for row in db.execute("PRAGMA database_list")):
         db.execute(f"ATTACH ':memory:' AS {_ATTACHED}")
     db.deserialize(share.image, name=_ATTACHED)
@@ -157,12 +154,7 @@ def _copy_packed(db: sqlite3.Connection, share: PackedShare, first: int) -> Enco
         f" FROM {_ATTACHED}.checks ORDER BY place, idx",
         (first,),
     )
-    rows = db.execute(f"SELECT {_TRIAL} FROM {_ATTACHED}.trials ORDER BY place")
-    checks = db.execute(
-        f"SELECT place, idx, name, kind, passed, score, severity, {_EVIDENCE_READ}"
-        f" FROM {_ATTACHED}.checks ORDER BY place, idx"
-    )
-    return EncodedShare(rows.fetchall(), checks.fetchall(), share.before)
+    return share.share
 
 
 @writes("detaching regraded shares")
