@@ -16,9 +16,10 @@ was graded on import.
 Work is cut into shares of `SHARE` trials by key range (docs/architecture.md, Regrade at
 scale). A pool runs them here, in worker processes or on Ray (run/pool.py): each worker
 rebuilds the suite from its files, reads its share of the store (a Ray worker, which may
-be on another machine, gets the share's rows instead), grades it and encodes the rows;
-this process inserts them in share order, so the new run is the same whatever the
-number of workers. Rubric judges run here only: they share one judge cache and endpoint.
+be on another machine, gets the share's rows instead), grades it and encodes the rows
+(packed into an SQLite image, out of this process: store/shares.py); this process
+inserts them in share order, so the new run is the same whatever the number of
+workers. Rubric judges run here only: they share one judge cache and endpoint.
 """
 
 from __future__ import annotations
