@@ -19,7 +19,7 @@ from proctor import Runner, Store, load_agent, load_suite
 from proctor.core.results import UNDECIDED
 from proctor.core.summary import RunSummary
 from proctor.run import regrade as regrade_module
-from proctor.run.pool import open_pool
+from proctor.run.pool import InlinePool, ProcessPool
 from proctor.run.regrade import regrade
 from proctor.store.shares import EncodedShare, detach_shares, insert_share
 from store_sql import sql
@@ -41,11 +41,11 @@ def summary_of(summary: RunSummary) -> dict[str, Any]:
 
 
 def regraded_like_their_run(store: Store, run_id: str, suite: Any, summary: RunSummary) -> None:
-    """Regrade in this process and in two worker processes (several shares each): every
-    trial and the summary are the run's own."""
+    """Regrade in this process, in one worker process (its shares as tuples) and in two
+    (packed), several shares each: every trial and the summary are the run's own."""
     graded = every_trial(store, run_id)
-    for workers in (1, 2):
-        with open_pool(workers) as pool:
+    for pool in (InlinePool(), ProcessPool(1), ProcessPool(2)):
+        with pool:
             done = regrade(store, run_id, suite, pool=pool)
         assert not done.flips
         assert every_trial(store, done.run_id) == graded

@@ -77,6 +77,10 @@ BATCH = 2000
 FULL_COLLECTION_EVERY = 1000
 #: Trials per share: what one worker reads, grades and hands back at a time.
 SHARE = 500
+#: Workers from which a share comes back packed (store/shares.py). Packing moves about as
+#: much CPU into a worker as it saves this process (measured): worth it only where this
+#: process's rate caps the workers', not where one worker is the slower side.
+PACK_FROM = 2
 
 #: Checks a regrade keeps from the stored trial: the harness's, and the simulated user's
 #: judged fidelity (no grader makes them again).
@@ -242,7 +246,7 @@ class Share:
     #: elsewhere, the share's rows as `Store.graded_rows` read them.
     store: str | None = None
     rows: GradedRows | None = None
-    #: Whether the worker hands the share back packed (it runs in another process).
+    #: Whether the worker hands the share back packed (`PACK_FROM` workers or more).
     packed: bool = False
 
 
@@ -319,11 +323,12 @@ def _shares(
 ) -> Iterator[Share]:
     """The shares of the source run, made as the pool asks for them."""
     path = str(store.path.resolve()) if pool.local and not pool.inline else None
+    packed = not pool.inline and pool.workers >= PACK_FROM
     for after, until in store.share_bounds(source_id, SHARE):
         rows = None
         if not pool.local:
             rows = store.graded_rows(source_id, KEPT_CHECKS, after, until, SHARE)
-        yield Share(suite, source_id, run_id, after, until, path, rows, not pool.inline)
+        yield Share(suite, source_id, run_id, after, until, path, rows, packed)
 
 
 def _judge_share(

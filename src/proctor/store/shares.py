@@ -1,11 +1,13 @@
 """A share of regraded trials as the store takes it (docs/architecture.md, Regrade at scale).
 
 A worker hands back a share's trials as rows. Grading in this process, they stay Python
-tuples (`EncodedShare`), inserted with one statement per table. A worker process or a Ray
-worker also packs them into an SQLite database image (`PackedShare`), and this process
-copies its tables into the store in SQL, with no Python object per row: inserting the
-rows is most of what the process that owns the store does in a regrade, and the less it
-does, the more a second worker gains (measured, benchmarks/README.md, Regrade). Either way
+tuples (`EncodedShare`), inserted with one statement per table. Where two workers or more
+grade at once, each also packs them into an SQLite database image (`PackedShare`), and
+this process copies its tables into the store in SQL, with no Python object per row:
+inserting the rows is most of what the process that owns the store does in a regrade,
+and with enough workers that process is the one that caps the rate. Packing costs a
+worker about what it saves here (measured, benchmarks/README.md, Regrade), so one worker,
+the slower side, hands back tuples. Either way
 the summary reads the tuples, their JSON decoded once per share, and a share is inserted
 under one savepoint: all of it or none of it.
 """
