@@ -254,9 +254,10 @@ class Share:
 def _collector_paused() -> Iterator[None]:
     """No cyclic collection while a share is read, graded and encoded (as it was, after).
     A share allocates millions of objects, so young collections came every few hundred
-    allocations and traversed the share's decoded traces again and again: 8-12% of a
-    regrade's CPU, measured (benchmarks/README.md, Regrade). What the share made is freed
-    by reference counting when it is done; a cycle among it, by the next collection."""
+    allocations and traversed the share's decoded traces again and again: 8-12% of an
+    in-process regrade's CPU with the collector off, measured on a loaded machine (less
+    on a quiet one, little in a worker, whose heap is small). What the share made is
+    freed by reference counting when it is done; a cycle among it, by the next collection."""
     enabled = gc.isenabled()
     gc.disable()
     try:
