@@ -14,6 +14,7 @@ trials, grading them, writing the new run.
 from __future__ import annotations
 
 import argparse
+import gc
 import json
 import os
 import shutil
@@ -48,18 +49,25 @@ def suite_files(root: Path, tasks: int) -> Suite:
 
 
 def timed(label: str, store: Store, source: str, suite: Suite, n: int, pool: Pool) -> None:
-    started = time.perf_counter()
+    """One regrade's rate, with this process's CPU time a trial (all of it in this
+    process; with workers, the part that caps their scaling) and the load average."""
+    started, cpu = time.perf_counter(), time.process_time()
     done = regrade(store, source, suite, pool=pool)
-    wall = time.perf_counter() - started
+    wall, cpu = time.perf_counter() - started, time.process_time() - cpu
     assert not done.flips and done.summary.trials == n, (done.flips, done.summary.trials)
-    print(f"regrade, {label}: {n} trials in {wall:.2f} s = {n / wall:,.0f} trials/s")
+    print(
+        f"regrade, {label}: {n} trials in {wall:.2f} s = {n / wall:,.0f} trials/s"
+        f" (this process's CPU {1e6 * cpu / n:.0f} us/trial, load {os.getloadavg()[0]:.1f})"
+    )
 
 
 def parts(store: Store, source: str, suite: Suite, n: int, wall: float) -> None:
-    """The in-process work, streamed, with a clock around each part."""
+    """The in-process work, streamed, with a clock around each part; the collector
+    paused, as a regrade pauses it while a share is graded (run/regrade.py)."""
     members = {t.id: t for t in suite.tasks}
     read = grading = 0.0
     trials = iter(store.graded_trials(source, HARNESS_CHECKS))
+    gc.disable()
     while True:
         t0 = time.perf_counter()
         s = next(trials, None)
@@ -72,6 +80,7 @@ def parts(store: Store, source: str, suite: Suite, n: int, wall: float) -> None:
         )
         judge(s.result, ctx, s.kept, None, None)
         read, grading = read + t1 - t0, grading + time.perf_counter() - t1
+    gc.enable()
     print(
         f"  of which: read + decode {1e6 * read / n:.0f} us/trial, "
         f"grading {1e6 * grading / n:.0f} us/trial, "

@@ -217,3 +217,32 @@ def test_full_collections_are_rarer_only_while_regrading(ran: tuple[Store, Any, 
     with pytest.raises(RegradeError):
         regrade(store, report.run_id, load_suite(MINI / "tasks" / "read-item.yaml"))
     assert gc.get_threshold() == before
+
+
+def test_the_collector_is_paused_only_while_a_share_is_graded(
+    ran: tuple[Store, Any, Any], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import gc
+
+    store, suite, report = ran
+    collecting: list[bool] = []
+    answer = registry._GRADERS["answer"]
+
+    def recording(ctx: Any) -> list[Check]:
+        collecting.append(gc.isenabled())
+        return answer.fn(ctx)
+
+    monkeypatch.setitem(registry._GRADERS, "answer", registry.Grader("answer", "1", recording))
+    during: list[bool] = []
+    regrade(store, report.run_id, suite, progress=lambda _: during.append(gc.isenabled()))
+    assert collecting and not any(collecting)  # paused while grading
+    assert during and all(during)  # and collecting between shares, as the parent tallies
+    assert gc.isenabled()
+
+    def broken(ctx: Any) -> list[Check]:
+        raise KeyboardInterrupt
+
+    monkeypatch.setitem(registry._GRADERS, "answer", registry.Grader("answer", "1", broken))
+    with pytest.raises(KeyboardInterrupt):
+        regrade(store, report.run_id, suite)
+    assert gc.isenabled()

@@ -15,7 +15,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from proctor.store.sqlite import _dumps, _loads, _loads_all
+from proctor.store.sqlite import _dumps, _loads, loads_all
 
 
 def same(a: Any, b: Any) -> bool:
@@ -48,7 +48,7 @@ def test_a_row_decodes_as_json_decodes_it(value: Any) -> None:
 @given(st.lists(values, max_size=6))
 def test_rows_decoded_together_decode_as_each_alone(batch: list[Any]) -> None:
     texts = [_dumps(value) for value in batch]
-    decoded = _loads_all(texts)
+    decoded = loads_all(texts)
     assert len(decoded) == len(texts)
     assert all(same(d, json.loads(t)) for d, t in zip(decoded, texts, strict=True))
 
@@ -64,12 +64,12 @@ def test_the_values_orjson_would_read_otherwise() -> None:
     ]
     for row in rows:
         assert same(_loads(row), json.loads(row)), row
-    assert all(same(d, json.loads(r)) for d, r in zip(_loads_all(rows), rows, strict=True))
-    assert _loads_all(rows[:1])[0]["account"] == 123456789012345678901234567890
+    assert all(same(d, json.loads(r)) for d, r in zip(loads_all(rows), rows, strict=True))
+    assert loads_all(rows[:1])[0]["account"] == 123456789012345678901234567890
 
 
 def test_rows_that_do_not_split_back_are_decoded_one_by_one() -> None:
     """Damaged rows whose text joins into a valid array: of one item, or of three."""
     with pytest.raises(ValueError):  # as `_loads("[1")`; the store calls it damaged
-        _loads_all(["[1", "2]"])
-    assert _loads_all(["1,2", "3"]) == [_loads("1,2"), 3]
+        loads_all(["[1", "2]"])
+    assert loads_all(["1,2", "3"]) == [_loads("1,2"), 3]

@@ -16,9 +16,10 @@ was graded on import.
 Work is cut into shares of `SHARE` trials by key range (docs/architecture.md, Regrade at
 scale). A pool runs them here, in worker processes or on Ray (run/pool.py): each worker
 rebuilds the suite from its files, reads its share of the store (a Ray worker, which may
-be on another machine, gets the share's rows instead), grades it and encodes the rows;
-this process inserts them in share order, so the new run is the same whatever the
-number of workers. Rubric judges run here only: they share one judge cache and endpoint.
+be on another machine, gets the share's rows instead), grades it and encodes the rows
+(packed into an SQLite image, out of this process: store/shares.py); this process
+inserts them in share order, so the new run is the same whatever the number of
+workers. Rubric judges run here only: they share one judge cache and endpoint.
 """
 
 from __future__ import annotations
@@ -27,7 +28,6 @@ import asyncio
 import contextlib
 import functools
 import gc
-import itertools
 import time
 import uuid
 from collections import Counter
@@ -58,8 +58,8 @@ from proctor.run.trial import (
 )
 from proctor.run.worker_source import ExecutorError, SuiteSource
 from proctor.store.export import stored_summary
+from proctor.store.shares import EncodedShare, PackedShare, detach_shares, insert_share
 from proctor.store.sqlite import (
-    EncodedTrial,
     GradedRows,
     Key,
     Store,
@@ -77,6 +77,10 @@ BATCH = 2000
 FULL_COLLECTION_EVERY = 1000
 #: Trials per share: what one worker reads, grades and hands back at a time.
 SHARE = 500
+#: Workers from which a share comes back packed (store/shares.py). Packing moves about as
+#: much CPU into a worker as it saves this process (measured): worth it only where this
+#: process's rate caps the workers', not where one worker is the slower side.
+PACK_FROM = 2
 
 #: Checks a regrade keeps from the stored trial: the harness's, and the simulated user's
 #: judged fidelity (no grader makes them again).
@@ -150,7 +154,7 @@ def regrade(
         raise RegradeError("rubric judges run in this process only: regrade with one worker")
     workers = _workers_source(pool, store, graded)  # refuses what the pool cannot do
     loop = asyncio.new_event_loop() if judging is not None else None
-    grade: Callable[[Share], list[Regraded]] = grade_share
+    grade: Callable[[Share], EncodedShare | PackedShare] = grade_share
     if pool.inline:
         judged = None
         if loop is not None and judging is not None:
@@ -164,22 +168,24 @@ def regrade(
     status = "interrupted"
     store.begin()
     try:
-        shares = _shares(pool, store, workers, source["run_id"], run_id)
-        regraded = itertools.chain.from_iterable(pool.map(grade, shares))
-        for count, (encoded, before) in enumerate(regraded, 1):
-            store.write_encoded(encoded)
-            result = encoded.result()
-            tally.add(result)
-            if result.status != before:
-                flips[(before, result.status)] += 1
-            if progress is not None:
-                progress(result)
-            if count % BATCH == 0:
+        uncommitted = 0
+        for share in pool.map(grade, _shares(pool, store, workers, source["run_id"], run_id)):
+            rows = insert_share(store, share)
+            for result, before in zip(rows.results(), rows.before, strict=True):
+                tally.add(result)
+                if result.status != before:
+                    flips[(before, result.status)] += 1
+                if progress is not None:
+                    progress(result)
+            uncommitted += len(rows.rows)
+            if uncommitted >= BATCH:
                 store.commit()
                 store.begin()
+                uncommitted = 0
         status = "completed"
     finally:
         store.commit()
+        detach_shares(store)
         if loop is not None:
             loop.close()
         summary = summary_with_scorecard(
@@ -240,21 +246,36 @@ class Share:
     #: elsewhere, the share's rows as `Store.graded_rows` read them.
     store: str | None = None
     rows: GradedRows | None = None
+    #: Whether the worker hands the share back packed (`PACK_FROM` workers or more).
+    packed: bool = False
 
 
-#: A regraded trial as a worker hands it back: its rows, and its status before.
-Regraded = tuple[EncodedTrial, str]
+@contextlib.contextmanager
+def _collector_paused() -> Iterator[None]:
+    """No cyclic collection while a share is read, graded and encoded (as it was, after).
+    A share allocates millions of objects, so young collections came every few hundred
+    allocations and traversed the share's decoded traces again and again: 8-12% of an
+    in-process regrade's CPU with the collector off, measured on a loaded machine (less
+    on a quiet one, little in a worker, whose heap is small). What the share made is
+    freed by reference counting when it is done; a cycle among it, by the next collection."""
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if enabled:
+            gc.enable()
 
 
-@_rare_full_collections()
+@_collector_paused()
 def grade_share(
     share: Share,
     members: dict[str, SuiteTask] | None = None,
     store: Store | None = None,
     judged: Callable[[list[tuple[Findings, StoredTrial]]], list[Findings]] | None = None,
-) -> list[Regraded]:
+) -> EncodedShare | PackedShare:
     """Grade one share (in a worker: the suite rebuilt from its files, the store opened
-    for reading, once per process); `judged` runs the rubric judges on it."""
+    for reading, once per process) into its rows; `judged` runs the rubric judges on it."""
     if members is None:
         assert share.suite is not None
         members = share.suite.members()
@@ -274,11 +295,11 @@ def grade_share(
     findings = [f for _, f in graded]
     if judged is not None:
         findings = judged(list(zip(findings, stored_trials, strict=True)))
-    out: list[Regraded] = []
+    out = EncodedShare()
     for (result, _), decided_on, stored in zip(graded, findings, stored_trials, strict=True):
         decide(result, decided_on)
-        out.append((encode_trial(result, None, None, stored.source), stored.result.status))
-    return out
+        out.add(encode_trial(result, None, None, stored.source), stored.result.status)
+    return out.packed() if share.packed else out
 
 
 #: A worker process's read-only handles on stores, by path.
@@ -303,11 +324,12 @@ def _shares(
 ) -> Iterator[Share]:
     """The shares of the source run, made as the pool asks for them."""
     path = str(store.path.resolve()) if pool.local and not pool.inline else None
+    packed = not pool.inline and pool.workers >= PACK_FROM
     for after, until in store.share_bounds(source_id, SHARE):
         rows = None
         if not pool.local:
             rows = store.graded_rows(source_id, KEPT_CHECKS, after, until, SHARE)
-        yield Share(suite, source_id, run_id, after, until, path, rows)
+        yield Share(suite, source_id, run_id, after, until, path, rows, packed)
 
 
 def _judge_share(

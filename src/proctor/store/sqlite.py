@@ -228,7 +228,7 @@ def _loads(text: str) -> Any:
         return json.loads(text)
 
 
-def _loads_all(texts: list[str]) -> list[Any]:
+def loads_all(texts: list[str]) -> list[Any]:
     """Many rows at once (a share's events and evidence): one orjson call over their
     JSON array, a tenth of a regrade's time saved; row by row if that fails."""
     joined = f"[{','.join(texts)}]"
@@ -503,17 +503,6 @@ class Store:
         events = [(e.seq, e.t, e.kind, d) for e, d in zip(trace.events, datas, strict=True)]
         self._insert_rows(encoded, events)
 
-    def write_encoded(self, encoded: EncodedTrial) -> None:
-        """Store a trial encoded elsewhere (a grading worker): its row and checks."""
-        doing = f"writing trial {encoded.row[1]}#{encoded.row[2]}"
-        self._writing(doing, partial(self._insert_rows, encoded, []))
-
-    def _insert(
-        self, result: TrialResult, answer: str | None, outcome: Outcome | None, trace_of: int | None
-    ) -> int:
-        """Insert a trial's row and checks; returns its rowid."""
-        return self._insert_rows(encode_trial(result, answer, outcome, trace_of), [])
-
     def _insert_rows(self, encoded: EncodedTrial, events: list[tuple[Any, ...]]) -> int:
         """Insert a trial's row, checks and events (seq, t, kind, data), all or none;
         returns its rowid.
@@ -635,7 +624,8 @@ class Store:
                 )
                 if name is not None
             ]
-            yield _result((run_id, *first[1:7], first[11] or 0.0, *first[7:11]), checks)
+            row = (run_id, *first[1:7], first[11] or 0.0, *first[7:11])
+            yield result_of_row(row, checks, _loads(row[9]), _loads(row[10]))
 
     def trial_keys(self, run_id: str) -> set[tuple[str, int]]:
         """The (task, trial) pairs stored for a run: what a resumed run skips."""
@@ -885,18 +875,18 @@ def decode_graded(
 ) -> Iterator[StoredTrial]:
     """The StoredTrials of rows read by `Store.graded_rows`."""
     by_source: dict[int, list[TraceEvent]] = {}
-    datas = _loads_all([row[4] for row in events])
+    datas = loads_all([row[4] for row in events])
     for (source, seq, t, kind, _), data in zip(events, datas, strict=True):
         by_source.setdefault(source, []).append(TraceEvent(seq, t, kind, data))
     by_trial: dict[int, list[Check]] = {}
-    evidences = _loads_all([row[6] for row in checks])
+    evidences = loads_all([row[6] for row in checks])
     for (rowid, name, kind, passed, score, severity, _), evidence in zip(
         checks, evidences, strict=True
     ):
         check = Check(name, kind, bool(passed), score, severity, evidence)
         by_trial.setdefault(rowid, []).append(check)
-    usages = _loads_all([row[7] for row in rows])
-    outcomes = _loads_all([row[10] or "null" for row in rows])
+    usages = loads_all([row[7] for row in rows])
+    outcomes = loads_all([row[10] or "null" for row in rows])
     for row, usage, outcome in zip(rows, usages, outcomes, strict=True):
         source, task_id, trial, seed, status, latency, trace_id, _, error, answer = row[:10]
         result = TrialResult(
@@ -929,27 +919,21 @@ class EncodedTrial:
     row: tuple[Any, ...]
     checks: list[tuple[Any, ...]]
 
-    def result(self) -> TrialResult:
-        """The trial's result as a summary reads it: checks without their evidence, but
-        for whether their reader could tell (core.results.UNDECIDED)."""
-        checks = [
-            Check(name, kind, bool(passed), score, severity, _undecided(evidence))
-            for _, name, kind, passed, score, severity, evidence in self.checks
-        ]
-        return _result(self.row[:12], checks)
 
-
-def _undecided(evidence: str) -> dict[str, Any]:
+def undecided_evidence(evidence: str) -> dict[str, Any]:
     """{UNDECIDED: True} when a check's encoded evidence holds that key, else {}."""
     if f'"{UNDECIDED}"' not in evidence:
         return {}
     return {UNDECIDED: True} if UNDECIDED in _loads(evidence) else {}
 
 
-def _result(row: tuple[Any, ...], checks: list[Check]) -> TrialResult:
-    """A trial's result from its row's first columns, in `encode_trial`'s order."""
+def result_of_row(
+    row: tuple[Any, ...], checks: list[Check], usage: dict[str, Any], metrics: dict[str, Any]
+) -> TrialResult:
+    """A trial's result from its row's first columns, in `encode_trial`'s order, and its
+    usage and metrics decoded."""
     run_id, task_id, trial, seed, status, score, latency, simulated = row[:8]
-    trace_id, usage, metrics, error = row[8:12]
+    trace_id, error = row[8], row[11]
     return TrialResult(
         run_id=run_id,
         task_id=task_id,
@@ -957,12 +941,12 @@ def _result(row: tuple[Any, ...], checks: list[Check]) -> TrialResult:
         seed=seed,
         status=status,
         checks=checks,
-        usage=Usage(**_loads(usage)),
+        usage=Usage(**usage),
         latency_s=latency,
         simulated_s=simulated,
         trace_id=trace_id,
         score=score,
-        metrics=_loads(metrics),
+        metrics=metrics,
         error=error,
     )
 

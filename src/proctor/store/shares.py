@@ -1,0 +1,167 @@
+"""A share of regraded trials as the store takes it (docs/architecture.md, Regrade at scale).
+
+A worker hands back a share's trials as rows. Grading in this process, they stay Python
+tuples (`EncodedShare`), inserted with one statement per table. Where two workers or more
+grade at once, each also packs them into an SQLite database image (`PackedShare`), and
+this process copies its tables into the store in SQL, with no Python object per row:
+inserting the rows is most of what the process that owns the store does in a regrade,
+and with enough workers that process is the one that caps the rate. Packing costs a
+worker about what it saves here (measured, benchmarks/README.md, Regrade), so one worker,
+the slower side, hands back tuples. Either way
+the summary reads the tuples, their JSON decoded once per share, and a share is inserted
+under one savepoint: all of it or none of it.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import sqlite3
+from dataclasses import dataclass, field
+from typing import Any
+
+from proctor.core.results import UNDECIDED, Check, TrialResult
+from proctor.store.sqlite import (
+    EncodedTrial,
+    each_statement,
+    loads_all,
+    result_of_row,
+    undecided_evidence,
+    writes,
+)
+
+#: A trial's columns in `encode_trial`'s order, and a check's after its trial's rowid.
+_TRIAL = (
+    "run_id, task_id, trial, seed, status, score, latency_s, simulated_s, trace_id, usage,"
+    " metrics, error, answer, outcome, trace_of"
+)
+_CHECK = "idx, name, kind, passed, score, severity, evidence"
+#: A packed share's tables: columns without types, so each value is kept as it was given.
+_PACKED_SCHEMA = (
+    f"CREATE TABLE trials (place INTEGER PRIMARY KEY, {_TRIAL});"
+    f" CREATE TABLE checks (place, {_CHECK}, PRIMARY KEY (place, idx)) WITHOUT ROWID"
+)
+_MARKS = ",".join("?" * 16)
+#: The name a packed share is attached under while it is copied.
+_ATTACHED = "regraded_share"
+
+
+@dataclass(frozen=True, slots=True)
+class EncodedShare:
+    """A share's trials as rows: `encode_trial`'s rows, their checks' rows (each led by
+    the trial's place in the share) and each trial's status before the regrade."""
+
+    rows: list[tuple[Any, ...]] = field(default_factory=list)
+    checks: list[tuple[Any, ...]] = field(default_factory=list)
+    before: list[str] = field(default_factory=list)
+
+    def add(self, encoded: EncodedTrial, before: str) -> None:
+        place = len(self.rows)
+        self.rows.append(encoded.row)
+        self.checks.extend((place, *check) for check in encoded.checks)
+        self.before.append(before)
+
+    def packed(self) -> PackedShare:
+        """The share with its SQLite database image, for a worker to hand back."""
+        db = sqlite3.connect(":memory:")
+        try:
+            each_statement(db, _PACKED_SCHEMA)
+            db.executemany(f"INSERT INTO trials VALUES ({_MARKS})", _placed(self.rows))
+            db.executemany("INSERT INTO checks VALUES (?,?,?,?,?,?,?,?)", self.checks)
+            db.commit()
+            return PackedShare(db.serialize(), self)
+        finally:
+            db.close()
+
+    def results(self) -> list[TrialResult]:
+        """The trials' results as summaries read them (`EncodedTrial.result`): checks
+        without their evidence but for whether their reader could tell, one Check object
+        per distinct check, usage and metrics decoded in one call each."""
+        usages = loads_all([row[9] for row in self.rows])
+        metrics = loads_all([row[10] for row in self.rows])
+        checks: list[list[Check]] = [[] for _ in self.rows]
+        bare: dict[tuple[Any, ...], Check] = {}
+        for place, _, name, kind, passed, score, severity, evidence in self.checks:
+            key = (name, kind, passed, score, severity, f'"{UNDECIDED}"' in evidence)
+            check = bare.get(key)
+            if check is None:
+                check = bare[key] = Check(
+                    name, kind, bool(passed), score, severity, undecided_evidence(evidence)
+                )
+            checks[place].append(check)
+        return [
+            result_of_row(row, trial_checks, usage, metric)
+            for row, trial_checks, usage, metric in zip(
+                self.rows, checks, usages, metrics, strict=True
+            )
+        ]
+
+
+@dataclass(frozen=True, slots=True)
+class PackedShare:
+    """A share's rows as an SQLite database image (`EncodedShare.packed`), copied into
+    the store, and as tuples, which the summary reads: unpickling them costs a fourth of
+    reading them back from the image (measured)."""
+
+    image: bytes
+    share: EncodedShare
+
+
+def _placed(rows: list[tuple[Any, ...]], first: int = 0) -> list[tuple[Any, ...]]:
+    return [(first + place, *row) for place, row in enumerate(rows)]
+
+
+@writes("writing regraded trials")
+def insert_share(db: sqlite3.Connection, share: EncodedShare | PackedShare) -> EncodedShare:
+    """Insert a share's trials and checks, one statement each; returns its rows.
+
+    The rowids are those SQLite would give one insert at a time (the largest so far,
+    plus one), taken under the write lock the caller's transaction holds. A packed share
+    is attached to the store's connection until `detach_shares` (SQLite detaches nothing
+    inside a transaction)."""
+    db.execute("SAVEPOINT share")
+    try:
+        first = db.execute("SELECT COALESCE(MAX(id), 0) + 1 FROM main.trials").fetchone()[0]
+        if isinstance(share, PackedShare):
+            share = _copy_packed(db, share, first)
+        else:
+            db.executemany(
+                f"INSERT INTO main.trials(id, {_TRIAL}) VALUES ({_MARKS})",
+                _placed(share.rows, first),
+            )
+            db.executemany(
+                f"INSERT INTO main.checks(trial_rowid, {_CHECK}) VALUES (?,?,?,?,?,?,?,?)",
+                [(first + check[0], *check[1:]) for check in share.checks],
+            )
+        db.execute("RELEASE share")
+        return share
+    except BaseException:
+        with contextlib.suppress(sqlite3.Error):  # a full disk may have ended it already
+            db.execute("ROLLBACK TO share")
+            db.execute("RELEASE share")
+        raise
+
+
+def _copy_packed(db: sqlite3.Connection, share: PackedShare, first: int) -> EncodedShare:
+    """Copy a packed share's tables into the store's, in SQL."""
+    if not any(row[1] == _ATTACHED for row in db.execute("PRAGMA database_list")):
+        db.execute(f"ATTACH ':memory:' AS {_ATTACHED}")
+    db.deserialize(share.image, name=_ATTACHED)
+    db.execute(
+        f"INSERT INTO main.trials(id, {_TRIAL}) SELECT place + ?, {_TRIAL}"
+        f" FROM {_ATTACHED}.trials ORDER BY place",
+        (first,),
+    )
+    db.execute(
+        f"INSERT INTO main.checks(trial_rowid, {_CHECK}) SELECT place + ?, {_CHECK}"
+        f" FROM {_ATTACHED}.checks ORDER BY place, idx",
+        (first,),
+    )
+    return share.share
+
+
+@writes("detaching regraded shares")
+def detach_shares(db: sqlite3.Connection) -> None:
+    """Detach the packed shares' database from the store's connection, if attached (out
+    of a transaction)."""
+    if any(row[1] == _ATTACHED for row in db.execute("PRAGMA database_list")):
+        db.execute(f"DETACH {_ATTACHED}")

@@ -1,0 +1,157 @@
+"""A regrade's shares (store/shares.py): what grading in this process inserts as rows and
+what a worker process packs must give every check, with its evidence, and the summary
+that the run's own grading gave: examples' suites, a workload like the benchmark's, and
+rows of any value."""
+
+from __future__ import annotations
+
+import json
+import runpy
+import shutil
+from pathlib import Path
+from typing import Any
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from proctor import Runner, Store, load_agent, load_suite
+from proctor.core.results import UNDECIDED
+from proctor.core.summary import RunSummary
+from proctor.run import regrade as regrade_module
+from proctor.run.pool import InlinePool, ProcessPool
+from proctor.run.regrade import regrade
+from proctor.store.shares import EncodedShare, detach_shares, insert_share
+from store_sql import sql
+
+ROOT = Path(__file__).resolve().parents[1]
+EXAMPLES = ROOT / "examples"
+
+
+def every_trial(store: Store, run_id: str) -> dict[tuple[str, int], dict[str, Any]]:
+    """Each trial's result as stored, checks with their evidence, without its run id."""
+    return {
+        (r.task_id, r.trial): {k: v for k, v in r.to_dict().items() if k != "run_id"}
+        for r in store.trial_results(run_id)
+    }
+
+
+def summary_of(summary: RunSummary) -> dict[str, Any]:
+    return {k: v for k, v in summary.to_json().items() if k not in ("run_id", "status")}
+
+
+def regraded_like_their_run(store: Store, run_id: str, suite: Any, summary: RunSummary) -> None:
+    """Regrade in this process, in one worker process (its shares as tuples) and in two
+    (packed), several shares each: every trial and the summary are the run's own."""
+    graded = every_trial(store, run_id)
+    for pool in (InlinePool(), ProcessPool(1), ProcessPool(2)):
+        with pool:
+            done = regrade(store, run_id, suite, pool=pool)
+        assert not done.flips
+        assert every_trial(store, done.run_id) == graded
+        assert summary_of(done.summary) == summary_of(summary)
+
+
+@pytest.mark.parametrize(
+    ("example", "agent"),
+    [
+        ("support", "careless"),
+        ("rooms", "hasty"),
+        ("incident", "naive"),
+        ("adversarial", "gullible"),
+        ("clinical", "gullible"),
+        ("kyc", "hasty"),
+    ],
+)
+def test_a_regraded_example_has_every_check_and_the_summary_of_its_run(
+    example: str, agent: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    suite = load_suite(EXAMPLES / example)
+    store = Store(tmp_path / "p.db")
+    played = load_agent(f"{EXAMPLES / example / 'agents.py'}:{agent}")
+    report = Runner(suite, played, trials=2, seed=1, store=store).run()
+    assert {r.status for r in report.results} - {"passed"}  # some verdicts are not passes
+    monkeypatch.setattr(regrade_module, "SHARE", 5)
+    regraded_like_their_run(store, report.run_id, suite, report.summary)
+
+
+def test_a_regraded_workload_has_every_check_and_the_summary_of_its_run(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The benchmark's workload (benchmarks/workload.py), its suite written as files for
+    the worker processes: no two trials alike (simulated latency differs)."""
+    bench = runpy.run_path(str(ROOT / "benchmarks" / "workload.py"))
+    (tmp_path / "suite" / "tasks").mkdir(parents=True)
+    shutil.copy(ROOT / "benchmarks" / "workload.py", tmp_path / "suite" / "domain.py")
+    for i in range(30):
+        made = bench["make_task"](i).model_dump(mode="json", exclude_defaults=True)
+        (tmp_path / "suite" / "tasks" / f"cancel-{i}.json").write_text(json.dumps(made))
+    suite = load_suite(tmp_path / "suite")
+    store = Store(tmp_path / "p.db")
+    report = Runner(suite, bench["workload"](30)[1], trials=3, concurrency=4, store=store).run()
+    monkeypatch.setattr(regrade_module, "SHARE", 16)
+    regraded_like_their_run(store, report.run_id, suite, report.summary)
+
+
+_TEXT = st.text(max_size=30)
+_ROW = st.tuples(
+    st.integers(-(2**63), 2**63 - 1),  # seed
+    st.sampled_from(["passed", "failed", "partial", "timeout", "error"]),
+    st.floats(allow_nan=False, allow_infinity=False),  # score
+    st.floats(0, 1e6),  # latency
+    st.none() | st.floats(0, 1e6),  # simulated
+    _TEXT,  # trace id
+    st.none() | _TEXT,  # error
+)
+_CHECK = st.tuples(
+    _TEXT,  # name
+    st.sampled_from(["outcome", "answer", "trajectory", "safety"]),
+    st.booleans(),
+    st.integers(-5, 5) | st.floats(allow_nan=False, allow_infinity=False),  # score
+    st.none() | st.sampled_from(["low", "high", "critical"]),
+    st.none() | st.booleans() | _TEXT,  # evidence: whether it says undecided
+)
+
+
+def _share(rows: list[Any], checks: list[list[Any]]) -> EncodedShare:
+    share = EncodedShare()
+    for place, ((seed, status, score, latency, simulated, trace_id, error), its) in enumerate(
+        zip(rows, checks, strict=True)
+    ):
+        share.rows.append(
+            ("r", f"t{place}", 0, seed, status, score, latency, simulated, trace_id,
+             '{"model_calls":1}', '{"m":1.5}', error, None, None, None)
+        )  # fmt: skip
+        for idx, (name, kind, passed, c_score, severity, said) in enumerate(its):
+            evidence = json.dumps({UNDECIDED: said} if said is not None else {"n": name})
+            share.checks.append((place, idx, name, kind, int(passed), c_score, severity, evidence))
+        share.before.append(status)
+    return share
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.lists(st.tuples(_ROW, st.lists(_CHECK, max_size=4)), min_size=1, max_size=6))
+def test_a_packed_share_stores_the_rows_a_share_of_tuples_stores(
+    trials: list[tuple[Any, list[Any]]],
+) -> None:
+    """A worker's packed image, copied in SQL, leaves the same rows, of the same SQLite
+    types and rowids, as the rows inserted from Python; and reads back the same results."""
+    share = _share([row for row, _ in trials], [checks for _, checks in trials])
+    stored = []
+    for form in (share, share.packed()):
+        store = Store(":memory:")
+        store.create_run("r", {})
+        store.begin()
+        back = insert_share(store, form)
+        store.commit()
+        detach_shares(store)
+        db = sql(store)
+        stored.append(
+            (
+                db.execute("SELECT *, typeof(score), typeof(simulated_s) FROM trials").fetchall(),
+                db.execute("SELECT *, typeof(score) FROM checks").fetchall(),
+                back.results(),
+            )
+        )
+    assert stored[0] == stored[1]
+    assert [r.checks for r in stored[0][2]] == [r.checks for r in share.results()]
