@@ -4,8 +4,9 @@ grading and storing (docs/architecture.md, Verdicts: Isolation).
 Handing every trial to the agent's thread and back costs two cross-thread wake-ups, and
 on a busy machine each waits for the scheduler: that hand-off was the largest share of a
 trial's wall time. So a lane's trials run on the agent's side one after another, its
-next trial handed over before the current one ends, and the agent's side never waits
-for the harness: a sync agent's lane is one daemon thread that sets up the world, calls
+next trial handed over before the current one ends while its trials are quick (a slow
+one gains nothing, and would hold a trial another lane could play), and the agent's side
+never waits for the harness: a sync agent's lane is one daemon thread that sets up the world, calls
 the agent and wraps up; an async agent's lane is a coroutine on the shared agent loop
 (proctor.run.threads), which awaits the agent directly under the trial's timeout.
 
