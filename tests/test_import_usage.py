@@ -21,21 +21,9 @@ from proctor.env.suite import load_suite
 from proctor.store import Store
 from proctor.traces.grading import grade_sessions
 from proctor.traces.trace_files import load_sessions
+from test_hostile_traces import TASK  # the same task: one order to cancel
 
 ROOT = Path(__file__).resolve().parents[1]
-TASK = """
-id: cancel-a100
-domain: support
-identity: {user: user-42, tenant: acme, scopes: [orders:read, orders:write]}
-prompt: Cancel order A-100 because I changed my mind.
-initial_state:
-  orders:
-    A-100: {status: placed, owner: user-42, tenant: acme}
-expect:
-  trajectory:
-    required: [{tool: orders.get}]
-  budget: {max_cost_usd: 1.0, max_tokens: 100000}
-"""
 ARGS = {"order_id": "A-100"}
 RESULT = {"status": "placed"}
 ANSWER = "Order A-100 is placed."
