@@ -9,7 +9,8 @@ them busy; process isolation gives each lane one.
 Isolation: an agent stuck in a blocking call or a CPU-bound loop cannot be stopped inside
 its own process: a thread cannot be killed, and one that holds the event loop stops the
 timeout too. Here a lane's trials run in its worker, under the trial's timeout there (an
-agent that yields gets its partial trace graded exactly as in-process), the next trial
+agent that yields or blocks its loop gets its partial trace graded exactly as
+in-process: it plays off the worker's own loop), the next trial
 sent a trial ahead so that the worker never waits for the parent. The lane waits
 `grace_s` past the limit, then kills the worker, records the trial as `timeout`, and
 sends the trials queued behind it to a fresh worker. A worker that reports a timeout is

@@ -18,11 +18,9 @@ from pathlib import Path
 from typing import Any
 
 from proctor.agents import load_agent
-from proctor.agents.agent import agent_callable, is_async_agent
 from proctor.env.sources import source_spec
 from proctor.env.suite import Suite, SuiteTask, load_suite
-from proctor.run.trial import TrialRecord, TrialSpec, play_trial, set_up, wrap_up
-from proctor.run.turn import turn_on_loop
+from proctor.run.trial import TrialRecord, TrialSpec, play_trial
 from proctor.tasks.models import Fault
 
 
@@ -191,13 +189,11 @@ def run_item(
     )
     if _loop is None:
         _loop = asyncio.new_event_loop()
-    if is_async_agent(agent):  # on this loop: the process is its isolation, killed if stuck
-        env, agent_input = set_up(spec)
-        fn = agent_callable(agent)
-        turn = _loop.run_until_complete(turn_on_loop(fn, agent_input, env, source.timeout_s))
-        trial = wrap_up(spec, env, turn, source.timeout_s)
-    else:
-        trial = _loop.run_until_complete(play_trial(spec, agent, source.timeout_s))
+    # The agent plays off this loop (its thread, or the agent loop), which keeps time: an
+    # async agent that blocks its loop is still timed out here with what it did so far
+    # (its partial trace, a write it made), as in-process; the parent kills the worker
+    # only when this process cannot answer at all.
+    trial = _loop.run_until_complete(play_trial(spec, agent, source.timeout_s))
     if played is not None:
         played()
     return trial.graded()
