@@ -85,6 +85,25 @@ def test_a_server_that_reports_no_usage_is_not_measured_never_0_tokens_or_0_doll
     assert usage.model_calls == 4
 
 
+def test_a_server_that_sends_zeros_or_a_broken_count_is_not_measured() -> None:
+    """Zeros for both counts are no report (a completion always reads its prompt), and a
+    count past any real prompt is a broken counter: neither makes the budget pass at $0."""
+    replies = [dict(c) for c in CANCEL_A100]
+    replies[0]["usage"] = {"prompt_tokens": 0, "completion_tokens": 0}
+    replies[1]["usage"] = {"prompt_tokens": 10**12, "completion_tokens": 5}
+    replies[2:] = [without_usage(c) for c in replies[2:]]
+    with ScriptedChatServer(replies) as server:
+        record = run_support("cancel-eligible-order", agent_for(server))
+    assert failed(record) == ["max_cost_usd"]
+    model_calls = [e.data for e in record.trace.of_kind("model_call")]
+    assert [(c.get("input_tokens"), c.get("output_tokens")) for c in model_calls] == [
+        (None, None),
+        (None, 5),
+        *[(None, None)] * 2,
+    ]
+    assert all(c.get("cost_usd") is None for c in model_calls)
+
+
 def test_forbidden_write_fails_the_trial() -> None:
     script = [
         completion(None, [tool_call("k1", "orders_get", {"order_id": "B-200"})]),

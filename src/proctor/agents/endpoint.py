@@ -20,7 +20,7 @@ from typing import Any
 
 from proctor.agents.agent import InfrastructureError
 from proctor.agents.outages import outages_as_infrastructure
-from proctor.agents.pricing import PriceTable
+from proctor.agents.pricing import PriceTable, call_cost, live_counts
 from proctor.agents.scheduler import Limits, endpoint_key, estimate_tokens, scheduler_for
 from proctor.core.credentials import public_url
 from proctor.core.results import Usage
@@ -148,17 +148,16 @@ class ChatEndpoint:
 
 def reported_tokens(completion: Any) -> tuple[int | None, int | None]:
     """(prompt, completion) tokens as the provider reported them in the completion's
-    `usage`; a count it left out (or sent as something other than a count) is None, "not
-    measured", never 0 (docs/architecture.md, Verdicts). The one reader of a chat
-    completion's usage: agent, judges and simulated user."""
+    `usage` (`pricing.live_counts`: a count left out is None, "not measured", never 0).
+    The one reader of a chat completion's usage: agent, judges and simulated user."""
     usage = getattr(completion, "usage", None)
-    counts = (getattr(usage, "prompt_tokens", None), getattr(usage, "completion_tokens", None))
-    prompt, output = (n if type(n) is int and n >= 0 else None for n in counts)
-    return prompt, output
+    return live_counts(
+        getattr(usage, "prompt_tokens", None), getattr(usage, "completion_tokens", None)
+    )
 
 
 def completion_usage(completion: Any, prices: PriceTable, model: str) -> Usage:
     """One completion as one model call: its reported tokens, priced as `model` where both
     counts are reported and the table knows it (else "not measured", never $0)."""
     prompt, output = reported_tokens(completion)
-    return Usage(prompt, output, prices.cost(model, prompt, output), 1)
+    return Usage(prompt, output, call_cost(prices, model, prompt, output)[0], 1)

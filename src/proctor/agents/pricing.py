@@ -109,6 +109,40 @@ class PriceTable:
         return cls.load(path) if path else cls()
 
 
+#: Tokens one model call may report: more is a broken counter, not a long prompt.
+MAX_TOKENS = 100_000_000
+
+
+def tokens_ok(value: Any) -> bool:
+    """A token count proctor trusts: a whole number from 0 to MAX_TOKENS."""
+    return type(value) is int and 0 <= value <= MAX_TOKENS
+
+
+def live_counts(tokens_in: Any, tokens_out: Any) -> tuple[int | None, int | None]:
+    """A live call's token counts as its provider reported them; None ("not measured",
+    docs/architecture.md, Verdicts) for a count left out or not trusted (`tokens_ok`), and
+    for both when both are 0: a completion always reads its prompt, so a server (or an SDK:
+    the OpenAI Agents SDK writes a missing usage as zeros) that sends zeros reported
+    nothing. An imported log keeps a recorded 0 (traces/imported.py): its producer
+    measured it."""
+    counts = tuple(n if tokens_ok(n) else None for n in (tokens_in, tokens_out))
+    if counts == (0, 0):
+        return None, None
+    return counts[0], counts[1]
+
+
+def call_cost(
+    prices: PriceTable, model: str, tokens_in: Any, tokens_out: Any
+) -> tuple[float | None, bool]:
+    """A call's cost, and whether `prices` does not know its model (`unpriced`). Not
+    measured (None), never $0, for an unknown model or a count not reported or not
+    trusted: no cost is worked out from a broken counter."""
+    unpriced = prices.price(model) is None
+    if unpriced or not (tokens_ok(tokens_in) and tokens_ok(tokens_out)):
+        return None, unpriced
+    return prices.cost(model, tokens_in, tokens_out), False
+
+
 def record_call(
     toolbox: ToolboxBase,
     prices: PriceTable,
@@ -119,11 +153,11 @@ def record_call(
     latency_s: float,
     **extra: Any,
 ) -> Usage:
-    """Record one model call in the trace, priced; an unknown model's cost is not measured
-    (not $0), and the call is marked `unpriced`; so is the cost of a call whose tokens
-    were not all reported (None)."""
-    cost = prices.cost(model, input_tokens, output_tokens)
-    if prices.price(model) is None:
+    """Record one model call in the trace, its counts as reported (`live_counts`), priced
+    (`call_cost`: an unknown model's call is marked `unpriced`)."""
+    input_tokens, output_tokens = live_counts(input_tokens, output_tokens)
+    cost, unpriced = call_cost(prices, model, input_tokens, output_tokens)
+    if unpriced:
         extra["unpriced"] = True
     toolbox.record_model_call(
         model=model,

@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any, Literal
 
-from proctor.agents.pricing import PriceTable
+from proctor.agents.pricing import PriceTable, call_cost
 from proctor.core.bounded import MAX_DEPTH
 from proctor.core.trace import TraceEvent
 from proctor.env.user import is_affirmative
@@ -143,24 +143,6 @@ def read_line(stream: IO[bytes], place: str) -> bytes:
     return raw
 
 
-#: Tokens one model call may report: more is a broken counter, not a long prompt.
-MAX_TOKENS = 100_000_000
-
-
-def tokens_ok(value: Any) -> bool:
-    """A token count proctor trusts: a whole number from 0 to MAX_TOKENS."""
-    return type(value) is int and 0 <= value <= MAX_TOKENS
-
-
-def _priced(prices: PriceTable, model: str, tokens_in: Any, tokens_out: Any) -> float | None:
-    """The price table's cost of a call; None (not measured) for a model it does not know
-    or counts it does not trust (traces/validation.py flags those): no cost is worked out
-    from a broken counter."""
-    if not (tokens_ok(tokens_in) and tokens_ok(tokens_out)):
-        return None
-    return prices.cost(model, tokens_in, tokens_out)
-
-
 class SessionBuilder:
     """Appends gateway-shaped events with increasing `seq`."""
 
@@ -198,8 +180,8 @@ class SessionBuilder:
             "latency_s": latency_s,
         }
         if cost_usd is None:
-            data["cost_usd"] = _priced(prices, model, input_tokens, output_tokens)
-            if prices.price(model) is None:
+            data["cost_usd"], unpriced = call_cost(prices, model, input_tokens, output_tokens)
+            if unpriced:
                 data["unpriced"] = True
         self.emit("model_call", data, t)
 

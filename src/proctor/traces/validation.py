@@ -10,7 +10,7 @@ groups through `check_span_tree` (docs/architecture.md, Where to add: an importe
 - **Flagged** (imported, with a `note` event `{"data_quality": CODE, ...}` the
   `data_quality` grader turns into a failing check): a model call's cost that is not a
   finite, non-negative number (`cost`), token counts that are not whole numbers between 0
-  and `imported.MAX_TOKENS` (`tokens`), a latency that is not finite and non-negative (`latency`):
+  and `pricing.MAX_TOKENS` (`tokens`), a latency that is not finite and non-negative (`latency`):
   the value becomes None, "not measured" (docs/architecture.md, Verdicts), never 0, so a
   negative span cannot offset a real one nor a $0 pass a budget; tool-call arguments that
   are not a JSON object (`arguments`: kept as recorded), unless the recording shows the
@@ -27,8 +27,9 @@ import math
 from collections.abc import Iterable
 from typing import Any
 
+from proctor.agents.pricing import tokens_ok
 from proctor.core.trace import TraceEvent
-from proctor.traces.imported import Session, TraceInputError, tokens_ok
+from proctor.traces.imported import Session, TraceInputError
 from proctor.traces.spans import Span
 
 #: The note key of a data-quality flag (grade/quality.py reads it).

@@ -45,10 +45,9 @@ class FrameworkAdapter:
 
 def reported_counts(usage: Any) -> tuple[int | None, int | None]:
     """The input and output tokens an SDK's usage of one response holds; None, "not
-    measured" (docs/architecture.md, Verdicts), where the server reported none. Pydantic AI
-    marks such a response (`unmeasured_requests`); the OpenAI Agents SDK writes it as
-    zeros, and a completion always reads its prompt, so no tokens at all is none reported."""
-    tokens_in, tokens_out = usage.input_tokens, usage.output_tokens
-    if getattr(usage, "unmeasured_requests", 0) or tokens_in == tokens_out == 0:
+    measured" (docs/architecture.md, Verdicts), where Pydantic AI marks the response as
+    reporting none (`unmeasured_requests`). Zeros, as the OpenAI Agents SDK writes a
+    missing usage, are read by `pricing.record_call` (`live_counts`) for every adapter."""
+    if getattr(usage, "unmeasured_requests", 0):
         return None, None
-    return tokens_in, tokens_out
+    return usage.input_tokens, usage.output_tokens
