@@ -20,6 +20,7 @@ import pytest
 from proctor import AgentInput, Runner, Store, Task, Toolbox, load_suite
 from proctor.core.daemon_threads import DaemonThreads
 from proctor.env.suite import Suite
+from proctor.run import lanes
 from proctor.run.executor import LocalExecutor, RunContext, stream
 from proctor.run.lanes import _Slot
 from proctor.run.process import ProcessExecutor
@@ -434,13 +435,54 @@ def test_as_many_trials_as_lanes_all_run_at_once(kind: type[Gathering]) -> None:
     """Every lane draws a trial before any draws a second to hand ahead: with as many
     trials as lanes, all of them play together (half of them did: the first lanes had
     taken two each)."""
-    lanes = 5  # an async agent's waits take threads of its loop's pool: at least 6
-    agent = kind(lanes)
+    count = 5  # an async agent's waits take threads of its loop's pool: at least 6
+    agent = kind(count)
     runner = Runner(
-        SUITE.select(ids=["read-item"]), agent, trials=lanes, concurrency=lanes, timeout_s=30
+        SUITE.select(ids=["read-item"]), agent, trials=count, concurrency=count, timeout_s=30
     )
     runner.run()
-    assert agent.met == [True] * lanes
+    assert agent.met == [True] * count
+
+
+class QuickThenSlow:
+    """Trial 0 ends at once, the others take 0.2 s; each slow one notes, as it ends, how
+    many trials the run had drawn."""
+
+    def __init__(self) -> None:
+        self.drawn = 0
+        self.at_end: dict[int, int] = {}
+
+    async def run(self, input: AgentInput, toolbox: Toolbox) -> str:
+        if input.trial:
+            await asyncio.sleep(0.2)
+            self.at_end[input.trial] = self.drawn
+        return "done"
+
+
+def test_a_lane_stops_handing_ahead_once_its_trials_are_slow(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """After a quick trial the lane hands the next ahead; once one is slow it takes back
+    what it handed before drawing again, so no trial waits behind a slow one while
+    another lane could play it."""
+    monkeypatch.setattr(lanes, "HAND_AHEAD_BELOW_S", 0.1)  # far from both kinds of trial
+    agent = QuickThenSlow()
+    runner = Runner(SUITE.select(ids=["read-item"]), agent, trials=5, concurrency=1)
+
+    def counted() -> Iterator[Any]:
+        for spec in runner.specs():
+            agent.drawn += 1
+            yield spec
+
+    async def consume() -> None:
+        records = stream(LocalExecutor(), RunContext(agent, 5.0, 1), counted())
+        async with aclosing(records) as each:
+            async for _ in each:
+                pass
+
+    asyncio.run(consume())
+    # trial 2 was handed while trial 1 (the first slow one) ran; nothing after it was
+    assert agent.at_end == {1: 3, 2: 3, 3: 4, 4: 5}
 
 
 class CountingLoop:

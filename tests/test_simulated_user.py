@@ -21,7 +21,9 @@ from conftest import proctor, shared_data
 from openai_server import ScriptedChatServer, completion
 from proctor.agents.pricing import PriceTable
 from proctor.cli.common import EXIT_INVALID
+from proctor.core.daemon_threads import DaemonThreads
 from proctor.core.trace import Recorder, SimClock
+from proctor.env import toolbox as toolbox_module
 from proctor.env.environment import Environment
 from proctor.env.suite import load_suite
 from proctor.env.toolbox import Toolbox
@@ -734,7 +736,9 @@ def test_many_async_trials_asking_at_once_are_not_charged_for_each_others_questi
     assert done.returncode == 0, done.stderr
 
 
-def test_an_async_agents_questions_asked_at_once_take_turns_on_one_thread() -> None:
+def test_an_async_agents_questions_asked_at_once_take_turns_on_one_thread(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
     """An async agent asking its model user many questions at once (a slow one: each
     question holds the world's lock while the model answers) gets each answered in turn,
     the conversation alternating, and holds one thread for them, not one a question."""
@@ -744,17 +748,16 @@ def test_an_async_agents_questions_asked_at_once_take_turns_on_one_thread() -> N
     user = UserPlayer(slow).responder(member.task, 0, ())
     env = Environment.fresh(member.task, member.domain, 0, (), user)
     toolbox = Toolbox(env)
-
-    def user_threads() -> set[threading.Thread]:
-        return {t for t in threading.enumerate() if t.name == "proctor-user"}
-
-    before = user_threads()
+    # a pool of its own: no thread an earlier test left idle can take a question
+    pool = DaemonThreads("proctor-user-under-test")
+    monkeypatch.setattr(toolbox_module, "_ASKING", pool)
 
     async def ask_all() -> list[str]:
         return await asyncio.gather(*(toolbox.ask_user(q) for q in asked))
 
     answers = asyncio.run(ask_all())
-    assert len(user_threads() - before) <= 1  # not one a question
+    started = [t for t in threading.enumerate() if t.name == pool.name]
+    assert len(started) == 1  # one thread, the questions taking turns on it
     said = [(e.data["role"], e.data["content"]) for e in env.recorder.events if e.kind == "message"]
     assert [role for role, _ in said] == ["assistant", "user"] * len(asked)
     assert sorted(q for role, q in said if role == "assistant") == sorted(asked)

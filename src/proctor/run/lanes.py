@@ -114,8 +114,8 @@ class _Slot:
         with self.lock:
             if self.outcome is not None:
                 return
+            self.ended = time.monotonic()  # before the outcome: read once it is there
             self.outcome, waiter = outcome, self.waiter
-            self.ended = time.monotonic()
         if waiter is not None:
             with contextlib.suppress(RuntimeError):  # the harness's loop is gone: run over
                 harness.call_soon_threadsafe(_wake, waiter)
@@ -299,7 +299,7 @@ class LocalLane:
         try:
             for spec in specs:
                 self.ahead.append(self._hand(spec))
-                if len(self.ahead) > 1 or not self.quick:
+                while len(self.ahead) > 1 or (self.ahead and not self.quick):
                     await put(await self._finish())
             while self.ahead:
                 await put(await self._finish())
