@@ -150,10 +150,10 @@ _ORJSON_OPTIONS = (
     | orjson.OPT_PASSTHROUGH_DATETIME
     | orjson.OPT_PASSTHROUGH_SUBCLASS
 )
-#: In orjson's text, the signs that `json` would have written it otherwise: NaN and the
-#: infinities become null, a small float 0.00001 or 1e-7 (json: 1e-05, 1e-07). Inside a
-#: string they only send the value to `json`, never make the text wrong.
-_ORJSON_DIFFERS = (b"null", b"0.0000", b"e-")
+#: In orjson's text, the signs that `json` would have written it otherwise: a small float
+#: 0.00001 or 1e-7 (json: 1e-05, 1e-07). Inside a string they only send the value to
+#: `json`, never make the text wrong. NaN and the infinities become null: see `_same`.
+_ORJSON_DIFFERS = (b"0.0000", b"e-")
 
 
 def _refuse(value: Any) -> Any:
@@ -161,17 +161,15 @@ def _refuse(value: Any) -> Any:
 
 
 def compact_json(value: Any) -> str:
-    """`_dumps(value)`, by orjson where its text is the same: it is checked for
-    `_ORJSON_DIFFERS` and refuses what it cannot write as `json` does (integers past 64
-    bits, keys other than text, a lone surrogate). A plain Enum member, which orjson
-    writes as its value (json as its name), is the one difference."""
+    """`_dumps(value)`, by orjson where its text is the same (`_same`): it refuses what it
+    cannot write as `json` does (integers past 64 bits, keys other than text, a lone
+    surrogate). A plain Enum member, which orjson writes as its value (json as its name),
+    is the one difference."""
     try:
         text = orjson.dumps(value, default=_refuse, option=_ORJSON_OPTIONS)
     except orjson.JSONEncodeError:
         return _dumps(value)
-    if _differs(text):
-        return _dumps(value)
-    return text.decode()
+    return text.decode() if _same(value, text) else _dumps(value)
 
 
 def compact_jsons(values: Iterable[Any]) -> list[str]:
@@ -184,13 +182,26 @@ def compact_jsons(values: Iterable[Any]) -> list[str]:
         texts = [orjson.dumps(v, default=_refuse, option=_ORJSON_OPTIONS) for v in values]
     except orjson.JSONEncodeError:
         return [compact_json(value) for value in values]
-    if _differs(b"\0".join(texts)):  # NUL: never in orjson's text, so no false joins
-        return [compact_json(value) for value in values]
+    joined = b"\0".join(texts)  # NUL: never in orjson's text, so no false joins
+    if _differs(joined) or b"null" in joined:
+        return [
+            text.decode() if _same(value, text) else _dumps(value)
+            for value, text in zip(values, texts, strict=True)
+        ]
     return [text.decode() for text in texts]
 
 
+def _same(value: Any, text: bytes) -> bool:
+    """Is orjson's `text` of `value` what `json` writes? Not where it holds a sign of a
+    small float; where it holds null, only if it reads back as `value` (a NaN or an
+    infinity, written null, does not: a None, in every stored outcome, does)."""
+    if _differs(text):
+        return False
+    return b"null" not in text or orjson.loads(text) == value
+
+
 def _differs(text: bytes) -> bool:
-    return _ORJSON_DIFFERS[0] in text or _ORJSON_DIFFERS[1] in text or _ORJSON_DIFFERS[2] in text
+    return _ORJSON_DIFFERS[0] in text or _ORJSON_DIFFERS[1] in text
 
 
 _scan = json.JSONDecoder().scan_once  # type: ignore[attr-defined]  # set in __init__, unstubbed
