@@ -753,7 +753,7 @@ class Store:
             " AND (t.task_id, t.trial) <= (?, ?)"
         )
         events = self._db.execute(
-            "SELECT e.trial_rowid, e.seq, e.t, e.kind, e.data FROM trials t"
+            "SELECT t.id, e.seq, e.t, e.kind, e.data FROM trials t"
             f" JOIN events e ON e.trial_rowid = {source_of}"
             f" {between} ORDER BY t.task_id, t.trial, e.seq",
             window,
@@ -885,10 +885,8 @@ def decode_graded(
     checks: list[tuple[Any, ...]],
 ) -> Iterator[StoredTrial]:
     """The StoredTrials of rows read by `Store.graded_rows`."""
-    by_source: dict[int, list[TraceEvent]] = {}
-    datas = loads_all([row[4] for row in events])
-    for (source, seq, t, kind, _), data in zip(events, datas, strict=True):
-        by_source.setdefault(source, []).append(TraceEvent(seq, t, kind, data))
+    traces = iter(_traces(events))
+    trace = next(traces, None)
     by_trial: dict[int, list[Check]] = {}
     evidences = loads_all([row[6] for row in checks])
     for (rowid, name, kind, passed, score, severity, _), evidence in zip(
@@ -912,14 +910,32 @@ def decode_graded(
             trace_id=trace_id,
             error=error,
         )
+        trial_events: list[TraceEvent] = []
+        if trace is not None and trace[0] == row[11]:
+            trial_events = trace[1]
+            trace = next(traces, None)
         yield StoredTrial(
             source,
             result,
-            Trace(f"{task_id}#{trial}", trace_id, by_source.get(source, [])),
+            Trace(f"{task_id}#{trial}", trace_id, trial_events),
             answer or "",
             Outcome.from_dict(outcome) if row[10] else None,
             by_trial.get(row[11], []),
         )
+
+
+def _traces(events: list[tuple[Any, ...]]) -> Iterator[tuple[int, list[TraceEvent]]]:
+    """Each trial's trace events, in the order read (a trial's together, by seq), with
+    the trial's rowid: built over the whole share at once, not row by row."""
+    if not events:
+        return
+    rowids, seqs, times, kinds, texts = zip(*events, strict=True)
+    built = list(map(TraceEvent, seqs, times, kinds, loads_all(list(texts))))
+    start = 0
+    for rowid, run in groupby(rowids):
+        end = start + len(list(run))
+        yield rowid, built[start:end]
+        start = end
 
 
 @dataclass(frozen=True, slots=True)
