@@ -257,3 +257,28 @@ def test_interrupted_run_keeps_finished_trials(tmp_path: Path) -> None:
     trace, answer, _ = store.trace(runner.run_id, "read-item", 1)
     assert answer == "Item a is red."
     assert any(e.kind == "tool_result" for e in trace.events)
+
+
+def test_graded_trials_give_each_trial_its_own_events_in_order(tmp_path: Path) -> None:
+    """Events are built over a whole read at once and cut per trial: a trial without
+    events between two with events gets none, and no two trials share an event list."""
+    from proctor.core.results import TrialResult
+    from proctor.core.trace import Trace, TraceEvent
+
+    store = Store(tmp_path / "s.db")
+    store.create_run("r1", {"run_id": "r1"})
+    written = {}
+    for trial, count in enumerate([3, 0, 2, 2, 0]):
+        events = [
+            TraceEvent(seq, 0.5 * seq, "message", {"n": trial, "seq": seq}) for seq in range(count)
+        ]
+        result = TrialResult("r1", "t", trial, trial, "passed", trace_id=f"tr{trial}")
+        store.write_trial(result, Trace(f"t#{trial}", f"tr{trial}", events), "", None)
+        written[trial] = [e.to_dict() for e in events]
+    for batch in (2, 5):  # the one without events last in a read, and in its middle
+        read = list(store.graded_trials("r1", (), batch=batch))
+        assert [s.result.trial for s in read] == list(written)
+        assert {s.result.trial: [e.to_dict() for e in s.trace.events] for s in read} == written
+        lists = [id(s.trace.events) for s in read]
+        assert len(set(lists)) == len(lists)
+    store.close()

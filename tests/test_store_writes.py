@@ -169,6 +169,9 @@ ODD = [
     "\ud800 lone",
     "null and e-5 in a string",
     {"a": None},
+    {"a": None, "b": float("nan")},  # orjson: null beside a null of json's
+    [None, float("-inf")],
+    (None, 1.0),  # reads back as a list: written by json, the same text
 ]
 
 

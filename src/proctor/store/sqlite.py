@@ -150,10 +150,10 @@ _ORJSON_OPTIONS = (
     | orjson.OPT_PASSTHROUGH_DATETIME
     | orjson.OPT_PASSTHROUGH_SUBCLASS
 )
-#: In orjson's text, the signs that `json` would have written it otherwise: NaN and the
-#: infinities become null, a small float 0.00001 or 1e-7 (json: 1e-05, 1e-07). Inside a
-#: string they only send the value to `json`, never make the text wrong.
-_ORJSON_DIFFERS = (b"null", b"0.0000", b"e-")
+#: In orjson's text, the signs that `json` would have written it otherwise: a small float
+#: 0.00001 or 1e-7 (json: 1e-05, 1e-07). Inside a string they only send the value to
+#: `json`, never make the text wrong. NaN and the infinities become null: see `_same`.
+_ORJSON_DIFFERS = (b"0.0000", b"e-")
 
 
 def _refuse(value: Any) -> Any:
@@ -161,17 +161,15 @@ def _refuse(value: Any) -> Any:
 
 
 def compact_json(value: Any) -> str:
-    """`_dumps(value)`, by orjson where its text is the same: it is checked for
-    `_ORJSON_DIFFERS` and refuses what it cannot write as `json` does (integers past 64
-    bits, keys other than text, a lone surrogate). A plain Enum member, which orjson
-    writes as its value (json as its name), is the one difference."""
+    """`_dumps(value)`, by orjson where its text is the same (`_same`): it refuses what it
+    cannot write as `json` does (integers past 64 bits, keys other than text, a lone
+    surrogate). A plain Enum member, which orjson writes as its value (json as its name),
+    is the one difference."""
     try:
         text = orjson.dumps(value, default=_refuse, option=_ORJSON_OPTIONS)
     except orjson.JSONEncodeError:
         return _dumps(value)
-    if _differs(text):
-        return _dumps(value)
-    return text.decode()
+    return text.decode() if _same(value, text) else _dumps(value)
 
 
 def compact_jsons(values: Iterable[Any]) -> list[str]:
@@ -184,13 +182,26 @@ def compact_jsons(values: Iterable[Any]) -> list[str]:
         texts = [orjson.dumps(v, default=_refuse, option=_ORJSON_OPTIONS) for v in values]
     except orjson.JSONEncodeError:
         return [compact_json(value) for value in values]
-    if _differs(b"\0".join(texts)):  # NUL: never in orjson's text, so no false joins
-        return [compact_json(value) for value in values]
+    joined = b"\0".join(texts)  # NUL: never in orjson's text, so no false joins
+    if _differs(joined) or b"null" in joined:
+        return [
+            text.decode() if _same(value, text) else _dumps(value)
+            for value, text in zip(values, texts, strict=True)
+        ]
     return [text.decode() for text in texts]
 
 
+def _same(value: Any, text: bytes) -> bool:
+    """Is orjson's `text` of `value` what `json` writes? Not where it holds a sign of a
+    small float; where it holds null, only if it reads back as `value` (a NaN or an
+    infinity, written null, does not: a None, in every stored outcome, does)."""
+    if _differs(text):
+        return False
+    return b"null" not in text or orjson.loads(text) == value
+
+
 def _differs(text: bytes) -> bool:
-    return _ORJSON_DIFFERS[0] in text or _ORJSON_DIFFERS[1] in text or _ORJSON_DIFFERS[2] in text
+    return _ORJSON_DIFFERS[0] in text or _ORJSON_DIFFERS[1] in text
 
 
 _scan = json.JSONDecoder().scan_once  # type: ignore[attr-defined]  # set in __init__, unstubbed
@@ -742,7 +753,7 @@ class Store:
             " AND (t.task_id, t.trial) <= (?, ?)"
         )
         events = self._db.execute(
-            "SELECT e.trial_rowid, e.seq, e.t, e.kind, e.data FROM trials t"
+            "SELECT t.id, e.seq, e.t, e.kind, e.data FROM trials t"
             f" JOIN events e ON e.trial_rowid = {source_of}"
             f" {between} ORDER BY t.task_id, t.trial, e.seq",
             window,
@@ -874,10 +885,8 @@ def decode_graded(
     checks: list[tuple[Any, ...]],
 ) -> Iterator[StoredTrial]:
     """The StoredTrials of rows read by `Store.graded_rows`."""
-    by_source: dict[int, list[TraceEvent]] = {}
-    datas = loads_all([row[4] for row in events])
-    for (source, seq, t, kind, _), data in zip(events, datas, strict=True):
-        by_source.setdefault(source, []).append(TraceEvent(seq, t, kind, data))
+    traces = iter(_traces(events))
+    trace = next(traces, None)
     by_trial: dict[int, list[Check]] = {}
     evidences = loads_all([row[6] for row in checks])
     for (rowid, name, kind, passed, score, severity, _), evidence in zip(
@@ -901,14 +910,32 @@ def decode_graded(
             trace_id=trace_id,
             error=error,
         )
+        trial_events: list[TraceEvent] = []
+        if trace is not None and trace[0] == row[11]:
+            trial_events = trace[1]
+            trace = next(traces, None)
         yield StoredTrial(
             source,
             result,
-            Trace(f"{task_id}#{trial}", trace_id, by_source.get(source, [])),
+            Trace(f"{task_id}#{trial}", trace_id, trial_events),
             answer or "",
             Outcome.from_dict(outcome) if row[10] else None,
             by_trial.get(row[11], []),
         )
+
+
+def _traces(events: list[tuple[Any, ...]]) -> Iterator[tuple[int, list[TraceEvent]]]:
+    """Each trial's trace events, in the order read (a trial's together, by seq), with
+    the trial's rowid: built over the whole share at once, not row by row."""
+    if not events:
+        return
+    rowids, seqs, times, kinds, texts = zip(*events, strict=True)
+    built = list(map(TraceEvent, seqs, times, kinds, loads_all(list(texts))))
+    start = 0
+    for rowid, run in groupby(rowids):
+        end = start + len(list(run))
+        yield rowid, built[start:end]
+        start = end
 
 
 @dataclass(frozen=True, slots=True)
