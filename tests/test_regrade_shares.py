@@ -16,7 +16,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from proctor import Runner, Store, load_agent, load_suite
-from proctor.core.results import UNDECIDED
+from proctor.core.results import NOT_MEASURED, UNDECIDED
 from proctor.core.summary import RunSummary
 from proctor.run import regrade as regrade_module
 from proctor.run.pool import InlinePool, ProcessPool
@@ -155,3 +155,22 @@ def test_a_packed_share_stores_the_rows_a_share_of_tuples_stores(
         )
     assert stored[0] == stored[1]
     assert [r.checks for r in stored[0][2]] == [r.checks for r in share.results()]
+
+
+def test_a_shares_results_keep_what_a_summary_reads_of_each_checks_own_evidence() -> None:
+    """Checks alike but for their evidence are kept apart where a summary reads it: one
+    whose evidence only mentions the word `undecided` (agent text echoed) is decided, the
+    next one is not; a budget not measured stays not measured."""
+    share = EncodedShare()
+    share.rows.append(
+        ("r", "t0", 0, 1, "failed", 0.0, 0.1, None, "id", '{}', '{}', None, None, None, None)
+    )  # fmt: skip
+    evidences = [{"said": UNDECIDED}, {UNDECIDED: "negation unreadable"}, {"n": "x"}]
+    for idx, evidence in enumerate(evidences):
+        share.checks.append((0, idx, "mentions:done", "answer", 0, 0.0, None, json.dumps(evidence)))
+    budget = {"limit": 1.0, "actual": NOT_MEASURED}
+    share.checks.append((0, 3, "max_cost_usd", "budget", 0, 0.0, None, json.dumps(budget)))
+    share.before.append("failed")
+    [result] = share.results()
+    assert [c.undecided for c in result.checks] == [False, True, False, False]
+    assert result.checks[3].evidence == {"actual": NOT_MEASURED}

@@ -142,6 +142,16 @@ def verdict(checks: Sequence[Check]) -> tuple[bool, float]:
 NOT_MEASURED = "not measured"
 
 
+def summary_evidence(evidence: Mapping[str, Any]) -> tuple[tuple[str, Any], ...]:
+    """What a summary reads of a check's evidence (decide/summarize), as a key: whether
+    its reader could tell, and whether its figure went unmeasured (a budget). Where
+    results are kept small (a run's tally, a regrade's shares) the rest is dropped."""
+    kept: tuple[tuple[str, Any], ...] = ((UNDECIDED, True),) if UNDECIDED in evidence else ()
+    if evidence.get("actual") == NOT_MEASURED:
+        kept += (("actual", NOT_MEASURED),)
+    return kept
+
+
 @dataclass(slots=True)
 class Usage:
     """What a trial's model calls consumed. `None` is "not measured": nothing reported it.

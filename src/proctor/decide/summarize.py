@@ -24,10 +24,10 @@ from proctor.core.results import (
     READER_CHECKS,
     SIMULATOR_CHECKS,
     TRIAL_STATUSES,
-    UNDECIDED,
     Check,
     TaskInfo,
     TrialResult,
+    summary_evidence,
 )
 from proctor.grade.root_cause import root_cause_name
 from proctor.stats import rates as stats
@@ -52,7 +52,7 @@ class Tally:
 
     def add(self, result: TrialResult) -> None:
         key = tuple(
-            (c.name, c.kind, c.passed, c.score, c.severity, c.undecided, _unmeasured(c))
+            (c.name, c.kind, c.passed, c.score, c.severity, summary_evidence(c.evidence))
             for c in result.checks
         )
         checks = self._checks.get(key)
@@ -68,15 +68,10 @@ def _bare(
     passed: bool,
     score: float | None,
     severity: Any,
-    undecided: bool,
-    unmeasured: bool,
+    kept: tuple[tuple[str, Any], ...],
 ) -> Check:
-    """A check as a summary reads it: no evidence but whether its reader could tell and
-    whether a budget's figure was measured (`_Verdicts.budget_unmeasured`)."""
-    evidence: dict[str, Any] = {UNDECIDED: True} if undecided else {}
-    if unmeasured:
-        evidence["actual"] = NOT_MEASURED
-    return Check(name, kind, passed, score, severity, evidence)
+    """A check as a summary reads it: of its evidence, what `summary_evidence` keeps."""
+    return Check(name, kind, passed, score, severity, dict(kept))
 
 
 def _unmeasured(check: Check) -> bool:

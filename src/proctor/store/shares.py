@@ -19,13 +19,13 @@ import sqlite3
 from dataclasses import dataclass, field
 from typing import Any
 
-from proctor.core.results import UNDECIDED, Check, TrialResult
+from proctor.core.results import Check, TrialResult
 from proctor.store.sqlite import (
     EncodedTrial,
     each_statement,
     loads_all,
     result_of_row,
-    undecided_evidence,
+    stored_summary_evidence,
     writes,
 )
 
@@ -81,12 +81,11 @@ class EncodedShare:
         checks: list[list[Check]] = [[] for _ in self.rows]
         bare: dict[tuple[Any, ...], Check] = {}
         for place, _, name, kind, passed, score, severity, evidence in self.checks:
-            key = (name, kind, passed, score, severity, f'"{UNDECIDED}"' in evidence)
+            kept = stored_summary_evidence(evidence)
+            key = (name, kind, passed, score, severity, kept)
             check = bare.get(key)
             if check is None:
-                check = bare[key] = Check(
-                    name, kind, bool(passed), score, severity, undecided_evidence(evidence)
-                )
+                check = bare[key] = Check(name, kind, bool(passed), score, severity, dict(kept))
             checks[place].append(check)
         return [
             result_of_row(row, trial_checks, usage, metric)

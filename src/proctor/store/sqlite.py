@@ -38,7 +38,14 @@ import orjson
 from proctor.core.jsonvalues import json_encoder
 from proctor.core.manifest import Manifest
 from proctor.core.outcome import Outcome
-from proctor.core.results import UNDECIDED, Check, TrialResult, Usage
+from proctor.core.results import (
+    NOT_MEASURED,
+    UNDECIDED,
+    Check,
+    TrialResult,
+    Usage,
+    summary_evidence,
+)
 from proctor.core.summary import RunSummary
 from proctor.core.trace import Trace, TraceEvent
 from proctor.store.file_health import (
@@ -947,11 +954,12 @@ class EncodedTrial:
     checks: list[tuple[Any, ...]]
 
 
-def undecided_evidence(evidence: str) -> dict[str, Any]:
-    """{UNDECIDED: True} when a check's encoded evidence holds that key, else {}."""
-    if f'"{UNDECIDED}"' not in evidence:
-        return {}
-    return {UNDECIDED: True} if UNDECIDED in _loads(evidence) else {}
+def stored_summary_evidence(evidence: str) -> tuple[tuple[str, Any], ...]:
+    """`summary_evidence` of a check's encoded evidence, decoded only where it may hold
+    what a summary reads."""
+    if f'"{UNDECIDED}"' not in evidence and f'"{NOT_MEASURED}"' not in evidence:
+        return ()
+    return summary_evidence(_loads(evidence))
 
 
 def result_of_row(
