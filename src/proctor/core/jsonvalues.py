@@ -207,7 +207,7 @@ class Snapshot:
             elif key not in after:
                 before = _loaded(kept)
                 out.append({"path": str(key), "before": before, "after": None, "op": "remove"})
-            elif type(kept) is dict and type(after[key]) is dict:
+            elif isinstance(kept, dict) and type(after[key]) is dict:
                 out.extend(_entry_changes(kept, after[key], str(key)))
             else:
                 out.extend(diff(_loaded(kept), after[key], str(key)))
@@ -215,7 +215,7 @@ class Snapshot:
 
 
 def _loaded(kept: bytes | dict[Any, bytes]) -> Any:
-    if type(kept) is dict:
+    if isinstance(kept, dict):
         return {k: marshal.loads(v) for k, v in kept.items()}
     return marshal.loads(kept)
 
