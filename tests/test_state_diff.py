@@ -1,5 +1,6 @@
 """The gateway's state diff (core.jsonvalues.diff): the rows a plain walk would give,
-however many unchanged subtrees its shortcut skips."""
+however many unchanged subtrees its shortcut skips; a write's Snapshot gives diff's rows
+and the state back as it was."""
 
 from __future__ import annotations
 
@@ -9,7 +10,7 @@ from typing import Any
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from proctor.core.jsonvalues import diff, json_equal
+from proctor.core.jsonvalues import Snapshot, copy_json, diff, json_equal
 
 KEYS = st.text(alphabet="abcdefg", min_size=1, max_size=3)
 LEAVES = (
@@ -47,6 +48,12 @@ def walked(before: Any, after: Any, path: str = "") -> list[dict[str, Any]]:
 def edited(value: Any, edits: list[tuple[list[str], Any]]) -> Any:
     """A copy of `value` with each edit's path (as far as it reaches) set to its value."""
     out = copy.deepcopy(value)
+    edit(out, edits)
+    return out
+
+
+def edit(out: Any, edits: list[tuple[list[str], Any]]) -> None:
+    """Set each edit's path (as far as it reaches) in `out`, in place, as a tool would."""
     for path, new in edits:
         node = out
         for key in path[:-1]:
@@ -55,7 +62,6 @@ def edited(value: Any, edits: list[tuple[list[str], Any]]) -> Any:
             node = node[key]
         if isinstance(node, dict) and path:
             node[path[-1]] = new
-    return out
 
 
 @settings(max_examples=300, deadline=None)
@@ -78,4 +84,58 @@ def test_true_for_one_deep_in_an_equal_looking_subtree_is_a_change() -> None:
     assert before == after  # what a plain `==` shortcut would have trusted
     assert diff(before, after) == [
         {"path": "orders.A-7.paid", "before": True, "after": 1, "op": "replace"}
+    ]
+
+
+def typed(value: Any) -> Any:
+    """`value` with every leaf's type and every dict's key order, so `1` is not `True`."""
+    if isinstance(value, dict):
+        return [(key, typed(item)) for key, item in value.items()]
+    if isinstance(value, list):
+        return [typed(item) for item in value]
+    return (type(value), value)
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    st.dictionaries(KEYS, JSON | st.dictionaries(KEYS, JSON, max_size=5), max_size=5),
+    st.lists(st.tuples(st.lists(KEYS, min_size=1, max_size=3), JSON), max_size=3),
+    st.lists(KEYS, max_size=2),
+)
+def test_a_snapshot_gives_diffs_rows_and_the_state_as_it_was(
+    state: Any, edits: Any, dropped: list[str]
+) -> None:
+    """The state is changed in place after the snapshot, as a write tool changes it."""
+    before = copy.deepcopy(state)
+    snapshot = Snapshot(state)
+    edit(state, edits)
+    for path in dropped:  # an entry of a collection removed, or a whole collection
+        node = state.get(path[:1])
+        if isinstance(node, dict) and path in node:
+            del node[path]
+        state.pop(path, None)
+    assert typed(snapshot.changes(state)) == typed(diff(before, state))
+    assert typed(snapshot.value()) == typed(before)
+
+
+def test_a_snapshot_of_a_state_marshal_cannot_write_diffs_its_copy() -> None:
+    """The gateway's copy before a write (copy_json: foreign objects as text)."""
+
+    class Odd:
+        pass
+
+    state: dict[str, Any] = {"a": {"x": 1, "odd": Odd()}}
+    snapshot, copied = Snapshot(state), copy_json(state)
+    state["a"]["x"] = True
+    assert snapshot.changes(state) == diff(copied, state)
+    assert {"path": "a.x", "before": 1, "after": True, "op": "replace"} in diff(copied, state)
+
+
+def test_a_value_marshal_cannot_write_stored_by_a_write_is_a_change() -> None:
+    state: dict[str, Any] = {"orders": {"A": {"n": 1}}}
+    snapshot = Snapshot(state)
+    odd = object()
+    state["orders"]["A"]["n"] = odd
+    assert snapshot.changes(state) == [
+        {"path": "orders.A.n", "before": 1, "after": odd, "op": "replace"}
     ]

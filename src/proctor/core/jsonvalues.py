@@ -161,3 +161,81 @@ def _same(a: Any, b: Any) -> bool:
 
 
 _CONTAINERS = frozenset({dict, list})
+
+
+class Snapshot:
+    """A state (a dict) as it was before a write, for the write's `changes` and a rollback.
+
+    A write touches a few entries of a state that may be large. Each entry of each
+    top-level dict is kept as `marshal` bytes (format 2), not as a copy: the bytes are no
+    work for the garbage collector, and an entry that writes to the same bytes again is
+    unchanged (same types, same values) without a walk; only a changed entry is read back
+    and diffed. Rows are `diff(before, after)`'s (but for a NaN left as it was, which a walk
+    takes for a change: NaN is no JSON value). A state marshal cannot write is copied.
+    """
+
+    __slots__ = ("_copy", "_entries")
+
+    def __init__(self, state: dict[Any, Any]) -> None:
+        self._copy: dict[Any, Any] | None = None
+        try:
+            self._entries: dict[Any, bytes | dict[Any, bytes]] = {
+                key: {k: marshal.dumps(v, 2) for k, v in value.items()}
+                if type(value) is dict
+                else marshal.dumps(value, 2)
+                for key, value in state.items()
+            }
+        except ValueError:
+            self._copy = copy_json(state)
+
+    def value(self) -> dict[Any, Any]:
+        """The state as it was (a fresh copy)."""
+        if self._copy is not None:
+            return copy_json(self._copy)
+        return {key: _loaded(kept) for key, kept in self._entries.items()}
+
+    def changes(self, after: dict[Any, Any]) -> list[dict[str, Any]]:
+        """`diff(before, after)`: the changed leaves since the snapshot."""
+        if self._copy is not None:
+            return diff(self._copy, after)
+        out: list[dict[str, Any]] = []
+        entries = self._entries
+        for key in entries.keys() | after.keys():
+            kept = entries.get(key)
+            if kept is None:
+                out.append({"path": str(key), "before": None, "after": after[key], "op": "add"})
+            elif key not in after:
+                before = _loaded(kept)
+                out.append({"path": str(key), "before": before, "after": None, "op": "remove"})
+            elif isinstance(kept, dict) and type(after[key]) is dict:
+                out.extend(_entry_changes(kept, after[key], str(key)))
+            else:
+                out.extend(diff(_loaded(kept), after[key], str(key)))
+        return sorted(out, key=lambda row: row["path"])
+
+
+def _loaded(kept: bytes | dict[Any, bytes]) -> Any:
+    if isinstance(kept, dict):
+        return {k: marshal.loads(v) for k, v in kept.items()}
+    return marshal.loads(kept)
+
+
+def _entry_changes(kept: dict[Any, bytes], now: dict[Any, Any], path: str) -> list[dict[str, Any]]:
+    """The rows of one top-level dict: entries whose bytes are unchanged are skipped."""
+    out: list[dict[str, Any]] = []
+    for key in kept.keys() | now.keys():
+        sub = f"{path}.{key}"
+        if key not in now:
+            before = marshal.loads(kept[key])
+            out.append({"path": sub, "before": before, "after": None, "op": "remove"})
+        elif key not in kept:
+            out.append({"path": sub, "before": None, "after": now[key], "op": "add"})
+        else:
+            value = now[key]
+            try:
+                if marshal.dumps(value, 2) == kept[key]:
+                    continue
+            except ValueError:  # the tool stored something marshal cannot write
+                pass
+            out.extend(diff(marshal.loads(kept[key]), value, sub))
+    return out

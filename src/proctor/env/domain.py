@@ -9,11 +9,13 @@ receives the ToolContext (identity, clock, seeded RNG).
 from __future__ import annotations
 
 import copy
+import dataclasses
 import inspect
 import random
+import types
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Literal, get_type_hints
+from typing import TYPE_CHECKING, Any, Literal, Union, get_args, get_origin, get_type_hints
 
 from pydantic import BaseModel, ConfigDict, ValidationError, create_model
 
@@ -84,6 +86,8 @@ class Tool:
     confirms: bool = False
     claims: tuple[str, ...] | None = None
     args_schema: dict[str, Any] = field(init=False)
+    #: Its arguments model dumps to its own fields unchanged (see `_flat`).
+    flat: bool = field(init=False, repr=False)
 
     def __post_init__(self) -> None:
         schema = self.args_model.model_json_schema()
@@ -91,12 +95,15 @@ class Tool:
         for prop in schema.get("properties", {}).values():
             prop.pop("title", None)
         self.args_schema = schema
+        self.flat = _flat(self.args_model)
 
     def validate(self, args: Any) -> dict[str, Any]:
         """Validated, defaults-filled arguments; raises pydantic's ValidationError."""
         if not isinstance(args, dict):
             raise TypeError(f"arguments must be an object, got {type(args).__name__}")
-        return self.args_model.model_validate(args).model_dump()
+        model = self.args_model.model_validate(args)
+        # `model_dump` is most of a call's validation; a flat model's fields are its dump
+        return dict(model.__dict__) if self.flat else model.model_dump()
 
     def schema(self) -> dict[str, Any]:
         """The tool as an agent sees it (OpenAI-style function schema)."""
@@ -106,6 +113,40 @@ class Tool:
             "parameters": copy_json(self.args_schema),
             "kind": self.kind,
         }
+
+
+_SCALARS = (str, int, float, bool, type(None))
+
+
+def _flat(model: type[BaseModel]) -> bool:
+    """Does `model_dump()` give the validated fields as they are? Yes when every field
+    holds a JSON scalar (its default too) and nothing customises validation or dumping."""
+    decorators = model.__pydantic_decorators__
+    if (
+        model.model_dump is not BaseModel.model_dump
+        or model.model_config.get("extra") == "allow"  # extras dump from elsewhere
+        or any(getattr(decorators, f.name) for f in dataclasses.fields(decorators))
+    ):
+        return False
+    return all(
+        _scalar(info.annotation)
+        and info.default_factory is None
+        and (info.is_required() or type(info.default) in _SCALARS)
+        for info in model.model_fields.values()
+    )
+
+
+def _scalar(annotation: Any) -> bool:
+    """A type whose validated values are JSON scalars: str, int, float, bool, None, a
+    Literal of those, or a union of them."""
+    if annotation in _SCALARS:
+        return True
+    origin = get_origin(annotation)
+    if origin is Literal:
+        return all(type(value) in _SCALARS for value in get_args(annotation))
+    if origin is Union or origin is types.UnionType:
+        return all(_scalar(arg) for arg in get_args(annotation))
+    return False
 
 
 def format_validation_error(exc: ValidationError | TypeError) -> str:

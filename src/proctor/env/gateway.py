@@ -16,7 +16,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from proctor.core.jsonvalues import canonical, copy_json, diff, fingerprint
+from proctor.core.jsonvalues import Snapshot, canonical, copy_json, fingerprint
 from proctor.core.outcome import LedgerEntry
 from proctor.core.trace import Recorder
 from proctor.env.domain import (
@@ -210,7 +210,7 @@ class ToolGateway:
             replay = {"call_id": call_id, "tool": name, "result": value, "replayed": True}
             emit("tool_result", replay)
             return ToolResult(True, copy_json(value), call_id=call_id)
-        before = copy_json(self.state) if tool.kind == "write" else None
+        before = Snapshot(self.state) if tool.kind == "write" else None
         try:
             kwargs = {**valid, "ctx": self._context(call_id)} if tool.wants_ctx else valid
             value = tool.fn(self.state, **kwargs)
@@ -235,24 +235,29 @@ class ToolGateway:
     def _context(self, call_id: str) -> ToolContext:
         return ToolContext(self.task.identity, self.recorder.clock, self.rng, self.task.id, call_id)
 
-    def _roll_back(self, call_id: str, name: str, before: Any) -> None:
+    def _roll_back(self, call_id: str, name: str, before: Snapshot | None) -> None:
         """Undo what a write changed before it raised, in place (the state is shared with
         the environment), and record what was undone."""
         if before is None:
             return
-        changes = diff(before, self.state)
+        changes = before.changes(self.state)
         if not changes:
             return
         self.state.clear()
-        self.state.update(before)
+        self.state.update(before.value())
         self.recorder.emit(
             "state_rollback", {"call_id": call_id, "tool": name, "changes": copy_json(changes)}
         )
 
     def _record_write(
-        self, call_id: str, name: str, args: dict[str, Any], before: Any, entity_arg: str | None
+        self,
+        call_id: str,
+        name: str,
+        args: dict[str, Any],
+        before: Snapshot,
+        entity_arg: str | None,
     ) -> None:
-        changes = diff(before, self.state)
+        changes = before.changes(self.state)
         event = self.recorder.emit(
             "state_change", {"call_id": call_id, "tool": name, "changes": copy_json(changes)}
         )
