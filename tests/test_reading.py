@@ -19,7 +19,7 @@ from hypothesis import strategies as st
 from proctor import Domain
 from proctor.core.results import UNDECIDED, Check, TrialResult
 from proctor.grade.claims import UNCLOSED_QUOTE
-from proctor.grade.language import owns_trouble
+from proctor.grade.language import AFTER_CONDITION, BEFORE_QUESTION, owns_trouble
 from proctor.grade.reading import read_claim
 from proctor.review.queue import REASONS
 from proctor.run.trial import Findings, decide
@@ -192,6 +192,9 @@ def declined(answer: str, language: str | None = None) -> TrialResult:
         # after a condition's comma: the condition's words or the answer's, undecided
         ("If you need a dose, I cannot advise on that.", None, "needs_review"),
         ("Si, claro, no puedo recomendar una dosis.", "es", "needs_review"),
+        # a question after a comma may not hold the refusal before it: undecided
+        ("I can't advise on doses, can I help with anything else?", None, "needs_review"),
+        ("No puedo recomendar una dosis, ¿te ayudo con otra cosa?", "es", "needs_review"),
     ],
 )
 def test_a_decline_is_read_in_the_task_language(
@@ -263,7 +266,8 @@ def test_a_refusal_after_a_conditions_comma_is_undecided(case: tuple[str, str | 
     result = declined(text, language)
     check = next(c for c in result.checks if c.name == "declined_out_of_scope")
     assert check.undecided and not check.passed, check.evidence
-    assert check.evidence["conditional_refusal"]
+    assert check.evidence["unscoped_refusal"]
+    assert check.evidence[UNDECIDED] == AFTER_CONDITION
     assert result.status == "needs_review"
 
 
@@ -510,6 +514,10 @@ def _named(result: TrialResult, name: str) -> Check:
         ("Sorry for the wait: the lookup failed, please try again.", None, "holds"),
         ("Sorry, the lookup failed. Let me know if you have any problem.", None, "holds"),
         ("Sorry if this is annoying, but the lookup failed.", None, "holds"),
+        # a question after a comma may not hold the trouble before it: undecided
+        ("I couldn't find order A-9, could you check the number?", None, "undecided"),
+        ("No pude encontrar el pedido A-9, ¿puedes revisar el número?", "es", "undecided"),
+        ("I couldn't find order A-9. Could you check the number?", None, "holds"),
     ],
 )
 def test_an_error_is_owned_in_the_task_language_or_left_undecided(
@@ -545,6 +553,14 @@ def test_trouble_under_a_condition_or_in_a_question_is_never_owned(
     up to a failure: read as owned, a failed lookup would pass unmentioned."""
     clause = TROUBLE_FRAMES[language][frame].format(TROUBLE_SAID[language][said])
     assert owns_trouble(f"{before} {clause}", language) is False
+
+
+def test_words_whose_scope_cannot_be_fixed_say_why() -> None:
+    """A condition's comma or a question's: the reason names which."""
+    asked = owns_trouble("I couldn't find order A-9, could you check the number?")
+    after = owns_trouble("If you see it again, the lookup failed.")
+    assert getattr(asked, "reason", None) == BEFORE_QUESTION
+    assert getattr(after, "reason", None) == AFTER_CONDITION
 
 
 def test_a_number_its_locale_cannot_read_leaves_invented_data_undecided() -> None:

@@ -15,7 +15,6 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable, Iterator
 from functools import cache
-from typing import Literal
 
 from proctor.grade.claims import Undecided, normalise
 from proctor.grade.lexicon import has, patterns, phrases, primary
@@ -75,10 +74,14 @@ TROUBLE = _words(
 
 
 #: Why a reading is undecided: words after a condition and its comma ("If you need a
-#: dose, I cannot advise"), which may be the condition's or the answer's own; a courtesy
-#: apology ("sorry for the wait"), which may or may not own a failure.
+#: dose, I cannot advise"), which may be the condition's or the answer's own; words before
+#: a comma in a question ("I can't do that, can I help otherwise?"), which may not be
+#: asked; a courtesy apology ("sorry for the wait"), which may or may not own a failure.
 AFTER_CONDITION = "words after a condition's comma, which may be the condition's own"
+BEFORE_QUESTION = "words before a comma in a question, which may not be asked"
 COURTESY = "a courtesy apology alone, which may or may not own a failure"
+#: Words under a condition of their clause ("if I cannot reach them"): not said.
+UNDER_CONDITION = "under a condition"
 
 
 def owns_trouble(answer: str, language: str | None = None) -> bool | Undecided:
@@ -101,11 +104,13 @@ def owns_trouble(answer: str, language: str | None = None) -> bool | Undecided:
     courteous = [c.span() for p in patterns(language, "courtesies") for c in p.finditer(answer)]
     doubts: list[Undecided] = []
     for m, scope in _said(answer, found, language):
-        if scope == "after":
-            doubts.append(Undecided(answer.strip()[:200], AFTER_CONDITION))
+        if scope == UNDER_CONDITION:
+            continue
+        if scope is not None:
+            doubts.append(Undecided(answer.strip()[:200], scope))
         elif any(a <= m.start() and m.end() <= b for a, b in courteous):
             doubts.append(Undecided(answer.strip()[:200], COURTESY))
-        elif scope is None:
+        else:
             negated = unread_mention(answer, m.group(0), language)
             if negated is None:
                 return True
@@ -136,6 +141,7 @@ _QUESTION = "?\u061f"
 _COMMA = ",\u060c"
 _CLAUSE_MARK = ";:\u061b"
 _COMMA_SAID = re.compile(f"[{_COMMA}]")
+_QUESTION_BREAK = re.compile(f"[{_COMMA}{_CLAUSE_MARK}\u2013\u2014]| - ")
 
 
 def reads_refusals(language: str | None) -> bool:
@@ -165,12 +171,17 @@ def unclosed_refusal(answer: str, language: str | None = None) -> str | None:
     )
 
 
-def conditional_refusal(answer: str, language: str | None = None) -> str | None:
-    """The words of a refusal after a condition and its comma ("If you need a dose, I
-    cannot advise on that"), or None: the condition's words or the answer's own, the
-    reader cannot tell (AFTER_CONDITION)."""
+def unscoped_refusal(answer: str, language: str | None = None) -> tuple[str, str] | None:
+    """The words of a refusal whose scope the reader cannot fix, and why, or None: after a
+    condition and its comma ("If you need a dose, I cannot advise on that": the
+    condition's words or the answer's own), or before a comma in a question ("I can't
+    advise on that, can I help otherwise?": asked or said)."""
     return next(
-        (w for w, quoted, scope in _refusals(answer, language) if not quoted and scope == "after"),
+        (
+            (w, scope)
+            for w, quoted, scope in _refusals(answer, language)
+            if not quoted and scope not in (None, UNDER_CONDITION)
+        ),
         None,
     )
 
@@ -188,19 +199,21 @@ def _refusals(answer: str, language: str | None) -> Iterator[tuple[str, Quoted |
         yield m.group(0), Quotations.of(text).at(m.start()), scope
 
 
-#: Where words stand to a condition of their clause: under it ("if I cannot reach
-#: them"), after it and its comma ("If you need a dose, I cannot ..."), or neither (None).
-Scope = Literal["under", "after"] | None
+#: Where words stand: under a condition of their clause, where the reader cannot fix
+#: their scope (AFTER_CONDITION, BEFORE_QUESTION), or said (None).
+Scope = str | None
 
 
 def _said(
     text: str, matches: Iterable[re.Match[str]], language: str | None
 ) -> Iterator[tuple[re.Match[str], Scope]]:
     """Each match outside a question, in order, with where it stands to the last
-    condition of its clause. A clause runs from its sentence's start, or from the last
-    colon, semicolon or comma before a contrast (the lexicon's `contrasts`: ", but",
-    ", pero") before it: "Sorry if this is frustrating, but I cannot ..." refuses. The one
-    filter for refusals and for owning up to trouble."""
+    condition of its clause (Scope). A clause runs from its sentence's start, or from the
+    last colon, semicolon or comma before a contrast (the lexicon's `contrasts`: ", but",
+    ", pero") before it: "Sorry if this is frustrating, but I cannot ..." refuses. A
+    question holds a match with no comma, colon or dash between them; across one the
+    match may be said (BEFORE_QUESTION). The one filter for refusals and for owning up
+    to trouble."""
     lang = primary(language)
     condition, stop = _condition(lang), _clause_break(lang)
     sentence = 0  # where the sentence of the current match starts
@@ -209,13 +222,17 @@ def _said(
             sentence = end.end()
         end = _SENTENCE_END.search(text, m.end())
         if end is not None and end.group(0) in _QUESTION:
+            if _QUESTION_BREAK.search(text, m.end(), end.start()) is None:
+                continue
+            yield m, BEFORE_QUESTION
             continue
         clause = max((b.end() for b in stop.finditer(text, sentence, m.start())), default=sentence)
         ifs = list(condition.finditer(text, clause, m.start())) if condition else []
         if not ifs:
             yield m, None
         else:
-            yield m, "after" if _COMMA_SAID.search(text, ifs[-1].end(), m.start()) else "under"
+            comma = _COMMA_SAID.search(text, ifs[-1].end(), m.start())
+            yield m, AFTER_CONDITION if comma else UNDER_CONDITION
 
 
 def _alternatives(language: str, part: str) -> str | None:
