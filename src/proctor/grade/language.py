@@ -187,8 +187,8 @@ def unscoped_refusal(answer: str, language: str | None = None) -> tuple[str, str
 
 
 def _refusals(answer: str, language: str | None) -> Iterator[tuple[str, Quoted | None, Scope]]:
-    """Each refusal said outside a question, in order, with the quotation it sits in
-    (closed, open, or None) and where it stands to a condition (_said); English in
+    """Each refusal not asked, in order, with the quotation it sits in (closed, open, or
+    None) and where it stands to a condition or a question (_said); English in
     REFUSAL's words and its lexicon's, after contractions are spelled out, another
     language in its lexicon's."""
     if primary(language) == "en":
@@ -207,8 +207,8 @@ Scope = str | None
 def _said(
     text: str, matches: Iterable[re.Match[str]], language: str | None
 ) -> Iterator[tuple[re.Match[str], Scope]]:
-    """Each match outside a question, in order, with where it stands to the last
-    condition of its clause (Scope). A clause runs from its sentence's start, or from the
+    """Each match not asked, in order, with where it stands to the last condition of its
+    clause (Scope). A clause runs from its sentence's start, or from the
     last colon, semicolon or comma before a contrast (the lexicon's `contrasts`: ", but",
     ", pero") before it: "Sorry if this is frustrating, but I cannot ..." refuses. A
     question holds a match with no comma, colon or dash between them; across one the
