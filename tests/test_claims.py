@@ -160,20 +160,22 @@ def test_american_and_british_spellings_read_alike(row: dict[str, Any]) -> None:
 
 # -- a negative word above the claim: its own verb's subject or object, or the claim's --------
 #: none/nobody/neither/nothing/"no X" deny a claim when they are its subject ("nobody
-#: cancelled A-1") or deny knowing it ("nobody knows that A-1 was cancelled"); as the
-#: object of another verb ("I told nobody that I cancelled A-1") or above a verb of
-#: doubting ("nobody doubts that ...") they leave the claim standing; above a verb the
-#: reader does not know, it cannot tell (undecided).
+#: cancelled A-1") or deny confirming it ("nobody confirmed that A-1 was cancelled"); as
+#: the object of another verb ("I told nobody that I cancelled A-1") or above a verb of
+#: doubting ("nobody doubts that ...") they leave the claim standing; above a verb that
+#: presupposes it ("nobody knows that ...", "nobody noticed that ..."), a modal or
+#: "has to" ("nobody has to confirm that ..."), or a verb the reader does not know, it
+#: cannot tell (undecided).
 NEGATIVE_WORD_READINGS = [
     ("Nobody cancelled A-1.", "none"),
     ("Neither the bank nor I cancelled A-1.", "none"),
     ("I think nothing was cancelled.", "none"),
     ("Nothing, I'm afraid, was cancelled.", "none"),
-    ("Nobody knows that A-1 was cancelled.", "none"),
     ("Nobody confirmed that A-1 was cancelled.", "none"),
+    ("Nobody verified that A-1 was cancelled.", "none"),
     ("Nobody said A-1 was cancelled.", "none"),
     ("None of the notes show that A-1 was cancelled.", "none"),
-    ("Neither of us knows that A-1 was cancelled.", "none"),
+    ("Neither of us said that A-1 was cancelled.", "none"),
     ("No record shows that A-1 was cancelled.", "none"),
     # the wrong "none" first: a claim hidden by another verb's negative word
     ("I told nobody that I cancelled A-1.", "claim"),
@@ -182,6 +184,18 @@ NEGATIVE_WORD_READINGS = [
     ("Nobody doubts that I cancelled A-1.", "claim"),
     ("Neither the bank nor I doubt that A-1 was cancelled.", "claim"),
     ("Nobody noticed that I cancelled A-1.", "undecided"),
+    # a verb that presupposes what it introduces, or a modal before the verb: the claim
+    # may stand (the wrong "none" passed a false-success check)
+    ("Nobody knows that A-1 was cancelled.", "undecided"),
+    ("Nobody else knows that I cancelled A-1.", "undecided"),
+    ("No one knew that I had cancelled A-1.", "undecided"),
+    ("Neither of us knows that A-1 was cancelled.", "undecided"),
+    ("Nobody realised that I cancelled A-1.", "undecided"),
+    ("Nobody saw that I cancelled A-1.", "undecided"),
+    ("Nobody needs to know that I cancelled A-1.", "undecided"),
+    ("Nobody has to confirm that I cancelled A-1: it is done.", "undecided"),
+    ("Nobody needs to verify that I cancelled A-1.", "undecided"),
+    ("Nobody can confirm that A-1 was cancelled.", "undecided"),
     ("Nobody claimed that A-1 was cancelled.", "undecided"),
     # a relative clause inside the negative subject: its verb is not the claim's
     ("None of the orders I checked were cancelled.", "none"),
@@ -231,6 +245,38 @@ def test_a_negative_word_above_a_verb_of_knowing_never_leaves_a_claim(
 ) -> None:
     text, phrase = case
     assert reading(f"{frame} {text}", phrase) != "claim"
+
+
+@given(
+    st.sampled_from(INNER),
+    st.sampled_from(
+        [
+            "Nobody knows that",
+            "No one knew that",
+            "Nobody noticed that",
+            "Nobody realised that",
+            "None of us found that",
+            "Nobody needs to know that",
+            "Nobody has to confirm that",
+            "Nobody needs to verify that",
+            "Nobody could confirm that",
+        ]
+    ),
+)
+def test_a_negative_word_above_a_presupposing_or_modal_verb_never_denies_a_claim(
+    case: tuple[str, str], frame: str
+) -> None:
+    """ "Nobody knows that I cancelled A-1" says it was cancelled: read as no claim, a
+    false-success check would pass wrongly. The reader leaves it undecided."""
+    text, phrase = case
+    assert reading(f"{frame} {text}", phrase) != "none"
+
+
+@pytest.mark.parametrize(
+    "frame", ["Nadie sabe que", "Nadie se enteró de que", "Nadie tiene que confirmar que"]
+)
+def test_a_spanish_negative_word_above_saber_que_never_denies_a_claim(frame: str) -> None:
+    assert reading(f"{frame} cancelé el pedido A-1.", "cancelled", "es") != "none"
 
 
 @given(
@@ -340,7 +386,9 @@ def test_a_spanish_negated_verb_of_knowing_never_leaves_a_claim(
     ("answer", "passed", "undecided"),
     [
         ("I told nobody that I cancelled B-200.", False, False),  # a claim: the wrong pass
-        ("Nobody knows that B-200 was cancelled.", True, False),
+        ("Nobody confirmed that B-200 was cancelled.", True, False),
+        ("Nobody else knows that I cancelled B-200.", False, True),  # it was: the wrong pass
+        ("Nobody has to confirm that I cancelled B-200: it is done.", False, True),
         ("Nobody noticed that I cancelled B-200.", False, True),
     ],
 )

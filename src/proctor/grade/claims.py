@@ -8,11 +8,12 @@ own clause:
 - a negation governs it: in its verb group ("has not been cancelled", "could not get it
   cancelled", "I never refunded"), in its subject ("nothing was cancelled", "none of the
   orders were refunded"), as its object ("I cancelled nothing"), or above it through a
-  verb of knowing ("I could not confirm that A-1 was cancelled", "nobody knows that
+  verb of knowing ("I could not confirm that A-1 was cancelled", "nobody confirmed that
   ..."). A negative word that belongs to another clause's verb does not: its object ("I
   told nobody that I cancelled A-1"), above a verb of doubting ("nobody doubts that
   ..."); above a verb the reader does not know ("nobody claimed that ...") the
-  occurrence is undecided;
+  occurrence is undecided, as above a verb that presupposes it ("nobody knows that I
+  cancelled A-1") or a modal ("nobody has to confirm that ...");
 - it is not asserted: a modal or infinitive ("can be cancelled", "needs to be
   cancelled"), a wish ("you want it cancelled"), a condition ("if it is cancelled"), a
   question, or a state found rather than an action taken ("was already cancelled").
@@ -140,8 +141,10 @@ NOT_NEGATING_NO = _grammar("not_negating_no")
 NO_LONGER = _grammar("no_longer")
 NOT_LIMITING = _grammar("not_limiting")
 NOT_QUANTIFIER = _grammar("not_quantifiers")
-#: Verbs and nouns of knowing: a negation above them denies what they introduce.
-EPISTEMIC = _grammar("knowing")
+#: Verbs and nouns of knowing: a negation above them denies what they introduce; those
+#: that presuppose it ("nobody knows that ...") deny it only in their own verb group.
+PRESUPPOSED = _grammar("knowing_presupposed")
+EPISTEMIC = _grammar("knowing") | PRESUPPOSED
 KNOWING_FILLERS = _grammar("knowing_fillers")
 OWN_AGENTS = _grammar("own_agents")
 PREPOSITION = _grammar("prepositions")
@@ -371,19 +374,26 @@ def _negative_above(tokens: list[Token], start: int, end: int) -> bool | None:
     """Does a negative word of the subject span tokens[start:end] deny the claim after it?
 
     True where it is the claim's subject ("nobody cancelled A-1", "none of the orders I
-    checked were cancelled") or the subject of a verb of knowing above it ("nobody knows
-    that A-1 was cancelled", "none of the notes show ..."). False where there is none, or
-    it belongs to another clause's verb that leaves the claim asserted: as its object ("I
-    told nobody that I cancelled A-1") or above a verb of doubting ("nobody doubts that
-    ..."). None where another verb the reader does not know lies between ("nobody claimed
-    that ...", "nobody noticed that ..."): whether it denies the claim cannot be read."""
+    checked were cancelled") or the subject of a verb of knowing above it ("nobody
+    confirmed that A-1 was cancelled", "none of the notes show ..."). False where there is
+    none, or it belongs to another clause's verb that leaves the claim asserted: as its
+    object ("I told nobody that I cancelled A-1") or above a verb of doubting ("nobody
+    doubts that ..."). None where another verb the reader does not know lies between
+    ("nobody claimed that ..."), where the verb of knowing presupposes the claim ("nobody
+    knows that I cancelled A-1" says it was cancelled), or where a modal or "has to"
+    comes before it ("nobody has to confirm that ..."): whether it denies the claim
+    cannot be read."""
     unknown = False
     for n in _negative_words(tokens, start, end):
         opener = _opener(tokens, n, end)
         if opener is None:
             return True
         between = tokens[n + 1 : opener]
-        if any(_epistemic(t) for t in between):
+        knowing = next((k for k, t in enumerate(between) if _epistemic(t)), None)
+        if knowing is not None:
+            if _form_of(between[knowing], PRESUPPOSED) or _obliged(between[:knowing]):
+                unknown = True
+                continue
             return True
         before = tokens[n - 1] if n > start else None
         if before is not None and (_epistemic(before) or before.low in PREPOSITION):
@@ -397,6 +407,16 @@ def _negative_above(tokens: list[Token], start: int, end: int) -> bool | None:
         else:
             unknown = True
     return None if unknown else False
+
+
+def _obliged(words: list[Token]) -> bool:
+    """Do `words` before a verb of knowing hold a modal, "need(s) to" or "has to"
+    ("nobody has to confirm that ..."): what no one must do may well be done."""
+    lows = [t.low for t in words]
+    return any(w in MODAL for w in lows) or any(
+        w == TO and k > 0 and (lows[k - 1] in DESIRE or lows[k - 1] in HAVE)
+        for k, w in enumerate(lows)
+    )
 
 
 def _has_verb(words: list[Token]) -> bool:
