@@ -93,6 +93,38 @@ def test_a_trial_that_cannot_be_encoded_writes_nothing(group: Store) -> None:
     assert stored(group) == [("paint-item", 0)]
 
 
+class InterruptedAfterTheRow:
+    """The store's connection, interrupted (Ctrl-C) just as a trial's row went in."""
+
+    def __init__(self, db: sqlite3.Connection) -> None:
+        self.db = db
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.db, name)
+
+    def execute(self, statement: str, *params: Any) -> Any:
+        cursor = self.db.execute(statement, *params)
+        if statement.startswith("INSERT INTO trials"):
+            raise KeyboardInterrupt
+        return cursor
+
+
+def test_an_interrupt_just_after_a_trials_row_leaves_none_of_it(group: Store) -> None:
+    """The group is then committed (a run saves what it has on Ctrl-C): a row without
+    its checks and events would be a stored trial --resume skips."""
+    first, cut = one_trial(trial=0), one_trial(trial=1)
+    group.write_trial(first.result, first.trace, first.answer, first.outcome)
+    before = rows_of(group)
+    real = group._db
+    group._db = InterruptedAfterTheRow(real)  # type: ignore[assignment]
+    with pytest.raises(KeyboardInterrupt):
+        group.write_trial(cut.result, cut.trace, cut.answer, cut.outcome)
+    group._db = real
+    group.commit()
+    assert rows_of(group) == before
+    assert stored(group) == [("paint-item", 0)]
+
+
 def test_a_trial_written_twice_in_a_group_keeps_the_first(group: Store) -> None:
     record = one_trial()
     group.write_trial(record.result, record.trace, record.answer, record.outcome)

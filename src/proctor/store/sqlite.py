@@ -532,14 +532,20 @@ class Store:
         if not self._db.in_transaction:
             with transaction(self._db):
                 return self._insert_rows(encoded, events)
-        rowid = self._db.execute(_INSERT_TRIAL, encoded.row).lastrowid
-        assert rowid is not None
+        changes = self._db.total_changes
         try:
+            rowid = self._db.execute(_INSERT_TRIAL, encoded.row).lastrowid
+            assert rowid is not None
             self._db.executemany(_INSERT_CHECK, [(rowid, *check) for check in encoded.checks])
             self._db.executemany(_INSERT_EVENT, [(rowid, *event) for event in events])
         except BaseException:
-            if self._db.in_transaction:  # a full disk may have rolled the group back
+            # a full disk may have rolled the group back; a trial row that did not go in
+            # (one stored twice) leaves the first one's rows alone
+            if self._db.in_transaction and self._db.total_changes > changes:
                 with contextlib.suppress(sqlite3.Error):
+                    # the trial's row is the last rowid inserted (checks and events are
+                    # WITHOUT ROWID tables), also when an interrupt came before `rowid`
+                    (rowid,) = self._db.execute("SELECT last_insert_rowid()").fetchone()
                     for table, key in _TRIAL_ROWS:
                         self._db.execute(f"DELETE FROM {table} WHERE {key} = ?", (rowid,))
             raise
