@@ -48,9 +48,10 @@ def suite_files(root: Path, tasks: int) -> Suite:
     return suite
 
 
-def timed(label: str, store: Store, source: str, suite: Suite, n: int, pool: Pool) -> None:
+def timed(label: str, store: Store, source: str, suite: Suite, n: int, pool: Pool) -> float:
     """One regrade's rate, with this process's CPU time a trial (all of it in this
-    process; with workers, the part that caps their scaling) and the load average."""
+    process; with workers, the part that caps their scaling) and the load average;
+    returns that CPU time."""
     started, cpu = time.perf_counter(), time.process_time()
     done = regrade(store, source, suite, pool=pool)
     wall, cpu = time.perf_counter() - started, time.process_time() - cpu
@@ -59,19 +60,22 @@ def timed(label: str, store: Store, source: str, suite: Suite, n: int, pool: Poo
         f"regrade, {label}: {n} trials in {wall:.2f} s = {n / wall:,.0f} trials/s"
         f" (this process's CPU {1e6 * cpu / n:.0f} us/trial, load {os.getloadavg()[0]:.1f})"
     )
+    return cpu
 
 
-def parts(store: Store, source: str, suite: Suite, n: int, wall: float) -> None:
-    """The in-process work, streamed, with a clock around each part; the collector
-    paused, as a regrade pauses it while a share is graded (run/regrade.py)."""
+def parts(store: Store, source: str, suite: Suite, n: int, cpu: float) -> None:
+    """The in-process work, streamed, with a CPU clock around each part (a wall clock
+    charges each part with whatever else the machine runs); the collector paused, as a
+    regrade pauses it while a share is graded (run/regrade.py). The rest of the regrade's
+    CPU is writing and the summary."""
     members = {t.id: t for t in suite.tasks}
     read = grading = 0.0
     trials = iter(store.graded_trials(source, HARNESS_CHECKS))
     gc.disable()
     while True:
-        t0 = time.perf_counter()
+        t0 = time.process_time()
         s = next(trials, None)
-        t1 = time.perf_counter()
+        t1 = time.process_time()
         if s is None:
             break
         member = members[s.result.task_id]
@@ -79,12 +83,12 @@ def parts(store: Store, source: str, suite: Suite, n: int, wall: float) -> None:
             member.task, s.trace, s.outcome, s.result.usage, s.result.latency_s, member.domain
         )
         judge(s.result, ctx, s.kept, None, None)
-        read, grading = read + t1 - t0, grading + time.perf_counter() - t1
+        read, grading = read + t1 - t0, grading + time.process_time() - t1
     gc.enable()
     print(
         f"  of which: read + decode {1e6 * read / n:.0f} us/trial, "
         f"grading {1e6 * grading / n:.0f} us/trial, "
-        f"write + summary {1e6 * max(wall - read - grading, 0.0) / n:.0f} us/trial"
+        f"write + summary {1e6 * max(cpu - read - grading, 0.0) / n:.0f} us/trial (CPU)"
     )
 
 
@@ -126,9 +130,8 @@ def main() -> None:
         source = Runner(suite, agent, trials=args.trials, concurrency=4, store=store).run()
         n: int = source.summary.trials
         print(f"stored {n} trials in {time.perf_counter() - started:.1f} s")
-        started = time.perf_counter()
-        timed("in this process", store, source.run_id, suite, n, open_pool(1))
-        parts(store, source.run_id, suite, n, time.perf_counter() - started)
+        cpu = timed("in this process", store, source.run_id, suite, n, open_pool(1))
+        parts(store, source.run_id, suite, n, cpu)
         for workers in (int(w) for w in args.workers.split(",") if w):
             with ProcessPool(workers) as pool:
                 label = f"{workers} worker process{'es' if workers > 1 else ''}"

@@ -127,3 +127,22 @@ def test_the_order_does_not_depend_on_what_was_imported_first() -> None:
         "print(json.dumps([g.name for g in graders()]))"
     )
     assert names == BUILTIN_ORDER
+
+
+def test_a_task_is_matched_again_once_its_graders_change(
+    isolated: None, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """What applies to a task is remembered for its next trials, never past a change of
+    the graders: a replaced grader's `applies`, or one registered since, is asked."""
+    task = make_task({"answer": {"must_mention": ["cancelled"]}})
+    assert "answer" in [g.name for g in applicable(task)]
+    assert applicable(task) is applicable(task)  # the same task: matched once
+    answer = registry._GRADERS["answer"]
+    monkeypatch.setitem(
+        registry._GRADERS, "answer", registry.Grader("answer", "1", answer.fn, lambda t: False)
+    )
+    assert "answer" not in [g.name for g in applicable(task)]
+    grader("mine", applies=lambda t: t is task)(mine)
+    assert [g.name for g in applicable(task)][-1] == "mine"
+    other = task.model_copy()
+    assert "mine" not in [g.name for g in applicable(other)]

@@ -307,8 +307,18 @@ def grounding(
 ) -> tuple[list[str], list[str]]:
     """(the answer's facts found in no source, the numbers it wrote that its language
     cannot read), each as the answer wrote them, sorted."""
-    known = _known(tuple(sources))
-    facts = read_facts(answer, language or "en")
+    missing, unreadable = _grounding(answer, tuple(sources), language or "en")
+    return list(missing), list(unreadable)
+
+
+@lru_cache(maxsize=256)
+def _grounding(
+    answer: str, sources: tuple[str, ...], language: str
+) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    """`grounding`, once per answer and sources: a task's trials mostly give the same
+    answer from the same tool results (as few entries as `_known`: keys are whole texts)."""
+    known = _known(sources)
+    facts = read_facts(answer, language)
     instants = {token for token, _ in facts.instants}
     missing = {t for key, t in facts.ids.items() if key not in known.ids}
     missing |= {t for t, v, d, p in facts.numbers if not known.has_number(v, d, p)}
@@ -316,4 +326,4 @@ def grounding(
     missing |= {
         t for t, m in facts.instants if not known.has_instant(m) and t.casefold() not in known.ids
     }
-    return sorted(missing), sorted(set(facts.unreadable))
+    return tuple(sorted(missing)), tuple(sorted(set(facts.unreadable)))

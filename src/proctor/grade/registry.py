@@ -17,6 +17,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from proctor.core.memo import MAX_ENTRIES
 from proctor.core.results import Check
 from proctor.grade.context import GradeContext
 
@@ -104,9 +105,23 @@ def grader_versions() -> dict[str, str]:
     return {g.name: g.version for g in graders()}
 
 
+#: Per task (by identity, as core.memo): the graders it was matched against and those
+#: that apply. The trials of a task ask again and again; a grader registered or replaced
+#: since changes the graders, so the task is matched again.
+_APPLICABLE: dict[int, tuple[Task, tuple[Grader, ...], list[Grader]]] = {}
+
+
 def applicable(task: Task) -> list[Grader]:
-    """The graders that apply to `task`, in the order they run."""
-    return [g for g in graders() if g.applies_to(task)]
+    """The graders that apply to `task`, in the order they run (shared: not to be changed)."""
+    current = tuple(graders())
+    hit = _APPLICABLE.get(id(task))
+    if hit is not None and hit[0] is task and hit[1] == current:  # `==` is `is` on each
+        return hit[2]
+    if len(_APPLICABLE) >= MAX_ENTRIES:
+        _APPLICABLE.clear()
+    found = [g for g in current if g.applies_to(task)]
+    _APPLICABLE[id(task)] = (task, current, found)
+    return found
 
 
 def grade(ctx: GradeContext) -> list[Check]:

@@ -346,7 +346,7 @@ def grade_trial(
                 **tool_metrics(ctx),
                 **required_parts(checks),
                 **root_cause_metric(checks),
-                **user_spending(ctx.trace.events),
+                **user_spending(ctx.of_kind("note")),  # only notes hold its records
             }
         except Exception as exc:
             raise GraderCrashed("tool_metrics", exc) from exc
