@@ -58,7 +58,13 @@ from proctor.run.trial import (
 )
 from proctor.run.worker_source import ExecutorError, SuiteSource
 from proctor.store.export import stored_summary
-from proctor.store.shares import EncodedShare, PackedShare, detach_shares, insert_share
+from proctor.store.shares import (
+    PACKABLE,
+    EncodedShare,
+    PackedShare,
+    detach_shares,
+    insert_share,
+)
 from proctor.store.sqlite import (
     GradedRows,
     Key,
@@ -299,7 +305,7 @@ def grade_share(
     for (result, _), decided_on, stored in zip(graded, findings, stored_trials, strict=True):
         decide(result, decided_on)
         out.add(encode_trial(result, None, None, stored.source), stored.result.status)
-    return out.packed() if share.packed else out
+    return out.packed() if share.packed and PACKABLE else out
 
 
 #: A worker process's read-only handles on stores, by path.
@@ -324,7 +330,7 @@ def _shares(
 ) -> Iterator[Share]:
     """The shares of the source run, made as the pool asks for them."""
     path = str(store.path.resolve()) if pool.local and not pool.inline else None
-    packed = not pool.inline and pool.workers >= PACK_FROM
+    packed = not pool.inline and pool.workers >= PACK_FROM and PACKABLE
     for after, until in store.share_bounds(source_id, SHARE):
         rows = None
         if not pool.local:

@@ -45,6 +45,11 @@ _MARKS = ",".join("?" * 16)
 _ATTACHED = "regraded_share"
 
 
+#: This Python's SQLite can hand a database image over (`serialize`; not every build
+#: can): else every share goes back as tuples, on both sides.
+PACKABLE = hasattr(sqlite3.Connection, "serialize") and hasattr(sqlite3.Connection, "deserialize")
+
+
 @dataclass(frozen=True, slots=True)
 class EncodedShare:
     """A share's trials as rows: `encode_trial`'s rows, their checks' rows (each led by
