@@ -76,7 +76,10 @@ def agentdojo() -> types.SimpleNamespace:
     )
 
 
+@lru_cache(maxsize=1)
 def package_version() -> str:
+    """AgentDojo's installed version, read once: every task of a suite records it, and
+    reading a distribution's metadata scans the installed packages."""
     try:
         return version("agentdojo")
     except PackageNotFoundError:
