@@ -5,7 +5,7 @@ from __future__ import annotations
 import hashlib
 import json
 import marshal
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any
 
 _ATOMS = (str, int, float, bool, type(None))
@@ -198,20 +198,7 @@ class Snapshot:
         """`diff(before, after)`: the changed leaves since the snapshot."""
         if self._copy is not None:
             return diff(self._copy, after)
-        out: list[dict[str, Any]] = []
-        entries = self._entries
-        for key in entries.keys() | after.keys():
-            kept = entries.get(key)
-            if kept is None:
-                out.append({"path": str(key), "before": None, "after": after[key], "op": "add"})
-            elif key not in after:
-                before = _loaded(kept)
-                out.append({"path": str(key), "before": before, "after": None, "op": "remove"})
-            elif isinstance(kept, dict) and type(after[key]) is dict:
-                out.extend(_entry_changes(kept, after[key], str(key)))
-            else:
-                out.extend(diff(_loaded(kept), after[key], str(key)))
-        return sorted(out, key=lambda row: row["path"])
+        return sorted(_changes(self._entries, after, ""), key=lambda row: row["path"])
 
 
 def _loaded(kept: bytes | dict[Any, bytes]) -> Any:
@@ -220,22 +207,32 @@ def _loaded(kept: bytes | dict[Any, bytes]) -> Any:
     return marshal.loads(kept)
 
 
-def _entry_changes(kept: dict[Any, bytes], now: dict[Any, Any], path: str) -> list[dict[str, Any]]:
-    """The rows of one top-level dict: entries whose bytes are unchanged are skipped."""
+def _changes(
+    kept: Mapping[Any, bytes | dict[Any, bytes]], now: dict[Any, Any], path: str
+) -> list[dict[str, Any]]:
+    """The rows of a kept dict against `now`: entries whose bytes are unchanged are
+    skipped, a kept dict of entries (a top-level collection) is walked entry by entry."""
     out: list[dict[str, Any]] = []
     for key in kept.keys() | now.keys():
-        sub = f"{path}.{key}"
+        sub = f"{path}.{key}" if path else str(key)
         if key not in now:
-            before = marshal.loads(kept[key])
-            out.append({"path": sub, "before": before, "after": None, "op": "remove"})
+            out.append({"path": sub, "before": _loaded(kept[key]), "after": None, "op": "remove"})
         elif key not in kept:
             out.append({"path": sub, "before": None, "after": now[key], "op": "add"})
         else:
-            value = now[key]
-            try:
-                if marshal.dumps(value, 2) == kept[key]:
+            entry, value = kept[key], now[key]
+            if isinstance(entry, dict):
+                if type(value) is dict:
+                    out.extend(_changes(entry, value, sub))
                     continue
-            except ValueError:  # the tool stored something marshal cannot write
-                pass
-            out.extend(diff(marshal.loads(kept[key]), value, sub))
+            elif _unchanged(entry, value):
+                continue
+            out.extend(diff(_loaded(entry), value, sub))
     return out
+
+
+def _unchanged(kept: bytes, value: Any) -> bool:
+    try:
+        return marshal.dumps(value, 2) == kept
+    except ValueError:  # the tool stored something marshal cannot write
+        return False

@@ -147,7 +147,7 @@ def insert_share(db: sqlite3.Connection, share: EncodedShare | PackedShare) -> E
 
 def _copy_packed(db: sqlite3.Connection, share: PackedShare, first: int) -> EncodedShare:
     """Copy a packed share's tables into the store's, in SQL."""
-    if not any(row[1] == _ATTACHED for row in db.execute("PRAGMA database_list")):
+    if not _attached(db):
         db.execute(f"ATTACH ':memory:' AS {_ATTACHED}")
     db.deserialize(share.image, name=_ATTACHED)
     db.execute(
@@ -167,5 +167,9 @@ def _copy_packed(db: sqlite3.Connection, share: PackedShare, first: int) -> Enco
 def detach_shares(db: sqlite3.Connection) -> None:
     """Detach the packed shares' database from the store's connection, if attached (out
     of a transaction)."""
-    if any(row[1] == _ATTACHED for row in db.execute("PRAGMA database_list")):
+    if _attached(db):
         db.execute(f"DETACH {_ATTACHED}")
+
+
+def _attached(db: sqlite3.Connection) -> bool:
+    return any(row[1] == _ATTACHED for row in db.execute("PRAGMA database_list"))

@@ -176,7 +176,7 @@ def compact_json(value: Any) -> str:
         text = orjson.dumps(value, default=_refuse, option=_ORJSON_OPTIONS)
     except orjson.JSONEncodeError:
         return _dumps(value)
-    return text.decode() if _same(value, text) else _dumps(value)
+    return _checked(value, text)
 
 
 def compact_jsons(values: Iterable[Any]) -> list[str]:
@@ -191,11 +191,13 @@ def compact_jsons(values: Iterable[Any]) -> list[str]:
         return [compact_json(value) for value in values]
     joined = b"\0".join(texts)  # NUL: never in orjson's text, so no false joins
     if _differs(joined) or b"null" in joined:
-        return [
-            text.decode() if _same(value, text) else _dumps(value)
-            for value, text in zip(values, texts, strict=True)
-        ]
+        return [_checked(value, text) for value, text in zip(values, texts, strict=True)]
     return [text.decode() for text in texts]
+
+
+def _checked(value: Any, text: bytes) -> str:
+    """orjson's `text` of `value` where it is `json`'s, else `json`'s."""
+    return text.decode() if _same(value, text) else _dumps(value)
 
 
 def _same(value: Any, text: bytes) -> bool:
