@@ -212,6 +212,32 @@ def test_a_negative_word_denies_only_the_claim_it_governs(text: str, read: str) 
     assert reading(text, "cancelled") == read
 
 
+#: A negation in the verb group of a verb of knowing above the claim: confirming and
+#: searching verbs deny it ("I could not confirm/find that ..."); a verb that presupposes
+#: what it introduces may still say it happened ("I didn't realise that I had cancelled
+#: A-1") or doubt it ("I am not aware that ..."): undecided, never a confident "none".
+NEGATED_KNOWING_READINGS = [
+    ("I could not confirm that A-1 was cancelled.", "none"),
+    ("I could not verify that I cancelled A-1.", "none"),
+    ("I could not find that A-1 was cancelled.", "none"),
+    ("I did not see that I had cancelled A-1.", "none"),
+    # the wrong "none" first: a presupposed claim read as denied
+    ("I didn't realise that I had cancelled A-1.", "undecided"),
+    ("I didn't realize I had already cancelled A-1.", "undecided"),
+    ("I did not know that I had cancelled A-1.", "undecided"),
+    ("I hadn't noticed that I cancelled A-1.", "undecided"),
+    ("We never learnt that we had cancelled A-1.", "undecided"),
+    ("I am not aware that I cancelled A-1.", "undecided"),
+]
+
+
+@pytest.mark.parametrize(("text", "read"), NEGATED_KNOWING_READINGS)
+def test_a_negated_verb_of_knowing_denies_only_what_it_does_not_presuppose(
+    text: str, read: str
+) -> None:
+    assert reading(text, "cancelled") == read
+
+
 def _one_clause(text: str) -> bool:
     """No clause break: a frame before the sentence governs all of it."""
     words = {t.low for t in tokenize(normalise(text))}

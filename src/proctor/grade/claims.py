@@ -145,6 +145,7 @@ NOT_QUANTIFIER = _grammar("not_quantifiers")
 #: that presuppose it ("nobody knows that ...") deny it only in their own verb group.
 PRESUPPOSED = _grammar("knowing_presupposed")
 EPISTEMIC = _grammar("knowing") | PRESUPPOSED
+SEARCHED = _grammar("knowing_searched")
 KNOWING_FILLERS = _grammar("knowing_fillers")
 OWN_AGENTS = _grammar("own_agents")
 PREPOSITION = _grammar("prepositions")
@@ -450,10 +451,13 @@ def _doubting(token: Token) -> bool:
     return _form_of(token, DOUBTING)
 
 
-def _denied_knowledge(tokens: list[Token], start: int, group: int) -> bool:
+def _denied_knowledge(tokens: list[Token], start: int, group: int) -> bool | None:
     """A negation before the clause's verb that governs a verb of knowing: "I could not
     confirm that it was cancelled", "there is no record that it was cancelled" (a
-    negative word's own reading is _negative_above's)."""
+    negative word's own reading is _negative_above's). None where that verb presupposes
+    what it introduces and is not one of searching ("I didn't realise that I had
+    cancelled A-1" says it was; "I am not aware that ..." doubts it): undecided."""
+    unknown = False
     for k in range(start, group):
         if not (negates(tokens, k) or tokens[k].low == NO):
             continue
@@ -466,8 +470,11 @@ def _denied_knowledge(tokens: list[Token], start: int, group: int) -> bool:
         ):
             m += 1
         if m < group and _epistemic(tokens[m]):
+            if _form_of(tokens[m], PRESUPPOSED) and not _form_of(tokens[m], SEARCHED):
+                unknown = True
+                continue
             return True
-    return False
+    return None if unknown else False
 
 
 def _negative_object(tokens: list[Token], last: int, end: int) -> bool:
@@ -504,11 +511,12 @@ def _asserted(tokens: list[Token], first: int, last: int, start: int, end: int) 
         return False
     subject_start, subject_end = _subject(tokens, start, group)
     above = _negative_above(tokens, subject_start, subject_end)
-    if above or _denied_knowledge(tokens, subject_start, group):
+    denied = _denied_knowledge(tokens, subject_start, group)
+    if above or denied:
         return False
     if _negative_object(tokens, last, end):
         return False
-    return None if above is None else True
+    return None if above is None or denied is None else True
 
 
 def _preposition(tokens: list[Token], k: int) -> bool:
