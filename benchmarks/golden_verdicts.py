@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import re
 import subprocess
 import sys
 import tempfile
@@ -57,6 +58,24 @@ JUDGE_SPEND = ("judge_cache_hits", "judge_calls", "judge_cost_usd", "judge_input
 JUDGE_SPEND += ("judge_output_tokens",)
 
 
+#: In a judge check's evidence, when its calibration was recorded (each run calibrates
+#: anew); and whether a member's answer came from the cache (the scheduler's order).
+_CALIBRATED_AT = re.compile(r" \(\d{4}-\d\d-\d\dT[\d:]+Z\)")
+
+
+def _evidence(evidence: Any) -> Any:
+    """The evidence less what differs between two runs of the same verdicts."""
+    if not isinstance(evidence, dict) or "standing" not in evidence:
+        return evidence
+    kept = {**evidence, "standing": _CALIBRATED_AT.sub("", str(evidence["standing"]))}
+    if isinstance(evidence.get("members"), list):
+        kept["members"] = [
+            {k: v for k, v in m.items() if k != "cached"} if isinstance(m, dict) else m
+            for m in evidence["members"]
+        ]
+    return kept
+
+
 def _trials(store: Store, run_id: str) -> dict[str, Any]:
     return {
         f"{r.task_id}#{r.trial}": {
@@ -65,7 +84,8 @@ def _trials(store: Store, run_id: str) -> dict[str, Any]:
             "error": r.error,
             "metrics": {k: v for k, v in sorted(r.metrics.items()) if k not in JUDGE_SPEND},
             "checks": [
-                [c.name, c.kind, c.passed, c.score, c.severity, c.evidence] for c in r.checks
+                [c.name, c.kind, c.passed, c.score, c.severity, _evidence(c.evidence)]
+                for c in r.checks
             ],
         }
         for r in store.trial_results(run_id)
