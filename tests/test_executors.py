@@ -11,7 +11,6 @@ import subprocess
 import sys
 import threading
 from collections.abc import Iterator
-from contextlib import aclosing
 from pathlib import Path
 from typing import Any
 
@@ -21,7 +20,7 @@ from proctor import AgentInput, Runner, Store, Task, Toolbox, load_suite
 from proctor.core.daemon_threads import DaemonThreads
 from proctor.env.suite import Suite
 from proctor.run import lanes
-from proctor.run.executor import LocalExecutor, RunContext, stream
+from proctor.run.executor import LocalExecutor, RunContext, drive_lanes
 from proctor.run.lanes import _Slot
 from proctor.run.process import ProcessExecutor
 from proctor.run.worker_source import ExecutorError
@@ -270,18 +269,18 @@ def test_specs_are_drawn_lazily_and_lanes_are_bounded() -> None:
 
     async def consume() -> tuple[int, int]:
         ctx = RunContext(agent, 5.0, 4)
-        seen = 0
-        async with aclosing(stream(LocalExecutor(), ctx, counted())) as records:
-            async for _ in records:
-                if seen == 0:
-                    at_first = drawn
-                seen += 1
-        return at_first, seen
+        seen: list[int] = []  # how many specs were drawn when each record came
+
+        async def put(_: Any) -> None:
+            seen.append(drawn)
+
+        await drive_lanes(LocalExecutor(), ctx, counted(), put)
+        return seen[0], len(seen)
 
     at_first, seen = asyncio.run(consume())
     assert seen == drawn == 200
-    # each lane's trial and the one handed ahead, plus a queue as long: not the 200 trials
-    assert at_first <= 3 * 4 + 1
+    # each lane's trial and the one handed ahead (no queue of records): not the 200 trials
+    assert at_first <= 2 * 4 + 1
     assert agent.most == 4
 
 
@@ -475,10 +474,10 @@ def test_a_lane_stops_handing_ahead_once_its_trials_are_slow(
             yield spec
 
     async def consume() -> None:
-        records = stream(LocalExecutor(), RunContext(agent, 5.0, 1), counted())
-        async with aclosing(records) as each:
-            async for _ in each:
-                pass
+        async def put(_: Any) -> None:
+            pass
+
+        await drive_lanes(LocalExecutor(), RunContext(agent, 5.0, 1), counted(), put)
 
     asyncio.run(consume())
     # trial 2 was handed while trial 1 (the first slow one) ran; nothing after it was

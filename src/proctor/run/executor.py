@@ -2,8 +2,8 @@
 
 An executor opens a number of lanes; a lane runs one trial at a time and takes the next
 spec when it is done. Specs are drawn lazily from one iterator, so a 100,000-trial run
-never holds 100,000 pending tasks, and records come back through a queue no longer than
-the number of lanes. Records stream to the Runner, which alone writes the store.
+never holds 100,000 pending tasks, and each lane hands its records to the Runner's `put`
+itself, on the harness's loop, where the Runner alone writes the store.
 
 A local lane plays its trials where the agent runs, a trial ahead, so that the agent's
 side never waits for the harness; grading happens here, between the lanes' steps
@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import asyncio
 from abc import ABC, abstractmethod
-from collections.abc import AsyncGenerator, Awaitable, Callable, Iterable, Iterator
+from collections.abc import Awaitable, Callable, Iterable, Iterator
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, ClassVar
 
@@ -119,44 +119,31 @@ class _LocalLane(Lane):
         """The agent's side was released when `drive` ended."""
 
 
-class _LaneDone:
-    pass
-
-
-@dataclass(frozen=True, slots=True)
-class _LaneFailed:
-    error: BaseException
-
-
-async def stream(
-    executor: Executor, ctx: RunContext, specs: Iterable[TrialSpec]
-) -> AsyncGenerator[TrialRecord, None]:
-    """Records of `specs` in the order they finish. Close it (`contextlib.aclosing`)."""
+async def drive_lanes(
+    executor: Executor,
+    ctx: RunContext,
+    specs: Iterable[TrialSpec],
+    put: Callable[[TrialRecord], Awaitable[None]],
+) -> None:
+    """Play `specs` on the executor's lanes, each record handed to `put` as its trial
+    finishes, by the lane that played it: no queue between lanes and `put`, whose own
+    waits (a judge's slot) hold the lane back. The first failure (a harness bug, the
+    store's `put`) cancels the other lanes and is raised."""
     lanes = await executor.open(ctx)
-    queue: asyncio.Queue[TrialRecord | _LaneDone | _LaneFailed] = asyncio.Queue(lanes)
     pending = iter(specs)
 
     async def drive(lane: Lane) -> None:
         try:
-            await lane.drive(pending, queue.put)
-        except Exception as exc:  # a harness bug: handed to the consumer, which raises it
-            await queue.put(_LaneFailed(exc))
+            await lane.drive(pending, put)
         finally:
             lane.close()
-        await queue.put(_LaneDone())
 
     drivers = [asyncio.ensure_future(drive(executor.lane())) for _ in range(lanes)]
     try:
-        done = 0
-        while done < lanes:
-            item = await queue.get()
-            if isinstance(item, _LaneDone):
-                done += 1
-            elif isinstance(item, _LaneFailed):
-                raise item.error
-            else:
-                yield item
-                await asyncio.sleep(0)  # let trials whose waits ended start before the next
+        done, _ = await asyncio.wait(drivers, return_when=asyncio.FIRST_EXCEPTION)
+        for driver in done:
+            if driver.exception() is not None:
+                raise driver.exception()  # type: ignore[misc]
     finally:
         for driver in drivers:
             driver.cancel()

@@ -14,7 +14,6 @@ import asyncio
 import time
 import uuid
 from collections.abc import Callable, Iterator, Sequence
-from contextlib import aclosing
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -24,7 +23,7 @@ from proctor.core.summary import RunSummary
 from proctor.decide.scorecard import ScorecardConfig, summary_with_scorecard
 from proctor.decide.summarize import DEFAULT_MAX_ERROR_RATE, Tally
 from proctor.env.suite import Suite
-from proctor.run.executor import Executor, LocalExecutor, RunContext, stream
+from proctor.run.executor import Executor, LocalExecutor, RunContext, drive_lanes
 from proctor.run.fidelity import Fidelity
 from proctor.run.judging import JUDGE_ERROR, apply_judges, needs_judging
 from proctor.run.manifest_build import build_manifest
@@ -227,9 +226,7 @@ class Runner:
         judged = _JudgeLanes(self, accept)
         try:
             try:
-                async with aclosing(stream(self.executor, ctx, self.specs())) as records:
-                    async for record in records:
-                        await judged.submit(record)
+                await drive_lanes(self.executor, ctx, self.specs(), judged.submit)
                 await judged.drain()
             finally:
                 judged.abandon()
