@@ -422,6 +422,48 @@ def test_a_budget_on_what_nothing_measured_fails(tmp_path: Path) -> None:
     }
 
 
+@pytest.mark.parametrize("agent_total", [None, 0.001])
+def test_a_budget_on_a_figure_some_calls_left_out_fails(
+    tmp_path: Path, agent_total: float | None
+) -> None:
+    """Two calls priced, one not: their sum is a lower bound, which seems to keep the
+    limit; the trial cannot show it did (nor can an agent's total below the calls')."""
+
+    async def partly_priced(input: Any, toolbox: Any) -> Any:
+        toolbox.record_model_call(model="m", input_tokens=100, output_tokens=10, cost_usd=0.004)
+        toolbox.record_model_call(model="m", input_tokens=100, output_tokens=10, cost_usd=0.004)
+        toolbox.record_model_call(model="unpriced")
+        answer = await read_a(toolbox)
+        return answer if agent_total is None else AgentResult(answer, Usage(cost_usd=agent_total))
+
+    report, _ = run(budgeted_suite(tmp_path), partly_priced)
+    [result] = report.results
+    checks = {c.name: c for c in result.checks}
+    assert result.status == "failed"
+    assert not checks["max_cost_usd"].passed
+    assert checks["max_cost_usd"].evidence == {
+        "limit": 0.02,
+        "actual": 0.008,
+        "unmeasured_calls": 1,
+    }
+    assert not checks["max_tokens"].passed
+    assert checks["max_tokens"].evidence["unmeasured_calls"] == 1
+    assert checks["max_model_calls"].passed  # 3 calls, each counted
+
+
+def test_an_agent_total_above_the_calls_sum_counts_what_they_left_out(tmp_path: Path) -> None:
+    async def totalled(input: Any, toolbox: Any) -> AgentResult:
+        toolbox.record_model_call(model="m", input_tokens=100, output_tokens=10, cost_usd=0.004)
+        toolbox.record_model_call(model="unpriced", input_tokens=100, output_tokens=10)
+        answer = await read_a(toolbox)
+        return AgentResult(answer, Usage(cost_usd=0.009))
+
+    report, _ = run(budgeted_suite(tmp_path), totalled)
+    checks = {c.name: c for c in report.results[0].checks}
+    assert checks["max_cost_usd"].passed
+    assert checks["max_cost_usd"].evidence == {"limit": 0.02, "actual": 0.009}
+
+
 def test_an_agent_that_reports_nothing_shows_not_measured(tmp_path: Path) -> None:
     async def silent(input: Any, toolbox: Any) -> str:
         return await read_a(toolbox)

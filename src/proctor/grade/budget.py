@@ -25,14 +25,40 @@ def grade_budget(ctx: GradeContext) -> list[Check]:
     ]
     # an imported trace's bad values fail, not pass
     untrusted = untrusted_measures(ctx.of_kind("note"))
+    unmeasured = _unmeasured_calls(ctx)
     return [
         Check(
             name,
             "budget",
-            actual is not None and actual <= limit and measure not in untrusted,
+            actual is not None
+            and actual <= limit
+            and measure not in untrusted
+            and not unmeasured.get(measure),
             evidence={"limit": limit, "actual": NOT_MEASURED if actual is None else actual}
-            | ({"untrusted": f"data_quality:{measure}"} if measure in untrusted else {}),
+            | ({"untrusted": f"data_quality:{measure}"} if measure in untrusted else {})
+            | ({"unmeasured_calls": unmeasured[measure]} if unmeasured.get(measure) else {}),
         )
         for name, limit, actual, measure in limits
         if limit is not None
     ]
+
+
+def _unmeasured_calls(ctx: GradeContext) -> dict[str, int]:
+    """Per figure (cost, tokens) that some model calls measured, how many reported none of
+    it: the sum is then only a lower bound, and a limit it seems to keep fails like a figure
+    nothing measured. Not where the agent's own total is higher than the calls' sum
+    (it counted what they left out)."""
+    calls = ctx.of_kind("model_call")
+    usage = ctx.usage
+    out: dict[str, int] = {}
+    for measure, fields, total in (
+        ("cost", ("cost_usd",), usage.cost_usd),
+        ("tokens", ("input_tokens", "output_tokens"), usage.total_tokens),
+    ):
+        missing = sum(1 for e in calls if all(e.data.get(f) is None for f in fields))
+        if not missing or total is None:
+            continue
+        traced = sum(e.data.get(f) or 0 for e in calls for f in fields)
+        if total <= traced:
+            out[measure] = missing
+    return out
