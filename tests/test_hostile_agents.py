@@ -570,6 +570,23 @@ def test_an_agent_changing_the_domains_module_object_cannot_change_another_task(
     }
 
 
+def test_an_agent_changing_its_trials_domain_cannot_change_where_the_next_trial_starts() -> None:
+    """The run's own copy of the domain is within a determined agent's reach (through
+    the gateway): what it changes there after a task's first trial began is not what the
+    task's later trials start from."""
+    seen: dict[int, list[str]] = {}
+
+    async def vandal(input: Any, toolbox: Any) -> str:
+        gateway = _WORLDS[toolbox].gateway
+        seen[input.trial] = sorted(gateway.state)
+        gateway.domain.base_state["vandalised"] = {"by": f"trial {input.trial}"}
+        return await read_a(toolbox)
+
+    report, _ = run(READ, vandal, trials=3, concurrency=1)
+    assert [r.status for r in report.results] == ["passed"] * 3
+    assert seen[1] == seen[2] == seen[0] and "vandalised" not in seen[0]
+
+
 SLOW_TOOL = """
 
 import time

@@ -84,6 +84,21 @@ def fingerprint(value: Any) -> bytes:
         data = marshal.dumps(value, 2)
     except ValueError:
         data = canonical(value).encode()
+    return _digest(data)
+
+
+def frozen(value: Any) -> tuple[bytes, bytes] | None:
+    """A JSON value kept as bytes to copy it from (`marshal.loads`), with the fingerprint
+    of every copy; None where marshal cannot write it. Format 2 writes a copy's bytes as
+    the original's, so the fingerprint is the copies' too."""
+    try:
+        data = marshal.dumps(value, 2)
+    except ValueError:
+        return None
+    return data, _digest(data)
+
+
+def _digest(data: bytes) -> bytes:
     return hashlib.blake2b(data, digest_size=16).digest()
 
 

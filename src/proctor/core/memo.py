@@ -1,8 +1,9 @@
-"""What grading derives from a task once, not once per trial.
+"""What is derived from a task once, not once per trial.
 
 A regrade grades each task's trials one after another with the same (frozen) task
 object, and many graders first derive something from the task alone: the tools it
-names, its claim phrases, its patterns' evidence. `per_object` remembers such a value by
+names, its claim phrases, its patterns' evidence; each trial of a task starts from the
+same state (env/domain.py). `per_object` remembers such a value by
 the identity of the objects it was derived from. Identity, not equality: a task copied
 with changes (`model_copy(update=...)`) is another object, so it never reads a value
 derived from its original; each remembered entry keeps its objects alive, so an id is

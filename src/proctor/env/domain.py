@@ -11,6 +11,7 @@ from __future__ import annotations
 import copy
 import dataclasses
 import inspect
+import marshal
 import random
 import types
 from collections.abc import Callable
@@ -19,7 +20,8 @@ from typing import TYPE_CHECKING, Any, Literal, Union, get_args, get_origin, get
 
 from pydantic import BaseModel, ConfigDict, ValidationError, create_model
 
-from proctor.core.jsonvalues import copy_json
+from proctor.core.jsonvalues import copy_json, frozen
+from proctor.core.memo import per_object
 
 if TYPE_CHECKING:
     from proctor.core.outcome import Outcome
@@ -276,6 +278,18 @@ class Domain:
         """
         return deep_merge(copy_json(self.base_state), copy_json(task.initial_state))
 
+    def starting_state(self, task: Task) -> tuple[State, bytes | None]:
+        """A trial's private copy of `initial_state(task)` and its fingerprint (None: not
+        taken). The merged state is made once per task and kept as bytes, each trial
+        loading its own copy in one call; a subclass that builds states its own way
+        (`initial_state` overridden), or a state marshal cannot write, is built anew."""
+        if type(self).initial_state is Domain.initial_state:
+            kept = _kept_start(self, task)
+            if kept is not None:
+                data, digest = kept
+                return marshal.loads(data), digest
+        return self.initial_state(task), None
+
     def starting_point(self, task: Task) -> Any:
         """What identifies the state a trial of `task` starts from (duplicate detection):
         the task's own `initial_state`, unless a subclass builds states another way."""
@@ -305,6 +319,13 @@ class Domain:
     def digest_source(self) -> dict[str, Any]:
         """What identifies this domain's tool surface in a run manifest."""
         return {name: t.schema() | {"scopes": list(t.scopes)} for name, t in self.tools.items()}
+
+
+@per_object
+def _kept_start(domain: Domain, task: Task) -> tuple[bytes, bytes] | None:
+    """`domain.initial_state(task)` as bytes to copy from, made at the task's first trial:
+    an agent that reaches the domain after that cannot change what its trials start from."""
+    return frozen(domain.initial_state(task))
 
 
 def deep_merge(base: State, overlay: State) -> State:

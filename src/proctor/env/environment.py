@@ -41,9 +41,9 @@ class Environment:
         """`extra_faults` are applied on top of the task's own (e.g. `--faults` for a run);
         `responder` plays the user where the task's scripted lines end (a model user)."""
         recorder = Recorder(SimClock())
-        state = domain.initial_state(task)
+        state, settled = domain.starting_state(task)
         faults = FaultPlan([*task.faults, *extra_faults], seed)
-        gateway = ToolGateway(domain, task, state, recorder, seed, faults)
+        gateway = ToolGateway(domain, task, state, recorder, seed, faults, settled)
         return cls(task, domain, recorder, gateway, SimulatedUser(task.user, recorder, responder))
 
     def violated(self, error: ProtocolError) -> ProtocolError:

@@ -77,8 +77,10 @@ class ToolGateway:
         recorder: Recorder,
         seed: int,
         faults: FaultPlan,
+        settled: bytes | None = None,
     ) -> None:
-        """`seed` seeds the RNG tools get in their ToolContext."""
+        """`seed` seeds the RNG tools get in their ToolContext; `settled` is the state's
+        fingerprint where the caller has it."""
         self.faults = faults
         self.domain = domain
         self.task = task
@@ -95,7 +97,7 @@ class ToolGateway:
         self._approved_at = 0  # seq of the last approved call that reached its tool
         #: The state's fingerprint when the last write call ended: a change found later
         #: happened outside a tool call (proctor.env.integrity).
-        self.settled = fingerprint(state)
+        self.settled = fingerprint(state) if settled is None else settled
 
     @cached_property
     def rng(self) -> random.Random:
