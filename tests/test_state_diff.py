@@ -5,12 +5,13 @@ and the state back as it was."""
 from __future__ import annotations
 
 import copy
+import marshal
 from typing import Any
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from proctor.core.jsonvalues import Snapshot, copy_json, diff, json_equal
+from proctor.core.jsonvalues import Snapshot, copy_json, diff, fingerprint, frozen, json_equal
 
 KEYS = st.text(alphabet="abcdefg", min_size=1, max_size=3)
 LEAVES = (
@@ -139,3 +140,16 @@ def test_a_value_marshal_cannot_write_stored_by_a_write_is_a_change() -> None:
     assert snapshot.changes(state) == [
         {"path": "orders.A.n", "before": 1, "after": odd, "op": "replace"}
     ]
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.dictionaries(KEYS, JSON, max_size=6))
+def test_a_copy_loaded_from_frozen_bytes_is_equal_and_has_their_fingerprint(state: Any) -> None:
+    """A trial's starting state is loaded from bytes made once per task: each copy must
+    equal the state and carry the fingerprint the gateway compares later writes against."""
+    kept = frozen(state)
+    assert kept is not None
+    data, digest = kept
+    first, second = marshal.loads(data), marshal.loads(data)
+    assert first == state and type(first) is dict and first is not second
+    assert fingerprint(first) == digest == fingerprint(state)
