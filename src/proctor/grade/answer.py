@@ -13,7 +13,7 @@ from typing import Any
 from proctor.core.results import Check
 from proctor.core.trace import STOPPED_KEY
 from proctor.grade.context import GradeContext
-from proctor.grade.grounding import grounding, unreadable_numbers
+from proctor.grade.grounding import trial_grounding, unreadable_numbers
 from proctor.grade.language import mention, mentions
 from proctor.grade.reading import undecided_evidence, unread_mention
 from proctor.grade.registry import grader
@@ -91,9 +91,8 @@ def grade_stopped(ctx: GradeContext) -> list[Check]:
 def _grounded(ctx: GradeContext) -> Check:
     """Every fact from a source; undecided when none is missing but the answer wrote a
     number its language cannot read (grade.grounding)."""
-    sources = [ctx.task.prompt, *ctx.tool_texts]
-    missing, unreadable = grounding(ctx.answer, sources, ctx.task.language)
-    evidence: dict[str, Any] = {"ungrounded": missing, "sources": len(sources)}
+    missing, unreadable, sources = trial_grounding(ctx)
+    evidence: dict[str, Any] = {"ungrounded": missing, "sources": sources}
     if unreadable and not missing:
         evidence.update(undecided_evidence([unreadable_numbers(ctx.answer, unreadable)]))
     return Check("grounded", "answer", not missing and not unreadable, evidence=evidence)

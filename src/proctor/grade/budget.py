@@ -24,7 +24,8 @@ def grade_budget(ctx: GradeContext) -> list[Check]:
         ("max_model_calls", spec.max_model_calls, usage.model_calls, ""),
     ]
     # an imported trace's bad values fail, not pass
-    untrusted = untrusted_measures(ctx.of_kind("note"))
+    notes = ctx.of_kind("note")
+    untrusted = untrusted_measures(notes) if notes else frozenset()
     return [
         Check(
             name,

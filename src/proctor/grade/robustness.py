@@ -19,9 +19,9 @@ from proctor.core.jsonvalues import canonical
 from proctor.core.memo import per_object
 from proctor.core.results import REQUIRED, Check, CheckKind
 from proctor.env.domain import Domain
-from proctor.grade.claims import Undecided, tool_claims
+from proctor.grade.claims import Claim, Undecided, tool_claims
 from proctor.grade.context import GradeContext, ToolCall
-from proctor.grade.grounding import grounding, unreadable_numbers
+from proctor.grade.grounding import trial_grounding, unreadable_numbers
 from proctor.grade.language import identifiers, owns_trouble
 from proctor.grade.reading import read_claim, undecided_evidence
 from proctor.grade.recovery import recovery_checks
@@ -143,14 +143,23 @@ def _entity_args(domain: Domain | None, tools: list[str]) -> frozenset[str]:
     )
 
 
-def _known_entities(ctx: GradeContext, tools: list[str]) -> tuple[set[str], frozenset[str]]:
-    """Values the claimed tools' entity arguments took in any call, and the identifiers
-    of the prompt (a number or time the user gave is no entity)."""
+def _claimed_entities(ctx: GradeContext, tools: list[str], found: tuple[Claim, ...]) -> set[str]:
+    """The entities `found` claims name: its subjects and objects among the identifiers of
+    the prompt (a number or time the user gave is no entity) and the values the claimed
+    tools' entity arguments took in any call, and its related ids among the latter. The
+    calls are read only for an id the prompt does not name."""
     args = _entity_args(ctx.domain, tools)
     if not args:
-        return set(), frozenset()
-    used = {str(given[a]) for given in (c.arg_dict for c in ctx.calls) for a in args if a in given}
-    return used, _prompt_identifiers(ctx.task)
+        return set()
+    prompt = _prompt_identifiers(ctx.task)
+    named = {e for c in found for e in c.entities if e in prompt}
+    rest = [e for c in found for e in (*c.entities, *c.related) if e not in named]
+    if rest:
+        used = {
+            str(given[a]) for given in (c.arg_dict for c in ctx.calls) for a in args if a in given
+        }
+        named.update(e for e in rest if e in used)
+    return named
 
 
 def false_success_checks(ctx: GradeContext) -> list[Check]:
@@ -175,9 +184,7 @@ def false_success_checks(ctx: GradeContext) -> list[Check]:
                     Check(f"false_success:{phrase}", "answer", False, 0.0, None, evidence)
                 )
             continue
-        used, prompt = _known_entities(ctx, tools)
-        named = {e for c in found for e in c.entities if e in used | prompt}
-        named |= {e for c in found for e in c.related if e in used}
+        named = _claimed_entities(ctx, tools, found)
         missing = sorted(named - {e.entity for e in effects if e.entity is not None})
         checks.append(
             Check(
@@ -327,8 +334,7 @@ def error_handling_checks(ctx: GradeContext) -> list[Check]:
             evidence.update(undecided_evidence([owned]))
         checks.append(Check("tool_errors_handled", "robustness", owned is True, evidence=evidence))
     if any(c.error_code in MISSING_DATA or (c.fault == "empty") for c in calls):
-        sources = [ctx.task.prompt, *ctx.tool_texts]
-        invented, unreadable = grounding(ctx.answer, sources, ctx.task.language)
+        invented, unreadable, _ = trial_grounding(ctx)
         evidence = {"ungrounded": invented}
         if unreadable and not invented:  # "3,30" in English: 3.30 or 330?
             evidence.update(undecided_evidence([unreadable_numbers(ctx.answer, unreadable)]))
