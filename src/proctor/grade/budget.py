@@ -26,14 +26,13 @@ def grade_budget(ctx: GradeContext) -> list[Check]:
     # an imported trace's bad values fail, not pass
     notes = ctx.of_kind("note")
     untrusted = untrusted_measures(notes) if notes else frozenset()
-    return [
-        Check(
-            name,
-            "budget",
-            actual is not None and actual <= limit and measure not in untrusted,
-            evidence={"limit": limit, "actual": NOT_MEASURED if actual is None else actual}
-            | ({"untrusted": f"data_quality:{measure}"} if measure in untrusted else {}),
-        )
-        for name, limit, actual, measure in limits
-        if limit is not None
-    ]
+    checks = []
+    for name, limit, actual, measure in limits:
+        if limit is None:
+            continue
+        evidence = {"limit": limit, "actual": NOT_MEASURED if actual is None else actual}
+        kept = actual is not None and actual <= limit
+        if measure in untrusted:
+            evidence["untrusted"], kept = f"data_quality:{measure}", False
+        checks.append(Check(name, "budget", kept, evidence=evidence))
+    return checks

@@ -146,7 +146,7 @@ class GradeContext:
         if self._derived is None:
             self._derived = {}
         elif fn in self._derived:
-            return self._derived[fn]  # type: ignore[no-any-return]
+            return self._derived[fn]
         value = self._derived[fn] = fn(self)
         return value
 

@@ -94,7 +94,7 @@ def wrong_entity_check(ctx: GradeContext) -> Check | None:
     attempted = [
         c.brief()
         for c in ctx.calls
-        if c.tool in tools and c.attempted and not c.executed and not named(c.tool, c.arg_dict)
+        if not c.executed and c.tool in tools and c.attempted and not named(c.tool, c.arg_dict)
     ]
     evidence = {"stray": stray, "attempted": attempted}
     return Check(
@@ -347,10 +347,12 @@ def error_handling_checks(ctx: GradeContext) -> list[Check]:
 def grade_robustness(ctx: GradeContext) -> list[Check]:
     checks = [c for c in (duplicate_effects_check(ctx), wrong_entity_check(ctx)) if c]
     checks += false_success_checks(ctx)
-    checks += retry_checks(ctx)
-    checks += lost_response_checks(ctx)
-    checks += error_handling_checks(ctx)
-    checks += recovery_checks(ctx)
+    if any(c.error_code is not None or c.fault is not None for c in ctx.calls):
+        # what the agent did about a failing call: nothing to read where none failed
+        checks += retry_checks(ctx)
+        checks += lost_response_checks(ctx)
+        checks += error_handling_checks(ctx)
+        checks += recovery_checks(ctx)
     spec = ctx.task.expect.robustness
     for check in checks:
         if check.kind == "robustness" and spec.decides(check.name):
