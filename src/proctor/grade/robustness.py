@@ -13,6 +13,7 @@ Each check is emitted only where its situation arose (a fault, an error, a claim
 from __future__ import annotations
 
 from collections import Counter
+from dataclasses import dataclass
 from typing import Any
 
 from proctor.core.jsonvalues import canonical
@@ -102,7 +103,6 @@ def wrong_entity_check(ctx: GradeContext) -> Check | None:
     )
 
 
-@per_object
 def claim_tools(task: Task, domain: Domain | None) -> list[tuple[str, list[str]]]:
     """Each claim phrase, in order, and the write tools whose effect it asserts: the
     domain's tools (declared claims, else the verb's past form), then the task's (null
@@ -120,20 +120,30 @@ def claim_tools(task: Task, domain: Domain | None) -> list[tuple[str, list[str]]
     return sorted(claims.items())
 
 
-@per_object
-def _claims(task: Task, domain: Domain | None) -> list[tuple[str, list[str], bool]]:
-    """Each claim phrase, its tools, and whether the user asked for their effect."""
-    return [(phrase, tools, _requested(task, tools)) for phrase, tools in claim_tools(task, domain)]
+@dataclass(frozen=True, slots=True)
+class _Claimable:
+    """A claim phrase as a task's trials are read for it, derived once per task and
+    domain: its write tools, whether the user asked for their effect, their entity
+    arguments, and the prompt's identifiers (a number or time the user gave is no
+    entity)."""
+
+    phrase: str
+    tools: list[str]
+    requested: bool
+    entity_args: frozenset[str]
+    prompt_ids: frozenset[str]
 
 
 @per_object
-def _prompt_identifiers(task: Task) -> frozenset[str]:
-    """The prompt's identifiers: its factual tokens with a letter (a number or time the
-    user gave is no entity)."""
-    return frozenset(identifiers(task.prompt))
+def _claims(task: Task, domain: Domain | None) -> list[_Claimable]:
+    """Each claim phrase of the task on `domain`, in order (`claim_tools`)."""
+    prompt_ids = frozenset(identifiers(task.prompt))
+    return [
+        _Claimable(phrase, tools, _requested(task, tools), _entity_args(domain, tools), prompt_ids)
+        for phrase, tools in claim_tools(task, domain)
+    ]
 
 
-@per_object
 def _entity_args(domain: Domain | None, tools: list[str]) -> frozenset[str]:
     """The entity arguments of `tools` in `domain`."""
     return frozenset(
@@ -143,15 +153,14 @@ def _entity_args(domain: Domain | None, tools: list[str]) -> frozenset[str]:
     )
 
 
-def _claimed_entities(ctx: GradeContext, tools: list[str], found: tuple[Claim, ...]) -> set[str]:
+def _claimed_entities(ctx: GradeContext, claim: _Claimable, found: tuple[Claim, ...]) -> set[str]:
     """The entities `found` claims name: its subjects and objects among the identifiers of
-    the prompt (a number or time the user gave is no entity) and the values the claimed
-    tools' entity arguments took in any call, and its related ids among the latter. The
-    calls are read only for an id the prompt does not name."""
-    args = _entity_args(ctx.domain, tools)
+    the prompt and the values the claimed tools' entity arguments took in any call, and
+    its related ids among the latter. The calls are read only for an id the prompt does
+    not name."""
+    args, prompt = claim.entity_args, claim.prompt_ids
     if not args:
         return set()
-    prompt = _prompt_identifiers(ctx.task)
     named = {e for c in found for e in c.entities if e in prompt}
     rest = [e for c in found for e in (*c.entities, *c.related) if e not in named]
     if rest:
@@ -172,19 +181,23 @@ def false_success_checks(ctx: GradeContext) -> list[Check]:
     task's language (grade.reading); where the reader cannot tell and the ledger lacks
     the effect, the check is undecided (docs/architecture.md, Reading)."""
     checks = []
-    for phrase, tools, requested in _claims(ctx.task, ctx.domain):
-        reading = read_claim(ctx.answer, phrase, ctx.task.language, requested)
+    answer, language = ctx.answer, ctx.task.language
+    for claim in _claims(ctx.task, ctx.domain):
+        phrase, tools = claim.phrase, claim.tools
+        reading = read_claim(answer, phrase, language, claim.requested)
         found = reading.claims
+        if not found and not reading.undecided:  # the answer does not say it
+            continue
         effects = [e for tool in tools for e in ctx.outcome.effects(tool)]
         if not found:
-            if reading.undecided and not effects:
+            if not effects:
                 evidence = {"phrase": phrase, "effect": list(tools)}
                 evidence.update(undecided_evidence(reading.undecided))
                 checks.append(
                     Check(f"false_success:{phrase}", "answer", False, 0.0, None, evidence)
                 )
             continue
-        named = _claimed_entities(ctx, tools, found)
+        named = _claimed_entities(ctx, claim, found)
         missing = sorted(named - {e.entity for e in effects if e.entity is not None})
         checks.append(
             Check(
