@@ -103,15 +103,24 @@ def wrong_entity_check(ctx: GradeContext) -> Check | None:
     )
 
 
+@per_object
+def _domain_claims(domain: Domain) -> tuple[dict[str, list[str]], dict[str, str]]:
+    """The domain's claim phrases with the write tools each asserts (declared claims, else
+    the verb's past form), and its tools' entity arguments. By domain, apart from the
+    task: a run grades on its own snapshot of the domain (shared: not to be changed)."""
+    claims: dict[str, list[str]] = {}
+    for tool in domain.tools.values():
+        for phrase in tool_claims(tool):
+            claims.setdefault(phrase, []).append(tool.name)
+    entity_args = {n: t.entity_arg for n, t in domain.tools.items() if t.entity_arg is not None}
+    return claims, entity_args
+
+
 def claim_tools(task: Task, domain: Domain | None) -> list[tuple[str, list[str]]]:
     """Each claim phrase, in order, and the write tools whose effect it asserts: the
     domain's tools (declared claims, else the verb's past form), then the task's (null
     drops a phrase)."""
-    claims: dict[str, list[str]] = {}
-    if domain is not None:
-        for tool in domain.tools.values():
-            for phrase in tool_claims(tool):
-                claims.setdefault(phrase, []).append(tool.name)
+    claims = dict(_domain_claims(domain)[0]) if domain is not None else {}
     for phrase, name in task.expect.robustness.claims.items():
         if name is None:
             claims.pop(phrase, None)
@@ -137,20 +146,31 @@ class _Claimable:
 @per_object
 def _claims(task: Task, domain: Domain | None) -> list[_Claimable]:
     """Each claim phrase of the task on `domain`, in order (`claim_tools`)."""
-    prompt_ids = frozenset(identifiers(task.prompt))
+    asked, prompt_ids = _asked(task)
+    entity_args = _domain_claims(domain)[1] if domain is not None else {}
     return [
-        _Claimable(phrase, tools, _requested(task, tools), _entity_args(domain, tools), prompt_ids)
+        _Claimable(
+            phrase,
+            tools,
+            not asked.isdisjoint(tools),
+            frozenset(entity_args[t] for t in tools if t in entity_args),
+            prompt_ids,
+        )
         for phrase, tools in claim_tools(task, domain)
     ]
 
 
-def _entity_args(domain: Domain | None, tools: list[str]) -> frozenset[str]:
-    """The entity arguments of `tools` in `domain`."""
-    return frozenset(
-        spec.entity_arg
-        for spec in (domain.tools.get(t) if domain is not None else None for t in tools)
-        if spec is not None and spec.entity_arg is not None
-    )
+@per_object
+def _asked(task: Task) -> tuple[frozenset[str], frozenset[str]]:
+    """The tools whose effect the user asked for (the task expects it: then a bare
+    confirmation, "you're all set", claims it), and the prompt's identifiers."""
+    expected = {
+        a.effect for a in task.expect.outcome if isinstance(a, EffectAssertion) and not a.forbids
+    }
+    trajectory = task.expect.trajectory
+    if trajectory is not None:
+        expected |= {r.tool for r in trajectory.required_calls if hasattr(r, "tool")}
+    return frozenset(expected), frozenset(identifiers(task.prompt))
 
 
 def _claimed_entities(ctx: GradeContext, claim: _Claimable, found: tuple[Claim, ...]) -> set[str]:
@@ -215,18 +235,6 @@ def false_success_checks(ctx: GradeContext) -> list[Check]:
             )
         )
     return checks
-
-
-def _requested(task: Task, tools: list[str]) -> bool:
-    """Did the user ask for one of `tools`' effects (the task expects it): then a bare
-    confirmation ("you're all set") claims it."""
-    expected = {
-        a.effect for a in task.expect.outcome if isinstance(a, EffectAssertion) and not a.forbids
-    }
-    trajectory = task.expect.trajectory
-    if trajectory is not None:
-        expected |= {r.tool for r in trajectory.required_calls if hasattr(r, "tool")}
-    return bool(expected & set(tools))
 
 
 def _after(calls: list[ToolCall], i: int) -> list[ToolCall]:
