@@ -119,3 +119,27 @@ def test_prompt_first_grounding_is_grounding_in_every_source(
     missing, unreadable, sources = trial_grounding(ctx)
     assert (missing, unreadable) == grounding(answer, [ctx.task.prompt, *ctx.tool_texts], language)
     assert sources == 1 + len(results)
+
+
+def refund_desk(claims: tuple[str, ...]) -> Any:
+    """A desk whose `orders.refund` write is claimed by `claims` (an entity `order_id`)."""
+    desk = order_desk("refunds", {"A-100": {"total": 42}})
+
+    @desk.tool("orders.refund", kind="write", entity="order_id", claims=claims)
+    def refund(state: dict[str, Any], order_id: str) -> dict[str, Any]:
+        """Refund an order."""
+        return {"order_id": order_id, "refunded": True}
+
+    return desk
+
+
+def test_one_task_on_two_domains_reads_each_domain_claims() -> None:
+    task = Task.model_validate(
+        {"id": "plan-refund", "domain": "refunds", "prompt": "Please refund order A-100."}
+    )
+    says = "Your order A-100 has been refunded."  # and no refund made
+    claimed = checks_of(run_task(task, refund_desk(("refunded",)), lambda _, box: says))
+    assert not claimed["false_success:refunded"].passed
+    assert claimed["false_success:refunded"].evidence["claimed_entities"] == ["A-100"]
+    other = checks_of(run_task(task, refund_desk(("reimbursed",)), lambda _, box: says))
+    assert "false_success:refunded" not in other  # this domain's write says "reimbursed"
