@@ -27,7 +27,7 @@ from proctor.grade.language import identifiers, owns_trouble
 from proctor.grade.reading import read_claim, undecided_evidence
 from proctor.grade.recovery import recovery_checks
 from proctor.grade.registry import grader
-from proctor.tasks.models import EffectAssertion, Task
+from proctor.tasks.models import ArgPredicates, EffectAssertion, Task
 from proctor.tasks.predicates import args_match
 
 TRANSIENT = frozenset({"timeout", "rate_limited"})
@@ -68,34 +68,38 @@ def duplicate_effects_check(ctx: GradeContext) -> Check | None:
 
 
 @per_object
-def _entity_effects(task: Task) -> tuple[list[EffectAssertion], frozenset[str]]:
-    """The task's expected effects on named entities, and their tools."""
-    wanted = [
-        a
-        for a in task.expect.outcome
-        if isinstance(a, EffectAssertion) and a.where and not a.forbids
-    ]
-    return wanted, frozenset(a.effect for a in wanted)
+def _entity_effects(task: Task) -> dict[str, list[ArgPredicates]]:
+    """The task's expected effects on named entities: by tool, the arguments each names."""
+    wanted: dict[str, list[ArgPredicates]] = {}
+    for a in task.expect.outcome:
+        if isinstance(a, EffectAssertion) and a.where and not a.forbids:
+            wanted.setdefault(a.effect, []).append(a.where)
+    return wanted
+
+
+def _named(args: Any, wheres: list[ArgPredicates]) -> bool:
+    return any(args_match(args, where) for where in wheres)
 
 
 def wrong_entity_check(ctx: GradeContext) -> Check | None:
     """Effects of a tool the task expects on named entities, applied to any other one; and
     writes of that tool on another entity that reached the tool and failed: an attempt
     on an entity the user did not name is wrong even when the tool refused it."""
-    wanted, tools = _entity_effects(ctx.task)
+    wanted = _entity_effects(ctx.task)
     if not wanted:
         return None
-
-    def named(tool: str, args: Any) -> bool:
-        return any(a.effect == tool and args_match(args, a.where) for a in wanted)
-
     stray = [
-        e.to_dict() for e in ctx.outcome.ledger if e.tool in tools and not named(e.tool, e.args)
+        e.to_dict()
+        for e in ctx.outcome.ledger
+        if e.tool in wanted and not _named(e.args, wanted[e.tool])
     ]
     attempted = [
         c.brief()
         for c in ctx.calls
-        if not c.executed and c.tool in tools and c.attempted and not named(c.tool, c.arg_dict)
+        if not c.executed
+        and c.tool in wanted
+        and c.attempted
+        and not _named(c.arg_dict, wanted[c.tool])
     ]
     evidence = {"stray": stray, "attempted": attempted}
     return Check(
