@@ -370,7 +370,8 @@ def decide(result: TrialResult, findings: Findings) -> None:
         status = "needs_review"
     result.status = findings.status or status
     result.error = findings.error
-    hide_task_secrets(result, findings.secrets)
+    if findings.secrets:
+        hide_task_secrets(result, findings.secrets)
 
 
 def judge(
