@@ -1,6 +1,7 @@
 """What grading derives once (per task: its required and forbidden patterns, its effects'
 evidence; per trial: the calls that matched each required item; the answer grounded in
-the prompt before the tool results) must be what it would derive every time.
+the prompt before the tool results; a literal equal at once) must be what it would derive
+every time.
 
 Each test fails if a derived value leaked from one trial to another, from a task to a
 changed copy of it, or if the prompt-first reading of grounding gave another verdict
@@ -17,6 +18,7 @@ from hypothesis import strategies as st
 from conftest import make_ctx
 from proctor.grade.grounding import grounding, trial_grounding
 from proctor.tasks.models import Task
+from proctor.tasks.predicates import Equal, _scalar_equal
 from trial_run import checks_of, order_desk, run_task
 
 DESK = order_desk(
@@ -143,3 +145,14 @@ def test_one_task_on_two_domains_reads_each_domain_claims() -> None:
     assert claimed["false_success:refunded"].evidence["claimed_entities"] == ["A-100"]
     other = checks_of(run_task(task, refund_desk(("reimbursed",)), lambda _, box: says))
     assert "false_success:refunded" not in other  # this domain's write says "reimbursed"
+
+
+SCALARS = st.none() | st.booleans() | st.integers(-3, 3) | st.floats(allow_nan=False)
+TEXTS = st.sampled_from(["A-100", "a-100", " A-100 ", "cancelled", "Cancelled", "", "1"])
+
+
+@given(actual=SCALARS | TEXTS, expected=SCALARS | TEXTS)
+def test_a_literal_taken_as_equal_at_once_is_equal_after_normalising(
+    actual: Any, expected: Any
+) -> None:
+    assert Equal(expected).test(actual) == _scalar_equal(actual, expected)
