@@ -17,7 +17,8 @@ from hypothesis import strategies as st
 
 from conftest import make_ctx
 from proctor.grade.grounding import grounding, trial_grounding
-from proctor.tasks.models import Task
+from proctor.grade.state import without_state_checks
+from proctor.tasks.models import EffectAssertion, Task
 from proctor.tasks.predicates import Equal, _scalar_equal
 from trial_run import checks_of, order_desk, run_task
 
@@ -156,3 +157,23 @@ def test_a_literal_taken_as_equal_at_once_is_equal_after_normalising(
     actual: Any, expected: Any
 ) -> None:
     assert Equal(expected).test(actual) == _scalar_equal(actual, expected)
+
+
+def test_a_task_less_its_state_checks_is_one_copy_per_task() -> None:
+    outcome = [
+        {"effect": "orders.cancel", "where": {"order_id": "A-100"}},
+        {"path": "orders.A-100.status", "equals": "cancelled"},
+    ]
+    task = Task.model_validate({**cancel_task().model_dump(), "expect": {"outcome": outcome}})
+    copy, dropped = without_state_checks(task)
+    dropped.append("changed by a caller")
+    again, dropped_again = without_state_checks(task)
+    assert again is copy and dropped_again == ["state:orders.A-100.status"]
+    assert [a.effect for a in copy.expect.outcome if isinstance(a, EffectAssertion)] == [
+        "orders.cancel"
+    ]
+    assert len(copy.expect.outcome) == 1
+    twin = Task.model_validate(task.model_dump())  # equal, another object: its own copy
+    assert without_state_checks(twin)[0] is not copy
+    plain = cancel_task()
+    assert without_state_checks(plain) == (plain, [])
