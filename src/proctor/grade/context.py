@@ -142,7 +142,7 @@ class GradeContext:
 
     def derived(self, fn: Callable[[GradeContext], R]) -> R:
         """`fn(self)`, worked out once for this trial: what several graders read alike
-        (shared: not to be changed). Never kept beyond the trial: the context is its."""
+        (shared: not to be changed). Kept on the context, so never beyond its trial."""
         if self._derived is None:
             self._derived = {}
         elif fn in self._derived:
