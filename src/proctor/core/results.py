@@ -132,10 +132,9 @@ SIMULATOR_CHECKS = frozenset({"user_fidelity"})
 
 def verdict(checks: Sequence[Check]) -> tuple[bool, float]:
     """(passed, partial credit). Partial credit never turns a failed check into a pass."""
-    passed = not any(c.blocks for c in checks)
-    scored = [c for c in checks if c.name not in SIMULATOR_CHECKS]
-    score = sum(c.score or 0.0 for c in scored) / len(scored) if scored else 1.0
-    return passed, round(score, 6)
+    passed = not any(c.blocks for c in checks if not c.passed)  # a passed check never blocks
+    scores = [c.score or 0.0 for c in checks if c.name not in SIMULATOR_CHECKS]
+    return passed, round(sum(scores) / len(scores), 6) if scores else 1.0
 
 
 #: A check's `actual` for a figure nothing reported (proctor.grade.budget).

@@ -8,15 +8,19 @@ on RE2 (proctor.tasks.regex), in time linear in the answer.
 
 from __future__ import annotations
 
+from functools import lru_cache
 from typing import Any
 
+from proctor.core.memo import per_object
 from proctor.core.results import Check
 from proctor.core.trace import STOPPED_KEY
+from proctor.grade.claims import Undecided
 from proctor.grade.context import GradeContext
-from proctor.grade.grounding import grounding, unreadable_numbers
+from proctor.grade.grounding import trial_grounding, unreadable_numbers
 from proctor.grade.language import mention, mentions
 from proctor.grade.reading import undecided_evidence, unread_mention
 from proctor.grade.registry import grader
+from proctor.tasks.models import AnswerExpect
 from proctor.tasks.regex import search
 
 
@@ -28,17 +32,14 @@ def grade_answer(ctx: GradeContext) -> list[Check]:
     answer = ctx.answer
     checks = []
     language = ctx.task.language
-    for item in spec.must_mention:
-        options = [item] if isinstance(item, str) else item
-        found = [o for o in options if mentions(answer, o)]
-        label = item if isinstance(item, str) else "|".join(item)
-        evidence: dict[str, Any] = {"any_of": options, "found": found}
-        negated = [u for o in found if (u := unread_mention(answer, o, language)) is not None]
+    for name, options, synonyms in _mention_items(spec):
+        found, negated = _said(answer, synonyms, language)
+        evidence: dict[str, Any] = {"any_of": list(options), "found": list(found)}
         if found and len(negated) == len(found):  # no mention can be read as said
             evidence.update(undecided_evidence(negated))
         # one synonym said plainly is the mention, whatever another says under a negation
         asserted = len(negated) < len(found)
-        checks.append(Check(f"mentions:{label}", "answer", asserted, evidence=evidence))
+        checks.append(Check(name, "answer", asserted, evidence=evidence))
     for term in spec.must_not_mention:
         said = mention(answer, term, inflect=True)  # "refund" is in "refunded" too
         evidence = {"term": term, "found": said}
@@ -71,6 +72,29 @@ def grade_answer(ctx: GradeContext) -> list[Check]:
     return checks
 
 
+@per_object
+def _mention_items(spec: AnswerExpect) -> list[tuple[str, list[str], tuple[str, ...]]]:
+    """Each `must_mention` item: its check's name and its synonyms (one for a bare term)."""
+    items = []
+    for item in spec.must_mention:
+        options = [item] if isinstance(item, str) else item
+        label = item if isinstance(item, str) else "|".join(item)
+        items.append((f"mentions:{label}", options, tuple(options)))
+    return items
+
+
+@lru_cache(maxsize=256)
+def _said(
+    answer: str, synonyms: tuple[str, ...], language: str | None
+) -> tuple[tuple[str, ...], tuple[Undecided, ...]]:
+    """The synonyms `answer` mentions, and why each of those it says only under a negation
+    cannot be read as said. Remembered like grade.reading's readings: a task's trials
+    mostly give the same answer."""
+    found = tuple(o for o in synonyms if mentions(answer, o))
+    negated = tuple(u for o in found if (u := unread_mention(answer, o, language)) is not None)
+    return found, negated
+
+
 @grader("stopped")
 def grade_stopped(ctx: GradeContext) -> list[Check]:
     """A trial whose agent stopped on a limit before answering (a `note` event carrying
@@ -91,9 +115,8 @@ def grade_stopped(ctx: GradeContext) -> list[Check]:
 def _grounded(ctx: GradeContext) -> Check:
     """Every fact from a source; undecided when none is missing but the answer wrote a
     number its language cannot read (grade.grounding)."""
-    sources = [ctx.task.prompt, *ctx.tool_texts]
-    missing, unreadable = grounding(ctx.answer, sources, ctx.task.language)
-    evidence: dict[str, Any] = {"ungrounded": missing, "sources": len(sources)}
+    missing, unreadable, sources = trial_grounding(ctx)
+    evidence: dict[str, Any] = {"ungrounded": missing, "sources": sources}
     if unreadable and not missing:
         evidence.update(undecided_evidence([unreadable_numbers(ctx.answer, unreadable)]))
     return Check("grounded", "answer", not missing and not unreadable, evidence=evidence)

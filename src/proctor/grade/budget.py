@@ -24,23 +24,21 @@ def grade_budget(ctx: GradeContext) -> list[Check]:
         ("max_model_calls", spec.max_model_calls, usage.model_calls, ""),
     ]
     # an imported trace's bad values fail, not pass
-    untrusted = untrusted_measures(ctx.of_kind("note"))
+    notes = ctx.of_kind("note")
+    untrusted = untrusted_measures(notes) if notes else frozenset()
     unmeasured = _unmeasured_calls(ctx)
-    return [
-        Check(
-            name,
-            "budget",
-            actual is not None
-            and actual <= limit
-            and measure not in untrusted
-            and not unmeasured.get(measure),
-            evidence={"limit": limit, "actual": NOT_MEASURED if actual is None else actual}
-            | ({"untrusted": f"data_quality:{measure}"} if measure in untrusted else {})
-            | ({"unmeasured_calls": unmeasured[measure]} if unmeasured.get(measure) else {}),
-        )
-        for name, limit, actual, measure in limits
-        if limit is not None
-    ]
+    checks = []
+    for name, limit, actual, measure in limits:
+        if limit is None:
+            continue
+        evidence = {"limit": limit, "actual": NOT_MEASURED if actual is None else actual}
+        kept = actual is not None and actual <= limit
+        if measure in untrusted:
+            evidence["untrusted"], kept = f"data_quality:{measure}", False
+        if unmeasured.get(measure):
+            evidence["unmeasured_calls"], kept = unmeasured[measure], False
+        checks.append(Check(name, "budget", kept, evidence=evidence))
+    return checks
 
 
 def _unmeasured_calls(ctx: GradeContext) -> dict[str, int]:

@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeVar
 
 from proctor.core.jsonvalues import json_encoder
 from proctor.core.outcome import Outcome
@@ -13,6 +14,7 @@ from proctor.env.domain import Domain
 from proctor.tasks.models import Task
 
 _text = json_encoder(ensure_ascii=False)
+R = TypeVar("R")
 
 #: Error codes of calls stopped before the tool ran.
 NOT_ATTEMPTED = frozenset({"denied", "invalid_arguments", "unknown_tool"})
@@ -124,10 +126,29 @@ class GradeContext:
     )
     _tool_texts: list[str] | None = field(default=None, init=False, repr=False)
     _answer: str | None = field(default=None, init=False, repr=False)
+    _attempted: list[ToolCall] | None = field(default=None, init=False, repr=False)
+    _derived: dict[Callable[..., Any], Any] | None = field(default=None, init=False, repr=False)
 
     @property
     def calls(self) -> list[ToolCall]:
         return (self._read or self._read_trace())[0]
+
+    @property
+    def attempted(self) -> list[ToolCall]:
+        """The calls that reached their tool (`ToolCall.attempted`), in order."""
+        if self._attempted is None:
+            self._attempted = [c for c in self.calls if c.attempted]
+        return self._attempted
+
+    def derived(self, fn: Callable[[GradeContext], R]) -> R:
+        """`fn(self)`, worked out once for this trial: what several graders read alike
+        (shared: not to be changed). Kept on the context, so never beyond its trial."""
+        if self._derived is None:
+            self._derived = {}
+        elif fn in self._derived:
+            return self._derived[fn]
+        value = self._derived[fn] = fn(self)
+        return value
 
     def of_kind(self, kind: str) -> list[TraceEvent]:
         """The trace's events of `kind`, in order (shared: not to be changed)."""

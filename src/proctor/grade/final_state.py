@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from proctor.core.jsonvalues import MISSING, get_path
+from proctor.core.memo import per_object
 from proctor.core.results import Check
 from proctor.grade.context import GradeContext
 from proctor.grade.registry import grader
@@ -32,17 +33,23 @@ def path_check(assertion: PathAssertion, state: dict[str, Any]) -> Check:
     )
 
 
+@per_object
+def _where(assertion: EffectAssertion) -> dict[str, Any] | None:
+    """The assertion's argument predicates as the task wrote them, for every trial's
+    evidence (shared: not to be changed)."""
+    return written(assertion.where)
+
+
 def effect_check(assertion: EffectAssertion, ctx: GradeContext) -> Check:
-    applied = [
-        e for e in ctx.outcome.effects(assertion.effect) if args_match(e.args, assertion.where)
-    ]
+    tool, where = assertion.effect, assertion.where
+    applied = [e for e in ctx.outcome.ledger if e.tool == tool and args_match(e.args, where)]
     return Check(
         f"effect:{assertion.effect}",
         "outcome",
         assertion.count.test(len(applied)),
         evidence={
             "effect": assertion.effect,
-            "where": written(assertion.where),
+            "where": _where(assertion),
             "expected_count": assertion.count.source,
             "actual_count": len(applied),
             "seqs": [e.seq for e in applied],

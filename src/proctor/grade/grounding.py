@@ -31,11 +31,15 @@ import re
 from dataclasses import dataclass, field
 from datetime import UTC, date, datetime, timedelta
 from functools import lru_cache
+from typing import TYPE_CHECKING
 
 from proctor.grade.claims import Undecided
 from proctor.grade.language import TOKEN
 from proctor.grade.lexicon import primary
 from proctor.tasks.predicates import numbers_close
+
+if TYPE_CHECKING:
+    from proctor.grade.context import GradeContext
 
 _NUMBER = re.compile(r"^(?:\d{1,3}(?:,\d{3})+|\d+)(?:\.(\d+))?$")
 _ISO = re.compile(
@@ -309,6 +313,20 @@ def grounding(
     cannot read), each as the answer wrote them, sorted."""
     missing, unreadable = _grounding(answer, tuple(sources), language or "en")
     return list(missing), list(unreadable)
+
+
+def trial_grounding(ctx: GradeContext) -> tuple[list[str], list[str], int]:
+    """`grounding` of a trial's answer in its sources (the prompt, then the tool results
+    the agent received), and how many sources there are. The prompt is read first: a
+    source added never ungrounds a fact (what sources know is a union), so where the
+    prompt grounds every fact, the tool results are not written out as text at all."""
+    language = ctx.task.language
+    count = 1 + sum(c.succeeded for c in ctx.calls)
+    missing, unreadable = _grounding(ctx.answer, (ctx.task.prompt,), language or "en")
+    if missing and count > 1:
+        sources = (ctx.task.prompt, *ctx.tool_texts)
+        missing, unreadable = _grounding(ctx.answer, sources, language or "en")
+    return list(missing), list(unreadable), count
 
 
 @lru_cache(maxsize=256)

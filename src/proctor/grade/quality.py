@@ -47,15 +47,18 @@ def untrusted_measures(notes: Iterable[TraceEvent]) -> set[str]:
 
 @grader(QUALITY, applies=lambda task: True)
 def grade_quality(ctx: GradeContext) -> list[Check]:
+    notes = ctx.of_kind("note")
+    if not notes:  # most traces: no note, no flag
+        return []
     return [
         Check(
             f"{QUALITY}:{code}",
             _KINDS.get(code, "custom"),
             False,
             evidence={
-                "seqs": [n["seq"] for n in notes if n.get("seq") is not None],
-                "details": [n.get("detail") for n in notes],
+                "seqs": [n["seq"] for n in flagged if n.get("seq") is not None],
+                "details": [n.get("detail") for n in flagged],
             },
         )
-        for code, notes in sorted(quality_flags(ctx.of_kind("note")).items())
+        for code, flagged in sorted(quality_flags(notes).items())
     ]

@@ -13,20 +13,21 @@ Each check is emitted only where its situation arose (a fault, an error, a claim
 from __future__ import annotations
 
 from collections import Counter
+from dataclasses import dataclass
 from typing import Any
 
 from proctor.core.jsonvalues import canonical
 from proctor.core.memo import per_object
 from proctor.core.results import REQUIRED, Check, CheckKind
 from proctor.env.domain import Domain
-from proctor.grade.claims import Undecided, tool_claims
+from proctor.grade.claims import Claim, Undecided, tool_claims
 from proctor.grade.context import GradeContext, ToolCall
-from proctor.grade.grounding import grounding, unreadable_numbers
+from proctor.grade.grounding import trial_grounding, unreadable_numbers
 from proctor.grade.language import identifiers, owns_trouble
 from proctor.grade.reading import read_claim, undecided_evidence
 from proctor.grade.recovery import recovery_checks
 from proctor.grade.registry import grader
-from proctor.tasks.models import EffectAssertion, Task
+from proctor.tasks.models import ArgPredicates, EffectAssertion, Task
 from proctor.tasks.predicates import args_match
 
 TRANSIENT = frozenset({"timeout", "rate_limited"})
@@ -67,34 +68,38 @@ def duplicate_effects_check(ctx: GradeContext) -> Check | None:
 
 
 @per_object
-def _entity_effects(task: Task) -> tuple[list[EffectAssertion], frozenset[str]]:
-    """The task's expected effects on named entities, and their tools."""
-    wanted = [
-        a
-        for a in task.expect.outcome
-        if isinstance(a, EffectAssertion) and a.where and not a.forbids
-    ]
-    return wanted, frozenset(a.effect for a in wanted)
+def _entity_effects(task: Task) -> dict[str, list[ArgPredicates]]:
+    """The task's expected effects on named entities: by tool, the arguments each names."""
+    wanted: dict[str, list[ArgPredicates]] = {}
+    for a in task.expect.outcome:
+        if isinstance(a, EffectAssertion) and a.where and not a.forbids:
+            wanted.setdefault(a.effect, []).append(a.where)
+    return wanted
+
+
+def _named(args: Any, wheres: list[ArgPredicates]) -> bool:
+    return any(args_match(args, where) for where in wheres)
 
 
 def wrong_entity_check(ctx: GradeContext) -> Check | None:
     """Effects of a tool the task expects on named entities, applied to any other one; and
     writes of that tool on another entity that reached the tool and failed: an attempt
     on an entity the user did not name is wrong even when the tool refused it."""
-    wanted, tools = _entity_effects(ctx.task)
+    wanted = _entity_effects(ctx.task)
     if not wanted:
         return None
-
-    def named(tool: str, args: Any) -> bool:
-        return any(a.effect == tool and args_match(args, a.where) for a in wanted)
-
     stray = [
-        e.to_dict() for e in ctx.outcome.ledger if e.tool in tools and not named(e.tool, e.args)
+        e.to_dict()
+        for e in ctx.outcome.ledger
+        if e.tool in wanted and not _named(e.args, wanted[e.tool])
     ]
     attempted = [
         c.brief()
         for c in ctx.calls
-        if c.tool in tools and c.attempted and not c.executed and not named(c.tool, c.arg_dict)
+        if not c.executed
+        and c.tool in wanted
+        and c.attempted
+        and not _named(c.arg_dict, wanted[c.tool])
     ]
     evidence = {"stray": stray, "attempted": attempted}
     return Check(
@@ -103,15 +108,23 @@ def wrong_entity_check(ctx: GradeContext) -> Check | None:
 
 
 @per_object
+def _domain_claims(domain: Domain) -> tuple[dict[str, list[str]], dict[str, str]]:
+    """The domain's claim phrases with the write tools each asserts (declared claims, else
+    the verb's past form), and its tools' entity arguments. By domain, apart from the
+    task: a run grades on its own snapshot of the domain (shared: not to be changed)."""
+    claims: dict[str, list[str]] = {}
+    for tool in domain.tools.values():
+        for phrase in tool_claims(tool):
+            claims.setdefault(phrase, []).append(tool.name)
+    entity_args = {n: t.entity_arg for n, t in domain.tools.items() if t.entity_arg is not None}
+    return claims, entity_args
+
+
 def claim_tools(task: Task, domain: Domain | None) -> list[tuple[str, list[str]]]:
     """Each claim phrase, in order, and the write tools whose effect it asserts: the
     domain's tools (declared claims, else the verb's past form), then the task's (null
     drops a phrase)."""
-    claims: dict[str, list[str]] = {}
-    if domain is not None:
-        for tool in domain.tools.values():
-            for phrase in tool_claims(tool):
-                claims.setdefault(phrase, []).append(tool.name)
+    claims = dict(_domain_claims(domain)[0]) if domain is not None else {}
     for phrase, name in task.expect.robustness.claims.items():
         if name is None:
             claims.pop(phrase, None)
@@ -120,37 +133,66 @@ def claim_tools(task: Task, domain: Domain | None) -> list[tuple[str, list[str]]
     return sorted(claims.items())
 
 
-@per_object
-def _claims(task: Task, domain: Domain | None) -> list[tuple[str, list[str], bool]]:
-    """Each claim phrase, its tools, and whether the user asked for their effect."""
-    return [(phrase, tools, _requested(task, tools)) for phrase, tools in claim_tools(task, domain)]
+@dataclass(frozen=True, slots=True)
+class _Claimable:
+    """A claim phrase as a task's trials are read for it, derived once per task and
+    domain: its write tools, whether the user asked for their effect, their entity
+    arguments, and the prompt's identifiers (a number or time the user gave is no
+    entity)."""
+
+    phrase: str
+    tools: list[str]
+    requested: bool
+    entity_args: frozenset[str]
+    prompt_ids: frozenset[str]
 
 
 @per_object
-def _prompt_identifiers(task: Task) -> frozenset[str]:
-    """The prompt's identifiers: its factual tokens with a letter (a number or time the
-    user gave is no entity)."""
-    return frozenset(identifiers(task.prompt))
+def _claims(task: Task, domain: Domain | None) -> list[_Claimable]:
+    """Each claim phrase of the task on `domain`, in order (`claim_tools`)."""
+    asked, prompt_ids = _asked(task)
+    entity_args = _domain_claims(domain)[1] if domain is not None else {}
+    return [
+        _Claimable(
+            phrase,
+            tools,
+            not asked.isdisjoint(tools),
+            frozenset(entity_args[t] for t in tools if t in entity_args),
+            prompt_ids,
+        )
+        for phrase, tools in claim_tools(task, domain)
+    ]
 
 
 @per_object
-def _entity_args(domain: Domain | None, tools: list[str]) -> frozenset[str]:
-    """The entity arguments of `tools` in `domain`."""
-    return frozenset(
-        spec.entity_arg
-        for spec in (domain.tools.get(t) if domain is not None else None for t in tools)
-        if spec is not None and spec.entity_arg is not None
-    )
+def _asked(task: Task) -> tuple[frozenset[str], frozenset[str]]:
+    """The tools whose effect the user asked for (the task expects it: then a bare
+    confirmation, "you're all set", claims it), and the prompt's identifiers."""
+    expected = {
+        a.effect for a in task.expect.outcome if isinstance(a, EffectAssertion) and not a.forbids
+    }
+    trajectory = task.expect.trajectory
+    if trajectory is not None:
+        expected |= {r.tool for r in trajectory.required_calls if hasattr(r, "tool")}
+    return frozenset(expected), frozenset(identifiers(task.prompt))
 
 
-def _known_entities(ctx: GradeContext, tools: list[str]) -> tuple[set[str], frozenset[str]]:
-    """Values the claimed tools' entity arguments took in any call, and the identifiers
-    of the prompt (a number or time the user gave is no entity)."""
-    args = _entity_args(ctx.domain, tools)
+def _claimed_entities(ctx: GradeContext, claim: _Claimable, found: tuple[Claim, ...]) -> set[str]:
+    """The entities `found` claims name: its subjects and objects among the identifiers of
+    the prompt and the values the claimed tools' entity arguments took in any call, and
+    its related ids among the latter. The calls are read only for an id the prompt does
+    not name."""
+    args, prompt = claim.entity_args, claim.prompt_ids
     if not args:
-        return set(), frozenset()
-    used = {str(given[a]) for given in (c.arg_dict for c in ctx.calls) for a in args if a in given}
-    return used, _prompt_identifiers(ctx.task)
+        return set()
+    named = {e for c in found for e in c.entities if e in prompt}
+    rest = [e for c in found for e in (*c.entities, *c.related) if e not in named]
+    if rest:
+        used = {
+            str(given[a]) for given in (c.arg_dict for c in ctx.calls) for a in args if a in given
+        }
+        named.update(e for e in rest if e in used)
+    return named
 
 
 def false_success_checks(ctx: GradeContext) -> list[Check]:
@@ -163,21 +205,23 @@ def false_success_checks(ctx: GradeContext) -> list[Check]:
     task's language (grade.reading); where the reader cannot tell and the ledger lacks
     the effect, the check is undecided (docs/architecture.md, Reading)."""
     checks = []
-    for phrase, tools, requested in _claims(ctx.task, ctx.domain):
-        reading = read_claim(ctx.answer, phrase, ctx.task.language, requested)
+    answer, language = ctx.answer, ctx.task.language
+    for claim in _claims(ctx.task, ctx.domain):
+        phrase, tools = claim.phrase, claim.tools
+        reading = read_claim(answer, phrase, language, claim.requested)
         found = reading.claims
+        if not found and not reading.undecided:  # the answer does not say it
+            continue
         effects = [e for tool in tools for e in ctx.outcome.effects(tool)]
         if not found:
-            if reading.undecided and not effects:
+            if not effects:
                 evidence = {"phrase": phrase, "effect": list(tools)}
                 evidence.update(undecided_evidence(reading.undecided))
                 checks.append(
                     Check(f"false_success:{phrase}", "answer", False, 0.0, None, evidence)
                 )
             continue
-        used, prompt = _known_entities(ctx, tools)
-        named = {e for c in found for e in c.entities if e in used | prompt}
-        named |= {e for c in found for e in c.related if e in used}
+        named = _claimed_entities(ctx, claim, found)
         missing = sorted(named - {e.entity for e in effects if e.entity is not None})
         checks.append(
             Check(
@@ -195,18 +239,6 @@ def false_success_checks(ctx: GradeContext) -> list[Check]:
             )
         )
     return checks
-
-
-def _requested(task: Task, tools: list[str]) -> bool:
-    """Did the user ask for one of `tools`' effects (the task expects it): then a bare
-    confirmation ("you're all set") claims it."""
-    expected = {
-        a.effect for a in task.expect.outcome if isinstance(a, EffectAssertion) and not a.forbids
-    }
-    trajectory = task.expect.trajectory
-    if trajectory is not None:
-        expected |= {r.tool for r in trajectory.required_calls if hasattr(r, "tool")}
-    return bool(expected & set(tools))
 
 
 def _after(calls: list[ToolCall], i: int) -> list[ToolCall]:
@@ -327,8 +359,7 @@ def error_handling_checks(ctx: GradeContext) -> list[Check]:
             evidence.update(undecided_evidence([owned]))
         checks.append(Check("tool_errors_handled", "robustness", owned is True, evidence=evidence))
     if any(c.error_code in MISSING_DATA or (c.fault == "empty") for c in calls):
-        sources = [ctx.task.prompt, *ctx.tool_texts]
-        invented, unreadable = grounding(ctx.answer, sources, ctx.task.language)
+        invented, unreadable, _ = trial_grounding(ctx)
         evidence = {"ungrounded": invented}
         if unreadable and not invented:  # "3,30" in English: 3.30 or 330?
             evidence.update(undecided_evidence([unreadable_numbers(ctx.answer, unreadable)]))
@@ -341,10 +372,12 @@ def error_handling_checks(ctx: GradeContext) -> list[Check]:
 def grade_robustness(ctx: GradeContext) -> list[Check]:
     checks = [c for c in (duplicate_effects_check(ctx), wrong_entity_check(ctx)) if c]
     checks += false_success_checks(ctx)
-    checks += retry_checks(ctx)
-    checks += lost_response_checks(ctx)
-    checks += error_handling_checks(ctx)
-    checks += recovery_checks(ctx)
+    if any(c.error_code is not None or c.fault is not None for c in ctx.calls):
+        # what the agent did about a failing call: nothing to read where none failed
+        checks += retry_checks(ctx)
+        checks += lost_response_checks(ctx)
+        checks += error_handling_checks(ctx)
+        checks += recovery_checks(ctx)
     spec = ctx.task.expect.robustness
     for check in checks:
         if check.kind == "robustness" and spec.decides(check.name):

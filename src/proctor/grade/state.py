@@ -6,6 +6,7 @@ by `regrade`) without the task's final-state path assertions, which it cannot su
 
 from __future__ import annotations
 
+from proctor.core.memo import per_object
 from proctor.core.trace import Trace
 from proctor.tasks.models import PathAssertion, Task
 
@@ -18,10 +19,18 @@ def state_recorded(trace: Trace) -> bool:
 
 
 def without_state_checks(task: Task) -> tuple[Task, list[str]]:
-    """The task less its final-state path assertions, and their names (as checks)."""
+    """The task less its final-state path assertions, and their names (as checks). One
+    copy per task, whatever the number of its sessions: what graders derive from a task
+    once (core.memo) is then derived once for the copy too, not once per trial."""
+    copy, dropped = _without_state_checks(task)
+    return copy, list(dropped)
+
+
+@per_object
+def _without_state_checks(task: Task) -> tuple[Task, tuple[str, ...]]:
     kept = [a for a in task.expect.outcome if not isinstance(a, PathAssertion)]
-    dropped = [f"state:{a.path}" for a in task.expect.outcome if isinstance(a, PathAssertion)]
+    dropped = tuple(f"state:{a.path}" for a in task.expect.outcome if isinstance(a, PathAssertion))
     if not dropped:
-        return task, []
+        return task, ()
     expect = task.expect.model_copy(update={"outcome": kept})
     return task.model_copy(update={"expect": expect}), dropped

@@ -12,8 +12,8 @@ from __future__ import annotations
 
 from proctor.core.memo import per_object
 from proctor.grade.context import GradeContext
+from proctor.grade.trajectory import required_matches
 from proctor.tasks.models import AnyOf, EffectAssertion, Task
-from proctor.tasks.predicates import args_match
 
 
 @per_object
@@ -43,19 +43,10 @@ def tool_metrics(ctx: GradeContext) -> dict[str, float]:
         return out
     relevant = expected_tools(ctx.task)
     made = matched = 0
-    attempted = [c for c in calls if c.attempted]
-    for item in spec.required_calls:
-        patterns = item.patterns if isinstance(item, AnyOf) else [item]
-        by_name = [c for p in patterns for c in attempted if c.tool == p.tool]
+    for _, by_name, hits in ctx.derived(required_matches):
         if by_name:
             made += 1
-            if any(
-                args_match(c.arg_dict, p.args)
-                for p in patterns
-                for c in by_name
-                if c.tool == p.tool
-            ):
-                matched += 1
+            matched += bool(hits)
     if calls and relevant:
         out["tool_precision"] = sum(c.tool in relevant for c in calls) / len(calls)
     if spec.required:

@@ -9,6 +9,7 @@ violation. A reference trajectory is matched by proctor.grade.match on the same 
 from __future__ import annotations
 
 from collections import Counter
+from dataclasses import dataclass
 from typing import Any
 
 from proctor.core.jsonvalues import canonical
@@ -17,7 +18,13 @@ from proctor.core.results import Check
 from proctor.grade.context import GradeContext, ToolCall
 from proctor.grade.match import match_calls
 from proctor.grade.registry import grader
-from proctor.tasks.models import AnyOf, CallPattern, ReferenceTrajectory, TrajectoryExpect
+from proctor.tasks.models import (
+    AnyOf,
+    CallPattern,
+    ForbiddenCall,
+    ReferenceTrajectory,
+    TrajectoryExpect,
+)
 from proctor.tasks.predicates import args_match, mismatched_args, written
 
 
@@ -25,41 +32,78 @@ def _matching(calls: list[ToolCall], pattern: CallPattern) -> list[ToolCall]:
     return [c for c in calls if c.tool == pattern.tool and args_match(c.arg_dict, pattern.args)]
 
 
+@dataclass(frozen=True, slots=True)
+class Required:
+    """A required item as grading reads it, derived once per task: its patterns, its
+    check's name, its tools, and its evidence as the task wrote it."""
+
+    patterns: list[CallPattern]
+    name: str
+    tools: frozenset[str]
+    written: list[dict[str, Any]]
+
+
 @per_object
-def _expected(item: CallPattern | AnyOf) -> tuple[list[CallPattern], str, list[dict[str, Any]]]:
-    """A required item's patterns, its name and its evidence as the task wrote it."""
-    patterns = item.patterns if isinstance(item, AnyOf) else [item]
-    written = [p.model_dump(exclude_none=True) for p in patterns]
-    return patterns, "|".join(p.tool for p in patterns), written
+def required_items(spec: TrajectoryExpect) -> list[Required]:
+    """The task's required items (`required`, bare tool names read as calls)."""
+    items = []
+    for item in spec.required_calls:
+        patterns = item.patterns if isinstance(item, AnyOf) else [item]
+        kind = "required_any" if isinstance(item, AnyOf) else "required"
+        name = f"{kind}:{'|'.join(p.tool for p in patterns)}"
+        written = [p.model_dump(exclude_none=True) for p in patterns]
+        items.append(Required(patterns, name, frozenset(p.tool for p in patterns), written))
+    return items
 
 
-def required_check(calls: list[ToolCall], item: CallPattern | AnyOf) -> Check:
-    attempted = [c for c in calls if c.attempted]
-    patterns, names, written = _expected(item)
-    hits = [c for p in patterns for c in _matching(attempted, p)]
+def required_matches(ctx: GradeContext) -> list[tuple[Required, list[ToolCall], list[ToolCall]]]:
+    """Each required item of the trial's task, the calls to its tools that reached them,
+    and those that match one of its patterns (a call matching two patterns twice). Read
+    once a trial: by the trajectory grader and by the tool-use metrics."""
+    spec = ctx.task.expect.trajectory
+    if spec is None:
+        return []
+    attempted = ctx.attempted
+    found = []
+    for req in required_items(spec):
+        tools = req.tools
+        by_name = [c for c in attempted if c.tool in tools]
+        hits = [c for p in req.patterns for c in _matching(by_name, p)] if by_name else []
+        found.append((req, by_name, hits))
+    return found
+
+
+def required_check(
+    calls: list[ToolCall], req: Required, by_name: list[ToolCall], hits: list[ToolCall]
+) -> Check:
+    """A required item made: a call matching it reached its tool (`hits`); else the calls
+    to its tools that did (`by_name`) and those stopped before it, for evidence."""
     evidence: dict[str, object] = {
-        "expected": list(written),
+        "expected": list(req.written),
         "seqs": sorted(c.seq for c in hits),
     }
     if not hits:
         evidence["same_tool_other_args"] = [
             {**c.brief(), "mismatched": mismatched_args(c.arg_dict, p.args)}
-            for p in patterns
-            for c in attempted
+            for p in req.patterns
+            for c in by_name
             if c.tool == p.tool
         ]
-        tools = {p.tool for p in patterns}
-        blocked = [c.brief() for c in calls if c.tool in tools and not c.attempted]
+        blocked = [c.brief() for c in calls if c.tool in req.tools and not c.attempted]
         if blocked:
             evidence["not_reaching_tool"] = blocked
-    kind = "required_any" if isinstance(item, AnyOf) else "required"
-    return Check(f"{kind}:{names}", "trajectory", bool(hits), evidence=evidence)
+    return Check(req.name, "trajectory", bool(hits), evidence=evidence)
+
+
+@per_object
+def _forbidden(spec: TrajectoryExpect) -> list[tuple[ForbiddenCall, CallPattern]]:
+    """The task's forbidden calls, each with the pattern its calls match."""
+    return [(item, CallPattern(tool=item.tool, args=item.args)) for item in spec.forbidden_calls]
 
 
 def forbidden_checks(calls: list[ToolCall], spec: TrajectoryExpect) -> list[Check]:
     checks = []
-    for item in spec.forbidden_calls:
-        pattern = CallPattern(tool=item.tool, args=item.args)
+    for item, pattern in _forbidden(spec):
         hits = _matching(calls, pattern)
         executed = [c.brief() for c in hits if c.attempted]
         denied = [c.brief() for c in hits if c.denied]
@@ -105,11 +149,11 @@ def reference_check(calls: list[ToolCall], ref: ReferenceTrajectory) -> Check:
     return Check("reference_trajectory", "trajectory", report.passed, evidence=evidence)
 
 
-def order_check(calls: list[ToolCall], first: str, then: str) -> Check:
-    """Every attempted `then` call comes after some attempted `first` call; `seqs` are the
-    `then` calls made too early."""
-    seq_first = [c.seq for c in calls if c.tool == first and c.attempted]
-    seq_then = [c.seq for c in calls if c.tool == then and c.attempted]
+def order_check(attempted: list[ToolCall], first: str, then: str) -> Check:
+    """Every attempted `then` call comes after some attempted `first` call (`attempted`:
+    the calls that reached their tool); `seqs` are the `then` calls made too early."""
+    seq_first = [c.seq for c in attempted if c.tool == first]
+    seq_then = [c.seq for c in attempted if c.tool == then]
     early = [s for s in seq_then if not seq_first or s < min(seq_first)]
     return Check(
         f"order:{first}<{then}",
@@ -150,9 +194,10 @@ def grade_trajectory(ctx: GradeContext) -> list[Check]:
     if spec is None:
         return []
     calls = ctx.calls
-    checks = [required_check(calls, item) for item in spec.required_calls]
-    checks += forbidden_checks(calls, spec)
-    checks += [order_check(calls, a, b) for a, b in spec.before]
+    checks = [required_check(calls, *found) for found in ctx.derived(required_matches)]
+    if spec.forbidden:
+        checks += forbidden_checks(calls, spec)
+    checks += [order_check(ctx.attempted, a, b) for a, b in spec.before]
     if spec.reference is not None:
         checks.append(reference_check(calls, spec.reference))
     if spec.max_tool_calls is not None:

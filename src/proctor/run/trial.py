@@ -315,13 +315,12 @@ class Findings:
 
     def unsettled(self) -> list[Check]:
         """The deciding checks a reader could not tell that no calibrated judge settles."""
+        undecided = [c for c in self.checks if c.undecided and c.decides]
+        if not undecided:  # most trials: every reader could tell
+            return []
         counted = {c.name for c in self.checks if c.kind == "judge" and c.severity is not None}
         settled = {reader for judge, reader in self.settlers if judge in counted}
-        return [
-            c
-            for c in self.checks
-            if c.undecided and c.decides and c.name.split(":", 1)[0] not in settled
-        ]
+        return [c for c in undecided if c.name.split(":", 1)[0] not in settled]
 
     def broken(self, error: str, metrics: Mapping[str, float] | None = None) -> Findings:
         """These findings after the harness broke (a judge that failed): an `error`."""
@@ -371,7 +370,8 @@ def decide(result: TrialResult, findings: Findings) -> None:
         status = "needs_review"
     result.status = findings.status or status
     result.error = findings.error
-    hide_task_secrets(result, findings.secrets)
+    if findings.secrets:
+        hide_task_secrets(result, findings.secrets)
 
 
 def judge(

@@ -119,8 +119,8 @@ class Equal(Predicate):
     """A scalar literal: a string, a number, a boolean or null."""
 
     def test(self, actual: Any) -> bool:
-        if isinstance(actual, str) and actual == self.source:
-            return True  # the same text: the same after normalising (the common case)
+        if type(actual) is type(self.source) and actual == self.source:
+            return True  # the same value, of the same type: the same after normalising
         return actual is not MISSING and _scalar_equal(actual, self.source)
 
 
