@@ -12,7 +12,6 @@ import math
 import sqlite3
 import tempfile
 from pathlib import Path
-from typing import Any
 
 import pytest
 from hypothesis import given, settings
