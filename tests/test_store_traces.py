@@ -133,9 +133,11 @@ def test_a_schema_3_store_reads_the_same_as_it_is_and_migrated(events: list[Trac
         with Store(path) as migrated:
             assert tables(migrated) >= {"traces"} and "events" not in tables(migrated)
             assert all(same_events(read, expected) for read in both_reads(migrated))
-            (version,) = sql(migrated).execute(
-                "SELECT value FROM meta WHERE key = 'schema_version'"
-            ).fetchone()
+            (version,) = (
+                sql(migrated)
+                .execute("SELECT value FROM meta WHERE key = 'schema_version'")
+                .fetchone()
+            )
             assert version == str(SCHEMA_VERSION)
 
 
