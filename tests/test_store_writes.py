@@ -75,8 +75,15 @@ def test_a_trial_whose_events_repeat_a_number_leaves_nothing_and_its_group_keeps
     assert rows_of(group) == (2, 2 * len(first.trace.events), 2 * len(first.result.checks))
 
 
-def test_a_trial_whose_last_check_fails_leaves_none_of_its_checks(group: Store) -> None:
+@pytest.mark.parametrize("at_once", [None, 2])
+def test_a_trial_whose_last_check_fails_leaves_none_of_its_checks(
+    group: Store, at_once: int | None
+) -> None:
+    """Its checks in one INSERT, or (`at_once`) in several, the last one failing."""
+    if at_once is not None:
+        group._checks_at_once = at_once
     first, bad = one_trial(trial=0), with_a_bad_last_check(one_trial(trial=1))
+    assert len(bad.result.checks) > 2 * (at_once or 0)
     group.write_trial(first.result, first.trace, first.answer, first.outcome)
     before = rows_of(group)
     with pytest.raises(sqlite3.IntegrityError):
@@ -229,3 +236,16 @@ def test_a_plain_enum_is_stored_by_value() -> None:
     """The one value the text differs on: orjson writes a plain Enum member as its value,
     `json` (through `str`) as its name; both read back as text or a number."""
     assert json.loads(compact_json({"c": Colour.RED})) == {"c": 1}
+
+
+def test_checks_inserted_a_few_at_a_time_read_back_whole_and_in_order(group: Store) -> None:
+    """More checks than one INSERT takes (SQLite's limit on bound values, lowered here)."""
+    record = one_trial()
+    group._checks_at_once = 2
+    group.write_trial(record.result, record.trace, record.answer, record.outcome)
+    group.commit()
+    [back] = group.trial_results("r1")
+    assert len(record.result.checks) > 2 * 2
+    assert [c.to_dict() for c in back.checks] == [
+        json.loads(json.dumps(c.to_dict())) for c in record.result.checks
+    ]
