@@ -18,6 +18,7 @@ from hypothesis import strategies as st
 from proctor import Store
 from proctor.core.results import Check
 from proctor.core.trace import Trace, TraceEvent
+from proctor.store import sqlite as store_module
 from proctor.store.sqlite import _dumps, compact_json, compact_jsons, transaction
 from store_sql import sql
 from test_store import count, one_trial, stored_events
@@ -77,11 +78,11 @@ def test_a_trial_whose_events_repeat_a_number_leaves_nothing_and_its_group_keeps
 
 @pytest.mark.parametrize("at_once", [None, 2])
 def test_a_trial_whose_last_check_fails_leaves_none_of_its_checks(
-    group: Store, at_once: int | None
+    group: Store, at_once: int | None, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """Its checks in one INSERT, or (`at_once`) in several, the last one failing."""
     if at_once is not None:
-        group._checks_at_once = at_once
+        monkeypatch.setattr(store_module, "ROWS_AT_ONCE", at_once)
     first, bad = one_trial(trial=0), with_a_bad_last_check(one_trial(trial=1))
     assert len(bad.result.checks) > 2 * (at_once or 0)
     group.write_trial(first.result, first.trace, first.answer, first.outcome)
@@ -238,10 +239,12 @@ def test_a_plain_enum_is_stored_by_value() -> None:
     assert json.loads(compact_json({"c": Colour.RED})) == {"c": 1}
 
 
-def test_checks_inserted_a_few_at_a_time_read_back_whole_and_in_order(group: Store) -> None:
-    """More checks than one INSERT takes (SQLite's limit on bound values, lowered here)."""
+def test_checks_inserted_a_few_at_a_time_read_back_whole_and_in_order(
+    group: Store, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """More checks than one INSERT takes (`ROWS_AT_ONCE`, lowered here)."""
     record = one_trial()
-    group._checks_at_once = 2
+    monkeypatch.setattr(store_module, "ROWS_AT_ONCE", 2)
     group.write_trial(record.result, record.trace, record.answer, record.outcome)
     group.commit()
     [back] = group.trial_results("r1")
