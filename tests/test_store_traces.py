@@ -20,7 +20,7 @@ from hypothesis import strategies as st
 from proctor import Store
 from proctor.core.trace import Trace, TraceEvent
 from proctor.run.trial import HARNESS_CHECKS
-from proctor.store.sqlite import SCHEMA_VERSION, _dumps, encode_events
+from proctor.store.sqlite import SCHEMA_VERSION, _dumps, event_lists
 from store_sql import sql
 from test_store import one_trial
 from test_store_json import same, values
@@ -87,8 +87,9 @@ def test_any_trace_reads_back_as_the_rows_gave_it(events: list[TraceEvent]) -> N
 @given(traces)
 def test_the_stored_text_is_jsons(events: list[TraceEvent]) -> None:
     """Whichever encoder wrote it (orjson writes NaN as null, 1e-05 as 0.00001)."""
-    as_lists = [[e.seq, float(e.t), e.kind, e.data] for e in events]
-    assert encode_events(events, "t#0") == _dumps(as_lists)
+    store = stored(":memory:", events)
+    (text,) = sql(store).execute("SELECT events FROM traces").fetchone()
+    assert text == _dumps([[e.seq, float(e.t), e.kind, e.data] for e in events])
 
 
 def test_events_out_of_order_read_back_by_seq_and_a_repeated_seq_is_refused() -> None:
@@ -100,7 +101,7 @@ def test_events_out_of_order_read_back_by_seq_and_a_repeated_seq_is_refused() ->
     assert same_events(alone, read_as_rows_gave_them(events))
     assert alone[0].t == 0.0 and isinstance(alone[0].t, float)
     with pytest.raises(ValueError, match="t#0: two trace events numbered 3"):
-        encode_events([*events, TraceEvent(3, 1.0, "note", {})], "t#0")
+        event_lists([*events, TraceEvent(3, 1.0, "note", {})], "t#0")
 
 
 def as_schema_3(path: Path) -> None:
