@@ -165,3 +165,19 @@ def test_a_migrated_store_keeps_every_trial_apart_and_takes_new_ones(tmp_path: P
 
 def tables(store: Store) -> set[str]:
     return {name for (name,) in sql(store).execute("SELECT name FROM sqlite_master")}
+
+
+def test_events_of_no_stored_trial_are_left_behind_by_the_migration(tmp_path: Path) -> None:
+    """A row whose trial is gone (written without foreign keys) would break the migration's
+    insert; no read could reach it, so it is not carried over."""
+    path = tmp_path / "p.db"
+    stored(path, RECORD.trace.events).close()
+    as_schema_3(path)
+    db = sqlite3.connect(path, isolation_level=None)
+    db.execute("INSERT INTO events VALUES (99, 1, 0.0, 'note', '{}')")
+    db.close()
+    with Store(path) as migrated:
+        rows = sql(migrated).execute("SELECT trial_rowid FROM traces").fetchall()
+        assert rows == [(1,)]
+        [read] = migrated.graded_trials("r1", HARNESS_CHECKS)
+        assert same_events(read.trace.events, read_as_rows_gave_them(RECORD.trace.events))

@@ -149,9 +149,12 @@ ROWS_AT_ONCE = 256
 _INSERT_TRACE = "INSERT INTO traces(trial_rowid, events) VALUES (?,?)"
 #: Where a trial's rows are, by its rowid: what a failed write takes out, children first.
 _TRIAL_ROWS = (("traces", "trial_rowid"), ("checks", "trial_rowid"), ("trials", "id"))
-#: The events of a store of schema 3 and before: a row each (what `_migrate` turns into
-#: `traces` rows, and a store opened read-only reads as they are).
-_EVENT_ROWS = "SELECT trial_rowid, seq, t, kind, data FROM events ORDER BY trial_rowid, seq"
+#: The events of a store of schema 3 and before, a row each, that `_migrate` turns into
+#: `traces` rows: those of a stored trial (no read could reach another's).
+_EVENT_ROWS = (
+    "SELECT e.trial_rowid, e.seq, e.t, e.kind, e.data FROM events e"
+    " JOIN trials t ON t.id = e.trial_rowid ORDER BY e.trial_rowid, e.seq"
+)
 
 
 #: Compact JSON text, non-ASCII kept: what the store writes (`compact_json` writes it faster).
