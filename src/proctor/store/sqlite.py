@@ -1012,10 +1012,14 @@ class EncodedTrial:
     events: str | None = None
 
 
+#: The texts that an encoded evidence holds where a summary reads it (`summary_evidence`).
+_UNDECIDED_TEXT, _NOT_MEASURED_TEXT = f'"{UNDECIDED}"', f'"{NOT_MEASURED}"'
+
+
 def stored_summary_evidence(evidence: str) -> tuple[tuple[str, Any], ...]:
     """`summary_evidence` of a check's encoded evidence, decoded only where it may hold
     what a summary reads."""
-    if f'"{UNDECIDED}"' not in evidence and f'"{NOT_MEASURED}"' not in evidence:
+    if _UNDECIDED_TEXT not in evidence and _NOT_MEASURED_TEXT not in evidence:
         return ()
     return summary_evidence(_loads(evidence))
 
