@@ -16,6 +16,7 @@ from __future__ import annotations
 import argparse
 import copy
 import cProfile
+import json
 import os
 import pstats
 import sqlite3
@@ -31,6 +32,7 @@ from proctor import Runner, Store, load_suite
 from proctor.env.suite import Suite
 from proctor.run.executor import Executor, LocalExecutor
 from proctor.run.process import ProcessExecutor
+from proctor.store.sqlite import compact_json
 
 
 def main() -> None:
@@ -74,7 +76,7 @@ def main() -> None:
             starts.append(firsts[0] - wall0)
             steady.append((walls[-1] - starts[-1]) * n_all / (n_all - 1))
             cpus.append(time.process_time() - cpu0)
-            rows = store.select("events", "SELECT trial_rowid, seq, t, kind, data FROM events")
+            rows = event_rows(store)
             store.close()
             floors.append(floor(suite, rows, Path(tmp) / f"floor-{i}.db"))
     n, passed = report.summary.trials, report.summary.passed_trials
@@ -101,6 +103,17 @@ def bench_suite(tasks: int, isolation: str, tmp: Path) -> tuple[Suite, Any, str]
     folder, ref = write_workload(tasks, tmp / "suite")
     suite, agent = load_suite(folder), workload(tasks)[1]
     return suite, agent, ref
+
+
+def event_rows(store: Store) -> list[tuple[Any, ...]]:
+    """Every stored trace event as a row (trial rowid, seq, t, kind, data as JSON text):
+    what the floor writes, a row per event, as the store did before schema 4."""
+    traces = store.select("the traces", "SELECT trial_rowid, events FROM traces")
+    return [
+        (rowid, seq, t, kind, compact_json(data))
+        for rowid, events in traces
+        for seq, t, kind, data in json.loads(events)
+    ]
 
 
 def floor(suite: Suite, rows: list[Any], path: Path) -> float:

@@ -90,7 +90,8 @@ def main() -> None:
         store = Store(Path(tmp) / "bench.db")
         report = Runner(suite, agent, trials=args.trials, seed=1, store=store).run()
         run = store_run(store, report.run_id)
-        ((events,),) = store.select("the events", "SELECT count(*) FROM events")
+        query = "SELECT sum(json_array_length(events)) FROM traces"
+        ((events,),) = store.select("the events", query)
         t0 = time.perf_counter()
         inputs = gather(run, suite=suite)
         path = Path(tmp) / "report.html"

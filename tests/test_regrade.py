@@ -16,6 +16,7 @@ from proctor.run import regrade as regrade_module
 from proctor.run.pool import open_pool
 from proctor.run.regrade import RegradeError, regrade
 from store_sql import sql
+from test_store import stored_events
 
 FIXTURES = Path(__file__).parent / "fixtures"
 MINI = FIXTURES / "mini"
@@ -65,8 +66,7 @@ def test_regrading_unchanged_graders_reproduces_every_result(ran: tuple[Store, A
         assert store.trace(done.run_id, task_id, trial) == store.trace(
             report.run_id, task_id, trial
         )
-    (events,) = sql(store).execute("SELECT COUNT(*) FROM events").fetchone()
-    assert events == sum(
+    assert stored_events(store) == sum(
         len(store.trace(report.run_id, *k)[0].events) for k in full(store, report.run_id)
     )
 

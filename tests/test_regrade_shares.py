@@ -21,6 +21,7 @@ from proctor.core.summary import RunSummary
 from proctor.run import regrade as regrade_module
 from proctor.run.pool import InlinePool, ProcessPool
 from proctor.run.regrade import regrade
+from proctor.store import sqlite as sqlite_module
 from proctor.store.shares import EncodedShare, detach_shares, insert_share
 from store_sql import sql
 
@@ -174,3 +175,33 @@ def test_a_shares_results_keep_what_a_summary_reads_of_each_checks_own_evidence(
     [result] = share.results()
     assert [c.undecided for c in result.checks] == [False, True, False, False]
     assert result.checks[3].evidence == {"actual": NOT_MEASURED}
+
+
+def test_a_share_inserted_a_few_rows_to_a_statement_stores_the_same_rows(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """`insert_many` splits a share's trials and checks into INSERTs of ROWS_AT_ONCE rows
+    (lowered here to split them): rows, rowids and SQLite types as from one INSERT each."""
+    rows = [(i, "failed" if i % 2 else "passed", 0.5, 1.0, None, f"id{i}", None) for i in range(7)]
+    checks = [
+        [(f"c{j}", "outcome", j % 2 == 0, j, None, None) for j in range(i % 4)] for i in range(7)
+    ]
+    share = _share(rows, checks)
+    stored = []
+    for at_once in (sqlite_module.ROWS_AT_ONCE, 2):
+        monkeypatch.setattr(sqlite_module, "ROWS_AT_ONCE", at_once)
+        for form in (share, share.packed()):
+            store = Store(":memory:")
+            store.create_run("r", {})
+            store.begin()
+            insert_share(store, form)
+            store.commit()
+            db = sql(store)
+            stored.append(
+                (
+                    db.execute("SELECT *, typeof(simulated_s) FROM trials ORDER BY id").fetchall(),
+                    db.execute("SELECT * FROM checks ORDER BY trial_rowid, idx").fetchall(),
+                )
+            )
+    assert len(stored[0][0]) == 7 and len(stored[0][1]) == sum(map(len, checks))
+    assert all(rows_and_checks == stored[0] for rows_and_checks in stored)

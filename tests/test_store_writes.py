@@ -18,9 +18,10 @@ from hypothesis import strategies as st
 from proctor import Store
 from proctor.core.results import Check
 from proctor.core.trace import Trace, TraceEvent
+from proctor.store import sqlite as store_module
 from proctor.store.sqlite import _dumps, compact_json, compact_jsons, transaction
 from store_sql import sql
-from test_store import count, one_trial
+from test_store import count, one_trial, stored_events
 from test_store_json import values
 
 
@@ -29,15 +30,22 @@ def stored(store: Store) -> list[tuple[str, int]]:
 
 
 def rows_of(store: Store) -> tuple[int, int, int]:
-    return count(store, "trials"), count(store, "events"), count(store, "checks")
+    return count(store, "trials"), stored_events(store), count(store, "checks")
 
 
-def broken_events(record: Any) -> Trace:
-    """The record's trace with its last event's number repeated: the events table's key
-    refuses the second, after the others were inserted."""
+def numbered_twice(record: Any) -> Trace:
+    """The record's trace with its last event's number repeated (the table of a row per
+    event refused the second by its key; the store still refuses it, before writing)."""
     events = record.trace.events
     again = dataclasses.replace(events[-1], seq=events[-2].seq)
     return Trace(record.trace.trial_id, record.trace.trace_id, [*events[:-1], again])
+
+
+def with_a_bad_last_check(record: Any) -> Any:
+    """The record with a check whose name is missing: `checks.name` is NOT NULL, so its
+    insert fails after the trial's row, its trace and its other checks went in."""
+    record.result.checks.append(Check(None, "outcome", True))  # type: ignore[arg-type]
+    return record
 
 
 class Untextable:
@@ -53,27 +61,33 @@ def group(tmp_path: Path) -> Store:
     return store
 
 
-def test_a_trial_whose_events_fail_leaves_nothing_and_its_group_keeps_the_rest(
+def test_a_trial_whose_events_repeat_a_number_leaves_nothing_and_its_group_keeps_the_rest(
     group: Store,
 ) -> None:
     first, bad, last = one_trial(trial=0), one_trial(trial=1), one_trial(trial=2)
     group.write_trial(first.result, first.trace, first.answer, first.outcome)
     before = rows_of(group)
-    with pytest.raises(sqlite3.IntegrityError):
-        group.write_trial(bad.result, broken_events(bad), bad.answer, bad.outcome)
-    assert rows_of(group) == before  # none of its row, checks or first events stayed
+    with pytest.raises(ValueError, match="paint-item#1: two trace events numbered"):
+        group.write_trial(bad.result, numbered_twice(bad), bad.answer, bad.outcome)
+    assert rows_of(group) == before  # none of its row, trace or checks stayed
     group.write_trial(last.result, last.trace, last.answer, last.outcome)
     group.commit()
     assert stored(group) == [("paint-item", 0), ("paint-item", 2)]
     assert rows_of(group) == (2, 2 * len(first.trace.events), 2 * len(first.result.checks))
 
 
-def test_a_trial_whose_last_check_fails_leaves_none_of_its_checks(group: Store) -> None:
-    first, bad = one_trial(trial=0), one_trial(trial=1)
+@pytest.mark.parametrize("at_once", [None, 2])
+def test_a_trial_whose_last_check_fails_leaves_none_of_its_checks(
+    group: Store, at_once: int | None, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Its checks in one INSERT, or (`at_once`) in several, the last one failing."""
+    if at_once is not None:
+        monkeypatch.setattr(store_module, "ROWS_AT_ONCE", at_once)
+    first, bad = one_trial(trial=0), with_a_bad_last_check(one_trial(trial=1))
+    assert len(bad.result.checks) > 2 * (at_once or 0)
     group.write_trial(first.result, first.trace, first.answer, first.outcome)
     before = rows_of(group)
-    bad.result.checks.append(Check(None, "outcome", True))  # type: ignore[arg-type]
-    with pytest.raises(sqlite3.IntegrityError):  # checks.name is NOT NULL
+    with pytest.raises(sqlite3.IntegrityError):
         group.write_trial(bad.result, bad.trace, bad.answer, bad.outcome)
     assert rows_of(group) == before
     group.commit()
@@ -93,30 +107,31 @@ def test_a_trial_that_cannot_be_encoded_writes_nothing(group: Store) -> None:
     assert stored(group) == [("paint-item", 0)]
 
 
-class InterruptedAfterTheRow:
-    """The store's connection, interrupted (Ctrl-C) just as a trial's row went in."""
+class InterruptedAfter:
+    """The store's connection, interrupted (Ctrl-C) just as a row of `table` went in."""
 
-    def __init__(self, db: sqlite3.Connection) -> None:
-        self.db = db
+    def __init__(self, db: sqlite3.Connection, table: str) -> None:
+        self.db, self.insert = db, f"INSERT INTO {table}("
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self.db, name)
 
     def execute(self, statement: str, *params: Any) -> Any:
         cursor = self.db.execute(statement, *params)
-        if statement.startswith("INSERT INTO trials"):
+        if statement.startswith(self.insert):
             raise KeyboardInterrupt
         return cursor
 
 
-def test_an_interrupt_just_after_a_trials_row_leaves_none_of_it(group: Store) -> None:
+@pytest.mark.parametrize("table", ["trials", "traces"])
+def test_an_interrupt_just_after_a_trials_row_leaves_none_of_it(group: Store, table: str) -> None:
     """The group is then committed (a run saves what it has on Ctrl-C): a row without
-    its checks and events would be a stored trial --resume skips."""
+    its checks and trace would be a stored trial --resume skips."""
     first, cut = one_trial(trial=0), one_trial(trial=1)
     group.write_trial(first.result, first.trace, first.answer, first.outcome)
     before = rows_of(group)
     real = group._db
-    group._db = InterruptedAfterTheRow(real)  # type: ignore[assignment]
+    group._db = InterruptedAfter(real, table)  # type: ignore[assignment]
     with pytest.raises(KeyboardInterrupt):
         group.write_trial(cut.result, cut.trace, cut.answer, cut.outcome)
     group._db = real
@@ -139,11 +154,11 @@ def test_a_trial_alone_is_durable_at_once_and_a_failed_one_leaves_nothing(
 ) -> None:
     store = Store(tmp_path / "p.db")
     store.create_run("r1", {})
-    good, bad = one_trial(trial=0), one_trial(trial=1)
+    good, bad = one_trial(trial=0), with_a_bad_last_check(one_trial(trial=1))
     store.write_trial(good.result, good.trace, good.answer, good.outcome)
     assert not sql(store).in_transaction
     with pytest.raises(sqlite3.IntegrityError):
-        store.write_trial(bad.result, broken_events(bad), bad.answer, bad.outcome)
+        store.write_trial(bad.result, bad.trace, bad.answer, bad.outcome)
     assert not sql(store).in_transaction
     reader = Store(tmp_path / "p.db", readonly=True)  # what another process sees
     assert stored(reader) == [("paint-item", 0)]
@@ -222,3 +237,18 @@ def test_a_plain_enum_is_stored_by_value() -> None:
     """The one value the text differs on: orjson writes a plain Enum member as its value,
     `json` (through `str`) as its name; both read back as text or a number."""
     assert json.loads(compact_json({"c": Colour.RED})) == {"c": 1}
+
+
+def test_checks_inserted_a_few_at_a_time_read_back_whole_and_in_order(
+    group: Store, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """More checks than one INSERT takes (`ROWS_AT_ONCE`, lowered here)."""
+    record = one_trial()
+    monkeypatch.setattr(store_module, "ROWS_AT_ONCE", 2)
+    group.write_trial(record.result, record.trace, record.answer, record.outcome)
+    group.commit()
+    [back] = group.trial_results("r1")
+    assert len(record.result.checks) > 2 * 2
+    assert [c.to_dict() for c in back.checks] == [
+        json.loads(json.dumps(c.to_dict())) for c in record.result.checks
+    ]

@@ -1,8 +1,8 @@
 """A share of regraded trials as the store takes it (docs/architecture.md, Regrade at scale).
 
 A worker hands back a share's trials as rows. Grading in this process, they stay Python
-tuples (`EncodedShare`), inserted with one statement per table. Where two workers or more
-grade at once, each also packs them into an SQLite database image (`PackedShare`), and
+tuples (`EncodedShare`), inserted a few hundred rows to a statement. Where two workers or
+more grade at once, each also packs them into an SQLite database image (`PackedShare`), and
 this process copies its tables into the store in SQL, with no Python object per row:
 inserting the rows is most of what the process that owns the store does in a regrade,
 and with enough workers that process is the one that caps the rate. Packing costs a
@@ -23,6 +23,7 @@ from proctor.core.results import Check, TrialResult
 from proctor.store.sqlite import (
     EncodedTrial,
     each_statement,
+    insert_many,
     loads_all,
     result_of_row,
     stored_summary_evidence,
@@ -40,7 +41,6 @@ _PACKED_SCHEMA = (
     f"CREATE TABLE trials (place INTEGER PRIMARY KEY, {_TRIAL});"
     f" CREATE TABLE checks (place, {_CHECK}, PRIMARY KEY (place, idx)) WITHOUT ROWID"
 )
-_MARKS = ",".join("?" * 16)
 #: The name a packed share is attached under while it is copied.
 _ATTACHED = "regraded_share"
 
@@ -70,8 +70,8 @@ class EncodedShare:
         db = sqlite3.connect(":memory:")
         try:
             each_statement(db, _PACKED_SCHEMA)
-            db.executemany(f"INSERT INTO trials VALUES ({_MARKS})", _placed(self.rows))
-            db.executemany("INSERT INTO checks VALUES (?,?,?,?,?,?,?,?)", self.checks)
+            insert_many(db, f"trials(place, {_TRIAL})", _placed(self.rows))
+            insert_many(db, f"checks(place, {_CHECK})", self.checks)
             db.commit()
             return PackedShare(db.serialize(), self)
         finally:
@@ -116,7 +116,7 @@ def _placed(rows: list[tuple[Any, ...]], first: int = 0) -> list[tuple[Any, ...]
 
 @writes("writing regraded trials")
 def insert_share(db: sqlite3.Connection, share: EncodedShare | PackedShare) -> EncodedShare:
-    """Insert a share's trials and checks, one statement each; returns its rows.
+    """Insert a share's trials and checks (`insert_many`); returns its rows.
 
     The rowids are those SQLite would give one insert at a time (the largest so far,
     plus one), taken under the write lock the caller's transaction holds. A packed share
@@ -128,12 +128,10 @@ def insert_share(db: sqlite3.Connection, share: EncodedShare | PackedShare) -> E
         if isinstance(share, PackedShare):
             share = _copy_packed(db, share, first)
         else:
-            db.executemany(
-                f"INSERT INTO main.trials(id, {_TRIAL}) VALUES ({_MARKS})",
-                _placed(share.rows, first),
-            )
-            db.executemany(
-                f"INSERT INTO main.checks(trial_rowid, {_CHECK}) VALUES (?,?,?,?,?,?,?,?)",
+            insert_many(db, f"main.trials(id, {_TRIAL})", _placed(share.rows, first))
+            insert_many(
+                db,
+                f"main.checks(trial_rowid, {_CHECK})",
                 [(first + check[0], *check[1:]) for check in share.checks],
             )
         db.execute("RELEASE share")
