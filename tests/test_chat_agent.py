@@ -66,14 +66,16 @@ def test_a_server_that_reports_no_usage_is_not_measured_never_0_tokens_or_0_doll
     """A priced model whose server reports no usage: calls counted, tokens and cost "not
     measured" in the trace and the trial's usage, so the task's cost budget fails as not
     measured instead of passing at $0; a server that reports one count has that one
-    measured, and no cost (it needs both)."""
+    measured, and no cost (it needs both). The one call's tokens are a lower bound of
+    the four calls', so the token budget they seem to keep fails too."""
     replies = [without_usage(c) for c in CANCEL_A100]
     replies[0] = without_usage(CANCEL_A100[0], "prompt_tokens")
     with ScriptedChatServer(replies) as server:
         record = run_support("cancel-eligible-order", agent_for(server))
-    assert failed(record) == ["max_cost_usd"]
-    [budget] = record.result.failed_checks
-    assert budget.evidence["actual"] == NOT_MEASURED
+    assert failed(record) == ["max_cost_usd", "max_tokens"]
+    cost, tokens = record.result.failed_checks
+    assert cost.evidence["actual"] == NOT_MEASURED
+    assert tokens.evidence == {"limit": 3000, "actual": 100, "unmeasured_calls": 3}
     model_calls = [e.data for e in record.trace.of_kind("model_call")]
     assert [(c.get("input_tokens"), c.get("output_tokens")) for c in model_calls] == [
         (100, None),
@@ -94,7 +96,8 @@ def test_a_server_that_sends_zeros_or_a_broken_count_is_not_measured() -> None:
     replies[2:] = [without_usage(c) for c in replies[2:]]
     with ScriptedChatServer(replies) as server:
         record = run_support("cancel-eligible-order", agent_for(server))
-    assert failed(record) == ["max_cost_usd"]
+    # the one count kept (5 output tokens) is a lower bound of the four calls'
+    assert failed(record) == ["max_cost_usd", "max_tokens"]
     model_calls = [e.data for e in record.trace.of_kind("model_call")]
     assert [(c.get("input_tokens"), c.get("output_tokens")) for c in model_calls] == [
         (None, None),
