@@ -39,7 +39,7 @@ import re
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from functools import lru_cache
-from typing import Literal
+from typing import Literal, NamedTuple
 
 from proctor.env.domain import Tool
 from proctor.grade.lexicon import lexicon as lexicon_of
@@ -152,8 +152,11 @@ PREPOSITION = _grammar("prepositions")
 _IRREGULAR_PAST = frozenset(form for _, past, part in IRREGULAR for form in (past, part))
 
 
-@dataclass(frozen=True, slots=True)
-class Token:
+class Token(NamedTuple):
+    """A word, number, identifier or mark of a clause, where it stands in its window. A
+    named tuple, not a frozen dataclass: readers make one per word of every window they
+    read, and a tuple is made without a call per field."""
+
     text: str
     low: str
     start: int
@@ -201,10 +204,13 @@ _normalised = lru_cache(maxsize=4096)(normalise)  # windows repeat in repetitive
 
 
 def tokenize(text: str) -> list[Token]:
-    return [
-        Token(m[0], m[0].lower(), m.start(), m.end(), _DIGIT.search(m[0]) is not None)
-        for m in _TOKEN.finditer(text)
-    ]
+    tokens = []
+    for m in _TOKEN.finditer(text):
+        word = m[0]
+        start, end = m.span()
+        digit = not word.isalpha() and _DIGIT.search(word) is not None  # most are words
+        tokens.append(Token(word, word.lower(), start, end, digit))
+    return tokens
 
 
 def _is_past(token: Token) -> bool:
