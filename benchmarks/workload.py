@@ -96,14 +96,16 @@ def make_plan(i: int) -> Plan:
 
 
 #: The parts a varied answer is made of, one of each, chosen by the trial's number: 256
-#: answers a task. Each says the order is cancelled and names only facts the agent read
-#: (the ids and totals of the two orders looked up), so the answer checks still pass.
-_OPENINGS = ("", "Thanks for waiting. ", "All right. ", "Sure thing! ")
+#: answers a task, and 16 sentences that claim the cancellation (the opening is part of
+#: it: grading reads a sentence once). Each says the order is cancelled and names only
+#: facts the agent read (the ids and totals of the two orders looked up), so the answer
+#: checks still pass.
+_OPENINGS = ("", "Thanks for waiting, ", "All right, ", "Sure thing, ")
 _CLAIMS = (
-    "Order {oid} is now cancelled.",
+    "order {oid} is now cancelled.",
     "I cancelled order {oid} for you.",
-    "Done: {oid} has been cancelled.",
-    "Your order {oid} was cancelled just now, as you asked.",
+    "{oid} has been cancelled, as you asked.",
+    "your order {oid} was cancelled just now.",
 )
 _DETAILS = (
     " Its total of ${total} will not be charged.",
@@ -119,7 +121,8 @@ def varied_answer(i: int, trial: int) -> str:
     parts = (_OPENINGS, _CLAIMS, _DETAILS, _CLOSINGS)
     picked = [part[trial // len(part) ** n % len(part)] for n, part in enumerate(parts)]
     facts = {"oid": f"A-{i:05d}", "total": 10 + i, "other": f"A-{i + 1:05d}"}
-    return "".join(picked).format(**facts, other_total=11 + i)
+    said = "".join(picked).format(**facts, other_total=11 + i)
+    return said[0].upper() + said[1:]
 
 
 class VariedAgent(ScriptedAgent):
