@@ -233,7 +233,7 @@ def read_facts(text: str, language: str | None = None) -> Facts:
     text = _calendar(text, facts)
     for match in TOKEN.finditer(text):
         token = match.group(0)
-        if not _DIGIT.search(token):
+        if token.isalpha() or not _DIGIT.search(token):  # a word (most are) has no digit
             continue
         number = _NUMBER.match(token)
         if number:
