@@ -14,7 +14,7 @@ from unittest import mock
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
-from proctor.grade import grounding
+from proctor.grade import answer, claims, grounding, language, reading, terms
 
 #: Pieces of dates and numbers, and letters that case folding matches to ASCII ones
 #: (ſ is s, K is k, İ and ı are i), so that texts near a date are drawn often.
@@ -91,3 +91,63 @@ def test_the_cheap_date_test_skips_texts_without_a_month_and_reads_those_with_on
     assert grounding.may_name_a_date("due 5 ſeptember")  # not ASCII: read
     facts = grounding.read_facts.__wrapped__("due March 5, 2024", None)
     assert [d for _, d in facts.dates] == [grounding.date(2024, 3, 5)]
+
+
+#: Answers whose sentences recur across them and hold both phrases, in two languages: a
+#: reading remembered for one text, phrase or language must never be handed to another.
+ANSWERS = [
+    "Order A-1 was cancelled and refunded.",
+    "Order A-1 was cancelled. I never refunded A-2.",
+    "I never refunded A-2. Order A-1 was cancelled.",
+    "Order A-1 was not cancelled, but A-2 was refunded.",
+    "Order A-1 wasn't cancelled - it was refunded on March 5, 2024 for $3.30.",
+    "Nothing was cancelled. You're all set.",
+    "El pedido A-1 fue cancelado. No se ha reembolsado nada.",
+    "No se ha cancelado el pedido A-1, pero A-2 fue reembolsado por 3,30 €.",
+    "Nunca cancelled A-1.",
+]
+PHRASES = ["cancelled", "canceled", "refunded", "cancelado"]  # the first two: one spelling
+SOURCES = [["Order A-1 costs 3.30"], ["A-2", "2024-03-05"], []]
+CALLS = st.lists(
+    st.tuples(
+        st.sampled_from(ANSWERS),
+        st.sampled_from(PHRASES),
+        st.sampled_from(["en", "es", None]),
+        st.booleans(),
+        st.sampled_from(range(len(SOURCES))),
+    ),
+    min_size=1,
+    max_size=8,
+)
+
+
+def forget_every_reading() -> None:
+    """Clear every remembered reading of the reading modules (bounded caches)."""
+    for module in (claims, reading, language, grounding, answer, terms):
+        for value in vars(module).values():
+            if hasattr(value, "cache_clear") and value.cache_parameters()["maxsize"] is not None:
+                value.cache_clear()
+
+
+def read_all(call: tuple[str, str, str | None, bool, int]) -> tuple[object, ...]:
+    text, phrase, lang, requested, sources = call
+    return (
+        reading.read_claim(text, phrase, lang, requested),
+        reading.unread_mention(text, phrase, lang),
+        reading.unread_mention(text, phrase, lang, inflect=True),
+        answer._said(text, (phrase, "refund"), lang),
+        grounding.grounding(text, SOURCES[sources], lang),
+        language.mention(text, phrase, inflect=requested),
+    )
+
+
+@settings(max_examples=150, deadline=None)
+@given(CALLS)
+def test_a_reading_remembered_is_never_handed_to_another_text_phrase_or_language(
+    calls: list[tuple[str, str, str | None, bool, int]],
+) -> None:
+    forget_every_reading()
+    remembered = [read_all(call) for call in calls]  # each read with the others' in memory
+    for call, found in zip(calls, remembered, strict=True):
+        forget_every_reading()
+        assert found == read_all(call), call
