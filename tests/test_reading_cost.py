@@ -151,3 +151,78 @@ def test_a_reading_remembered_is_never_handed_to_another_text_phrase_or_language
     for call, found in zip(calls, remembered, strict=True):
         forget_every_reading()
         assert found == read_all(call), call
+
+
+#: Words, marks and spellings that normalising and negation turn on.
+CLAUSE_PIECES = [
+    "Order",
+    "A-1",
+    "was",
+    "is",
+    "not",
+    "never",
+    "no",
+    "nobody",
+    "nothing",
+    "0",
+    "n/a",
+    "cancelled",
+    "refunded",
+    "closed",
+    "can't",
+    "cannot",
+    "CANNOT",
+    "won't",
+    "isn't",
+    "I've",
+    "you're",
+    "can\u2019t",
+    "-",
+    "--",
+    "\u2014",
+    "'",
+    '"',
+    "\u201cquoted\u201d",
+    "no-one",
+    "nunca",
+    "sin",
+    "ningún",
+    "but",
+    ",",
+    ".",
+    ";",
+    "\n",
+    "İ",
+    "ſ",
+    "fail",
+]
+CLAUSES = st.lists(st.sampled_from(CLAUSE_PIECES), max_size=14).map(" ".join)
+
+
+@settings(max_examples=400, deadline=None)
+@given(st.one_of(CLAUSES, st.text(max_size=40)))
+def test_normalising_skips_only_passes_that_change_nothing(text: str) -> None:
+    full = claims._CONTRACTION.sub(
+        claims._spell_out, claims._DASH.sub(" ; ", text.translate(claims._QUOTES))
+    )
+    assert claims.normalise(text) == full
+
+
+@settings(max_examples=400, deadline=None)
+@given(
+    CLAUSES,
+    st.sampled_from(["cancelled", "refund", "closed", "A-1"]),
+    st.sampled_from(["en", "es", None]),
+    st.booleans(),
+)
+@example("Order A-1 can't be cancelled", "cancelled", "en", False)  # "can not" once normalised
+@example("I cannot say it was refunded", "refund", "en", True)
+@example("A-1 -- nobody closed it", "closed", None, False)
+def test_a_mention_reads_the_same_with_and_without_the_negative_word_test(
+    text: str, term: str, lang: str | None, inflect: bool
+) -> None:
+    forget_every_reading()
+    found = reading.unread_mention(text, term, lang, inflect)
+    forget_every_reading()
+    with mock.patch.object(reading, "_may_negate", lambda *_: True):
+        assert found == reading.unread_mention(text, term, lang, inflect)
