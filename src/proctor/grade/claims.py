@@ -209,7 +209,8 @@ def normalise(text: str) -> str:
         return _CONTRACTION.sub(_spell_out, _DASH.sub(" ; ", text.translate(_QUOTES)))
     if "--" in text or _SPACED_HYPHEN.search(text):  # not the hyphen of "A-1"
         text = _DASH.sub(" ; ", text)
-    if "'" in text or any(k in text.lower() for k in _UNMARKED):
+    low = text.lower()
+    if "'" in text or any(k in low for k in _UNMARKED):
         text = _CONTRACTION.sub(_spell_out, text)
     return text
 
