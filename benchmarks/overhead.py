@@ -7,8 +7,12 @@ trial's stored events written to SQLite again (one transaction per 256 trials, a
 Runner commits), and nothing else. Run it on an idle core (`taskset -c 0`) where you can;
 CPU time is printed beside wall time, and the load average at the start.
 
+`--varied-answers`: the agent answers each trial in other words (workload.VariedAgent),
+as a model does; the scripted agent's answers repeat from trial to trial, and grading
+reads an answer text once, so without it the figure leaves out what reading one costs.
+
     python benchmarks/overhead.py [--tasks 200] [--trials 5] [--concurrency 1]
-        [--isolation thread|process] [--repeat 3] [--profile]
+        [--isolation thread|process] [--repeat 3] [--varied-answers] [--profile]
 """
 
 from __future__ import annotations
@@ -42,11 +46,14 @@ def main() -> None:
     parser.add_argument("--concurrency", type=int, default=1)
     parser.add_argument("--isolation", choices=("thread", "process"), default="thread")
     parser.add_argument("--repeat", type=int, default=3, help="Runs; min and median shown.")
+    parser.add_argument(
+        "--varied-answers", action="store_true", help="Each trial answers in other words."
+    )
     parser.add_argument("--profile", action="store_true")
     args = parser.parse_args()
     print(f"load average at start: {os.getloadavg()[0]:.2f} ({os.cpu_count()} CPUs)")
     with tempfile.TemporaryDirectory() as tmp:
-        suite, agent, ref = bench_suite(args.tasks, args.isolation, Path(tmp))
+        suite, agent, ref = bench_suite(args.tasks, args.isolation, Path(tmp), args.varied_answers)
         walls, cpus, floors, starts, steady = [], [], [], [], []
         n_all = args.tasks * args.trials
         for i in range(args.repeat):
@@ -80,7 +87,11 @@ def main() -> None:
             store.close()
             floors.append(floor(suite, rows, Path(tmp) / f"floor-{i}.db"))
     n, passed = report.summary.trials, report.summary.passed_trials
-    print(f"trials: {n} ({args.tasks} tasks x {args.trials}, {args.isolation}), passed {passed}")
+    answers = "varied answers" if args.varied_answers else "answers repeat per task"
+    print(
+        f"trials: {n} ({args.tasks} tasks x {args.trials}, {args.isolation}, {answers}),"
+        f" passed {passed}"
+    )
     print(f"trace events stored: {len(rows)} ({len(rows) / n:.1f} per trial)")
     ms = lambda xs: f"{1000 * min(xs) / n:.3f} / {1000 * statistics.median(xs) / n:.3f} ms"  # noqa: E731
     print(f"per trial (min / median of {args.repeat}): wall {ms(walls)}, cpu {ms(cpus)}")
@@ -95,13 +106,13 @@ def main() -> None:
         pstats.Stats(profiler).sort_stats("cumulative").print_stats(25)
 
 
-def bench_suite(tasks: int, isolation: str, tmp: Path) -> tuple[Suite, Any, str]:
+def bench_suite(tasks: int, isolation: str, tmp: Path, varied: bool) -> tuple[Suite, Any, str]:
     """The suite, agent and agent reference: in memory, or as files worker processes load."""
     if isolation == "thread":
-        suite, agent = workload(tasks)
+        suite, agent = workload(tasks, varied)
         return suite, agent, ""
-    folder, ref = write_workload(tasks, tmp / "suite")
-    suite, agent = load_suite(folder), workload(tasks)[1]
+    folder, ref = write_workload(tasks, tmp / "suite", varied)
+    suite, agent = load_suite(folder), workload(tasks, varied)[1]
     return suite, agent, ref
 
 

@@ -39,7 +39,7 @@ import re
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from functools import lru_cache
-from typing import Literal
+from typing import Literal, NamedTuple
 
 from proctor.env.domain import Tool
 from proctor.grade.lexicon import lexicon as lexicon_of
@@ -51,6 +51,8 @@ from proctor.grade.terms import IRREGULAR, lemmas, past_forms, term_pattern
 _QUOTES = str.maketrans({"\u2019": "'", "\u2018": "'", "\u201c": '"', "\u201d": '"'})
 #: A dash between words (not a hyphen inside one) ends a clause, like a semicolon.
 _DASH = re.compile(r"[ \t]*(?:(?<=\s)-{1,2}(?=\s)|--|[\u2013\u2014\u2015])[ \t]*")
+#: Where _DASH can match in an ASCII text without `--`.
+_SPACED_HYPHEN = re.compile(r"\s-\s")
 #: Contractions spelled out: "can't" → "can not", "isn't" → "is not", "I've" → "I 've"
 #: (grade/lexicons/en.yaml: contractions, negative_suffixes, clitics).
 _SPELLED: dict[str, str] = {
@@ -66,6 +68,10 @@ _CONTRACTION = re.compile(
     + r")\b",
     re.IGNORECASE,
 )
+
+
+#: The contractions without an apostrophe (`cannot`): normalise looks for them first.
+_UNMARKED = tuple(k for k in _SPELLED if "'" not in k)
 
 
 def _spell_out(m: re.Match[str]) -> str:
@@ -152,8 +158,11 @@ PREPOSITION = _grammar("prepositions")
 _IRREGULAR_PAST = frozenset(form for _, past, part in IRREGULAR for form in (past, part))
 
 
-@dataclass(frozen=True, slots=True)
-class Token:
+class Token(NamedTuple):
+    """A word, number, identifier or mark of a clause, where it stands in its window. A
+    named tuple, not a frozen dataclass: readers make one per word of every window they
+    read, and a tuple is made without a call per field."""
+
     text: str
     low: str
     start: int
@@ -193,18 +202,33 @@ class ClaimReading:
 
 
 def normalise(text: str) -> str:
-    """Straight quotes, dashes as clause breaks, contractions spelled out."""
-    return _CONTRACTION.sub(_spell_out, _DASH.sub(" ; ", text.translate(_QUOTES)))
+    """Straight quotes, dashes as clause breaks, contractions spelled out. An ASCII text
+    has no curly quote or long dash, and a contraction needs an apostrophe or `cannot`:
+    each pass runs only where it can change something (most answers are ASCII)."""
+    if not text.isascii():
+        return _CONTRACTION.sub(_spell_out, _DASH.sub(" ; ", text.translate(_QUOTES)))
+    if "--" in text or _SPACED_HYPHEN.search(text):  # not the hyphen of "A-1"
+        text = _DASH.sub(" ; ", text)
+    low = text.lower()
+    if "'" in text or any(k in low for k in _UNMARKED):
+        text = _CONTRACTION.sub(_spell_out, text)
+    return text
 
 
 _normalised = lru_cache(maxsize=4096)(normalise)  # windows repeat in repetitive answers
 
 
 def tokenize(text: str) -> list[Token]:
-    return [
-        Token(m[0], m[0].lower(), m.start(), m.end(), _DIGIT.search(m[0]) is not None)
-        for m in _TOKEN.finditer(text)
-    ]
+    tokens = []
+    for m in _TOKEN.finditer(text):
+        word = m[0]
+        start, end = m.span()
+        digit = not word.isalpha() and _DIGIT.search(word) is not None  # most are words
+        tokens.append(_made(Token, (word, word.lower(), start, end, digit)))
+    return tokens
+
+
+_made = tuple.__new__  # a Token from its fields, without the call NamedTuple adds
 
 
 def _is_past(token: Token) -> bool:
@@ -485,12 +509,14 @@ def _negative_object(tokens: list[Token], last: int, end: int) -> bool:
     return nxt in NEGATIVE_SUBJECT or (nxt == NO and after not in NOT_NEGATING_NO)
 
 
-def _asserted(tokens: list[Token], first: int, last: int, start: int, end: int) -> bool | None:
+def _asserted(
+    tokens: list[Token], first: int, last: int, start: int, end: int, group: int
+) -> bool | None:
     """Is the occurrence asserted in its clause (the module doc)? None: a negative word
-    above it that the reader cannot scope (_negative_above)."""
+    above it that the reader cannot scope (_negative_above). `group`: where its verb
+    group starts (_verb_group)."""
     if tokens[start].low in HYPOTHETICAL:
         return False
-    group = _verb_group(tokens, first, start)
     words = [t.low for t in tokens[group:first]]
     if any(negates(tokens, k) for k in range(group, first)):
         return False
@@ -520,8 +546,10 @@ def _asserted(tokens: list[Token], first: int, last: int, start: int, end: int) 
 
 
 def _preposition(tokens: list[Token], k: int) -> bool:
-    nxt = tokens[k + 1].low if k + 1 < len(tokens) else ""
-    return tokens[k].low in PREPOSITION and not (tokens[k].low == TO and nxt in AUX)
+    low = tokens[k].low
+    if low not in PREPOSITION:
+        return False
+    return not (low == TO and k + 1 < len(tokens) and tokens[k + 1].low in AUX)
 
 
 def _entities(
@@ -607,7 +635,8 @@ def _read(window: str, at: int, to: int, phrase: str) -> Claim | Undecided | Non
     unread = _negation_frame(tokens, start, first)
     if unread is not None:
         return unread or None
-    asserted = _asserted(tokens, first, last, start, end)
+    group = _verb_group(tokens, first, start)  # read once for the three tests below
+    asserted = _asserted(tokens, first, last, start, end, group)
     if _status_nothing(tokens, last) or asserted is False:
         return None
     sentence = window[tokens[0].start : tokens[min(end, len(tokens)) - 1].end]
@@ -615,9 +644,9 @@ def _read(window: str, at: int, to: int, phrase: str) -> Claim | Undecided | Non
         return Undecided(sentence, TOO_LONG)
     if asserted is None:
         return Undecided(sentence, UNSCOPED_NEGATIVE_WORD)
-    if _done_by_another(tokens, first, last, start):
+    if _done_by_another(tokens, group, first, last):
         return None
-    if _present_state(tokens, first, last, start):
+    if _present_state(tokens, group, first, last):
         return Undecided(sentence, PRESENT_STATE)
     direct, related = _entities(tokens, first, last, start, end)
     clause = window[tokens[start].start : tokens[end - 1].end]
@@ -638,7 +667,10 @@ def _negation_frame(
     """A frame negating what follows ("it is not the case that ..."): `False` when it
     introduces the occurrence's own clause, Undecided when a clause break lies between."""
     lows = [t.low for t in tokens[:first]]
+    said = set(lows)
     for frame in lexicon_phrases("en", "negation_frames"):
+        if frame[0] not in said:  # most sentences hold no frame's first word
+            continue
         n = len(frame)
         for k in range(len(lows) - n + 1):
             if tuple(lows[k : k + n]) == frame:
@@ -649,20 +681,21 @@ def _negation_frame(
     return None
 
 
-def _done_by_another(tokens: list[Token], first: int, last: int, start: int) -> bool:
-    """A passive whose agent is someone else: "INC-2 was closed by the previous shift"."""
-    group = {t.low for t in tokens[_verb_group(tokens, first, start) : first]}
-    if not group & BE or last + 2 >= len(tokens) or tokens[last + 1].low != BY:
+def _done_by_another(tokens: list[Token], group: int, first: int, last: int) -> bool:
+    """A passive whose agent is someone else: "INC-2 was closed by the previous shift"
+    (`group`: where the verb group before the occurrence starts)."""
+    words = {t.low for t in tokens[group:first]}
+    if not words & BE or last + 2 >= len(tokens) or tokens[last + 1].low != BY:
         return False
     return tokens[last + 2].low not in OWN_AGENTS
 
 
-def _present_state(tokens: list[Token], first: int, last: int, start: int) -> bool:
+def _present_state(tokens: list[Token], group: int, first: int, last: int) -> bool:
     """ "INC-88 is assigned to oncall-ben": a present `be` before the participle, nothing
     that makes it news (`now`, `just`), and a `to`/`by` phrase after it."""
-    group = [t.low for t in tokens[_verb_group(tokens, first, start) : first]]
+    words = [t.low for t in tokens[group:first]]
     after = tokens[last + 1].low if last + 1 < len(tokens) else ""
-    return bool(group) and all(w in PRESENT_BE for w in group) and after in (TO, BY)
+    return bool(words) and all(w in PRESENT_BE for w in words) and after in (TO, BY)
 
 
 def _scan(
@@ -725,16 +758,34 @@ def read_english(answer: str, phrase: str, requested: bool = False) -> ClaimRead
     if verb in lexicon_words("en", "on_the_way") and any(w[-1] in low for w in ways):
         way = _phrase_pattern(ways)
         reading += _scan(text, way, lambda w, a, t: _read(w, a, t, phrase))
-    if any(f"{word} {TO}" in low for word in IMPLICATIVE):
+    if any(able in low for able in _ABLE_TO):
         bases = "|".join(re.escape(v) for v in (verb, *synonyms))
         words = "|".join(sorted(IMPLICATIVE))
         able = re.compile(rf"\b(?:{words})(?=\s+{TO}\s+(?:{bases})\b)", re.IGNORECASE)
         reading += _scan(text, able, lambda w, a, t: _read(w, a, t, phrase))
     confirmations = lexicon_phrases("en", "confirmations")
-    if requested and any(p[-1] in low for p in confirmations):
+    ascii = text.isascii()
+    if requested and any(_may_say(p, low, ascii) for p in confirmations):
         confirmed = _phrase_pattern(confirmations)
         reading += _scan(normalise(text), confirmed, lambda w, a, t: _read(w, a, t, phrase))
     return reading
+
+
+#: "managed to", "able to": an implicative verb before the claimed one.
+_ABLE_TO = tuple(f"{word} {TO}" for word in sorted(IMPLICATIVE))
+
+
+#: The words normalise writes that a text need not hold ("can't" -> "can not").
+_SPELLED_WORDS = frozenset(word for spelled in _SPELLED.values() for word in spelled.split())
+
+
+def _may_say(phrase: tuple[str, ...], low: str, ascii: bool) -> bool:
+    """Can a text (casefolded: `low`) say `phrase` once normalised? Each word must be in
+    it, or be one normalise writes. Outside ASCII, case folding may change a word's
+    letters ("İ" is two), so there only the last word is looked for."""
+    if phrase[-1] not in low:
+        return False
+    return not ascii or all(word in low or word in _SPELLED_WORDS for word in phrase)
 
 
 def _completed(

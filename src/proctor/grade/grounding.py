@@ -74,6 +74,8 @@ _CALENDAR = re.compile(
     rf"\b{_MONTH}\s+{_DAY}\b{_YEAR}|\b{_DAY}\s+(?:of\s+)?{_MONTH}\b{_YEAR}", re.IGNORECASE
 )
 _DIGIT = re.compile(r"\d")
+#: The runs of letters of a lower-cased text: a month name _CALENDAR matches is one whole.
+_LETTERS = re.compile(r"[a-z]+")
 #: Unix timestamps between 2000 and 2100, in seconds and in milliseconds.
 _EPOCH_S = (946_684_800, 4_102_444_800)
 
@@ -96,6 +98,8 @@ _LOCALE_NUMBER = re.compile(
 )
 #: Number words the answer's language has (text2num's languages that proctor reads).
 _WORDS_LANGUAGES = frozenset({"en", "es"})
+#: What every _LOCALE_NUMBER holds (a digit, a separator, a digit): sought first, cheaply.
+_SEPARATED = re.compile(r"\d[.,]\d")
 _TIME = re.compile(r"^\d:\d{2}$")
 
 
@@ -185,8 +189,20 @@ def _instant(token: str) -> datetime | None:
     return moment if moment.tzinfo else moment.replace(tzinfo=UTC)
 
 
+def may_name_a_date(text: str) -> bool:
+    """Can _CALENDAR match in `text`? A date has a digit, and its month name is a whole
+    run of letters (a space, a full stop or a non-word character either side), so an
+    ASCII text needs both; in another, case folding may match more, so it is read. A
+    cheap test first: most answers name no month, and _CALENDAR tries every word."""
+    if not _DIGIT.search(text):
+        return False
+    return not text.isascii() or not _MONTHS.keys().isdisjoint(_LETTERS.findall(text.lower()))
+
+
 def _calendar(text: str, facts: Facts) -> str:
     """Read month-name dates into `facts`; return the text with them blanked out."""
+    if not may_name_a_date(text):
+        return text
 
     def take(match: re.Match[str]) -> str:
         month, day, year = match.group(1, 2, 3) if match[1] else match.group(5, 4, 6)
@@ -212,12 +228,12 @@ def read_facts(text: str, language: str | None = None) -> Facts:
             text = _number_words(text, base)
         if base != "en":
             text = _local_calendar(text, base, facts)
-        if _LOCALE_NUMBER.search(text):
+        if _SEPARATED.search(text) and _LOCALE_NUMBER.search(text):
             text = _locale_numbers(text, base, facts)
     text = _calendar(text, facts)
     for match in TOKEN.finditer(text):
         token = match.group(0)
-        if not _DIGIT.search(token):
+        if token.isalpha() or not _DIGIT.search(token):  # a word (most are) has no digit
             continue
         number = _NUMBER.match(token)
         if number:

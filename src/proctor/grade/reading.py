@@ -11,12 +11,15 @@ claim lexicon is undecided.
 from __future__ import annotations
 
 import re
-from functools import lru_cache
+from functools import cache, lru_cache
 from typing import Any, Literal
 
 from proctor.core.results import UNDECIDED
 from proctor.grade.claims import (
     HARD,
+    NEGATOR,
+    NO,
+    NOT,
     Claim,
     ClaimReading,
     Token,
@@ -44,6 +47,8 @@ _NEGATIVE_TERM = re.compile(
 )
 
 _READERS = {"en": read_english, "es": read_spanish}
+#: A word as the claim reader tokenizes it (grade.claims._TOKEN), in lower case.
+_WORD = re.compile(r"[a-z0-9]+(?:[-_/.:'][a-z0-9]+)*|'[a-z]+")
 #: Readings remembered: a pure function of its text, and the trials of a task (a regrade
 #: grades them one after another) mostly give the same answer. Few: a key is a whole
 #: answer, and answers can be hundreds of kilobytes.
@@ -113,11 +118,11 @@ def unread_mention(
     matches = list(term_pattern(term.strip(), inflect).finditer(text))
     if not matches:
         return None
-    sentence = _sentence(text, matches[0].start())
     if base not in ("en", "es") and not words(language, "negators"):
-        return Undecided(sentence, f"no negation lexicon for language {base!r}: {NEGATED_MENTION}")
+        why = f"no negation lexicon for language {base!r}: {NEGATED_MENTION}"
+        return Undecided(_sentence(text, matches[0].start()), why)
     if all(_under_negation(text, m.start(), language) for m in matches):
-        return Undecided(sentence, NEGATED_MENTION)
+        return Undecided(_sentence(text, matches[0].start()), NEGATED_MENTION)
     return None
 
 
@@ -138,18 +143,41 @@ def _under_negation(text: str, at: int, language: str | None) -> bool:
         return any(w.strip(".,;:!?\u06d4\u061f") in words(language, "negators") for w in said)
     before = text[max(0, at - 300) : at]
     cut = max(before.rfind(c) for c in ".!?\n") + 1
+    if not _may_negate(before[cut:], base):
+        return False
     window = normalise(before[cut:]) + " \u2063"
     tokens = tokenize(window)
     if not tokens:
         return False
     here = len(tokens)
-    tokens = tokens + tokenize("x")  # the occurrence's stand-in
+    tokens = tokens + _STAND_IN
     start = clause_start(tokens, here) if base == "en" else _clause_from(tokens, here)
     if base == "en":
         negative = words("en", "nothing") | words("en", "clause_negatives")
         return any(negates(tokens, k) or tokens[k].low in negative for k in range(start, here))
     lexicon = words("es", "negators") | words("es", "negative_words")
     return any(tokens[k].low in lexicon for k in range(start, here))
+
+
+#: The occurrence's stand-in after the words before it (_under_negation).
+_STAND_IN = tokenize("x")
+
+
+@cache
+def _negatives(base: str) -> frozenset[str]:
+    """The words that negate an occurrence after them in its clause (_under_negation)."""
+    if base == "en":
+        return NEGATOR | {NOT, NO} | words("en", "nothing") | words("en", "clause_negatives")
+    return words("es", "negators") | words("es", "negative_words")
+
+
+def _may_negate(before: str, base: str) -> bool:
+    """Can the words `before` an occurrence (in its sentence) negate it? Not when none of
+    them is a negative word and normalising leaves them as they are (an ASCII text with
+    no apostrophe, no dash and no `cannot`): a test cheaper than reading its clause."""
+    if not before.isascii() or normalise(before) != before:
+        return True
+    return not _negatives(base).isdisjoint(_WORD.findall(before.lower()))
 
 
 def _clause_from(tokens: list[Token], here: int) -> int:
