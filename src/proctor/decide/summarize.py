@@ -25,9 +25,10 @@ from proctor.core.results import (
     SIMULATOR_CHECKS,
     TRIAL_STATUSES,
     Check,
+    ChecksKey,
     TaskInfo,
     TrialResult,
-    summary_evidence,
+    checks_key,
 )
 from proctor.grade.root_cause import root_cause_name
 from proctor.stats import rates as stats
@@ -47,19 +48,23 @@ class Tally:
 
     def __init__(self) -> None:
         self.results: list[TrialResult] = []
-        self._checks: dict[tuple[Any, ...], list[Check]] = {}
+        self._checks: dict[ChecksKey, list[Check]] = {}
         self._metrics: dict[tuple[Any, ...], dict[str, float]] = {}
 
     def add(self, result: TrialResult) -> None:
-        key = tuple(
-            (c.name, c.kind, c.passed, c.score, c.severity, summary_evidence(c.evidence))
-            for c in result.checks
-        )
+        metrics = self.metrics_of(result.metrics)
+        self.results.append(result.kept(self.checks_of(checks_key(result.checks)), metrics))
+
+    def checks_of(self, key: ChecksKey) -> list[Check]:
+        """The one list of checks, as a summary reads them, kept for `key`'s trials."""
         checks = self._checks.get(key)
         if checks is None:
             checks = self._checks[key] = [_bare(*fields) for fields in key]
-        metrics = self._metrics.setdefault(tuple(result.metrics.items()), result.metrics)
-        self.results.append(result.kept(checks, metrics))
+        return checks
+
+    def metrics_of(self, metrics: dict[str, float]) -> dict[str, float]:
+        """The one dict kept for the trials with these metrics."""
+        return self._metrics.setdefault(tuple(metrics.items()), metrics)
 
 
 def _bare(
