@@ -532,18 +532,21 @@ def summarize(
         n, c = counts.get(task_id, (0, 0))
         failed = Counter(name for r in rs if r.valid for name in read[id(r.checks)].failed)
         info = tasks[task_id]
-        efficiency = _task_mean(step_efficiency(r, info.optimal_steps) for r in rs)
+        efficiency = None  # a task that states no optimal steps has no step efficiency
+        if info.optimal_steps is not None:
+            efficiency = _task_mean(step_efficiency(r, info.optimal_steps) for r in rs)
         efficiencies.append(efficiency)
+        task_statuses = Counter(r.status for r in rs)
         combined.append(_task_mean(combined_efficiency(r, info.optimal_steps) for r in rs))
         per_task.append(
             {
                 "id": task_id,
                 "n": n,
                 "passed": c,
-                "partial": sum(map(is_partial, rs)),
-                "errors": sum(r.status == "error" for r in rs),
-                "sim_errors": sum(r.status == "sim_error" for r in rs),
-                "timeouts": sum(r.status == "timeout" for r in rs),
+                "partial": task_statuses["partial"],
+                "errors": task_statuses["error"],
+                "sim_errors": task_statuses["sim_error"],
+                "timeouts": task_statuses["timeout"],
                 "success_rate": c / n if n else None,
                 "pass_hat_k": {str(k): v for k, v in enumerate(stats.pass_curves(n, c, n)[1], 1)},
                 "failed_checks": dict(failed.most_common()),
