@@ -212,3 +212,29 @@ def test_a_share_inserted_a_few_rows_to_a_statement_stores_the_same_rows(
             )
     assert len(stored[0][0]) == 7 and len(stored[0][1]) == sum(map(len, checks))
     assert all(rows_and_checks == stored[0] for rows_and_checks in stored)
+
+
+def test_trials_whose_checks_read_alike_share_one_list_across_shares() -> None:
+    """A share hands back each distinct list of checks once, and the run's tally keeps one
+    list for it across shares (what keeps a regrade's memory small); checks differing only
+    in evidence a summary does not read are alike, one that the reader could not tell is
+    not, nor are the trials' own figures shared."""
+    tally = Tally()
+    kept = []
+    for place in range(2):  # two shares of two trials each
+        share = EncodedShare()
+        for trial, said in enumerate(("a", "b")):
+            row = ("r", "t", 2 * place + trial, 1, "failed", 0.5, 0.1 * (trial + 1), None,
+                   "id", '{"model_calls":1}', '{"m":1.5}', "boom", None, None, None)  # fmt: skip
+            read = {UNDECIDED: said} if place else {}
+            checks = [
+                (0, "outcome", "outcome", 0, 0.0, None, json.dumps({"said": said})),
+                (1, "mentions:x", "answer", 1, 1.0, None, json.dumps(read)),
+            ]
+            share.add(EncodedTrial(row, checks), "failed")
+        assert len(share.verdicts.checks) == 1
+        kept += [result for result, _ in share.verdicts.results(tally.checks_of, tally.metrics_of)]
+    assert kept[0].checks is kept[1].checks and kept[2].checks is kept[3].checks
+    assert kept[0].checks is not kept[2].checks and kept[2].checks[1].undecided
+    assert kept[0].metrics is kept[3].metrics == {"m": 1.5}
+    assert [r.latency_s for r in kept] == [0.1, 0.2, 0.1, 0.2] and {r.error for r in kept} == {None}
