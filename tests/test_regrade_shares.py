@@ -16,13 +16,15 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from proctor import Runner, Store, load_agent, load_suite
-from proctor.core.results import NOT_MEASURED, UNDECIDED
+from proctor.core.results import NOT_MEASURED, UNDECIDED, TrialResult
 from proctor.core.summary import RunSummary
+from proctor.decide.summarize import Tally
 from proctor.run import regrade as regrade_module
 from proctor.run.pool import InlinePool, ProcessPool
 from proctor.run.regrade import regrade
 from proctor.store import sqlite as sqlite_module
-from proctor.store.shares import EncodedShare, detach_shares, insert_share
+from proctor.store.shares import EncodedShare, ShareVerdicts, detach_shares, insert_share
+from proctor.store.sqlite import EncodedTrial
 from store_sql import sql
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -119,15 +121,20 @@ def _share(rows: list[Any], checks: list[list[Any]]) -> EncodedShare:
     for place, ((seed, status, score, latency, simulated, trace_id, error), its) in enumerate(
         zip(rows, checks, strict=True)
     ):
-        share.rows.append(
-            ("r", f"t{place}", 0, seed, status, score, latency, simulated, trace_id,
-             '{"model_calls":1}', '{"m":1.5}', error, None, None, None)
-        )  # fmt: skip
+        row = ("r", f"t{place}", 0, seed, status, score, latency, simulated, trace_id,
+               '{"model_calls":1}', '{"m":1.5}', error, None, None, None)  # fmt: skip
+        encoded = []
         for idx, (name, kind, passed, c_score, severity, said) in enumerate(its):
             evidence = json.dumps({UNDECIDED: said} if said is not None else {"n": name})
-            share.checks.append((place, idx, name, kind, int(passed), c_score, severity, evidence))
-        share.before.append(status)
+            encoded.append((idx, name, kind, int(passed), c_score, severity, evidence))
+        share.add(EncodedTrial(row, encoded), status)
     return share
+
+
+def _results(verdicts: ShareVerdicts) -> list[TrialResult]:
+    """A share's results as a run's tally keeps them."""
+    tally = Tally()
+    return [result for result, _ in verdicts.results(tally.checks_of, tally.metrics_of)]
 
 
 @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -151,28 +158,28 @@ def test_a_packed_share_stores_the_rows_a_share_of_tuples_stores(
             (
                 db.execute("SELECT *, typeof(score), typeof(simulated_s) FROM trials").fetchall(),
                 db.execute("SELECT *, typeof(score) FROM checks").fetchall(),
-                back.results(),
+                _results(back),
             )
         )
     assert stored[0] == stored[1]
-    assert [r.checks for r in stored[0][2]] == [r.checks for r in share.results()]
+    assert [r.checks for r in stored[0][2]] == [r.checks for r in _results(share.verdicts)]
 
 
 def test_a_shares_results_keep_what_a_summary_reads_of_each_checks_own_evidence() -> None:
     """Checks alike but for their evidence are kept apart where a summary reads it: one
     whose evidence only mentions the word `undecided` (agent text echoed) is decided, the
     next one is not; a budget not measured stays not measured."""
-    share = EncodedShare()
-    share.rows.append(
-        ("r", "t0", 0, 1, "failed", 0.0, 0.1, None, "id", '{}', '{}', None, None, None, None)
-    )  # fmt: skip
+    row = ("r", "t0", 0, 1, "failed", 0.0, 0.1, None, "id", "{}", "{}", None, None, None, None)
     evidences = [{"said": UNDECIDED}, {UNDECIDED: "negation unreadable"}, {"n": "x"}]
-    for idx, evidence in enumerate(evidences):
-        share.checks.append((0, idx, "mentions:done", "answer", 0, 0.0, None, json.dumps(evidence)))
+    checks = [
+        (idx, "mentions:done", "answer", 0, 0.0, None, json.dumps(evidence))
+        for idx, evidence in enumerate(evidences)
+    ]
     budget = {"limit": 1.0, "actual": NOT_MEASURED}
-    share.checks.append((0, 3, "max_cost_usd", "budget", 0, 0.0, None, json.dumps(budget)))
-    share.before.append("failed")
-    [result] = share.results()
+    checks.append((3, "max_cost_usd", "budget", 0, 0.0, None, json.dumps(budget)))
+    share = EncodedShare()
+    share.add(EncodedTrial(row, checks), "failed")
+    [result] = _results(share.verdicts)
     assert [c.undecided for c in result.checks] == [False, True, False, False]
     assert result.checks[3].evidence == {"actual": NOT_MEASURED}
 
@@ -205,3 +212,29 @@ def test_a_share_inserted_a_few_rows_to_a_statement_stores_the_same_rows(
             )
     assert len(stored[0][0]) == 7 and len(stored[0][1]) == sum(map(len, checks))
     assert all(rows_and_checks == stored[0] for rows_and_checks in stored)
+
+
+def test_trials_whose_checks_read_alike_share_one_list_across_shares() -> None:
+    """A share hands back each distinct list of checks once, and the run's tally keeps one
+    list for it across shares (what keeps a regrade's memory small); checks differing only
+    in evidence a summary does not read are alike, one that the reader could not tell is
+    not, nor are the trials' own figures shared."""
+    tally = Tally()
+    kept = []
+    for place in range(2):  # two shares of two trials each
+        share = EncodedShare()
+        for trial, said in enumerate(("a", "b")):
+            row = ("r", "t", 2 * place + trial, 1, "failed", 0.5, 0.1 * (trial + 1), None,
+                   "id", '{"model_calls":1}', '{"m":1.5}', "boom", None, None, None)  # fmt: skip
+            read = {UNDECIDED: said} if place else {}
+            checks = [
+                (0, "outcome", "outcome", 0, 0.0, None, json.dumps({"said": said})),
+                (1, "mentions:x", "answer", 1, 1.0, None, json.dumps(read)),
+            ]
+            share.add(EncodedTrial(row, checks), "failed")
+        assert len(share.verdicts.checks) == 1
+        kept += [result for result, _ in share.verdicts.results(tally.checks_of, tally.metrics_of)]
+    assert kept[0].checks is kept[1].checks and kept[2].checks is kept[3].checks
+    assert kept[0].checks is not kept[2].checks and kept[2].checks[1].undecided
+    assert kept[0].metrics is kept[3].metrics == {"m": 1.5}
+    assert [r.latency_s for r in kept] == [0.1, 0.2, 0.1, 0.2] and {r.error for r in kept} == {None}

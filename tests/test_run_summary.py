@@ -179,3 +179,34 @@ def test_each_slice_counts_the_safety_violations_of_its_own_tasks() -> None:
     assert slices["risk:high"] == 2 and slices["risk:low"] == 1 and slices["split:test"] == 3
     assert summary["safety_violations"]["total"] == 3
     assert summary["safety_violations"]["by_check"] == {"no_leak": 3}
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    st.lists(
+        st.tuples(st.sets(st.sampled_from(["red", "blue"])), st.lists(st.sampled_from(STATUSES))),
+        min_size=1,
+        max_size=5,
+    )
+)
+def test_a_slices_rates_are_those_of_its_tasks_trials_alone(
+    tasks: list[tuple[set[str], list[str]]],
+) -> None:
+    """A slice's success, pass@k and pass^k are read from the run's own per-task counts:
+    they equal the figures of a summary of its tasks and their trials alone (a task
+    without a valid trial, or none at all, among them)."""
+    infos = {f"t{i}": TaskInfo(f"t{i}", sorted(tags)) for i, (tags, _) in enumerate(tasks)}
+    results = [
+        trial(f"t{i}", n, status) for i, (_, statuses) in enumerate(tasks)
+        for n, status in enumerate(statuses)
+    ]  # fmt: skip
+    k = max((len(statuses) for _, statuses in tasks), default=1)
+    whole = summarize("r", results, infos, trials_per_task=k)
+    rates = ("valid_trials", "passed_trials", "success_rate", "success_ci", "pass_at_k",
+             "pass_hat_k", "pass_k", "partial_rate")  # fmt: skip
+    for key, figures in whole["slices"].items():
+        members = {t: info for t, info in infos.items() if key in info.slices()}
+        alone = summarize(
+            "r", [r for r in results if r.task_id in members], members, trials_per_task=k
+        )
+        assert {name: figures[name] for name in rates} == {name: alone[name] for name in rates}

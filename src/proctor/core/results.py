@@ -10,7 +10,7 @@ layer and the runner can all read them without importing each other.
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal, NamedTuple, get_args
 
@@ -149,6 +149,19 @@ def summary_evidence(evidence: Mapping[str, Any]) -> tuple[tuple[str, Any], ...]
     if evidence.get("actual") == NOT_MEASURED:
         kept += (("actual", NOT_MEASURED),)
     return kept
+
+
+#: A list of checks as a summary reads it, as a key: each check's name, kind, passed,
+#: score, severity and `summary_evidence` (decide.summarize.Tally, store.shares).
+ChecksKey = tuple[tuple[str, str, bool, float | None, str | None, tuple[tuple[str, Any], ...]], ...]
+
+
+def checks_key(checks: Iterable[Check]) -> ChecksKey:
+    """The key of a list of checks: trials whose checks read alike share one list."""
+    return tuple(
+        (c.name, c.kind, c.passed, c.score, c.severity, summary_evidence(c.evidence))
+        for c in checks
+    )
 
 
 @dataclass(slots=True)

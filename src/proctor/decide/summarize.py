@@ -25,9 +25,10 @@ from proctor.core.results import (
     SIMULATOR_CHECKS,
     TRIAL_STATUSES,
     Check,
+    ChecksKey,
     TaskInfo,
     TrialResult,
-    summary_evidence,
+    checks_key,
 )
 from proctor.grade.root_cause import root_cause_name
 from proctor.stats import rates as stats
@@ -47,19 +48,23 @@ class Tally:
 
     def __init__(self) -> None:
         self.results: list[TrialResult] = []
-        self._checks: dict[tuple[Any, ...], list[Check]] = {}
+        self._checks: dict[ChecksKey, list[Check]] = {}
         self._metrics: dict[tuple[Any, ...], dict[str, float]] = {}
 
     def add(self, result: TrialResult) -> None:
-        key = tuple(
-            (c.name, c.kind, c.passed, c.score, c.severity, summary_evidence(c.evidence))
-            for c in result.checks
-        )
+        metrics = self.metrics_of(result.metrics)
+        self.results.append(result.kept(self.checks_of(checks_key(result.checks)), metrics))
+
+    def checks_of(self, key: ChecksKey) -> list[Check]:
+        """The one list of checks, as a summary reads them, kept for `key`'s trials."""
         checks = self._checks.get(key)
         if checks is None:
             checks = self._checks[key] = [_bare(*fields) for fields in key]
-        metrics = self._metrics.setdefault(tuple(result.metrics.items()), result.metrics)
-        self.results.append(result.kept(checks, metrics))
+        return checks
+
+    def metrics_of(self, metrics: dict[str, float]) -> dict[str, float]:
+        """The one dict kept for the trials with these metrics."""
+        return self._metrics.setdefault(tuple(metrics.items()), metrics)
 
 
 def _bare(
@@ -213,14 +218,17 @@ def combined_efficiency(result: TrialResult, optimal_steps: int | None) -> float
     a trial that did not pass (its steps, tokens and time are no path to the goal)."""
     if not result.passed:
         return None
+    weighed = weights = 0.0  # summed in the order of EFFICIENCY_WEIGHTS, once per trial
+    steps = step_efficiency(result, optimal_steps)
+    if steps is not None:
+        weighed, weights = EFFICIENCY_WEIGHTS["steps"] * steps, EFFICIENCY_WEIGHTS["steps"]
     tokens = result.usage.total_tokens
-    scores = (
-        ("steps", step_efficiency(result, optimal_steps)),
-        ("tokens", None if tokens is None else min(TOKEN_BASELINE / max(tokens, 1), 1.0)),
-        ("latency", min(LATENCY_BASELINE_S / max(result.latency_s, 1e-3), 1.0)),
-    )
-    measured = [(EFFICIENCY_WEIGHTS[k], v) for k, v in scores if v is not None]
-    return sum(w * v for w, v in measured) / sum(w for w, _ in measured)
+    if tokens is not None:
+        weighed += EFFICIENCY_WEIGHTS["tokens"] * min(TOKEN_BASELINE / max(tokens, 1), 1.0)
+        weights += EFFICIENCY_WEIGHTS["tokens"]
+    latency = min(LATENCY_BASELINE_S / max(result.latency_s, 1e-3), 1.0)
+    weighed += EFFICIENCY_WEIGHTS["latency"] * latency
+    return weighed / (weights + EFFICIENCY_WEIGHTS["latency"])
 
 
 def root_causes(results: Iterable[TrialResult]) -> dict[str, list[int]]:
@@ -238,9 +246,11 @@ def _task_mean(values: Iterable[float | None]) -> float | None:
     return stats.mean(v for v in values if v is not None)
 
 
-def _rates(results: Sequence[TrialResult], k_max: int) -> dict[str, Any]:
-    """Success (task-weighted, with its clustered interval), partial, pass@k / pass^k."""
-    by_task = task_counts(results)
+def _rates(
+    results: Sequence[TrialResult], by_task: Mapping[str, tuple[int, int]], k_max: int
+) -> dict[str, Any]:
+    """Success (task-weighted, with its clustered interval), partial, pass@k / pass^k;
+    `by_task`: the results' `task_counts`."""
     counts = list(by_task.values())
     valid = sum(n for n, _ in counts)
     passed = sum(c for _, c in counts)
@@ -408,7 +418,7 @@ def _quality(results: Sequence[TrialResult], read: Read) -> dict[str, float | No
     }
 
 
-def _power(results: Sequence[TrialResult], trials_per_task: int) -> dict[str, float | None]:
+def _power(by_task: Mapping[str, tuple[int, int]], trials_per_task: int) -> dict[str, float | None]:
     """The minimal detectable effect of a run this size (80% power, two-sided 5%).
 
     The drop in success rate that `proctor compare` finds, with 80% probability, between
@@ -416,9 +426,10 @@ def _power(results: Sequence[TrialResult], trials_per_task: int) -> dict[str, fl
     its intraclass correlation (ICC) of verdicts within tasks (`stats.
     minimal_detectable_effect`). Without an ICC estimate (one trial per task, or all
     verdicts equal) it assumes 0: the two runs then share no task difficulty and pairing
-    gains nothing. None: too few tasks to detect any drop.
+    gains nothing. None: too few tasks to detect any drop. `by_task`: the run's
+    `task_counts`.
     """
-    counts = list(task_counts(results).values())
+    counts = list(by_task.values())
     rate = stats.task_rate(counts).value
     if rate is None:
         return {"icc": None, "mde": None}
@@ -521,18 +532,21 @@ def summarize(
         n, c = counts.get(task_id, (0, 0))
         failed = Counter(name for r in rs if r.valid for name in read[id(r.checks)].failed)
         info = tasks[task_id]
-        efficiency = _task_mean(step_efficiency(r, info.optimal_steps) for r in rs)
+        efficiency = None  # a task that states no optimal steps has no step efficiency
+        if info.optimal_steps is not None:
+            efficiency = _task_mean(step_efficiency(r, info.optimal_steps) for r in rs)
         efficiencies.append(efficiency)
+        task_statuses = Counter(r.status for r in rs)
         combined.append(_task_mean(combined_efficiency(r, info.optimal_steps) for r in rs))
         per_task.append(
             {
                 "id": task_id,
                 "n": n,
                 "passed": c,
-                "partial": sum(map(is_partial, rs)),
-                "errors": sum(r.status == "error" for r in rs),
-                "sim_errors": sum(r.status == "sim_error" for r in rs),
-                "timeouts": sum(r.status == "timeout" for r in rs),
+                "partial": task_statuses["partial"],
+                "errors": task_statuses["error"],
+                "sim_errors": task_statuses["sim_error"],
+                "timeouts": task_statuses["timeout"],
                 "success_rate": c / n if n else None,
                 "pass_hat_k": {str(k): v for k, v in enumerate(stats.pass_curves(n, c, n)[1], 1)},
                 "failed_checks": dict(failed.most_common()),
@@ -560,9 +574,10 @@ def summarize(
         same = made.get(frozenset(keys[key]))
         if same is None:
             members = [r for task_id in sorted(keys[key]) for r in by_task.get(task_id, [])]
+            its = {t: counts[t] for t in sorted(keys[key]) if t in counts}
             same = made[frozenset(keys[key])] = {
                 "tasks": len(keys[key]),
-                **_rates(members, k_max),
+                **_rates(members, its, k_max),
                 "safety_violations": sum(violations_by_task[t] for t in keys[key]),
                 "root_causes": {name: len(t) for name, t in root_causes(members).items()},
             }
@@ -575,8 +590,8 @@ def summarize(
         "trials_per_task": trials_per_task,
         "expected_trials": expected,
         "missing_trials": missing,
-        **_rates(results, k_max),
-        **_power(results, trials_per_task),
+        **_rates(results, counts, k_max),
+        **_power(counts, trials_per_task),
         "statuses": {s: statuses.get(s, 0) for s in TRIAL_STATUSES},
         "errors": statuses["error"],
         "sim_errors": statuses["sim_error"],

@@ -141,7 +141,7 @@ def regrade(
     """Regrade the stored run `run_ref` (id, prefix or `latest`) into a new run, on
     `pool` (by default here); `judging` judges the tasks with rubrics (through the judge
     cache; here only). `progress` gets each result as summaries read it (checks without
-    their evidence)."""
+    their evidence, no error text)."""
     source = store.run(run_ref)
     old = Manifest.from_json(source["manifest"])
     members: dict[str, SuiteTask] = {t.id: t for t in suite.tasks}
@@ -176,14 +176,14 @@ def regrade(
     try:
         uncommitted = 0
         for share in pool.map(grade, _shares(pool, store, workers, source["run_id"], run_id)):
-            rows = insert_share(store, share)
-            for result, before in zip(rows.results(), rows.before, strict=True):
-                tally.add(result)
+            verdicts = insert_share(store, share)
+            for result, before in verdicts.results(tally.checks_of, tally.metrics_of):
+                tally.results.append(result)
                 if result.status != before:
                     flips[(before, result.status)] += 1
                 if progress is not None:
                     progress(result)
-            uncommitted += len(rows.rows)
+            uncommitted += len(verdicts.trials)
             if uncommitted >= BATCH:
                 store.commit()
                 store.begin()

@@ -291,7 +291,7 @@ def percentile(values: Iterable[float], q: float) -> float | None:
     data = [float(v) for v in values]
     if not data:
         return None
-    if any(math.isnan(v) for v in data):
+    if any(map(math.isnan, data)):
         return math.nan
     data.sort()
     index = (len(data) - 1) * (q / 100.0)

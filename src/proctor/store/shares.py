@@ -7,25 +7,25 @@ this process copies its tables into the store in SQL, with no Python object per 
 inserting the rows is most of what the process that owns the store does in a regrade,
 and with enough workers that process is the one that caps the rate. Packing costs a
 worker about what it saves here (measured, benchmarks/README.md, Regrade), so one worker,
-the slower side, hands back tuples. Either way
-the summary reads the tuples, their JSON decoded once per share, and a share is inserted
-under one savepoint: all of it or none of it.
+the slower side, hands back tuples. Either way the worker also hands back what the
+summary reads, reduced (`ShareVerdicts`): this process decodes no evidence and makes no
+per-check object. A share is inserted under one savepoint: all of it or none of it.
 """
 
 from __future__ import annotations
 
 import contextlib
 import sqlite3
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from proctor.core.results import Check, TrialResult
+from proctor.core.results import Check, ChecksKey, TrialResult, Usage
 from proctor.store.sqlite import (
     EncodedTrial,
     each_statement,
     insert_many,
     loads_all,
-    result_of_row,
     stored_summary_evidence,
     writes,
 )
@@ -51,63 +51,91 @@ PACKABLE = hasattr(sqlite3.Connection, "serialize") and hasattr(sqlite3.Connecti
 
 
 @dataclass(frozen=True, slots=True)
+class ShareVerdicts:
+    """What a summary reads of a share's trials, reduced where they were graded: each
+    distinct list of checks once, as its key (`ChecksKey`: evidence but for what a summary
+    reads of it, tested in its encoded text), each distinct usage and metrics text once,
+    and per trial the first columns of its row, the indexes of those three, and its status
+    before the regrade. It pickles small, and the process that owns the store makes one
+    Check per distinct check of the whole run (the Tally's), decoding no evidence."""
+
+    checks: dict[ChecksKey, int] = field(default_factory=dict)
+    usages: dict[str, int] = field(default_factory=dict)
+    metrics: dict[str, int] = field(default_factory=dict)
+    trials: list[tuple[Any, ...]] = field(default_factory=list)
+
+    def add(self, row: tuple[Any, ...], checks: Sequence[tuple[Any, ...]], before: str) -> None:
+        """A trial's row and its checks' rows in `encode_trial`'s order."""
+        key = tuple(
+            (name, kind, bool(passed), score, severity, stored_summary_evidence(evidence))
+            for _, name, kind, passed, score, severity, evidence in checks
+        )
+        at = self.checks.setdefault(key, len(self.checks))
+        usage = self.usages.setdefault(row[9], len(self.usages))
+        metrics = self.metrics.setdefault(row[10], len(self.metrics))
+        self.trials.append((*row[:9], usage, metrics, at, before))
+
+    def results(
+        self,
+        checks_of: Callable[[ChecksKey], list[Check]],
+        metrics_of: Callable[[dict[str, float]], dict[str, float]],
+    ) -> list[tuple[TrialResult, str]]:
+        """Each trial's result as a summary keeps it (`TrialResult.kept`: no error text),
+        its checks and metrics those `checks_of` and `metrics_of` give for their keys
+        (a Tally's, shared with the run's other trials), and its status before."""
+        usages = [Usage(**usage) for usage in loads_all(list(self.usages))]
+        metrics = [metrics_of(m) for m in loads_all(list(self.metrics))]
+        checks = [checks_of(key) for key in self.checks]
+        return [
+            (
+                TrialResult(
+                    run_id, task_id, trial, seed, status, checks[at], usages[usage],
+                    latency, simulated, trace_id, score, metrics[metric], None,
+                ),
+                before,
+            )
+            for (
+                run_id, task_id, trial, seed, status, score, latency, simulated, trace_id,
+                usage, metric, at, before,
+            ) in self.trials
+        ]  # fmt: skip
+
+
+@dataclass(frozen=True, slots=True)
 class EncodedShare:
     """A share's trials as rows: `encode_trial`'s rows, their checks' rows (each led by
-    the trial's place in the share) and each trial's status before the regrade."""
+    the trial's place in the share), and what a summary reads of them."""
 
     rows: list[tuple[Any, ...]] = field(default_factory=list)
     checks: list[tuple[Any, ...]] = field(default_factory=list)
-    before: list[str] = field(default_factory=list)
+    verdicts: ShareVerdicts = field(default_factory=ShareVerdicts)
 
     def add(self, encoded: EncodedTrial, before: str) -> None:
         place = len(self.rows)
         self.rows.append(encoded.row)
         self.checks.extend((place, *check) for check in encoded.checks)
-        self.before.append(before)
+        self.verdicts.add(encoded.row, encoded.checks, before)
 
     def packed(self) -> PackedShare:
-        """The share with its SQLite database image, for a worker to hand back."""
+        """The share as an SQLite database image, for a worker to hand back."""
         db = sqlite3.connect(":memory:")
         try:
             each_statement(db, _PACKED_SCHEMA)
             insert_many(db, f"trials(place, {_TRIAL})", _placed(self.rows))
             insert_many(db, f"checks(place, {_CHECK})", self.checks)
             db.commit()
-            return PackedShare(db.serialize(), self)
+            return PackedShare(db.serialize(), self.verdicts)
         finally:
             db.close()
-
-    def results(self) -> list[TrialResult]:
-        """The trials' results as summaries read them (`EncodedTrial.result`): checks
-        without their evidence but for whether their reader could tell, one Check object
-        per distinct check, usage and metrics decoded in one call each."""
-        usages = loads_all([row[9] for row in self.rows])
-        metrics = loads_all([row[10] for row in self.rows])
-        checks: list[list[Check]] = [[] for _ in self.rows]
-        bare: dict[tuple[Any, ...], Check] = {}
-        for place, _, name, kind, passed, score, severity, evidence in self.checks:
-            kept = stored_summary_evidence(evidence)
-            key = (name, kind, passed, score, severity, kept)
-            check = bare.get(key)
-            if check is None:
-                check = bare[key] = Check(name, kind, bool(passed), score, severity, dict(kept))
-            checks[place].append(check)
-        return [
-            result_of_row(row, trial_checks, usage, metric)
-            for row, trial_checks, usage, metric in zip(
-                self.rows, checks, usages, metrics, strict=True
-            )
-        ]
 
 
 @dataclass(frozen=True, slots=True)
 class PackedShare:
     """A share's rows as an SQLite database image (`EncodedShare.packed`), copied into
-    the store, and as tuples, which the summary reads: unpickling them costs a fourth of
-    reading them back from the image (measured)."""
+    the store, and what a summary reads of them: no row crosses as a Python object."""
 
     image: bytes
-    share: EncodedShare
+    verdicts: ShareVerdicts
 
 
 def _placed(rows: list[tuple[Any, ...]], first: int = 0) -> list[tuple[Any, ...]]:
@@ -115,8 +143,8 @@ def _placed(rows: list[tuple[Any, ...]], first: int = 0) -> list[tuple[Any, ...]
 
 
 @writes("writing regraded trials")
-def insert_share(db: sqlite3.Connection, share: EncodedShare | PackedShare) -> EncodedShare:
-    """Insert a share's trials and checks (`insert_many`); returns its rows.
+def insert_share(db: sqlite3.Connection, share: EncodedShare | PackedShare) -> ShareVerdicts:
+    """Insert a share's trials and checks (`insert_many`); returns what a summary reads.
 
     The rowids are those SQLite would give one insert at a time (the largest so far,
     plus one), taken under the write lock the caller's transaction holds. A packed share
@@ -126,7 +154,7 @@ def insert_share(db: sqlite3.Connection, share: EncodedShare | PackedShare) -> E
     try:
         first = db.execute("SELECT COALESCE(MAX(id), 0) + 1 FROM main.trials").fetchone()[0]
         if isinstance(share, PackedShare):
-            share = _copy_packed(db, share, first)
+            _copy_packed(db, share, first)
         else:
             insert_many(db, f"main.trials(id, {_TRIAL})", _placed(share.rows, first))
             insert_many(
@@ -135,7 +163,7 @@ def insert_share(db: sqlite3.Connection, share: EncodedShare | PackedShare) -> E
                 [(first + check[0], *check[1:]) for check in share.checks],
             )
         db.execute("RELEASE share")
-        return share
+        return share.verdicts
     except BaseException:
         with contextlib.suppress(sqlite3.Error):  # a full disk may have ended it already
             db.execute("ROLLBACK TO share")
@@ -143,7 +171,7 @@ def insert_share(db: sqlite3.Connection, share: EncodedShare | PackedShare) -> E
         raise
 
 
-def _copy_packed(db: sqlite3.Connection, share: PackedShare, first: int) -> EncodedShare:
+def _copy_packed(db: sqlite3.Connection, share: PackedShare, first: int) -> None:
     """Copy a packed share's tables into the store's, in SQL."""
     if not _attached(db):
         db.execute(f"ATTACH ':memory:' AS {_ATTACHED}")
@@ -158,7 +186,6 @@ def _copy_packed(db: sqlite3.Connection, share: PackedShare, first: int) -> Enco
         f" FROM {_ATTACHED}.checks ORDER BY place, idx",
         (first,),
     )
-    return share.share
 
 
 @writes("detaching regraded shares")
