@@ -16,6 +16,7 @@ Where to add: peer benchmarks).
 from __future__ import annotations
 
 import marshal
+import re
 import zlib
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -26,12 +27,11 @@ from pydantic_core import to_jsonable_python
 
 from proctor.bench.agentdojo import suites
 from proctor.bench.agentdojo.codec import Codec, Kept
-from proctor.core.jsonvalues import copy_json
 from proctor.env.domain import Domain, State, Tool, ToolError, ToolKind
 from proctor.env.sources import SourceError
 from proctor.tasks.models import Task
 
-#: Starting points kept per domain, as JSON (a workspace start is ~0.4 MB in memory) and
+#: Starting points kept per domain, as `marshal` bytes (~60 kB for workspace) and
 #: packed (AgentDojo v1.2.1 has 1,046 tasks).
 STARTS = 64
 PACKED = 2048
@@ -40,6 +40,8 @@ READ_VERBS = ("get_", "search_", "list_", "read_", "check_")
 #: Tools named like reads that do change it, as their docstrings say: reading unread
 #: e-mails marks them read, and every page fetched is logged in `web_requests`.
 CHANGING_READS = frozenset({"get_unread_emails", "get_webpage"})
+#: Keys of the environment holding the user's credentials.
+_SECRET_KEY = re.compile(r"password|passport|id_number|credit_card|bank_account_number", re.I)
 
 
 def tool_kind(name: str) -> ToolKind:
@@ -75,13 +77,40 @@ def _call(function: Any, codec: Codec) -> Callable[..., Any]:
     return run
 
 
+def credentials(value: Any, key: str = "") -> list[str]:
+    """The user's credentials in an environment's JSON: the values (4 characters or more)
+    of keys naming a password, a passport, an ID, a card or an account number."""
+    if isinstance(value, dict):
+        return [s for k, v in value.items() for s in credentials(v, str(k))]
+    if isinstance(value, list):
+        return [s for v in value for s in credentials(v, key)]
+    if isinstance(value, str | int) and _SECRET_KEY.search(key) and len(str(value)) >= 4:
+        return [str(value)]
+    return []
+
+
 @dataclass(frozen=True, eq=False)
 class Start:
-    """Where a task starts: the environment as JSON and the user task's ground-truth calls
-    (computed by AgentDojo on that environment). Shared by the task's trials: read only."""
+    """Where a task starts: the environment as JSON, the user task's ground-truth calls
+    (computed by AgentDojo on that environment) and the user's credentials in it (found
+    once per start, not on every trial's checks). Shared by the task's trials: read only.
 
-    state: State
+    The environment is kept as `marshal` bytes: a trial's copy is one `marshal.loads`,
+    and kept starts are bytes, which the garbage collector never walks (kept as JSON, a
+    workspace start is ~700 dicts and lists, and each full collection walked them all)."""
+
+    blob: bytes
     ground_truth: tuple[Any, ...]
+    credentials: frozenset[str]
+
+    @property
+    def state(self) -> State:
+        """The starting environment as JSON, a copy of its own."""
+        return marshal.loads(self.blob)
+
+
+#: A start packed: its `blob` compressed, its ground truth and credentials.
+Packed = tuple[bytes, tuple[Any, ...], frozenset[str]]
 
 
 class AgentDojoDomain(Domain):
@@ -100,11 +129,10 @@ class AgentDojoDomain(Domain):
         #: Starts by task, shared with this domain's snapshots (a run's copy, whose
         #: trials and checks ask for the start the agent asked the original for).
         self._starts: Kept[tuple[str, str | None, str], Start] = Kept(STARTS)
-        #: Every start built, packed (its JSON as compressed `marshal` bytes, ~25 kB for
-        #: workspace): a run over a whole suite (each agent in turn) unpacks a start in
-        #: a millisecond instead of building it again (parse, validate, ground truth).
-        self._packed: Kept[tuple[str, str | None, str], tuple[bytes, tuple[Any, ...]]]
-        self._packed = Kept(PACKED)
+        #: Every start built, packed (its blob compressed, ~20 kB for workspace): a run
+        #: over a whole suite (each agent in turn) unpacks a start in a fraction of a
+        #: millisecond instead of building it again (parse, validate, ground truth).
+        self._packed: Kept[tuple[str, str | None, str], Packed] = Kept(PACKED)
         for function in task_suite.tools:
             self.tools[function.name] = Tool(
                 name=function.name,
@@ -120,17 +148,13 @@ class AgentDojoDomain(Domain):
 
     def initial_state(self, task: Task) -> State:
         """AgentDojo's environment for the task, as JSON: a copy of its own per trial."""
-        return copy_json(self.environment_state(task))
+        return self.start_of(task).state
 
     def starting_point(self, task: Task) -> Any:
         """The suite's environment, with the attack's text where the user task looks."""
         ref = task.metadata["agentdojo"]
         placed = ("user_task", "injection_task", "attack") if ref.get("injection_task") else ()
         return {key: ref[key] for key in ("suite", "benchmark", *placed)}
-
-    def environment_state(self, task: Task) -> State:
-        """The task's starting environment (shared: never change it)."""
-        return self.start_of(task).state
 
     def start_of(self, task: Task) -> Start:
         ref = task.metadata["agentdojo"]
@@ -146,10 +170,10 @@ class AgentDojoDomain(Domain):
             packed = self._packed.get(key)
             if packed is None:
                 start = self._start(user_task, injection_task, attack)
-                state = zlib.compress(marshal.dumps(start.state), 1)
-                self._packed.put(key, (state, start.ground_truth))
+                blob = zlib.compress(start.blob, 1)
+                self._packed.put(key, (blob, start.ground_truth, start.credentials))
             else:
-                start = Start(marshal.loads(zlib.decompress(packed[0])), packed[1])
+                start = Start(zlib.decompress(packed[0]), *packed[1:])
             self._starts.put(key, start)
         return start
 
@@ -164,8 +188,9 @@ class AgentDojoDomain(Domain):
         task = suites.suite(self.benchmark, self.suite_name).get_user_task_by_id(user_task)
         env = task.init_environment(built)
         calls = task.ground_truth(env.model_copy(deep=True))
-        return Start(self.codec.dump(env), tuple(calls))
+        state = self.codec.dump(env)
+        return Start(marshal.dumps(state), tuple(calls), frozenset(credentials(state)))
 
     def pre_environment(self, task: Task) -> Any:
         """The environment before the agent, as AgentDojo's checks receive it."""
-        return self.codec.load(self.environment_state(task))
+        return self.codec.load(self.initial_state(task))
