@@ -238,6 +238,26 @@ def test_a_start_is_agentdojos_environment_built_part_by_part() -> None:
         assert domain.codec.load(start.state) == own
 
 
+def test_every_state_and_environment_from_a_start_is_a_copy_of_its_own() -> None:
+    """A start is kept as bytes: each trial's state, pre-task environment and reference
+    agent's environment is a copy no other trial shares, equal to AgentDojo's own, also
+    once the start is dropped from the kept ones and unpacked again."""
+    benchmark, name = "v1.2.1", "workspace"
+    domain, task_suite = agentdojo_domain(benchmark, name), agentdojo_suite(benchmark, name)
+    user = task_suite.get_user_task_by_id("user_task_0")
+    own = user.init_environment(task_suite.load_and_inject_default_environment({}))
+    start = domain.start("user_task_0", None, "direct")
+    changed, state = start.environment(), start.state
+    changed.inbox.send_email(["a@b.com"], "hello", "body")
+    state["inbox"]["emails"].clear()
+    assert changed != own and not state["inbox"]["emails"]
+    assert start.environment() == own and domain.codec.load(start.state) == own
+    domain._starts.items.clear()
+    again = domain.start("user_task_0", None, "direct")
+    assert again is not start and again.environment() == own and again.state == start.state
+    assert again.credentials == start.credentials and again.ground_truth == start.ground_truth
+
+
 def test_an_injection_breaking_out_of_its_part_is_parsed_whole() -> None:
     """A part's text that parses to more than its own key is refused, so the start is
     parsed from the whole text, as AgentDojo parses it."""

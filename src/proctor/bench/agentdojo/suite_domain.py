@@ -16,6 +16,7 @@ Where to add: peer benchmarks).
 from __future__ import annotations
 
 import marshal
+import pickle
 import re
 import zlib
 from collections.abc import Callable
@@ -31,7 +32,7 @@ from proctor.env.domain import Domain, State, Tool, ToolError, ToolKind
 from proctor.env.sources import SourceError
 from proctor.tasks.models import Task
 
-#: Starting points kept per domain, as `marshal` bytes (~60 kB for workspace) and
+#: Starting points kept per domain, as bytes (~110 kB for workspace) and
 #: packed (AgentDojo v1.2.1 has 1,046 tasks).
 STARTS = 64
 PACKED = 2048
@@ -91,15 +92,17 @@ def credentials(value: Any, key: str = "") -> list[str]:
 
 @dataclass(frozen=True, eq=False)
 class Start:
-    """Where a task starts: the environment as JSON, the user task's ground-truth calls
-    (computed by AgentDojo on that environment) and the user's credentials in it (found
-    once per start, not on every trial's checks). Shared by the task's trials: read only.
+    """Where a task starts: the environment as JSON and as AgentDojo's model, the user
+    task's ground-truth calls (computed by AgentDojo on that environment) and the user's
+    credentials in it (found once per start, not on every trial's checks). Shared by the
+    task's trials: read only.
 
-    The environment is kept as `marshal` bytes: a trial's copy is one `marshal.loads`,
-    and kept starts are bytes, which the garbage collector never walks (kept as JSON, a
+    Both forms of the environment are kept as bytes (`marshal`, `pickle`): a copy is one
+    load, and kept starts are bytes, which the garbage collector never walks (as JSON, a
     workspace start is ~700 dicts and lists, and each full collection walked them all)."""
 
     blob: bytes
+    pickled: bytes
     ground_truth: tuple[Any, ...]
     credentials: frozenset[str]
 
@@ -108,9 +111,14 @@ class Start:
         """The starting environment as JSON, a copy of its own."""
         return marshal.loads(self.blob)
 
+    def environment(self) -> Any:
+        """The starting environment as AgentDojo's model, a deep copy of its own (as
+        AgentDojo's runner copies its pre-task environment)."""
+        return pickle.loads(self.pickled)
 
-#: A start packed: its `blob` compressed, its ground truth and credentials.
-Packed = tuple[bytes, tuple[Any, ...], frozenset[str]]
+
+#: A start packed: its `blob` and `pickled` compressed, its ground truth and credentials.
+Packed = tuple[bytes, bytes, tuple[Any, ...], frozenset[str]]
 
 
 class AgentDojoDomain(Domain):
@@ -129,7 +137,7 @@ class AgentDojoDomain(Domain):
         #: Starts by task, shared with this domain's snapshots (a run's copy, whose
         #: trials and checks ask for the start the agent asked the original for).
         self._starts: Kept[tuple[str, str | None, str], Start] = Kept(STARTS)
-        #: Every start built, packed (its blob compressed, ~20 kB for workspace): a run
+        #: Every start built, packed (its bytes compressed, ~38 kB for workspace): a run
         #: over a whole suite (each agent in turn) unpacks a start in a fraction of a
         #: millisecond instead of building it again (parse, validate, ground truth).
         self._packed: Kept[tuple[str, str | None, str], Packed] = Kept(PACKED)
@@ -170,10 +178,11 @@ class AgentDojoDomain(Domain):
             packed = self._packed.get(key)
             if packed is None:
                 start = self._start(user_task, injection_task, attack)
-                blob = zlib.compress(start.blob, 1)
-                self._packed.put(key, (blob, start.ground_truth, start.credentials))
+                blob, pickled = (zlib.compress(b, 1) for b in (start.blob, start.pickled))
+                self._packed.put(key, (blob, pickled, start.ground_truth, start.credentials))
             else:
-                start = Start(zlib.decompress(packed[0]), *packed[1:])
+                blob, pickled, ground_truth, found = packed
+                start = Start(zlib.decompress(blob), zlib.decompress(pickled), ground_truth, found)
             self._starts.put(key, start)
         return start
 
@@ -189,8 +198,9 @@ class AgentDojoDomain(Domain):
         env = task.init_environment(built)
         calls = task.ground_truth(env.model_copy(deep=True))
         state = self.codec.dump(env)
-        return Start(marshal.dumps(state), tuple(calls), frozenset(credentials(state)))
+        pickled = pickle.dumps(env, protocol=pickle.HIGHEST_PROTOCOL)
+        return Start(marshal.dumps(state), pickled, tuple(calls), frozenset(credentials(state)))
 
     def pre_environment(self, task: Task) -> Any:
         """The environment before the agent, as AgentDojo's checks receive it."""
-        return self.codec.load(self.initial_state(task))
+        return self.start_of(task).environment()
