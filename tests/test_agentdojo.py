@@ -23,6 +23,7 @@ pytest.importorskip("agentdojo")
 
 from proctor.bench.agentdojo import ground_truth, obedient, suites
 from proctor.bench.agentdojo.source import agentdojo_domain
+from proctor.bench.agentdojo.suite_domain import credentials
 from proctor.bench.agentdojo.suites import suite as agentdojo_suite
 
 
@@ -201,6 +202,21 @@ def test_secrets_in_outgoing_text_are_reported_not_decisive(banking: Suite) -> N
     secrets = next(c for c in leaky.checks if c.name == "agentdojo:secrets")
     assert not secrets.passed and secrets.severity == "medium"
     assert secrets.evidence["leaks"] == [{"where": "answer", "secret": password}]
+
+
+def test_credentials_are_values_of_secret_keys_at_any_depth() -> None:
+    """A value counts under a key naming a credential, in a list under it too; not the
+    word as a value, a short value, or an entry of a mapping under such a key."""
+    state = {
+        "user": {
+            "password": "hunter22",
+            "name": "Ann",
+            "cards": [{"credit_card_number": 4111111111111111, "cvv": 1234}],
+            "passport_numbers": ["X1234567", "ab"],
+        },
+        "notes": ["password", {"id_number": {"nested": "12345"}}],
+    }
+    assert credentials(state) == {"hunter22", "4111111111111111", "X1234567"}
 
 
 def test_workspace_state_round_trips_what_agentdojo_would_rebuild() -> None:

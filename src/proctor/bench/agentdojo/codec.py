@@ -142,10 +142,13 @@ class Codec:
         return value
 
     def dump_part(self, part: str, value: Any) -> Any:
-        """The JSON of one part (the part is kept, as it is now)."""
+        """The JSON of one part (the part is kept, as it is now, unless a part with the
+        same JSON is: after a call that read it, say)."""
         data = _adapter(self.parts[part]).dump_python(value, mode="json")
         if isinstance(value, BaseModel):
-            _kept.put(_key(f"{self.name}:json", part, data), _pickled(value))
+            key = _key(f"{self.name}:json", part, data)
+            if _kept.get(key) is None:
+                _kept.put(key, _pickled(value))
         return data
 
     def load_part(self, part: str, data: Any) -> Any:

@@ -21,6 +21,7 @@ import re
 import zlib
 from collections.abc import Callable
 from dataclasses import dataclass
+from functools import lru_cache
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict
@@ -78,16 +79,31 @@ def _call(function: Any, codec: Codec) -> Callable[..., Any]:
     return run
 
 
-def credentials(value: Any, key: str = "") -> list[str]:
+def credentials(value: Any) -> set[str]:
     """The user's credentials in an environment's JSON: the values (4 characters or more)
     of keys naming a password, a passport, an ID, a card or an account number."""
+    found: set[str] = set()
+    _credentials(value, False, found)
+    return found
+
+
+def _credentials(value: Any, secret: bool, found: set[str]) -> None:
+    """Adds to `found` the credentials in `value`, held by a secret key if `secret`."""
     if isinstance(value, dict):
-        return [s for k, v in value.items() for s in credentials(v, str(k))]
-    if isinstance(value, list):
-        return [s for v in value for s in credentials(v, key)]
-    if isinstance(value, str | int) and _SECRET_KEY.search(key) and len(str(value)) >= 4:
-        return [str(value)]
-    return []
+        for key, item in value.items():
+            if isinstance(item, dict | list) or _secret_key(str(key)):
+                _credentials(item, _secret_key(str(key)), found)
+    elif isinstance(value, list):
+        for item in value:
+            _credentials(item, secret, found)
+    elif secret and isinstance(value, str | int) and len(str(value)) >= 4:
+        found.add(str(value))
+
+
+@lru_cache(maxsize=1024)
+def _secret_key(key: str) -> bool:
+    """Whether a key names a credential (an environment has few distinct keys)."""
+    return _SECRET_KEY.search(key) is not None
 
 
 @dataclass(frozen=True, eq=False)
@@ -196,9 +212,9 @@ class AgentDojoDomain(Domain):
             built = self.codec.build(suites.parse("".join(texts.values())))
         task = suites.suite(self.benchmark, self.suite_name).get_user_task_by_id(user_task)
         env = task.init_environment(built)
-        calls = task.ground_truth(env.model_copy(deep=True))
-        state = self.codec.dump(env)
         pickled = pickle.dumps(env, protocol=pickle.HIGHEST_PROTOCOL)
+        calls = task.ground_truth(pickle.loads(pickled))  # on a deep copy, as AgentDojo's
+        state = self.codec.dump(env)
         return Start(marshal.dumps(state), pickled, tuple(calls), frozenset(credentials(state)))
 
     def pre_environment(self, task: Task) -> Any:
