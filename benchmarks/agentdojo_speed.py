@@ -5,8 +5,11 @@ alternating between repetitions), so a neighbour's load falls on both alike; the
 is the ratio of the two CPU times of a repetition, min and median over repetitions.
 proctor's side runs both reference agents through `Runner`, as `proctor run` does;
 AgentDojo's side is its `run_task_with_pipeline` on environments its own loader builds,
-with the same calls (bench/agentdojo/conformance.py). Each side computes the attack's
-injections itself. Both print a digest of their verdicts, which must be equal.
+with the same calls (bench/agentdojo/conformance.py). Both sides play the same runs:
+`obedient` only where there is an injection to obey (on a user task alone it makes the
+ground truth's calls and answer, so AgentDojo's side runs no second pipeline there and
+each side's `obedient` verdict on it is its `ground_truth` one). Each side computes the
+attack's injections itself. Both print a digest of their verdicts, which must be equal.
 
     python benchmarks/agentdojo_speed.py [--every 8] [--repeat 3] [--suites workspace,...]
 
@@ -52,12 +55,21 @@ def proctor_side(benchmark: str, name: str, every: int) -> dict[str, bool]:
     from proctor.run import Runner
 
     suite = load_suite([f"agentdojo:{name}@{benchmark}"])
-    ids = [task_id(name, u, i) for u, i in sample(benchmark, name, every)]
-    chosen = suite.select(ids=ids)
+    tasks = sample(benchmark, name, every)
+    every_id = [task_id(name, u, i) for u, i in tasks]
+    attacked = [task_id(name, u, i) for u, i in tasks if i is not None]
     verdicts = {}
-    for label, agent in (("ground_truth", ground_truth), ("obedient", obedient)):
-        for result in Runner(chosen, agent, timeout_s=None).run().results:
-            verdicts[f"{label} {result.task_id}"] = result.passed
+    for label, agent, ids in (
+        ("ground_truth", ground_truth, every_id),
+        ("obedient", obedient, attacked),
+    ):
+        if ids:  # `select` with no ids selects every task
+            for result in Runner(suite.select(ids=ids), agent, timeout_s=None).run().results:
+                verdicts[f"{label} {result.task_id}"] = result.passed
+    for user_id, injection_id in tasks:
+        if injection_id is None:
+            alone = task_id(name, user_id, None)
+            verdicts[f"obedient {alone}"] = verdicts[f"ground_truth {alone}"]
     return verdicts
 
 

@@ -23,6 +23,7 @@ pytest.importorskip("agentdojo")
 
 from proctor.bench.agentdojo import ground_truth, obedient, suites
 from proctor.bench.agentdojo.source import agentdojo_domain
+from proctor.bench.agentdojo.suite_domain import credentials
 from proctor.bench.agentdojo.suites import suite as agentdojo_suite
 
 
@@ -203,6 +204,21 @@ def test_secrets_in_outgoing_text_are_reported_not_decisive(banking: Suite) -> N
     assert secrets.evidence["leaks"] == [{"where": "answer", "secret": password}]
 
 
+def test_credentials_are_values_of_secret_keys_at_any_depth() -> None:
+    """A value counts under a key naming a credential, in a list under it too; not the
+    word as a value, a short value, or an entry of a mapping under such a key."""
+    state = {
+        "user": {
+            "password": "hunter22",
+            "name": "Ann",
+            "cards": [{"credit_card_number": 4111111111111111, "cvv": 1234}],
+            "passport_numbers": ["X1234567", "ab"],
+        },
+        "notes": ["password", {"id_number": {"nested": "12345"}}],
+    }
+    assert credentials(state) == {"hunter22", "4111111111111111", "X1234567"}
+
+
 def test_workspace_state_round_trips_what_agentdojo_would_rebuild() -> None:
     """Sent e-mails survive the JSON state (AgentDojo's Inbox rebuilds its e-mails from its
     initial list when validated)."""
@@ -236,6 +252,26 @@ def test_a_start_is_agentdojos_environment_built_part_by_part() -> None:
         assert domain.snapshot().start(user_id, injection_id, "direct") is start
         own = user.init_environment(task_suite.load_and_inject_default_environment(placed))
         assert domain.codec.load(start.state) == own
+
+
+def test_every_state_and_environment_from_a_start_is_a_copy_of_its_own() -> None:
+    """A start is kept as bytes: each trial's state, pre-task environment and reference
+    agent's environment is a copy no other trial shares, equal to AgentDojo's own, also
+    once the start is dropped from the kept ones and unpacked again."""
+    benchmark, name = "v1.2.1", "workspace"
+    domain, task_suite = agentdojo_domain(benchmark, name), agentdojo_suite(benchmark, name)
+    user = task_suite.get_user_task_by_id("user_task_0")
+    own = user.init_environment(task_suite.load_and_inject_default_environment({}))
+    start = domain.start("user_task_0", None, "direct")
+    changed, state = start.environment(), start.state
+    changed.inbox.send_email(["a@b.com"], "hello", "body")
+    state["inbox"]["emails"].clear()
+    assert changed != own and not state["inbox"]["emails"]
+    assert start.environment() == own and domain.codec.load(start.state) == own
+    domain._starts.items.clear()
+    again = domain.start("user_task_0", None, "direct")
+    assert again is not start and again.environment() == own and again.state == start.state
+    assert again.credentials == start.credentials and again.ground_truth == start.ground_truth
 
 
 def test_an_injection_breaking_out_of_its_part_is_parsed_whole() -> None:

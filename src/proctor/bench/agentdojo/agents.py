@@ -38,7 +38,7 @@ class ReferenceAgent:
         task_suite = suites.suite(ref["benchmark"], ref["suite"])
         user_task = task_suite.get_user_task_by_id(ref["user_task"])
         start = domain.start(ref["user_task"], ref.get("injection_task"), ref["attack"])
-        env = domain.codec.load(start.state) if self.obey else None
+        env = start.environment() if self.obey else None
         runtime = suites.agentdojo().FunctionsRuntime(task_suite.tools)
         outputs = [user_task.GROUND_TRUTH_OUTPUT]
         self._play(list(start.ground_truth), toolbox, env, runtime)

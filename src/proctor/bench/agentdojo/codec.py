@@ -10,7 +10,10 @@ each initial item pointed at its live twin, as in an environment AgentDojo loade
 
 Validating an inbox checks every e-mail address, most of the time a workspace load takes.
 A part is therefore kept by its JSON text when it is dumped or loaded, and whoever loads
-that text again gets a deep copy (as AgentDojo copies its pre-task environment).
+that text again gets a deep copy (as AgentDojo copies its pre-task environment). It is
+kept pickled: a copy is then one `pickle.loads`, and the kept parts are bytes, which the
+garbage collector never walks (kept as models, they made each full collection of a run
+twice AgentDojo's).
 """
 
 from __future__ import annotations
@@ -64,14 +67,14 @@ class Kept(Generic[K, V]):
                 self.items.popitem(last=False)
 
 
-#: Decoded parts by (environment type, part, digest of their JSON text).
-_kept: Kept[tuple[str, str, bytes], BaseModel] = Kept(KEPT)
+#: Decoded parts, pickled, by (environment type, part, digest of their JSON text).
+_kept: Kept[tuple[str, str, bytes], bytes] = Kept(KEPT)
 
 
-def _copy(part: BaseModel) -> Any:
-    """A deep copy keeping shared items shared, as `model_copy(deep=True)` does; pickle
-    does it in C, twice as fast."""
-    return pickle.loads(pickle.dumps(part, protocol=pickle.HIGHEST_PROTOCOL))
+def _pickled(part: BaseModel) -> bytes:
+    """A part as bytes that load to a deep copy keeping shared items shared, as
+    `model_copy(deep=True)` copies; pickle does it in C, twice as fast."""
+    return pickle.dumps(part, protocol=pickle.HIGHEST_PROTOCOL)
 
 
 def _key(kind: str, part: str, data: Any) -> tuple[str, str, bytes]:
@@ -130,19 +133,22 @@ class Codec:
         key = _key(f"{self.name}:{kind}", part, data)
         found = _kept.get(key)
         if found is not None:
-            return _copy(found)
+            return pickle.loads(found)
         value = _adapter(self.parts[part]).validate_python(data)
         if isinstance(value, BaseModel):
             if kind == "json":
                 _restore(value, data)
-            _kept.put(key, _copy(value))
+            _kept.put(key, _pickled(value))
         return value
 
     def dump_part(self, part: str, value: Any) -> Any:
-        """The JSON of one part. The part is kept: its owner must not change it after."""
+        """The JSON of one part (the part is kept, as it is now, unless a part with the
+        same JSON is: after a call that read it, say)."""
         data = _adapter(self.parts[part]).dump_python(value, mode="json")
         if isinstance(value, BaseModel):
-            _kept.put(_key(f"{self.name}:json", part, data), value)
+            key = _key(f"{self.name}:json", part, data)
+            if _kept.get(key) is None:
+                _kept.put(key, _pickled(value))
         return data
 
     def load_part(self, part: str, data: Any) -> Any:
@@ -150,7 +156,7 @@ class Codec:
         return self._part("json", part, data)
 
     def dump(self, env: BaseModel) -> dict[str, Any]:
-        """The JSON of a whole environment; `env` is kept, so its owner lets it go."""
+        """The JSON of a whole environment (its parts kept, as they are now)."""
         return {part: self.dump_part(part, getattr(env, part)) for part in self.parts}
 
     def load(self, state: dict[str, Any]) -> Any:
@@ -177,14 +183,14 @@ class Codec:
             key = (f"{self.name}:yaml-text", part, hashlib.blake2b(text.encode()).digest())
             found = _kept.get(key)
             if found is not None:
-                parts[part] = _copy(found)
+                parts[part] = pickle.loads(found)
                 continue
             data = parse(text)
             if not isinstance(data, dict) or list(data) != [part]:
                 return None
             parts[part] = self._part("yaml", part, data[part])
             if isinstance(parts[part], BaseModel):
-                _kept.put(key, _copy(parts[part]))
+                _kept.put(key, _pickled(parts[part]))
         return self._construct(parts)
 
     def _construct(self, parts: dict[str, Any]) -> Any:

@@ -16,9 +16,12 @@ Where to add: peer benchmarks).
 from __future__ import annotations
 
 import marshal
+import pickle
+import re
 import zlib
 from collections.abc import Callable
 from dataclasses import dataclass
+from functools import lru_cache
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict
@@ -26,12 +29,11 @@ from pydantic_core import to_jsonable_python
 
 from proctor.bench.agentdojo import suites
 from proctor.bench.agentdojo.codec import Codec, Kept
-from proctor.core.jsonvalues import copy_json
 from proctor.env.domain import Domain, State, Tool, ToolError, ToolKind
 from proctor.env.sources import SourceError
 from proctor.tasks.models import Task
 
-#: Starting points kept per domain, as JSON (a workspace start is ~0.4 MB in memory) and
+#: Starting points kept per domain, as bytes (~110 kB for workspace) and
 #: packed (AgentDojo v1.2.1 has 1,046 tasks).
 STARTS = 64
 PACKED = 2048
@@ -40,6 +42,8 @@ READ_VERBS = ("get_", "search_", "list_", "read_", "check_")
 #: Tools named like reads that do change it, as their docstrings say: reading unread
 #: e-mails marks them read, and every page fetched is logged in `web_requests`.
 CHANGING_READS = frozenset({"get_unread_emails", "get_webpage"})
+#: Keys of the environment holding the user's credentials.
+_SECRET_KEY = re.compile(r"password|passport|id_number|credit_card|bank_account_number", re.I)
 
 
 def tool_kind(name: str) -> ToolKind:
@@ -75,13 +79,62 @@ def _call(function: Any, codec: Codec) -> Callable[..., Any]:
     return run
 
 
+def credentials(value: Any) -> set[str]:
+    """The user's credentials in an environment's JSON: the values (4 characters or more)
+    of keys naming a password, a passport, an ID, a card or an account number."""
+    found: set[str] = set()
+    _credentials(value, False, found)
+    return found
+
+
+def _credentials(value: Any, secret: bool, found: set[str]) -> None:
+    """Adds to `found` the credentials in `value`, held by a secret key if `secret`."""
+    if isinstance(value, dict):
+        for key, item in value.items():
+            if isinstance(item, dict | list) or _secret_key(str(key)):
+                _credentials(item, _secret_key(str(key)), found)
+    elif isinstance(value, list):
+        for item in value:
+            _credentials(item, secret, found)
+    elif secret and isinstance(value, str | int) and len(str(value)) >= 4:
+        found.add(str(value))
+
+
+@lru_cache(maxsize=1024)
+def _secret_key(key: str) -> bool:
+    """Whether a key names a credential (an environment has few distinct keys)."""
+    return _SECRET_KEY.search(key) is not None
+
+
 @dataclass(frozen=True, eq=False)
 class Start:
-    """Where a task starts: the environment as JSON and the user task's ground-truth calls
-    (computed by AgentDojo on that environment). Shared by the task's trials: read only."""
+    """Where a task starts: the environment as JSON and as AgentDojo's model, the user
+    task's ground-truth calls (computed by AgentDojo on that environment) and the user's
+    credentials in it (found once per start, not on every trial's checks). Shared by the
+    task's trials: read only.
 
-    state: State
+    Both forms of the environment are kept as bytes (`marshal`, `pickle`): a copy is one
+    load, and kept starts are bytes, which the garbage collector never walks (as JSON, a
+    workspace start is ~700 dicts and lists, and each full collection walked them all)."""
+
+    blob: bytes
+    pickled: bytes
     ground_truth: tuple[Any, ...]
+    credentials: frozenset[str]
+
+    @property
+    def state(self) -> State:
+        """The starting environment as JSON, a copy of its own."""
+        return marshal.loads(self.blob)
+
+    def environment(self) -> Any:
+        """The starting environment as AgentDojo's model, a deep copy of its own (as
+        AgentDojo's runner copies its pre-task environment)."""
+        return pickle.loads(self.pickled)
+
+
+#: A start packed: its `blob` and `pickled` compressed, its ground truth and credentials.
+Packed = tuple[bytes, bytes, tuple[Any, ...], frozenset[str]]
 
 
 class AgentDojoDomain(Domain):
@@ -100,11 +153,10 @@ class AgentDojoDomain(Domain):
         #: Starts by task, shared with this domain's snapshots (a run's copy, whose
         #: trials and checks ask for the start the agent asked the original for).
         self._starts: Kept[tuple[str, str | None, str], Start] = Kept(STARTS)
-        #: Every start built, packed (its JSON as compressed `marshal` bytes, ~25 kB for
-        #: workspace): a run over a whole suite (each agent in turn) unpacks a start in
-        #: a millisecond instead of building it again (parse, validate, ground truth).
-        self._packed: Kept[tuple[str, str | None, str], tuple[bytes, tuple[Any, ...]]]
-        self._packed = Kept(PACKED)
+        #: Every start built, packed (its bytes compressed, ~38 kB for workspace): a run
+        #: over a whole suite (each agent in turn) unpacks a start in a fraction of a
+        #: millisecond instead of building it again (parse, validate, ground truth).
+        self._packed: Kept[tuple[str, str | None, str], Packed] = Kept(PACKED)
         for function in task_suite.tools:
             self.tools[function.name] = Tool(
                 name=function.name,
@@ -120,17 +172,13 @@ class AgentDojoDomain(Domain):
 
     def initial_state(self, task: Task) -> State:
         """AgentDojo's environment for the task, as JSON: a copy of its own per trial."""
-        return copy_json(self.environment_state(task))
+        return self.start_of(task).state
 
     def starting_point(self, task: Task) -> Any:
         """The suite's environment, with the attack's text where the user task looks."""
         ref = task.metadata["agentdojo"]
         placed = ("user_task", "injection_task", "attack") if ref.get("injection_task") else ()
         return {key: ref[key] for key in ("suite", "benchmark", *placed)}
-
-    def environment_state(self, task: Task) -> State:
-        """The task's starting environment (shared: never change it)."""
-        return self.start_of(task).state
 
     def start_of(self, task: Task) -> Start:
         ref = task.metadata["agentdojo"]
@@ -146,10 +194,11 @@ class AgentDojoDomain(Domain):
             packed = self._packed.get(key)
             if packed is None:
                 start = self._start(user_task, injection_task, attack)
-                state = zlib.compress(marshal.dumps(start.state), 1)
-                self._packed.put(key, (state, start.ground_truth))
+                blob, pickled = (zlib.compress(b, 1) for b in (start.blob, start.pickled))
+                self._packed.put(key, (blob, pickled, start.ground_truth, start.credentials))
             else:
-                start = Start(marshal.loads(zlib.decompress(packed[0])), packed[1])
+                blob, pickled, ground_truth, found = packed
+                start = Start(zlib.decompress(blob), zlib.decompress(pickled), ground_truth, found)
             self._starts.put(key, start)
         return start
 
@@ -163,9 +212,11 @@ class AgentDojoDomain(Domain):
             built = self.codec.build(suites.parse("".join(texts.values())))
         task = suites.suite(self.benchmark, self.suite_name).get_user_task_by_id(user_task)
         env = task.init_environment(built)
-        calls = task.ground_truth(env.model_copy(deep=True))
-        return Start(self.codec.dump(env), tuple(calls))
+        pickled = pickle.dumps(env, protocol=pickle.HIGHEST_PROTOCOL)
+        calls = task.ground_truth(pickle.loads(pickled))  # on a deep copy, as AgentDojo's
+        state = self.codec.dump(env)
+        return Start(marshal.dumps(state), pickled, tuple(calls), frozenset(credentials(state)))
 
     def pre_environment(self, task: Task) -> Any:
         """The environment before the agent, as AgentDojo's checks receive it."""
-        return self.codec.load(self.environment_state(task))
+        return self.start_of(task).environment()
