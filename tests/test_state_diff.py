@@ -153,3 +153,44 @@ def test_a_copy_loaded_from_frozen_bytes_is_equal_and_has_their_fingerprint(stat
     first, second = marshal.loads(data), marshal.loads(data)
     assert first == state and type(first) is dict and first is not second
     assert fingerprint(first) == digest == fingerprint(state)
+
+
+def test_a_type_only_change_beside_a_real_one_is_still_a_change() -> None:
+    """The snapshot finds changed entries with `!=`, which takes `true` for `1`: one that
+    changes only its type, beside an entry that really changed, must still show (and the
+    fingerprint it leaves is the new state's)."""
+    state = {"orders": {f"A-{i}": {"paid": True, "status": "placed"} for i in range(20)}}
+    snapshot = Snapshot(state)
+    state["orders"]["A-3"]["status"] = "cancelled"
+    state["orders"]["A-7"]["paid"] = 1
+    state["flags"] = {"audit": True}
+    assert snapshot.changes(state) == [
+        {"path": "flags", "before": None, "after": {"audit": True}, "op": "add"},
+        {"path": "orders.A-3.status", "before": "placed", "after": "cancelled", "op": "replace"},
+        {"path": "orders.A-7.paid", "before": True, "after": 1, "op": "replace"},
+    ]
+    assert snapshot.seen == fingerprint(state)
+    assert snapshot.value()["orders"]["A-3"]["status"] == "placed"
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    st.dictionaries(KEYS, st.dictionaries(KEYS, JSON, max_size=5), max_size=4),
+    st.lists(st.tuples(st.lists(KEYS, min_size=2, max_size=3), JSON), min_size=1, max_size=3),
+    st.lists(st.tuples(KEYS, KEYS), max_size=2),
+)
+def test_a_snapshot_of_collections_edited_moved_and_grown_gives_diffs_rows(
+    state: Any, edits: Any, moves: list[tuple[str, str]]
+) -> None:
+    """Entries edited in place, removed and put back at the end (a new key order), or
+    added: the rows are diff's, and `seen` is the fingerprint of the state compared."""
+    before = copy.deepcopy(state)
+    snapshot = Snapshot(state)
+    edit(state, edits)
+    for collection, key in moves:
+        node = state.get(collection)
+        if isinstance(node, dict):
+            node[key] = node.pop(key, key)
+    assert typed(snapshot.changes(state)) == typed(diff(before, state))
+    assert snapshot.seen == fingerprint(state)
+    assert typed(snapshot.value()) == typed(before)
