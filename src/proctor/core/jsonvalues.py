@@ -5,9 +5,7 @@ from __future__ import annotations
 import hashlib
 import json
 import marshal
-from collections.abc import Callable, Iterable
-from itertools import compress
-from operator import ne
+from collections.abc import Callable, Mapping
 from typing import Any
 
 _ATOMS = (str, int, float, bool, type(None))
@@ -183,26 +181,25 @@ _CONTAINERS = frozenset({dict, list})
 class Snapshot:
     """A state (a dict) as it was before a write, for the write's `changes` and a rollback.
 
-    A write touches a few entries of a state that may be large. The state is kept as one
-    `marshal` string (format 2), not as a copy: no work for the garbage collector, and
-    the state written again after the write is its fingerprint as well (`seen`). Equal
-    strings mean no change (same types, same values); otherwise the entries `!=` finds
-    changed (in the state and in each top-level collection) are diffed, and the state as
-    it was with just those entries replaced must write to the new string, or every entry
-    is walked (`==` takes `true` for `1`). Rows are `diff(before, after)`'s (but for a NaN
-    left as it was, which a walk takes for a change, and this may or may not: NaN is no
-    JSON value). A state marshal cannot write is copied.
+    A write touches a few entries of a state that may be large. Each entry of each
+    top-level dict is kept as `marshal` bytes (format 2), not as a copy: the bytes are no
+    work for the garbage collector, and an entry that writes to the same bytes again is
+    unchanged (same types, same values) without a walk; only a changed entry is read back
+    and diffed. Rows are `diff(before, after)`'s (but for a NaN left as it was, which a walk
+    takes for a change: NaN is no JSON value). A state marshal cannot write is copied.
     """
 
-    __slots__ = ("_copy", "_kept", "seen")
+    __slots__ = ("_copy", "_entries")
 
     def __init__(self, state: dict[Any, Any]) -> None:
         self._copy: dict[Any, Any] | None = None
-        self._kept = b""
-        #: The fingerprint of the state `changes` last compared (None before it has).
-        self.seen: bytes | None = None
         try:
-            self._kept = marshal.dumps(state, 2)
+            self._entries: dict[Any, bytes | dict[Any, bytes]] = {
+                key: {k: marshal.dumps(v, 2) for k, v in value.items()}
+                if type(value) is dict
+                else marshal.dumps(value, 2)
+                for key, value in state.items()
+            }
         except ValueError:
             self._copy = copy_json(state)
 
@@ -210,59 +207,47 @@ class Snapshot:
         """The state as it was (a fresh copy)."""
         if self._copy is not None:
             return copy_json(self._copy)
-        loaded: dict[Any, Any] = marshal.loads(self._kept)
-        return loaded
+        return {key: _loaded(kept) for key, kept in self._entries.items()}
 
     def changes(self, after: dict[Any, Any]) -> list[dict[str, Any]]:
         """`diff(before, after)`: the changed leaves since the snapshot."""
-        try:
-            now: bytes | None = marshal.dumps(after, 2)
-        except ValueError:  # the tool stored something marshal cannot write
-            now = None
-        self.seen = fingerprint(after) if now is None else _digest(now)
         if self._copy is not None:
             return diff(self._copy, after)
-        if now == self._kept:
-            return []
-        if now is not None:
-            rows = _located(self.value(), after, now)
-            if rows is not None:
-                return rows
-        return diff(self.value(), after)
+        return sorted(_changes(self._entries, after, ""), key=lambda row: row["path"])
 
 
-def _located(
-    before: dict[Any, Any], after: dict[Any, Any], now: bytes
-) -> list[dict[str, Any]] | None:
-    """`diff(before, after)` from the entries `!=` finds changed, in the state and in its
-    top-level collections; None when `before` (a copy of its own, patched here with
-    those entries) does not then write to `now`: a change `!=` cannot see is left."""
+def _loaded(kept: bytes | dict[Any, bytes]) -> Any:
+    if isinstance(kept, dict):
+        return {k: marshal.loads(v) for k, v in kept.items()}
+    return marshal.loads(kept)
+
+
+def _changes(
+    kept: Mapping[Any, bytes | dict[Any, bytes]], now: dict[Any, Any], path: str
+) -> list[dict[str, Any]]:
+    """The rows of a kept dict against `now`: entries whose bytes are unchanged are
+    skipped, a kept dict of entries (a top-level collection) is walked entry by entry."""
     out: list[dict[str, Any]] = []
-    _patch(before, after, "", out, True)
-    if marshal.dumps(before, 2) != now:
-        return None
-    return sorted(out, key=lambda row: row["path"])
-
-
-def _patch(
-    before: dict[Any, Any], after: dict[Any, Any], path: str, out: list[dict[str, Any]], top: bool
-) -> None:
-    """Rows for the entries of `before` that `after` added, removed or made `!=` (at the
-    `top`, a dict on both sides is patched entry by entry), each made `after`'s in `before`."""
-    if list(before) == list(after):  # the usual write: same keys, same order
-        moved: Iterable[Any] = list(compress(before, map(ne, before.values(), after.values())))
-    else:
-        moved = [key for key, value in after.items() if before.get(key, MISSING) != value]
-        for key in [key for key in before if key not in after]:
-            sub = f"{path}.{key}" if path else str(key)
-            out.append({"path": sub, "before": before.pop(key), "after": None, "op": "remove"})
-    for key in moved:
+    for key in kept.keys() | now.keys():
         sub = f"{path}.{key}" if path else str(key)
-        if key not in before:
-            out.append({"path": sub, "before": None, "after": after[key], "op": "add"})
-        elif top and type(before[key]) is dict and type(after[key]) is dict:
-            _patch(before[key], after[key], sub, out, False)
-            continue
+        if key not in now:
+            out.append({"path": sub, "before": _loaded(kept[key]), "after": None, "op": "remove"})
+        elif key not in kept:
+            out.append({"path": sub, "before": None, "after": now[key], "op": "add"})
         else:
-            out.extend(diff(before[key], after[key], sub))
-        before[key] = after[key]
+            entry, value = kept[key], now[key]
+            if isinstance(entry, dict):
+                if type(value) is dict:
+                    out.extend(_changes(entry, value, sub))
+                    continue
+            elif _unchanged(entry, value):
+                continue
+            out.extend(diff(_loaded(entry), value, sub))
+    return out
+
+
+def _unchanged(kept: bytes, value: Any) -> bool:
+    try:
+        return marshal.dumps(value, 2) == kept
+    except ValueError:  # the tool stored something marshal cannot write
+        return False

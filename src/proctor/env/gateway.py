@@ -137,12 +137,11 @@ class ToolGateway:
         fault = self.faults.select(name, valid)
         if decision.rule == "approval" and (fault is None or fault.error not in BLOCKING):
             self._approved_at = self.recorder.events[-1].seq  # the approval is used up
-        settled = self.settled
         if fault is None:
             result = self._execute(tool, valid, call_id)
         else:
             result = self._inject(fault, tool, valid, call_id)
-        if tool.kind == "write" and self.settled is settled:  # not taken by its record
+        if tool.kind == "write":
             self.settled = fingerprint(self.state)
         return result
 
@@ -261,8 +260,6 @@ class ToolGateway:
         entity_arg: str | None,
     ) -> None:
         changes = before.changes(self.state)
-        if before.seen is not None:  # the state as the write left it, fingerprinted
-            self.settled = before.seen
         event = self.recorder.emit(
             "state_change", {"call_id": call_id, "tool": name, "changes": copy_json(changes)}
         )
