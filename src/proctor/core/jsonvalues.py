@@ -23,6 +23,17 @@ def copy_json(value: Any) -> Any:
         return _walk_copy(value)
 
 
+def copy_twice(value: Any) -> tuple[Any, Any]:
+    """Two deep copies of JSON-like data that share nothing (`copy_json`'s), for two
+    owners (a result's for the trace and for the agent): written once, read twice."""
+    try:
+        data = marshal.dumps(value)
+    except ValueError:
+        first = _walk_copy(value)
+        return first, copy_json(first)
+    return marshal.loads(data), marshal.loads(data)
+
+
 def _walk_copy(value: Any) -> Any:
     if isinstance(value, dict):
         return {k: _walk_copy(v) for k, v in value.items()}
