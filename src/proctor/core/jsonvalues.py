@@ -49,8 +49,10 @@ def json_encoder(
     separators: tuple[str, str] = (", ", ": "),
     sort_keys: bool = False,
     ensure_ascii: bool = True,
+    default: Callable[[Any], Any] = str,
 ) -> Callable[[Any], str]:
-    """`json.dumps(value, default=str, ...)` with these options, as a function made once.
+    """`json.dumps(value, default=str, ...)` with these options (and `default`), as a
+    function made once.
 
     `json.dumps` builds a new C encoder on every call, most of the cost of a small value;
     this builds it once (the same encoder, so the same text).
@@ -65,10 +67,10 @@ def json_encoder(
 
         strings = c_encode_basestring_ascii if ensure_ascii else c_encode_basestring
         item, key = separators
-        encode = c_make_encoder(None, str, strings, None, key, item, sort_keys, False, True)
+        encode = c_make_encoder(None, default, strings, None, key, item, sort_keys, False, True)
     except (ImportError, TypeError):  # no C accelerator: json's own Python encoder
         return json.JSONEncoder(
-            separators=separators, sort_keys=sort_keys, ensure_ascii=ensure_ascii, default=str
+            separators=separators, sort_keys=sort_keys, ensure_ascii=ensure_ascii, default=default
         ).encode
     return lambda value: "".join(encode(value, 0))
 
