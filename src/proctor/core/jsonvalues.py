@@ -6,6 +6,8 @@ import hashlib
 import json
 import marshal
 from collections.abc import Callable, Mapping
+from itertools import compress, repeat
+from operator import ne
 from typing import Any
 
 _ATOMS = (str, int, float, bool, type(None))
@@ -208,7 +210,7 @@ class Snapshot:
         self._copy: dict[Any, Any] | None = None
         try:
             self._entries: dict[Any, bytes | dict[Any, bytes]] = {
-                key: {k: marshal.dumps(v, 2) for k, v in value.items()}
+                key: dict(zip(value, _written(value), strict=True))
                 if type(value) is dict
                 else marshal.dumps(value, 2)
                 for key, value in state.items()
@@ -251,11 +253,36 @@ def _changes(
             entry, value = kept[key], now[key]
             if isinstance(entry, dict):
                 if type(value) is dict:
-                    out.extend(_changes(entry, value, sub))
+                    rows = _moved(entry, value, sub)
+                    out.extend(_changes(entry, value, sub) if rows is None else rows)
                     continue
             elif _unchanged(entry, value):
                 continue
             out.extend(diff(_loaded(entry), value, sub))
+    return out
+
+
+def _written(collection: dict[Any, Any]) -> list[bytes]:
+    """Each value of `collection` as `marshal` bytes (format 2), written in one C loop."""
+    return list(map(marshal.dumps, collection.values(), repeat(2)))
+
+
+def _moved(kept: dict[Any, bytes], now: dict[Any, Any], path: str) -> list[dict[str, Any]] | None:
+    """`_changes` of a kept collection whose keys `now` still has, in the same order (a
+    write that changed entries in place), without a Python step per unchanged entry;
+    None for any other (keys added, removed or moved; a value marshal cannot write)."""
+    if list(kept) != list(now):
+        return None
+    try:
+        written = _written(now)
+    except ValueError:
+        return None
+    changed = compress(
+        zip(kept, kept.values(), now.values(), strict=True), map(ne, kept.values(), written)
+    )
+    out: list[dict[str, Any]] = []
+    for key, was, value in changed:
+        out.extend(diff(marshal.loads(was), value, f"{path}.{key}" if path else str(key)))
     return out
 
 
