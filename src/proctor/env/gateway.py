@@ -68,16 +68,6 @@ class ToolResult:
         return out
 
 
-def offered(domain: Domain, task: Task) -> set[str]:
-    """The tools `task`'s agent may call: the task's `tools`, or all the domain's."""
-    return set(task.tools) if task.tools is not None else set(domain.tools)
-
-
-def tool_schemas(domain: Domain, names: set[str]) -> list[dict[str, Any]]:
-    """The schemas of `domain`'s tools among `names`, in the domain's order (fresh copies)."""
-    return [t.schema() for name, t in domain.tools.items() if name in names]
-
-
 class ToolGateway:
     def __init__(
         self,
@@ -98,7 +88,7 @@ class ToolGateway:
         self.recorder = recorder
         self.seed = seed
         self.ledger: list[LedgerEntry] = []
-        self.visible = offered(domain, task)
+        self.visible = set(task.tools) if task.tools is not None else set(domain.tools)
         self.closed = False
         self.fault: EnvironmentFault | None = None  # kept even if the agent swallows it
         self._calls = 0
@@ -115,7 +105,7 @@ class ToolGateway:
         return random.Random(self.seed)
 
     def schemas(self) -> list[dict[str, Any]]:
-        return tool_schemas(self.domain, self.visible)
+        return [t.schema() for name, t in self.domain.tools.items() if name in self.visible]
 
     def call(self, name: str, args: Any, *, owned: bool = False) -> ToolResult:
         """`owned`: `args` is a copy no one else holds (the toolbox's), so the trace keeps

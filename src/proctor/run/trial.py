@@ -13,15 +13,13 @@ so far is kept.
 from __future__ import annotations
 
 import hashlib
-import marshal
 import time
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any
 
 from proctor.agents.agent import AgentInput, AgentResult, InfrastructureError, task_agent_settings
-from proctor.core.jsonvalues import copy_json, frozen
-from proctor.core.memo import per_object
+from proctor.core.jsonvalues import copy_json
 from proctor.core.outcome import Outcome
 from proctor.core.results import (
     GRADER_CHECK,
@@ -38,7 +36,7 @@ from proctor.core.trace import Trace, TraceEvent
 from proctor.env import integrity, protocol
 from proctor.env.domain import Domain
 from proctor.env.environment import Environment
-from proctor.env.gateway import EnvironmentFault, GatewayClosed, offered, tool_schemas
+from proctor.env.gateway import EnvironmentFault, GatewayClosed
 from proctor.env.integrity import INTEGRITY_CHECK
 from proctor.env.protocol import ProtocolError
 from proctor.env.user import SimulatorFailed
@@ -141,34 +139,16 @@ def set_up(spec: TrialSpec) -> tuple[Environment, AgentInput]:
     responder = user.responder(task, spec.trial, tuple(spec.domain.tools)) if user else None
     env = Environment.fresh(task, spec.domain, spec.seed, spec.faults, responder)
     env.recorder.emit("message", {"role": "user", "content": task.prompt})  # what the agent saw
-    kept = _kept_given(task, spec.domain)
-    identity, tools, settings = _given(task, spec.domain) if kept is None else marshal.loads(kept)
     agent_input = AgentInput(
         task_id=task.id,
         prompt=task.prompt,
-        identity=identity,
-        tools=tools,
+        identity=task.identity.model_dump(),
+        tools=env.gateway.schemas(),
         seed=spec.seed,
         trial=spec.trial,
-        settings=settings,
+        settings=copy_json(task_agent_settings(task.metadata)),  # deep: nested values too
     )
     return env, agent_input
-
-
-def _given(task: Task, domain: Domain) -> tuple[dict[str, Any], list[dict[str, Any]], Any]:
-    """What a trial's agent is given of `task` besides ids and seed, as fresh copies: its
-    identity, the tools its gateway offers, its settings."""
-    settings = copy_json(task_agent_settings(task.metadata))
-    return task.identity.model_dump(), tool_schemas(domain, offered(domain, task)), settings
-
-
-@per_object
-def _kept_given(task: Task, domain: Domain) -> bytes | None:
-    """`_given` as bytes each trial loads its own copy from, made at the task's first
-    trial (None where marshal cannot write it): one call, not a model dump and a copy
-    of each tool's schema a trial."""
-    kept = frozen(_given(task, domain))
-    return None if kept is None else kept[0]
 
 
 def wrap_up(spec: TrialSpec, env: Environment, turn: Turn, timeout_s: float | None) -> PlayedTrial:
