@@ -5,9 +5,10 @@ from __future__ import annotations
 import asyncio
 import random
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any
 
 import pytest
+from pydantic import AfterValidator
 
 from proctor import Domain, SyncToolbox, Task, Toolbox, ToolResult
 from proctor.env import Environment, EnvironmentFault
@@ -216,6 +217,55 @@ def test_arguments_are_copied_into_the_trace_and_state() -> None:
     assert env.gateway.state["items"]["a"]["paint"] == {"shade": "dark", "rgb": [1, 2, 3]}
     assert events(env, "tool_proposal")[0]["args"]["item_id"] == "a"
     assert env.gateway.ledger[0].args["value"]["rgb"] == [1, 2, 3]
+
+
+def test_arguments_the_toolbox_gives_away_still_reach_the_trace_unchanged() -> None:
+    """The toolbox hands the gateway its own copy of an agent's arguments, which the
+    trace keeps without another: where a tool gets containers from them (`value: Any`),
+    the trace must still get a copy the tool and later writes cannot change."""
+    env = make_env()
+    toolbox = SyncToolbox(env)
+    args = {"item_id": "a", "field": "paint", "value": {"rgb": [1, 2]}}
+    toolbox.call("items.set", args)
+    toolbox.call("items.bump", {"item_id": "a", "by": 2})
+    args["item_id"] = "z"
+    env.gateway.state["items"]["a"]["paint"]["rgb"].append(99)  # as a later write might
+    proposals = events(env, "tool_proposal")
+    assert proposals[0]["args"] == {"item_id": "a", "field": "paint", "value": {"rgb": [1, 2]}}
+    assert proposals[1]["args"] == {"item_id": "a", "by": 2}
+    assert env.gateway.ledger[0].args["value"] == {"rgb": [1, 2]}
+    assert env.gateway.ledger[1].args == {"item_id": "a", "by": 2}
+
+
+KEPT: list[Any] = []
+KEEPER = Domain("keeper")
+
+
+def _keep(value: Any) -> Any:
+    KEPT.append(value)
+    return value
+
+
+@KEEPER.tool("notes.add", kind="write")
+def _add_note(state: dict[str, Any], tags: Annotated[Any, AfterValidator(_keep)]) -> None:
+    state.setdefault("notes", []).append(len(tags))
+
+
+def test_arguments_a_tool_keeps_a_hold_of_are_copied_into_the_trace() -> None:
+    """Validation may hand a tool the very containers of its arguments (a validator that
+    keeps its value, here): the trace's copy is then its own, toolbox or not."""
+    task = Task.model_validate({"id": "k", "domain": "keeper", "prompt": "hi"})
+    env = Environment.fresh(task, KEEPER, seed=1)
+    SyncToolbox(env).call("notes.add", {"tags": ["a"]})
+    KEPT[-1].append("later")
+    assert events(env, "tool_proposal")[0]["args"] == {"tags": ["a"]}
+
+
+def test_the_trace_and_the_agent_get_results_that_share_nothing() -> None:
+    env = make_env()
+    got = SyncToolbox(env).call("items.get", {"item_id": "a"})
+    got.value["tags"].append("evil")
+    assert events(env, "tool_result")[0]["result"] == {"colour": "red", "tags": ["x"]}
 
 
 def test_initial_state_is_private_to_each_environment() -> None:

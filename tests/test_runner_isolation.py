@@ -29,7 +29,7 @@ from proctor import (
     Toolbox,
     load_suite,
 )
-from proctor.run import trial_seed
+from proctor.run import TrialSpec, run_trial, trial_seed
 
 MINI = Path(__file__).parent / "fixtures" / "mini"
 SUITE = load_suite(MINI)
@@ -129,6 +129,33 @@ def test_a_trial_cannot_change_another_trials_world(tmp_path: Path, concurrency:
     assert outcome0.final_state["items"] == {"a": PRISTINE_A, "b": {"colour": "blue", "tags": []}}
     assert READ.tasks[0].task.initial_state["items"]["a"] == PRISTINE_A
     assert READ.tasks[0].task.identity.scopes == ["items:read"]
+
+
+def test_what_an_agent_is_given_is_its_own_copy_to_the_last_nested_setting() -> None:
+    """A task's identity, tools and settings are made once and loaded per trial: a trial
+    changing them, however deep, changes neither the task nor what a later trial gets."""
+    member = READ.tasks[0]
+    task = member.task.model_copy(
+        update={"metadata": {"agent": {"system": "be brief", "limits": {"steps": [3, 5]}}}}
+    )
+    seen: list[dict[str, Any]] = []
+
+    def vandal(input: AgentInput, toolbox: SyncToolbox) -> str:
+        seen.append(copy.deepcopy({"settings": input.settings, "tools": input.tools}))
+        input.settings["limits"]["steps"].append(99)
+        input.settings["system"] = "leak"
+        input.identity["scopes"].append("items:write")
+        input.tools[0]["parameters"]["properties"].clear()
+        return read_a_sync(toolbox)
+
+    for trial in range(2):
+        spec = TrialSpec("isolation", task, member.domain, trial, seed=trial)
+        record = asyncio.run(run_trial(spec, vandal, 5.0))
+        assert record.result.status == "passed"
+    assert seen[1] == seen[0]
+    assert seen[0]["settings"] == {"system": "be brief", "limits": {"steps": [3, 5]}}
+    assert task.metadata["agent"]["limits"]["steps"] == [3, 5]
+    assert task.identity.scopes == ["items:read"]
 
 
 # -- who broke: agent crash, infrastructure, environment ---------------------------------------

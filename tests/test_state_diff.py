@@ -153,3 +153,17 @@ def test_a_copy_loaded_from_frozen_bytes_is_equal_and_has_their_fingerprint(stat
     first, second = marshal.loads(data), marshal.loads(data)
     assert first == state and type(first) is dict and first is not second
     assert fingerprint(first) == digest == fingerprint(state)
+
+
+def test_a_type_only_change_in_a_collection_written_in_place_is_a_change() -> None:
+    """A write that keeps a collection's keys in order has its entries compared by their
+    bytes in one pass: `true` turned `1` beside a real change must show, the rest not."""
+    state = {"orders": {f"A-{i}": {"paid": True, "status": "placed"} for i in range(20)}}
+    snapshot = Snapshot(state)
+    state["orders"]["A-3"]["status"] = "cancelled"
+    state["orders"]["A-7"]["paid"] = 1
+    assert snapshot.changes(state) == [
+        {"path": "orders.A-3.status", "before": "placed", "after": "cancelled", "op": "replace"},
+        {"path": "orders.A-7.paid", "before": True, "after": 1, "op": "replace"},
+    ]
+    assert snapshot.value()["orders"]["A-3"]["status"] == "placed"

@@ -20,6 +20,8 @@ from proctor.env.toolbox import Toolbox
 
 #: `json.dumps(value, default=str)`, its encoder made once (a result is read every call).
 _result_text = json_encoder()
+#: `json.dumps(value)`, made once: a call's text (a TypeError for what is not JSON).
+_call_text = json_encoder(default=json.JSONEncoder().default)
 
 
 class Session:
@@ -38,7 +40,9 @@ class Session:
         self.input = input
         self.toolbox = toolbox
         self.context = input.prompt
-        self.usage = Usage()
+        # what the calls consumed, summed as plain numbers (`usage` makes the Usage)
+        self._tokens_in, self._tokens_out, self._cost = 0, 0, 0.0
+        self._calls = 0
         self._model = model
         self._prices = (usd_per_1k_input, usd_per_1k_output)
         self._latency_s = latency_s
@@ -59,10 +63,20 @@ class Session:
             latency_s=latency,
             simulated=True,
         )
-        self.usage += Usage(tokens_in, tokens_out, cost, 1)
+        self._tokens_in += tokens_in
+        self._tokens_out += tokens_out
+        self._cost += cost
+        self._calls += 1
+
+    @property
+    def usage(self) -> Usage:
+        """What the session's model calls consumed so far (nothing measured before one)."""
+        if not self._calls:
+            return Usage()
+        return Usage(self._tokens_in, self._tokens_out, self._cost, self._calls)
 
     async def call(self, tool: str, args: dict[str, Any]) -> ToolResult:
-        self.bill(json.dumps({"tool": tool, "args": args}))
+        self.bill(_call_text({"tool": tool, "args": args}))
         result = await self.toolbox.call(tool, args)
         self.context += "\n" + _result_text(result.to_dict())
         return result

@@ -6,6 +6,8 @@ import hashlib
 import json
 import marshal
 from collections.abc import Callable, Mapping
+from itertools import compress, repeat
+from operator import ne
 from typing import Any
 
 _ATOMS = (str, int, float, bool, type(None))
@@ -23,6 +25,17 @@ def copy_json(value: Any) -> Any:
         return _walk_copy(value)
 
 
+def copy_twice(value: Any) -> tuple[Any, Any]:
+    """Two deep copies of JSON-like data that share nothing (`copy_json`'s), for two
+    owners (a result's for the trace and for the agent): written once, read twice."""
+    try:
+        data = marshal.dumps(value)
+    except ValueError:
+        first = _walk_copy(value)
+        return first, copy_json(first)
+    return marshal.loads(data), marshal.loads(data)
+
+
 def _walk_copy(value: Any) -> Any:
     if isinstance(value, dict):
         return {k: _walk_copy(v) for k, v in value.items()}
@@ -38,8 +51,10 @@ def json_encoder(
     separators: tuple[str, str] = (", ", ": "),
     sort_keys: bool = False,
     ensure_ascii: bool = True,
+    default: Callable[[Any], Any] = str,
 ) -> Callable[[Any], str]:
-    """`json.dumps(value, default=str, ...)` with these options, as a function made once.
+    """`json.dumps(value, default=str, ...)` with these options (and `default`), as a
+    function made once.
 
     `json.dumps` builds a new C encoder on every call, most of the cost of a small value;
     this builds it once (the same encoder, so the same text).
@@ -54,10 +69,10 @@ def json_encoder(
 
         strings = c_encode_basestring_ascii if ensure_ascii else c_encode_basestring
         item, key = separators
-        encode = c_make_encoder(None, str, strings, None, key, item, sort_keys, False, True)
+        encode = c_make_encoder(None, default, strings, None, key, item, sort_keys, False, True)
     except (ImportError, TypeError):  # no C accelerator: json's own Python encoder
         return json.JSONEncoder(
-            separators=separators, sort_keys=sort_keys, ensure_ascii=ensure_ascii, default=str
+            separators=separators, sort_keys=sort_keys, ensure_ascii=ensure_ascii, default=default
         ).encode
     return lambda value: "".join(encode(value, 0))
 
@@ -195,7 +210,7 @@ class Snapshot:
         self._copy: dict[Any, Any] | None = None
         try:
             self._entries: dict[Any, bytes | dict[Any, bytes]] = {
-                key: {k: marshal.dumps(v, 2) for k, v in value.items()}
+                key: dict(zip(value, _written(value), strict=True))
                 if type(value) is dict
                 else marshal.dumps(value, 2)
                 for key, value in state.items()
@@ -238,11 +253,36 @@ def _changes(
             entry, value = kept[key], now[key]
             if isinstance(entry, dict):
                 if type(value) is dict:
-                    out.extend(_changes(entry, value, sub))
+                    rows = _moved(entry, value, sub)
+                    out.extend(_changes(entry, value, sub) if rows is None else rows)
                     continue
             elif _unchanged(entry, value):
                 continue
             out.extend(diff(_loaded(entry), value, sub))
+    return out
+
+
+def _written(collection: dict[Any, Any]) -> list[bytes]:
+    """Each value of `collection` as `marshal` bytes (format 2), written in one C loop."""
+    return list(map(marshal.dumps, collection.values(), repeat(2)))
+
+
+def _moved(kept: dict[Any, bytes], now: dict[Any, Any], path: str) -> list[dict[str, Any]] | None:
+    """`_changes` of a kept collection whose keys `now` still has, in the same order (a
+    write that changed entries in place), without a Python step per unchanged entry;
+    None for any other (keys added, removed or moved; a value marshal cannot write)."""
+    if list(kept) != list(now):
+        return None
+    try:
+        written = _written(now)
+    except ValueError:
+        return None
+    changed = compress(
+        zip(kept, kept.values(), now.values(), strict=True), map(ne, kept.values(), written)
+    )
+    out: list[dict[str, Any]] = []
+    for key, was, value in changed:
+        out.extend(diff(marshal.loads(was), value, f"{path}.{key}" if path else str(key)))
     return out
 
 

@@ -83,16 +83,21 @@ class Recorder:
     `emitted` counts the events it wrote, so a trace shortened behind its back shows.
     """
 
-    __slots__ = ("clock", "emitted", "events")
+    __slots__ = ("_at", "_stamp", "clock", "emitted", "events")
 
     def __init__(self, clock: SimClock) -> None:
         self.clock = clock
         self.events: list[TraceEvent] = []
         self.emitted = 0
+        # the clock's time at the last event and its rounding: most events share a time
+        self._at = self._stamp = 0.0
 
     def emit(self, kind: EventKind, data: dict[str, Any]) -> TraceEvent:
-        self.emitted += 1
-        event = TraceEvent(self.emitted, round(self.clock.now, 6), kind, data)
+        self.emitted = seq = self.emitted + 1
+        now = self.clock.now
+        if now != self._at:
+            self._at, self._stamp = now, round(now, 6)
+        event = TraceEvent(seq, self._stamp, kind, data)
         self.events.append(event)
         return event
 

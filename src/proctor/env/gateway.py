@@ -16,7 +16,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from proctor.core.jsonvalues import Snapshot, canonical, copy_json, fingerprint
+from proctor.core.jsonvalues import Snapshot, canonical, copy_json, copy_twice, fingerprint
 from proctor.core.outcome import LedgerEntry
 from proctor.core.trace import Recorder
 from proctor.env.domain import (
@@ -107,14 +107,19 @@ class ToolGateway:
     def schemas(self) -> list[dict[str, Any]]:
         return [t.schema() for name, t in self.domain.tools.items() if name in self.visible]
 
-    def call(self, name: str, args: Any) -> ToolResult:
+    def call(self, name: str, args: Any, *, owned: bool = False) -> ToolResult:
+        """`owned`: `args` is a copy no one else holds (the toolbox's), so the trace keeps
+        it as it is where nothing can change it later: the call fails before the tool, or
+        the tool's arguments are all scalars (validation hands the tool none of its
+        containers)."""
         if self.closed:
             raise GatewayClosed(f"trial over: call to {name!r} refused")
         self._calls += 1
         call_id = f"c{self._calls}"
         emit = self.recorder.emit
-        emit("tool_proposal", {"call_id": call_id, "tool": name, "args": copy_json(args)})
         tool = self.domain.tools.get(name)
+        kept = args if owned and (tool is None or tool.flat) else copy_json(args)
+        emit("tool_proposal", {"call_id": call_id, "tool": name, "args": kept})
         if tool is None or name not in self.visible:
             return self._error(call_id, name, "unknown_tool", f"unknown tool {name!r}")
         try:
@@ -224,15 +229,15 @@ class ToolGateway:
             self.fault = EnvironmentFault(f"tool {name!r} raised {type(exc).__name__}: {exc}")
             self.recorder.emit("note", {"call_id": call_id, "environment_fault": str(self.fault)})
             raise self.fault from exc
-        value = copy_json(value)
+        value, given = copy_twice(value)
         emit("tool_result", {"call_id": call_id, "tool": name, "result": value})
         if before is not None:
-            self._record_write(call_id, name, valid, before, tool.entity_arg)
+            self._record_write(call_id, tool, valid, before)
             if key is not None:
                 self._replies[(name, str(key))] = (canonical(valid), value)
         if tool.confirms:
             emit("confirmation", {"call_id": call_id, "via": name})
-        return ToolResult(True, copy_json(value), call_id=call_id)
+        return ToolResult(True, given, call_id=call_id)
 
     def _context(self, call_id: str) -> ToolContext:
         return ToolContext(self.task.identity, self.recorder.clock, self.rng, self.task.id, call_id)
@@ -252,13 +257,11 @@ class ToolGateway:
         )
 
     def _record_write(
-        self,
-        call_id: str,
-        name: str,
-        args: dict[str, Any],
-        before: Snapshot,
-        entity_arg: str | None,
+        self, call_id: str, tool: Tool, args: dict[str, Any], before: Snapshot
     ) -> None:
+        """The write's `state_change` event and ledger entry (a flat tool's validated
+        arguments are scalars: a shallow copy shares nothing that can change)."""
+        name, entity_arg = tool.name, tool.entity_arg
         changes = before.changes(self.state)
         event = self.recorder.emit(
             "state_change", {"call_id": call_id, "tool": name, "changes": copy_json(changes)}
@@ -268,7 +271,7 @@ class ToolGateway:
             LedgerEntry(
                 seq=event.seq,
                 tool=name,
-                args=copy_json(args),
+                args=dict(args) if tool.flat else copy_json(args),
                 entity=None if entity is None else str(entity),
                 idempotency_key=args.get(IDEMPOTENCY_ARG),
             )

@@ -50,7 +50,7 @@ class ToolboxBase:
             with env.lock:
                 raise env.violated(exc) from None
         with env.lock:
-            return env.gateway.call(name, args)
+            return env.gateway.call(name, args, owned=True)  # protocol's copy
 
     def _ask(self, text: Any) -> str:
         question = protocol.text(str(text), "question")  # in the agent's thread

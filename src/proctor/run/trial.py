@@ -19,6 +19,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from proctor.agents.agent import AgentInput, AgentResult, InfrastructureError, task_agent_settings
+from proctor.core.jsonvalues import copy_json
 from proctor.core.outcome import Outcome
 from proctor.core.results import (
     GRADER_CHECK,
@@ -145,7 +146,7 @@ def set_up(spec: TrialSpec) -> tuple[Environment, AgentInput]:
         tools=env.gateway.schemas(),
         seed=spec.seed,
         trial=spec.trial,
-        settings=task_agent_settings(task.metadata),
+        settings=copy_json(task_agent_settings(task.metadata)),  # deep: nested values too
     )
     return env, agent_input
 
