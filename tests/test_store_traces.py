@@ -75,6 +75,7 @@ def both_reads(store: Store) -> tuple[list[TraceEvent], list[TraceEvent]]:
     return store.trace("r1", "paint-item", 0)[0].events, graded.trace.events
 
 
+@settings(deadline=None)  # a store write each example: slow on a loaded machine
 @given(traces)
 def test_any_trace_reads_back_as_the_rows_gave_it(events: list[TraceEvent]) -> None:
     store = stored(":memory:", events)
@@ -84,6 +85,7 @@ def test_any_trace_reads_back_as_the_rows_gave_it(events: list[TraceEvent]) -> N
     assert same_events(graded, expected)
 
 
+@settings(deadline=None)
 @given(traces)
 def test_the_stored_text_is_jsons(events: list[TraceEvent]) -> None:
     """Whichever encoder wrote it (orjson writes NaN as null, 1e-05 as 0.00001)."""
