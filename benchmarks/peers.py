@@ -66,9 +66,11 @@ def _number(pattern: str, text: str) -> float:
     return float(found.group(1).replace(",", ""))
 
 
-def proctor_overhead_ms(pinned: bool = False) -> float:
-    """Wall milliseconds per trial of benchmarks/overhead.py's workload (on one core)."""
+def proctor_overhead_ms(pinned: bool = False, varied: bool = False) -> float:
+    """Wall milliseconds per trial of benchmarks/overhead.py's workload (on one core);
+    `varied`: every trial's answer in other words, so none of its reading is remembered."""
     command = [sys.executable, str(HERE / "overhead.py"), *OVERHEAD_ARGS]
+    command += ["--varied-answers"] if varied else []
     out = _run(one_core(command) if pinned else command)
     return _number(r"per trial \(min / median of \d+\): wall ([\d.]+) /", out)
 
@@ -124,6 +126,7 @@ def proctor_entry(repeat: int) -> dict[str, Any]:
     """proctor's own figures: each benchmark `repeat` times, interleaved."""
     sides: dict[str, Callable[[], Any]] = {
         "overhead": lambda: proctor_overhead_ms(pinned=True),
+        "overhead_varied": lambda: proctor_overhead_ms(pinned=True, varied=True),
         "regrade": regrade_rates,
         "validate": validate_s,
         "startup": startup_ms,
@@ -136,6 +139,7 @@ def proctor_entry(repeat: int) -> dict[str, Any]:
         **stamp(load, repeat),
         "pinned": shutil.which("taskset") is not None,
         "overhead_ms": spread(found["overhead"]),
+        "overhead_varied_ms": spread(found["overhead_varied"]),
         "regrade_trials": 500 * 10,
         "regrade_one_core": spread([r[0] for r in regrade]),
         "regrade_one_worker": spread([r[1] for r in regrade]),
@@ -318,6 +322,13 @@ def proctor_block(entries: dict[str, Any]) -> str:
             e["overhead_ms"],
             "ms",
             f"{pin}python benchmarks/overhead.py " + " ".join(OVERHEAD_ARGS),
+        )
+        + row(
+            "the same, each trial answering in other words (its reading not remembered)",
+            "",
+            e["overhead_varied_ms"],
+            "ms",
+            f"{pin}python benchmarks/overhead.py " + " ".join(OVERHEAD_ARGS) + " --varied-answers",
         )
         + row(
             f"regrade of {e['regrade_trials']:,} stored trials, in the process, {core}",
