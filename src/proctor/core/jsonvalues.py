@@ -95,11 +95,8 @@ def fingerprint(value: Any) -> bytes:
     `marshal` (format 2: no back-references, which depend on reference counts) writes a
     value in C; what it cannot write falls back to the canonical text.
     """
-    try:
-        data = marshal.dumps(value, 2)
-    except ValueError:
-        data = canonical(value).encode()
-    return _digest(data)
+    kept = frozen(value)
+    return _digest(canonical(value).encode()) if kept is None else kept[1]
 
 
 def frozen(value: Any) -> tuple[bytes, bytes] | None:

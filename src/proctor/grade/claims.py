@@ -231,6 +231,12 @@ def tokenize(text: str) -> list[Token]:
 _made = tuple.__new__  # a Token from its fields, without the call NamedTuple adds
 
 
+def token_words(text: str) -> list[str]:
+    """What `tokenize` reads in `text`, each lower-cased, made without Tokens (a cheap
+    look for a word before a clause is read)."""
+    return _TOKEN.findall(text.lower())
+
+
 def _is_past(token: Token) -> bool:
     low = token.low
     regular = len(low) > 3 and low.endswith(PAST_SUFFIX) and low.isalpha()

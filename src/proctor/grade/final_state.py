@@ -42,7 +42,7 @@ def _where(assertion: EffectAssertion) -> dict[str, Any] | None:
 
 def effect_check(assertion: EffectAssertion, ctx: GradeContext) -> Check:
     tool, where = assertion.effect, assertion.where
-    applied = [e for e in ctx.outcome.ledger if e.tool == tool and args_match(e.args, where)]
+    applied = [e for e in ctx.outcome.effects(tool) if args_match(e.args, where)]
     return Check(
         f"effect:{assertion.effect}",
         "outcome",

@@ -336,12 +336,12 @@ def trial_grounding(ctx: GradeContext) -> tuple[list[str], list[str], int]:
     the agent received), and how many sources there are. The prompt is read first: a
     source added never ungrounds a fact (what sources know is a union), so where the
     prompt grounds every fact, the tool results are not written out as text at all."""
-    language = ctx.task.language
+    language = ctx.task.language or "en"
     count = 1 + sum(c.succeeded for c in ctx.calls)
-    missing, unreadable = _grounding(ctx.answer, (ctx.task.prompt,), language or "en")
+    missing, unreadable = _grounding(ctx.answer, (ctx.task.prompt,), language)
     if missing and count > 1:
         sources = (ctx.task.prompt, *ctx.tool_texts)
-        missing, unreadable = _grounding(ctx.answer, sources, language or "en")
+        missing, unreadable = _grounding(ctx.answer, sources, language)
     return list(missing), list(unreadable), count
 
 

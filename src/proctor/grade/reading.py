@@ -28,6 +28,7 @@ from proctor.grade.claims import (
     negates,
     normalise,
     read_english,
+    token_words,
     tokenize,
 )
 from proctor.grade.lexicon import phrases, primary, words
@@ -47,8 +48,6 @@ _NEGATIVE_TERM = re.compile(
 )
 
 _READERS = {"en": read_english, "es": read_spanish}
-#: A word as the claim reader tokenizes it (grade.claims._TOKEN), in lower case.
-_WORD = re.compile(r"[a-z0-9]+(?:[-_/.:'][a-z0-9]+)*|'[a-z]+")
 #: Readings remembered: a pure function of its text, and the trials of a task (a regrade
 #: grades them one after another) mostly give the same answer. Few: a key is a whole
 #: answer, and answers can be hundreds of kilobytes.
@@ -152,11 +151,10 @@ def _under_negation(text: str, at: int, language: str | None) -> bool:
     here = len(tokens)
     tokens = tokens + _STAND_IN
     start = clause_start(tokens, here) if base == "en" else _clause_from(tokens, here)
+    negative = _clause_negatives(base)
     if base == "en":
-        negative = words("en", "nothing") | words("en", "clause_negatives")
         return any(negates(tokens, k) or tokens[k].low in negative for k in range(start, here))
-    lexicon = words("es", "negators") | words("es", "negative_words")
-    return any(tokens[k].low in lexicon for k in range(start, here))
+    return any(tokens[k].low in negative for k in range(start, here))
 
 
 #: The occurrence's stand-in after the words before it (_under_negation).
@@ -164,11 +162,19 @@ _STAND_IN = tokenize("x")
 
 
 @cache
-def _negatives(base: str) -> frozenset[str]:
-    """The words that negate an occurrence after them in its clause (_under_negation)."""
+def _clause_negatives(base: str) -> frozenset[str]:
+    """The negative words that negate an occurrence after them in its clause, besides
+    English's negators (`negates` reads those in context)."""
     if base == "en":
-        return NEGATOR | {NOT, NO} | words("en", "nothing") | words("en", "clause_negatives")
+        return words("en", "nothing") | words("en", "clause_negatives")
     return words("es", "negators") | words("es", "negative_words")
+
+
+@cache
+def _negatives(base: str) -> frozenset[str]:
+    """Every word that may negate an occurrence after it in its clause (_under_negation)."""
+    found = _clause_negatives(base)
+    return NEGATOR | {NOT, NO} | found if base == "en" else found
 
 
 def _may_negate(before: str, base: str) -> bool:
@@ -177,7 +183,7 @@ def _may_negate(before: str, base: str) -> bool:
     no apostrophe, no dash and no `cannot`): a test cheaper than reading its clause."""
     if not before.isascii() or normalise(before) != before:
         return True
-    return not _negatives(base).isdisjoint(_WORD.findall(before.lower()))
+    return not _negatives(base).isdisjoint(token_words(before))
 
 
 def _clause_from(tokens: list[Token], here: int) -> int:

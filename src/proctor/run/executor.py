@@ -142,8 +142,9 @@ async def drive_lanes(
     try:
         done, _ = await asyncio.wait(drivers, return_when=asyncio.FIRST_EXCEPTION)
         for driver in done:
-            if driver.exception() is not None:
-                raise driver.exception()  # type: ignore[misc]
+            error = driver.exception()
+            if error is not None:
+                raise error
     finally:
         for driver in drivers:
             driver.cancel()

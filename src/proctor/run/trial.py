@@ -371,8 +371,7 @@ def decide(result: TrialResult, findings: Findings) -> None:
         status = "needs_review"
     result.status = findings.status or status
     result.error = findings.error
-    if findings.secrets:
-        hide_task_secrets(result, findings.secrets)
+    hide_task_secrets(result, findings.secrets)
 
 
 def judge(
