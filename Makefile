@@ -51,6 +51,7 @@ readme-figures: $(DEV)
 # min/median and load printed; a peer not installed keeps its block.
 bench-figures: $(DEV)
 	$(BIN)/python benchmarks/peers.py --json benchmarks/peers.json
+	$(BIN)/python benchmarks/limits.py --json benchmarks/limits.json
 	$(BIN)/python examples/figures.py
 
 # One pytest worker per core, each taking whole test files: the tests that share

@@ -7,7 +7,7 @@ do. Two workloads go through proctor's scheduler (proctor.agents.scheduler):
 - judges: `--judgments` distinct judgments at once through a ChatJudge (64 in flight at
   most: on a busy machine a judge request takes the better part of a second, and 16 in
   flight would cap the rate below the quota);
-- agents: a run of `--trials` ChatAgent trials (the support example's `missing-order`
+- agents: a run of `--trials` ChatAgent trials (the support example's `handle-missing-order`
   task, answered by the endpoint in one completion) at concurrency 16.
 
 Each runs twice: with the quota configured (`rpm=`, what a user who knows their quota
@@ -84,9 +84,9 @@ def judges(rate: float, n: int, rpm: float | None) -> dict[str, Any]:
 
 
 def agents(rate: float, trials: int, rpm: float | None) -> dict[str, Any]:
-    from proctor.env.suite import load_suite
+    from proctor import load_tasks
 
-    suite = load_suite(REPO / "examples" / "support").select(ids=["missing-order"])
+    suite = load_tasks(REPO / "examples" / "support", ids=["handle-missing-order"])
     with QuotaChatServer(rate, answer) as server:
         agent = ChatAgent("gpt-4o-mini", base_url=server.url, api_key="k", rpm=rpm)
         started = time.perf_counter()

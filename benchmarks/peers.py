@@ -199,13 +199,26 @@ def spread(values: list[float]) -> dict[str, float]:
 
 
 def stamp(load: list[float], repeat: int) -> dict[str, Any]:
+    """When and where figures were measured: date, repetitions, load, cores, Python, commit."""
     return {
         "date": datetime.date.today().isoformat(),
         "repeat": repeat,
         "load": [round(min(load), 1), round(max(load), 1)],
         "cores": os.cpu_count(),
         "python": sys.version.split()[0],
+        "commit": commit(),
     }
+
+
+def commit() -> str | None:
+    """The commit measured, "+" when the code (src/, benchmarks/) differs from it; None
+    outside a git checkout."""
+    git = ["git", "-C", str(HERE.parent)]
+    head = subprocess.run([*git, "rev-parse", "--short", "HEAD"], capture_output=True, text=True)
+    if head.returncode != 0:
+        return None
+    changed = _run([*git, "status", "--porcelain", "--", "src", "benchmarks/*.py"]).strip()
+    return head.stdout.strip() + ("+" if changed else "")
 
 
 def inspect_entry(python: str, repeat: int) -> dict[str, Any]:
@@ -415,9 +428,10 @@ def _ratio(found: dict[str, float]) -> str:
 
 
 def _conditions(e: dict[str, Any]) -> str:
+    commit = f", commit {e['commit']}" if e.get("commit") else ""
     return (
         f"{e['repeat']} repetitions interleaved, load average {e['load'][0]}–{e['load'][1]} "
-        f"on {e['cores']} cores, Python {e['python']} (`make bench-figures`)"
+        f"on {e['cores']} cores, Python {e['python']}{commit} (`make bench-figures`)"
     )
 
 

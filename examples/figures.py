@@ -13,7 +13,10 @@ benchmarks/intervals.py last wrote (benchmarks/intervals.json; `make readme-figu
 first), since the simulation takes a minute; the figures against peers (Inspect AI,
 AgentDojo) and proctor's own (overhead, regrade, validate, start-up, memory) come from what
 benchmarks/peers.py last wrote (benchmarks/peers.json; `make bench-figures` runs it first:
-each side interleaved, ratios of one run, min and median with the load).
+each side interleaved, ratios of one run, min and median with the load), and proctor's
+limits and long runs (concurrency, hostile agents and files, the store at a million trials,
+the review desk, reading, the report's size, the whole AgentDojo benchmark) from what
+benchmarks/limits.py last wrote (benchmarks/limits.json, the same command).
 
 tests/test_readme_figures.py runs the check, so a change that moves a figure fails until
 the READMEs are regenerated. The simulated-user block of README "Local models" comes from
@@ -359,6 +362,7 @@ def mutation(name: str, agent: str, *trials: str) -> Callable[[Lab], str]:
     return write
 
 
+sys.path.insert(0, str(ROOT / "benchmarks"))  # limits.py reads peers.py's helpers
 PEERS = runpy.run_path(str(ROOT / "benchmarks" / "peers.py"))
 #: What `make bench-figures` has benchmarks/peers.py write first (a few minutes).
 PEERS_JSON = ROOT / "benchmarks" / "peers.json"
@@ -374,6 +378,16 @@ def peers(block: str, peer: str, install: str) -> Callable[[Lab], str]:
         return str(PEERS[block](entries))
 
     return write
+
+
+LIMITS = runpy.run_path(str(ROOT / "benchmarks" / "limits.py"))
+#: What `make bench-figures` has benchmarks/limits.py write (several minutes).
+LIMITS_JSON = ROOT / "benchmarks" / "limits.json"
+
+
+def limits(write: Callable[[dict[str, Any]], str]) -> Callable[[Lab], str]:
+    """A block of benchmarks/limits.py, from the figures it last wrote."""
+    return lambda _: write(json.loads(LIMITS_JSON.read_text()) if LIMITS_JSON.exists() else {})
 
 
 SIMUSERS = runpy.run_path(str(ROOT / "benchmarks" / "real_model" / "simusers.py"))
@@ -419,6 +433,9 @@ BLOCKS: dict[str, tuple[Path, Callable[[Lab], str]]] = {
     "bench-inspect": (ROOT / "benchmarks" / "README.md", peers("inspect_block", *INSPECT)),
     "bench-agentdojo": (ROOT / "benchmarks" / "README.md", peers("agentdojo_block", *AGENTDOJO)),
     "agentdojo-speed": (ROOT / "README.md", peers("agentdojo_block", *AGENTDOJO)),
+    "bench-limits": (ROOT / "benchmarks" / "README.md", limits(LIMITS["limits_block"])),
+    "review-desk-scale": (ROOT / "README.md", limits(LIMITS["limit_sentence"]("review"))),
+    "report-size": (ROOT / "README.md", limits(LIMITS["limit_sentence"]("report"))),
     "real-model-user": (ROOT / "README.md", real_model_user),
 }
 

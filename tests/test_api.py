@@ -82,6 +82,9 @@ def test_load_tasks_filters(clinical: tuple[proctor.RunResult, proctor.RunResult
     assert all("read_only" in row.tags for row in baseline.summary.per_task)
     with pytest.raises(proctor.InputError, match="no task matches the filters"):
         proctor.load_tasks(EXAMPLES / "clinical", tags=["no-such-tag"])
+    known = every.tasks[0].id
+    with pytest.raises(proctor.InputError, match="no task 'no-such-task' in the suite"):
+        proctor.load_tasks(EXAMPLES / "clinical", ids=[known, "no-such-task"])
 
 
 def test_gate_and_compare_on_results(

@@ -91,7 +91,8 @@ def load_tasks(
 ) -> Suite:
     """The tasks under `paths`, validated and bound to their domains, then only those with
     any of `tags`, in `suite`, in `split`, among `ids` (each filter when given). Raises
-    SpecError (every problem, `file:line`) and InputError (no task matches)."""
+    SpecError (every problem, `file:line`) and InputError (no task matches, or an id is
+    not in the suite)."""
     from proctor.env.suite import load_suite
 
     loaded = load_suite(paths if isinstance(paths, str | Path) else list(paths))
@@ -108,6 +109,9 @@ def _selected(
 ) -> tuple[Suite, dict[str, Any]]:
     """The selected tasks and the filters as the manifest records them."""
     filters = {"tags": list(tags), "suite": suite, "split": split, "ids": list(ids)}
+    unknown = sorted(set(ids) - {t.id for t in loaded.tasks})
+    if unknown:  # a misspelt id would otherwise shrink the run without a word
+        raise InputError(f"no task {', '.join(map(repr, unknown))} in the suite")
     selected = loaded.select(tags=tags, suite=suite, split=split, ids=ids)
     if not selected.tasks:
         raise InputError(f"no task matches the filters {json.dumps(filters)}")
