@@ -13,6 +13,7 @@ import os
 import shutil
 import sqlite3
 import subprocess
+import threading
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -188,6 +189,32 @@ def test_the_store_api_raises_store_errors_not_sqlite_ones(
         assert len(list(store.trial_results(first))) == 24
         with pytest.raises(StoreDamaged, match=f"run {second} is unreadable"):
             list(store.trial_results(second))
+
+
+def test_the_desk_checks_a_store_once_not_on_every_new_thread(
+    healthy: tuple[Path, str, str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The check reads the whole file: a desk page served by a fresh pool thread must not
+    pay it again; a damaged store is still refused by the desk's first connection."""
+    from proctor.store import desk, sqlite
+
+    checked: list[Path] = []
+    real = sqlite.check_pages
+    monkeypatch.setattr(
+        sqlite, "check_pages", lambda db, path: checked.append(path) or real(db, path)
+    )
+    connections = desk.Connections(copy_of(healthy, tmp_path))
+    threads = [threading.Thread(target=connections.get) for _ in range(3)]
+    for thread in threads:
+        thread.start()
+        thread.join()
+    connections.get()
+    assert len(checked) == 1
+    (tmp_path / "damaged").mkdir()
+    damaged = copy_of(healthy, tmp_path / "damaged")
+    garbage_in_the_middle(damaged)
+    with pytest.raises(StoreDamaged, match="failed its integrity check"):
+        desk.Connections(damaged).get()
 
 
 # -- a read-only store -------------------------------------------------------------------------

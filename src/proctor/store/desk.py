@@ -198,16 +198,21 @@ def pair_seed(db: sqlite3.Connection) -> int:
 
 class Connections:
     """One store connection per thread (web requests run on a thread pool): a connection
-    is never shared, so one thread's transaction cannot swallow another's writes."""
+    is never shared, so one thread's transaction cannot swallow another's writes. The
+    file's pages are checked by the first connection only: the check reads the whole
+    file, and threads come and go with the pool (a page served by a new thread would
+    otherwise cost a read of the store)."""
 
     def __init__(self, path: str | Path) -> None:
         self.path = Path(path)
         self._local = threading.local()
+        self._checked = False
 
     def get(self) -> Store:
         store: Store | None = getattr(self._local, "store", None)
         if store is None:
-            store = self._local.store = Store(self.path)
+            store = self._local.store = Store(self.path, pages_checked=self._checked)
+            self._checked = True
             store._db.execute(f"PRAGMA busy_timeout={BUSY_TIMEOUT_MS}")
         return store
 

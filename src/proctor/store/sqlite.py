@@ -315,13 +315,16 @@ class Store:
         readonly: bool = False,
         busy_s: float | None = None,
         on_wait: Callable[[str], None] | None = None,
+        pages_checked: bool = False,
     ) -> None:
         """`redactor`: applied to every trial before it is written (proctor.interop.redact).
 
         `readonly`: for commands that only read (nothing is created or migrated; a
         read-only file will do). `busy_s`: how long a write waits for another process's
-        lock; `on_wait` is told once per wait. Raises StoreError (one line) for a store
-        that is damaged, foreign, newer than this proctor, or cannot be opened.
+        lock; `on_wait` is told once per wait. `pages_checked`: this process opened the
+        file for writing before (its pages were checked then), so a further connection
+        skips the check, which reads the whole file. Raises StoreError (one line) for a
+        store that is damaged, foreign, newer than this proctor, or cannot be opened.
         """
         self.path = Path(path)
         self.redactor = redactor
@@ -354,7 +357,7 @@ class Store:
         try:
             version = schema_version(self._db, self.path, SCHEMA_VERSION)
             if not readonly:
-                if version:
+                if version and not pages_checked:
                     check_pages(self._db, self.path)
                 # Only now, checked, may it be changed: WAL journalling, then the schema.
                 self._writing("opening it", partial(self._db.execute, "PRAGMA journal_mode=WAL"))
