@@ -434,6 +434,7 @@ BLOCKS: dict[str, tuple[Path, Callable[[Lab], str]]] = {
     "bench-agentdojo": (ROOT / "benchmarks" / "README.md", peers("agentdojo_block", *AGENTDOJO)),
     "agentdojo-speed": (ROOT / "README.md", peers("agentdojo_block", *AGENTDOJO)),
     "bench-limits": (ROOT / "benchmarks" / "README.md", limits(LIMITS["limits_block"])),
+    "hostile-agents": (ROOT / "README.md", limits(LIMITS["limit_sentence"]("hostile"))),
     "review-desk-scale": (ROOT / "README.md", limits(LIMITS["limit_sentence"]("review"))),
     "report-size": (ROOT / "README.md", limits(LIMITS["limit_sentence"]("report"))),
     "real-model-user": (ROOT / "README.md", real_model_user),
