@@ -46,9 +46,11 @@ readme-figures: $(DEV)
 	$(BIN)/python benchmarks/intervals.py --runs 2000 --json benchmarks/intervals.json > /dev/null
 	$(BIN)/python examples/figures.py
 
-# Benchmark figures: proctor's own (overhead, regrade, validate, start-up, memory) and against
-# peers (Inspect AI, AgentDojo), interleaved in one process tree, ratios of the same run,
-# min/median and load printed; a peer not installed keeps its block.
+# Benchmark figures, every one in benchmarks/README.md and the README: proctor's own
+# (overhead, regrade, validate, start-up, memory) and against peers (Inspect AI, AgentDojo),
+# interleaved in one process tree, ratios of the same run; then the limits and long runs
+# (benchmarks/limits.py, ~15 minutes on 2 cores). Min/median, load and commit printed; a
+# peer or limit that cannot run here keeps its block.
 bench-figures: $(DEV)
 	$(BIN)/python benchmarks/peers.py --json benchmarks/peers.json
 	$(BIN)/python benchmarks/limits.py --json benchmarks/limits.json
