@@ -26,7 +26,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from peers import HERE, has, interleave, spread, stamp
+from peers import HERE, commit, has, interleave, spread, stamp
 
 #: One repetition of an entry: its figures by name.
 Figures = dict[str, float]
@@ -413,6 +413,7 @@ def main() -> None:
     parser.add_argument("--only", help="a comma-separated list of: " + ", ".join(LIMITS))
     parser.add_argument("--json", type=Path, help="update this file's entries")
     args = parser.parse_args()
+    commit()
     names = args.only.split(",") if args.only else list(LIMITS)
     unknown = sorted(set(names) - set(LIMITS))
     if unknown:

@@ -41,6 +41,7 @@ import subprocess
 import sys
 import time
 from collections.abc import Callable
+from functools import cache
 from pathlib import Path
 from typing import Any
 
@@ -210,9 +211,11 @@ def stamp(load: list[float], repeat: int) -> dict[str, Any]:
     }
 
 
+@cache
 def commit() -> str | None:
     """The commit measured, "+" when the code (src/, benchmarks/) differs from it; None
-    outside a git checkout."""
+    outside a git checkout. Remembered from its first call, which `main` makes before
+    measuring: a commit made while the benchmarks run is not what they measured."""
     git = ["git", "-C", str(HERE.parent)]
     head = subprocess.run([*git, "rev-parse", "--short", "HEAD"], capture_output=True, text=True)
     if head.returncode != 0:
@@ -277,6 +280,7 @@ def main() -> None:
     parser.add_argument("--inspect-python", help="an interpreter with inspect-ai installed")
     parser.add_argument("--only", choices=["proctor", "peers"], help="one half of the figures")
     args = parser.parse_args()
+    commit()
     old = json.loads(args.json.read_text()) if args.json and args.json.exists() else {}
     entries = dict(old)
     if args.only != "peers":
