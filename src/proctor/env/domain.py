@@ -286,8 +286,8 @@ class Domain:
         if type(self).initial_state is Domain.initial_state:
             kept = _kept_start(self, task)
             if kept is not None:
-                data, digest = kept
-                return marshal.loads(data), digest
+                data, settled = kept
+                return marshal.loads(data), settled
         return self.initial_state(task), None
 
     def starting_point(self, task: Task) -> Any:
@@ -323,8 +323,9 @@ class Domain:
 
 @per_object
 def _kept_start(domain: Domain, task: Task) -> tuple[bytes, bytes] | None:
-    """`domain.initial_state(task)` as bytes to copy from, made at the task's first trial:
-    an agent that reaches the domain after that cannot change what its trials start from."""
+    """`domain.initial_state(task)` as bytes to copy from and its fingerprint
+    (jsonvalues.frozen), made at the task's first trial: an agent that reaches the domain
+    after that cannot change what its trials start from."""
     return frozen(domain.initial_state(task))
 
 
