@@ -13,6 +13,7 @@ so far is kept.
 from __future__ import annotations
 
 import hashlib
+import marshal
 import time
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, replace
@@ -20,6 +21,7 @@ from typing import Any
 
 from proctor.agents.agent import AgentInput, AgentResult, InfrastructureError, task_agent_settings
 from proctor.core.jsonvalues import copy_json
+from proctor.core.memo import per_object
 from proctor.core.outcome import Outcome
 from proctor.core.results import (
     GRADER_CHECK,
@@ -139,16 +141,27 @@ def set_up(spec: TrialSpec) -> tuple[Environment, AgentInput]:
     responder = user.responder(task, spec.trial, tuple(spec.domain.tools)) if user else None
     env = Environment.fresh(task, spec.domain, spec.seed, spec.faults, responder)
     env.recorder.emit("message", {"role": "user", "content": task.prompt})  # what the agent saw
+    identity, settings = marshal.loads(_kept_given(task))
     agent_input = AgentInput(
         task_id=task.id,
         prompt=task.prompt,
-        identity=task.identity.model_dump(),
+        identity=identity,
         tools=env.gateway.schemas(),
         seed=spec.seed,
         trial=spec.trial,
-        settings=copy_json(task_agent_settings(task.metadata)),  # deep: nested values too
+        settings=settings,
     )
     return env, agent_input
+
+
+@per_object
+def _kept_given(task: Task) -> bytes:
+    """What a trial's agent is given of `task` besides ids, tools and seed (its identity
+    and its settings, JSON: copy_json writes what is not as text) as bytes each trial
+    loads its own deep copy from, made at the task's first trial: one call a trial, not
+    a model dump and a copy."""
+    given = task.identity.model_dump(), copy_json(task_agent_settings(task.metadata))
+    return marshal.dumps(given, 4)
 
 
 def wrap_up(spec: TrialSpec, env: Environment, turn: Turn, timeout_s: float | None) -> PlayedTrial:
