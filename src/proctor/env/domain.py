@@ -103,8 +103,10 @@ class Tool:
         """Validated, defaults-filled arguments; raises pydantic's ValidationError."""
         if not isinstance(args, dict):
             raise TypeError(f"arguments must be an object, got {type(args).__name__}")
-        model = self.args_model.model_validate(args)
-        # `model_dump` is most of a call's validation; a flat model's fields are its dump
+        # the model's own validator, as `model_validate` calls it (without its checks of
+        # options this call does not pass); `model_dump` is most of a call's validation,
+        # and a flat model's fields are its dump
+        model = self.args_model.__pydantic_validator__.validate_python(args)
         return dict(model.__dict__) if self.flat else model.model_dump()
 
     def schema(self) -> dict[str, Any]:

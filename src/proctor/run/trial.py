@@ -14,9 +14,12 @@ from __future__ import annotations
 
 import hashlib
 import marshal
+import math
 import time
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field, replace
+from functools import reduce
+from operator import add
 from typing import Any
 
 from proctor.agents.agent import AgentInput, AgentResult, InfrastructureError, task_agent_settings
@@ -111,20 +114,30 @@ def usage_of(events: Iterable[TraceEvent]) -> Usage:
     reported; a figure no call reported is not measured, and so are all of them when
     there is no call (an agent that records none, a session without model spans).
     ValueError for a figure that is not a count or an amount (Usage.checked)."""
-    sums: dict[str, Any] = dict.fromkeys(_SUMMED)
-    calls = 0
-    for e in events:
-        if e.kind == "model_call":
-            calls += 1
-            for name, check in _SUMMED.items():
-                value = e.data.get(name)
-                if value is not None:
-                    value, total = check(value, name), sums[name]  # no offsetting negatives
-                    sums[name] = value if total is None else total + value
-    return Usage(**sums, model_calls=calls) if calls else Usage()
+    records = [e.data for e in events if e.kind == "model_call"]
+    if not records:
+        return Usage()
+    tokens_in, tokens_out, cost = (_summed(records, name, check) for name, check in _SUMMED.items())
+    return Usage(tokens_in, tokens_out, cost, len(records))
+
+
+def _summed(records: list[dict[str, Any]], name: str, check: Callable[[Any, str], Any]) -> Any:
+    """The sum of the records' `name` figures, each checked (no offsetting negatives);
+    None where no record reported one. Figures of the usual types, in range, are added
+    as they are (one pass in C); any other is checked one by one, as `check` converts."""
+    values = [value for record in records if (value := record.get(name)) is not None]
+    if not values:
+        return None
+    usual = set(map(type, values)) <= _USUAL[name] and min(values) >= 0
+    if not (usual and (check is counted or all(map(math.isfinite, values)))):
+        values = [check(value, name) for value in values]
+    return reduce(add, values)
 
 
 _SUMMED = {"input_tokens": counted, "output_tokens": counted, "cost_usd": amount}
+#: The types a figure is added as it is: a count's int; an amount's float (an int amount
+#: is converted, as `amount` converts it, so that sums are made in floats).
+_USUAL: dict[str, set[type]] = {"input_tokens": {int}, "output_tokens": {int}, "cost_usd": {float}}
 
 
 async def play_trial(spec: TrialSpec, agent: Any, timeout_s: float | None) -> PlayedTrial:
