@@ -55,6 +55,10 @@ def _plain(value: Any, depth: int) -> Any:
         for key, item in value.items():
             if type(key) is not str:
                 raise _Bad([], f"key {shown(key)} is not a string")
+            leaf = type(item)
+            if leaf is str or leaf is int or leaf is bool or item is None:  # no call for these
+                out[key] = item
+                continue
             try:
                 out[key] = _plain(item, depth + 1)
             except _Bad as bad:
