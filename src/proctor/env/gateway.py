@@ -114,6 +114,8 @@ class ToolGateway:
 
     def schemas(self) -> list[dict[str, Any]]:
         """The tools offered, as an agent sees them: a fresh copy each call."""
+        if self._offered is None:
+            return tool_schemas(self.domain, self.visible)
         return marshal.loads(self._offered)
 
     def call(self, name: str, args: Any, *, owned: bool = False) -> ToolResult:
@@ -303,12 +305,20 @@ class ToolGateway:
         )
 
 
+def tool_schemas(domain: Domain, visible: frozenset[str]) -> list[dict[str, Any]]:
+    """The schemas of `domain`'s tools named in `visible`, in the domain's order."""
+    return [t.schema() for name, t in domain.tools.items() if name in visible]
+
+
 @per_object
-def _offered(domain: Domain, task: Task) -> tuple[frozenset[str], bytes]:
-    """The tools `task`'s trials are offered, and their schemas (JSON: `Tool.schema`) as
-    bytes each trial loads its own copy from, made at the task's first trial: one call a
-    trial, not a dict and a copy of the parameters per tool. Format 4: a key repeated in
-    the schemas is made once a copy, not once per place."""
+def _offered(domain: Domain, task: Task) -> tuple[frozenset[str], bytes | None]:
+    """The tools `task`'s trials are offered, and their schemas as bytes each trial loads
+    its own copy from, made at the task's first trial: one call a trial, not a dict and a
+    copy of the parameters per tool. Format 4: a key repeated in the schemas is made once
+    a copy, not once per place. None where marshal cannot write them (a tool named by a
+    subclass of str, such as an enum member)."""
     visible = frozenset(domain.tools if task.tools is None else task.tools)
-    schemas = [t.schema() for name, t in domain.tools.items() if name in visible]
-    return visible, marshal.dumps(schemas, 4)
+    try:
+        return visible, marshal.dumps(tool_schemas(domain, visible), 4)
+    except ValueError:
+        return visible, None

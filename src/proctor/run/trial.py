@@ -154,7 +154,8 @@ def set_up(spec: TrialSpec) -> tuple[Environment, AgentInput]:
     responder = user.responder(task, spec.trial, tuple(spec.domain.tools)) if user else None
     env = Environment.fresh(task, spec.domain, spec.seed, spec.faults, responder)
     env.recorder.emit("message", {"role": "user", "content": task.prompt})  # what the agent saw
-    identity, settings = marshal.loads(_kept_given(task))
+    kept = _kept_given(task)
+    identity, settings = _given(task) if kept is None else marshal.loads(kept)
     agent_input = AgentInput(
         task_id=task.id,
         prompt=task.prompt,
@@ -167,14 +168,21 @@ def set_up(spec: TrialSpec) -> tuple[Environment, AgentInput]:
     return env, agent_input
 
 
+def _given(task: Task) -> tuple[dict[str, Any], dict[str, Any]]:
+    """What a trial's agent is given of `task` besides ids, tools and seed, as fresh deep
+    copies: its identity and its settings."""
+    return task.identity.model_dump(), copy_json(task_agent_settings(task.metadata))
+
+
 @per_object
-def _kept_given(task: Task) -> bytes:
-    """What a trial's agent is given of `task` besides ids, tools and seed (its identity
-    and its settings, JSON: copy_json writes what is not as text) as bytes each trial
-    loads its own deep copy from, made at the task's first trial: one call a trial, not
-    a model dump and a copy."""
-    given = task.identity.model_dump(), copy_json(task_agent_settings(task.metadata))
-    return marshal.dumps(given, 4)
+def _kept_given(task: Task) -> bytes | None:
+    """`_given` as bytes each trial loads its own copy from, made at the task's first
+    trial: one call a trial, not a model dump and a copy. None where marshal cannot
+    write it (a subclass of str, such as an enum member, among the settings)."""
+    try:
+        return marshal.dumps(_given(task), 4)
+    except ValueError:
+        return None
 
 
 def wrap_up(spec: TrialSpec, env: Environment, turn: Turn, timeout_s: float | None) -> PlayedTrial:
