@@ -48,7 +48,7 @@ FORGED_COST = 50.0
 
 def _gateway(toolbox: Any) -> ToolGateway:
     """What a determined agent does: read proctor's private table of environments."""
-    return _WORLDS[toolbox].gateway
+    return _WORLDS[id(toolbox)][0].gateway
 
 
 def _recursive() -> dict[str, Any]:

@@ -15,6 +15,7 @@ from proctor.env import Environment, EnvironmentFault
 from proctor.env.domain import ToolContext
 from proctor.env.domain_finder import resolve_domain
 from proctor.env.gateway import GatewayClosed
+from proctor.env.toolbox import _WORLDS
 
 MINI = Path(__file__).parent / "fixtures" / "mini"
 DOMAIN = resolve_domain("mini", MINI / "domain.py")
@@ -431,3 +432,18 @@ def test_tools_and_faults_draw_from_the_trials_seeded_rngs() -> None:
     assert rolls == [tools.random() for _ in range(3)]
     assert peeks == [faults.random() >= 0.5 for _ in range(12)]
     assert True in peeks and False in peeks  # the case where a constant would pass
+
+
+def test_a_toolbox_that_goes_takes_its_world_with_it() -> None:
+    """The toolbox's private table holds each world only while its toolbox lives: a long
+    run must not keep every trial's state, and a new toolbox at the same address must
+    reach its own world, not a dead one's."""
+    first, second = make_env(), make_env()
+    toolbox = SyncToolbox(first)
+    key = id(toolbox)
+    assert _WORLDS[key][0] is first
+    del toolbox
+    assert key not in _WORLDS
+    others = [SyncToolbox(second) for _ in range(50)]  # some may reuse the address
+    assert all(_WORLDS[id(t)][0] is second for t in others)
+    assert others[0].call("items.get", {"item_id": "a"}).ok

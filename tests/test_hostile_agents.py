@@ -503,7 +503,7 @@ def test_the_toolbox_has_no_attribute_leading_to_the_environment() -> None:
 def gateway_behind(toolbox: Any) -> ToolGateway:
     """What a determined agent does: read proctor's private table of environments (or
     search `gc.get_objects()`, slower): a path no toolbox attribute offers."""
-    return _WORLDS[toolbox].gateway
+    return _WORLDS[id(toolbox)][0].gateway
 
 
 def test_a_forged_ledger_entry_fails_integrity(tmp_path: Path) -> None:
@@ -577,7 +577,7 @@ def test_an_agent_changing_its_trials_domain_cannot_change_where_the_next_trial_
     seen: dict[int, list[str]] = {}
 
     async def vandal(input: Any, toolbox: Any) -> str:
-        gateway = _WORLDS[toolbox].gateway
+        gateway = _WORLDS[id(toolbox)][0].gateway
         seen[input.trial] = sorted(gateway.state)
         gateway.domain.base_state["vandalised"] = {"by": f"trial {input.trial}"}
         return await read_a(toolbox)

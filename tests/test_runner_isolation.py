@@ -9,6 +9,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import copy
+import enum
 import threading
 from pathlib import Path
 from typing import Any
@@ -18,6 +19,7 @@ import pytest
 from proctor import (
     AgentInput,
     AgentResult,
+    Domain,
     InfrastructureError,
     Misbehaviour,
     Plan,
@@ -26,9 +28,11 @@ from proctor import (
     Step,
     Store,
     SyncToolbox,
+    Task,
     Toolbox,
     load_suite,
 )
+from proctor.env import Environment
 from proctor.run import TrialSpec, run_trial, trial_seed
 
 MINI = Path(__file__).parent / "fixtures" / "mini"
@@ -156,6 +160,51 @@ def test_what_an_agent_is_given_is_its_own_copy_to_the_last_nested_setting() -> 
     assert seen[0]["settings"] == {"system": "be brief", "limits": {"steps": [3, 5]}}
     assert task.metadata["agent"]["limits"]["steps"] == [3, 5]
     assert task.identity.scopes == ["items:read"]
+
+
+class Mode(enum.StrEnum):
+    """A setting's value marshal cannot write (a subclass of str)."""
+
+    FAST = "fast"
+
+
+def test_settings_marshal_cannot_write_are_still_each_trials_own_copy() -> None:
+    """The bytes a task's givens load from cannot hold an enum member: those trials get
+    copies made for them, as isolated as the others."""
+    member = READ.tasks[0]
+    task = member.task.model_copy(
+        update={"metadata": {"agent": {"mode": Mode.FAST, "limits": {"steps": [3]}}}}
+    )
+    seen: list[dict[str, Any]] = []
+
+    def vandal(input: AgentInput, toolbox: SyncToolbox) -> str:
+        seen.append(copy.deepcopy(input.settings))
+        input.settings["limits"]["steps"].append(99)
+        input.settings["mode"] = "leak"
+        return read_a_sync(toolbox)
+
+    for trial in range(2):
+        spec = TrialSpec("isolation", task, member.domain, trial, seed=trial)
+        record = asyncio.run(run_trial(spec, vandal, 5.0))
+        assert record.result.status == "passed"
+    assert seen[0] == seen[1] == {"mode": Mode.FAST, "limits": {"steps": [3]}}
+    assert task.metadata["agent"] == {"mode": Mode.FAST, "limits": {"steps": [3]}}
+
+
+def test_tools_named_by_an_enum_member_are_offered_as_fresh_copies() -> None:
+    """A tool whose name marshal cannot write is offered from schemas made per trial."""
+    domain = Domain("enum-tools")
+
+    @domain.tool(Mode.FAST)
+    def fast(state: dict[str, Any], n: int) -> int:
+        """Echo."""
+        return n
+
+    task = Task.model_validate({"id": "t", "domain": "enum-tools", "prompt": "p"})
+    first = Environment.fresh(task, domain, seed=1).gateway.schemas()
+    first[0]["parameters"]["properties"].clear()
+    again = Environment.fresh(task, domain, seed=1).gateway.schemas()
+    assert again[0]["name"] == "fast" and "n" in again[0]["parameters"]["properties"]
 
 
 # -- who broke: agent crash, infrastructure, environment ---------------------------------------

@@ -149,10 +149,11 @@ def test_a_copy_loaded_from_frozen_bytes_is_equal_and_has_their_fingerprint(stat
     equal the state and carry the fingerprint the gateway compares later writes against."""
     kept = frozen(state)
     assert kept is not None
-    data, digest = kept
+    data, settled = kept
     first, second = marshal.loads(data), marshal.loads(data)
     assert first == state and type(first) is dict and first is not second
-    assert fingerprint(first) == digest == fingerprint(state)
+    assert fingerprint(first) == settled == fingerprint(state)
+    assert typed(first) == typed(state)  # `true` stays `true`, not `1`
 
 
 def test_a_type_only_change_in_a_collection_written_in_place_is_a_change() -> None:

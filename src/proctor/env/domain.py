@@ -103,8 +103,10 @@ class Tool:
         """Validated, defaults-filled arguments; raises pydantic's ValidationError."""
         if not isinstance(args, dict):
             raise TypeError(f"arguments must be an object, got {type(args).__name__}")
-        model = self.args_model.model_validate(args)
-        # `model_dump` is most of a call's validation; a flat model's fields are its dump
+        # the model's own validator, as `model_validate` calls it (without its checks of
+        # options this call does not pass); `model_dump` is most of a call's validation,
+        # and a flat model's fields are its dump
+        model = self.args_model.__pydantic_validator__.validate_python(args)
         return dict(model.__dict__) if self.flat else model.model_dump()
 
     def schema(self) -> dict[str, Any]:
@@ -286,8 +288,8 @@ class Domain:
         if type(self).initial_state is Domain.initial_state:
             kept = _kept_start(self, task)
             if kept is not None:
-                data, digest = kept
-                return marshal.loads(data), digest
+                data, settled = kept
+                return marshal.loads(data), settled
         return self.initial_state(task), None
 
     def starting_point(self, task: Task) -> Any:
@@ -323,8 +325,9 @@ class Domain:
 
 @per_object
 def _kept_start(domain: Domain, task: Task) -> tuple[bytes, bytes] | None:
-    """`domain.initial_state(task)` as bytes to copy from, made at the task's first trial:
-    an agent that reaches the domain after that cannot change what its trials start from."""
+    """`domain.initial_state(task)` as bytes to copy from and its fingerprint
+    (jsonvalues.frozen), made at the task's first trial: an agent that reaches the domain
+    after that cannot change what its trials start from."""
     return frozen(domain.initial_state(task))
 
 

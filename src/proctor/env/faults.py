@@ -36,7 +36,11 @@ class FaultPlan:
     def __init__(self, faults: list[Fault], seed: int) -> None:
         self.faults = faults
         self.seed = seed
-        self.calls: Counter[str] = Counter()
+
+    @cached_property
+    def calls(self) -> Counter[str]:
+        """Calls per tool, counted when there are faults to select (most trials have none)."""
+        return Counter()
 
     @cached_property
     def rng(self) -> random.Random:

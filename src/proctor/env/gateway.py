@@ -9,6 +9,7 @@ A call is atomic: a write that raises after changing the state leaves no change 
 
 from __future__ import annotations
 
+import marshal
 import random
 from dataclasses import dataclass
 from functools import cached_property
@@ -16,7 +17,14 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from proctor.core.jsonvalues import Snapshot, canonical, copy_json, copy_twice, fingerprint
+from proctor.core.jsonvalues import (
+    Snapshot,
+    canonical,
+    copy_json,
+    copy_twice,
+    fingerprint,
+)
+from proctor.core.memo import per_object
 from proctor.core.outcome import LedgerEntry
 from proctor.core.trace import Recorder
 from proctor.env.domain import (
@@ -88,7 +96,7 @@ class ToolGateway:
         self.recorder = recorder
         self.seed = seed
         self.ledger: list[LedgerEntry] = []
-        self.visible = set(task.tools) if task.tools is not None else set(domain.tools)
+        self.visible, self._offered = _offered(domain, task)
         self.closed = False
         self.fault: EnvironmentFault | None = None  # kept even if the agent swallows it
         self._calls = 0
@@ -105,7 +113,10 @@ class ToolGateway:
         return random.Random(self.seed)
 
     def schemas(self) -> list[dict[str, Any]]:
-        return [t.schema() for name, t in self.domain.tools.items() if name in self.visible]
+        """The tools offered, as an agent sees them: a fresh copy each call."""
+        if self._offered is None:
+            return tool_schemas(self.domain, self.visible)
+        return marshal.loads(self._offered)
 
     def call(self, name: str, args: Any, *, owned: bool = False) -> ToolResult:
         """`owned`: `args` is a copy no one else holds (the toolbox's), so the trace keeps
@@ -292,3 +303,22 @@ class ToolGateway:
         return ToolResult(
             False, error=message, code=code, call_id=call_id, retry_after_s=retry_after_s
         )
+
+
+def tool_schemas(domain: Domain, visible: frozenset[str]) -> list[dict[str, Any]]:
+    """The schemas of `domain`'s tools named in `visible`, in the domain's order."""
+    return [t.schema() for name, t in domain.tools.items() if name in visible]
+
+
+@per_object
+def _offered(domain: Domain, task: Task) -> tuple[frozenset[str], bytes | None]:
+    """The tools `task`'s trials are offered, and their schemas as bytes each trial loads
+    its own copy from, made at the task's first trial: one call a trial, not a dict and a
+    copy of the parameters per tool. Format 4: a key repeated in the schemas is made once
+    a copy, not once per place. None where marshal cannot write them (a tool named by a
+    subclass of str, such as an enum member)."""
+    visible = frozenset(domain.tools if task.tools is None else task.tools)
+    try:
+        return visible, marshal.dumps(tool_schemas(domain, visible), 4)
+    except ValueError:
+        return visible, None

@@ -15,6 +15,7 @@ read tool that writes is a bug of the domain, and shows here too.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from operator import attrgetter
 
 from proctor.core.jsonvalues import fingerprint
 from proctor.core.results import Check
@@ -23,23 +24,28 @@ from proctor.env.gateway import ToolGateway
 #: The check a failed integrity test adds; regrade keeps it (it reads no trace).
 INTEGRITY_CHECK = "trace_integrity"
 _ANSWERS = ("tool_result", "tool_error", "state_change", "policy_decision", "fault")
+_CALLS = ("tool_proposal", *_ANSWERS)
+_seq = attrgetter("seq")
 
 
 def problems(gateway: ToolGateway) -> list[str]:
     """What does not agree in a closed gateway's record; empty when all does."""
     recorder, found = gateway.recorder, []
     events = recorder.events
-    if [e.seq for e in events] != list(range(1, recorder.emitted + 1)):
+    if list(map(_seq, events)) != list(range(1, recorder.emitted + 1)):
         found.append(f"the trace is not the {recorder.emitted} events recorded, in order")
     proposed: set[object] = set()
     changes = []
     for event in events:
+        kind = event.kind
+        if kind not in _CALLS:  # a model call, a message, a note: no call of a tool
+            continue
         call = event.data.get("call_id") if isinstance(event.data, dict) else None
-        if event.kind == "tool_proposal":
+        if kind == "tool_proposal":
             proposed.add(call)
-        elif event.kind in _ANSWERS and call is not None and call not in proposed:
-            found.append(f"event {event.seq} ({event.kind}) answers a call never proposed")
-        if event.kind == "state_change":
+        elif call is not None and call not in proposed:
+            found.append(f"event {event.seq} ({kind}) answers a call never proposed")
+        if kind == "state_change":
             changes.append((event.seq, event.data.get("tool")))
     ledger = [(entry.seq, entry.tool) for entry in gateway.ledger]
     if ledger != changes:

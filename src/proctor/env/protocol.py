@@ -55,6 +55,10 @@ def _plain(value: Any, depth: int) -> Any:
         for key, item in value.items():
             if type(key) is not str:
                 raise _Bad([], f"key {shown(key)} is not a string")
+            leaf = type(item)
+            if leaf is str or leaf is int or leaf is bool or item is None:  # no call for these
+                out[key] = item
+                continue
             try:
                 out[key] = _plain(item, depth + 1)
             except _Bad as bad:
@@ -93,19 +97,35 @@ def model_call(
     model: Any, input_tokens: Any, output_tokens: Any, cost_usd: Any, latency_s: Any, extra: Any
 ) -> dict[str, Any]:
     """A model-call record as the trace keeps it; an unreported figure stays None."""
-    try:
-        return {
-            "model": text(model, "model"),
-            "input_tokens": None if input_tokens is None else counted(input_tokens, "input_tokens"),
-            "output_tokens": None
-            if output_tokens is None
-            else counted(output_tokens, "output_tokens"),
-            "cost_usd": None if cost_usd is None else amount(cost_usd, "cost_usd"),
-            "latency_s": None if latency_s is None else amount(latency_s, "latency_s"),
-            **plain(extra, "model call"),
-        }
-    except ValueError as exc:
-        raise ProtocolError(f"model call: {exc}") from None
+    name = text(model, "model")
+    usual = (  # counts as ints, amounts as floats, all in range: nothing to convert
+        type(input_tokens) is int
+        and type(output_tokens) is int
+        and type(cost_usd) is float
+        and type(latency_s) is float
+        and input_tokens >= 0
+        and output_tokens >= 0
+        and 0.0 <= cost_usd < math.inf  # not NaN, not infinite
+        and 0.0 <= latency_s < math.inf
+    )
+    if not usual:
+        try:
+            input_tokens = None if input_tokens is None else counted(input_tokens, "input_tokens")
+            output_tokens = (
+                None if output_tokens is None else counted(output_tokens, "output_tokens")
+            )
+            cost_usd = None if cost_usd is None else amount(cost_usd, "cost_usd")
+            latency_s = None if latency_s is None else amount(latency_s, "latency_s")
+        except ValueError as exc:
+            raise ProtocolError(f"model call: {exc}") from None
+    return {
+        "model": name,
+        "input_tokens": input_tokens,
+        "output_tokens": output_tokens,
+        "cost_usd": cost_usd,
+        "latency_s": latency_s,
+        **plain(extra, "model call"),
+    }
 
 
 def usage(value: Any) -> Usage:

@@ -14,8 +14,9 @@ from __future__ import annotations
 
 import asyncio
 import math
+from functools import partial
 from typing import Any
-from weakref import WeakKeyDictionary
+from weakref import WeakKeyDictionary, ref
 
 from proctor.core.daemon_threads import DaemonThreads
 from proctor.core.trace import STOPPED_KEY
@@ -23,7 +24,16 @@ from proctor.env import protocol
 from proctor.env.environment import Environment
 from proctor.env.gateway import ToolResult
 
-_WORLDS: WeakKeyDictionary[ToolboxBase, Environment] = WeakKeyDictionary()
+#: Each live toolbox's environment, by the toolbox's id, beside a weak reference to the
+#: toolbox whose callback drops the entry when the toolbox goes (before its id can be
+#: another's). A plain dict: a toolbox looks its world up on every operation.
+_WORLDS: dict[int, tuple[Environment, ref[ToolboxBase]]] = {}
+
+
+def _forget(key: int, _: object) -> None:
+    _WORLDS.pop(key, None)
+
+
 #: Where async agents' questions to a model user wait for their answers, one at a time
 #: for each toolbox.
 _ASKING = DaemonThreads("proctor-user")
@@ -36,14 +46,15 @@ class ToolboxBase:
     __slots__ = ("__weakref__",)
 
     def __init__(self, env: Environment) -> None:
-        _WORLDS[self] = env
+        key = id(self)
+        _WORLDS[key] = (env, ref(self, partial(_forget, key)))
 
     @property
     def tools(self) -> list[dict[str, Any]]:
-        return _WORLDS[self].gateway.schemas()
+        return _WORLDS[id(self)][0].gateway.schemas()
 
     def _call(self, name: Any, args: Any) -> ToolResult:
-        env = _WORLDS[self]
+        env = _WORLDS[id(self)][0]
         try:
             name, args = protocol.tool_call(name, args)
         except protocol.ProtocolError as exc:
@@ -54,12 +65,12 @@ class ToolboxBase:
 
     def _ask(self, text: Any) -> str:
         question = protocol.text(str(text), "question")  # in the agent's thread
-        env = _WORLDS[self]
+        env = _WORLDS[id(self)][0]
         with env.lock:
             return env.user.reply(question)
 
     def _wait(self, seconds: Any) -> None:
-        env = _WORLDS[self]
+        env = _WORLDS[id(self)][0]
         try:
             seconds = float(seconds)  # in the agent's thread: its __float__ runs there
         except (TypeError, ValueError, OverflowError):
@@ -86,7 +97,7 @@ class ToolboxBase:
         A figure left out is "not measured", not zero. `simulated=True` marks a call
         nobody made (a scripted agent's): its latency counts as simulated time.
         """
-        env = _WORLDS[self]
+        env = _WORLDS[id(self)][0]
         try:
             record = protocol.model_call(
                 model, input_tokens, output_tokens, cost_usd, latency_s, extra
@@ -114,7 +125,7 @@ class ToolboxBase:
     def _emit(self, kind: Any, data: dict[str, Any]) -> None:
         """Record free text; `str()` of what the agent passed runs in its own thread."""
         texts = {key: protocol.text(str(value), key) for key, value in data.items()}
-        env = _WORLDS[self]
+        env = _WORLDS[id(self)][0]
         with env.lock:
             env.recorder.emit(kind, texts)
 
@@ -148,7 +159,7 @@ class Toolbox(ToolboxBase):
         its clock starts now, and the question gets a thread at once, never a place in a
         queue behind other trials' questions (proctor.core.daemon_threads). A trial's
         questions take turns here, so it holds one thread however many it asks at once."""
-        user = _WORLDS[self].user
+        user = _WORLDS[id(self)][0].user
         if not user.remote:
             return self._ask(text)
         with user.asked():

@@ -13,13 +13,18 @@ so far is kept.
 from __future__ import annotations
 
 import hashlib
+import marshal
+import math
 import time
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field, replace
+from functools import reduce
+from operator import add
 from typing import Any
 
 from proctor.agents.agent import AgentInput, AgentResult, InfrastructureError, task_agent_settings
 from proctor.core.jsonvalues import copy_json
+from proctor.core.memo import per_object
 from proctor.core.outcome import Outcome
 from proctor.core.results import (
     GRADER_CHECK,
@@ -109,20 +114,30 @@ def usage_of(events: Iterable[TraceEvent]) -> Usage:
     reported; a figure no call reported is not measured, and so are all of them when
     there is no call (an agent that records none, a session without model spans).
     ValueError for a figure that is not a count or an amount (Usage.checked)."""
-    sums: dict[str, Any] = dict.fromkeys(_SUMMED)
-    calls = 0
-    for e in events:
-        if e.kind == "model_call":
-            calls += 1
-            for name, check in _SUMMED.items():
-                value = e.data.get(name)
-                if value is not None:
-                    value, total = check(value, name), sums[name]  # no offsetting negatives
-                    sums[name] = value if total is None else total + value
-    return Usage(**sums, model_calls=calls) if calls else Usage()
+    records = [e.data for e in events if e.kind == "model_call"]
+    if not records:
+        return Usage()
+    tokens_in, tokens_out, cost = (_summed(records, name, check) for name, check in _SUMMED.items())
+    return Usage(tokens_in, tokens_out, cost, len(records))
+
+
+def _summed(records: list[dict[str, Any]], name: str, check: Callable[[Any, str], Any]) -> Any:
+    """The sum of the records' `name` figures, each checked (no offsetting negatives);
+    None where no record reported one. Figures of the usual types, in range, are added
+    as they are (one pass in C); any other is checked one by one, as `check` converts."""
+    values = [value for record in records if (value := record.get(name)) is not None]
+    if not values:
+        return None
+    usual = set(map(type, values)) <= _USUAL[name] and min(values) >= 0
+    if not (usual and (check is counted or all(map(math.isfinite, values)))):
+        values = [check(value, name) for value in values]
+    return reduce(add, values)
 
 
 _SUMMED = {"input_tokens": counted, "output_tokens": counted, "cost_usd": amount}
+#: The types a figure is added as it is: a count's int; an amount's float (an int amount
+#: is converted, as `amount` converts it, so that sums are made in floats).
+_USUAL: dict[str, set[type]] = {"input_tokens": {int}, "output_tokens": {int}, "cost_usd": {float}}
 
 
 async def play_trial(spec: TrialSpec, agent: Any, timeout_s: float | None) -> PlayedTrial:
@@ -139,16 +154,35 @@ def set_up(spec: TrialSpec) -> tuple[Environment, AgentInput]:
     responder = user.responder(task, spec.trial, tuple(spec.domain.tools)) if user else None
     env = Environment.fresh(task, spec.domain, spec.seed, spec.faults, responder)
     env.recorder.emit("message", {"role": "user", "content": task.prompt})  # what the agent saw
+    kept = _kept_given(task)
+    identity, settings = _given(task) if kept is None else marshal.loads(kept)
     agent_input = AgentInput(
         task_id=task.id,
         prompt=task.prompt,
-        identity=task.identity.model_dump(),
+        identity=identity,
         tools=env.gateway.schemas(),
         seed=spec.seed,
         trial=spec.trial,
-        settings=copy_json(task_agent_settings(task.metadata)),  # deep: nested values too
+        settings=settings,
     )
     return env, agent_input
+
+
+def _given(task: Task) -> tuple[dict[str, Any], dict[str, Any]]:
+    """What a trial's agent is given of `task` besides ids, tools and seed, as fresh deep
+    copies: its identity and its settings."""
+    return task.identity.model_dump(), copy_json(task_agent_settings(task.metadata))
+
+
+@per_object
+def _kept_given(task: Task) -> bytes | None:
+    """`_given` as bytes each trial loads its own copy from, made at the task's first
+    trial: one call a trial, not a model dump and a copy. None where marshal cannot
+    write it (a subclass of str, such as an enum member, among the settings)."""
+    try:
+        return marshal.dumps(_given(task), 4)
+    except ValueError:
+        return None
 
 
 def wrap_up(spec: TrialSpec, env: Environment, turn: Turn, timeout_s: float | None) -> PlayedTrial:
