@@ -79,8 +79,8 @@ clean:
 # on 127.0.0.1) as the support suite's agent, the KYC rubric's judge, in `proctor
 # calibrate` and as the simulated user of the scenario tasks: README "Local models". Not
 # part of `make test` (a ~250 MB download, minutes). REAL_MODEL picks steps and sizes:
-# make real-model REAL_MODEL='--only user --user-trials 15'. The user step's figures
-# go to benchmarks/real_model/figures.json, then into the README's block.
+# make real-model REAL_MODEL='--only user --user-trials 15'. Each step's figures and time
+# go to benchmarks/real_model/figures.json, then into the README's blocks.
 REAL_MODEL ?=
 real-model: $(CORE)
 	$(BIN)/pip install --quiet -e '.[openai]'

