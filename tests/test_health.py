@@ -529,13 +529,15 @@ def test_bad_input_to_health_exits_2_with_one_line(tmp_path: Path) -> None:
     base = ("health", str(SUPPORT), "--reference", agent, "--no-save")
     kinds = cli(*base, "--kinds", "drop_it")
     assert kinds.exit_code == 2 and "unknown mutation kind 'drop_it'" in kinds.output
-    none = cli(*base, "--task", "no-such-task")
+    none = cli(*base, "--tags", "no-such-tag")
     assert none.exit_code == 2 and "no task selected" in none.output
+    typo = cli(*base, "--task", "cancel-eligible-order", "--task", "no-such-task")
+    assert typo.exit_code == 2 and "no task 'no-such-task' in the suite" in typo.output
     bad = tmp_path / "gates.yaml"
     bad.write_text("rules:\n  - task_success_rate >>= 1\n", encoding="utf-8")
     rules = cli(*base, "--rules", str(bad))
     assert rules.exit_code == 2 and "gates.yaml:2" in rules.output
-    assert "Traceback" not in kinds.output + none.output + rules.output
+    assert "Traceback" not in kinds.output + none.output + typo.output + rules.output
 
 
 def test_gate_require_health_takes_no_report_proctor_health_did_not_write(

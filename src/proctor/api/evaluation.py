@@ -109,7 +109,7 @@ def _selected(
 ) -> tuple[Suite, dict[str, Any]]:
     """The selected tasks and the filters as the manifest records them."""
     filters = {"tags": list(tags), "suite": suite, "split": split, "ids": list(ids)}
-    unknown = sorted(set(ids) - {t.id for t in loaded.tasks})
+    unknown = loaded.unknown(ids)
     if unknown:  # a misspelt id would otherwise shrink the run without a word
         raise InputError(f"no task {', '.join(map(repr, unknown))} in the suite")
     selected = loaded.select(tags=tags, suite=suite, split=split, ids=ids)

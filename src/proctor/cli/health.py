@@ -107,9 +107,11 @@ def health(
         rules = load_rules(rules_path) if rules_path else []
     except SpecError as exc:
         fail(exc.lines())
-    suite = suite_or_exit(paths).select(
-        tags=split_csv(tags), suite=suite_kind, ids=split_csv(task_ids)
-    )
+    loaded = suite_or_exit(paths)
+    unknown = loaded.unknown(split_csv(task_ids))
+    if unknown:  # a misspelt id would otherwise shrink what is checked without a word
+        fail(f"no task {', '.join(map(repr, unknown))} in the suite")
+    suite = loaded.select(tags=split_csv(tags), suite=suite_kind, ids=split_csv(task_ids))
     if not suite.tasks:
         fail("no task selected")
     store = None if no_save and not Path(store_path).exists() else open_store(store_path)

@@ -62,6 +62,10 @@ class Suite:
         """Content hash of the suite: changes when any task's content changes."""
         return suite_digest({t.id: t.task.digest for t in self.tasks})
 
+    def unknown(self, ids: Sequence[str]) -> list[str]:
+        """The ids among `ids` no task of this suite has (a misspelt `--task`), sorted."""
+        return sorted(set(ids) - {t.id for t in self.tasks})
+
     def select(
         self,
         *,
