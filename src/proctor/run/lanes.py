@@ -3,10 +3,14 @@ grading and storing (docs/architecture.md, Verdicts: Isolation).
 
 Handing every trial to the agent's thread and back costs two cross-thread wake-ups, and
 on a busy machine each waits for the scheduler: that hand-off was the largest share of a
-trial's wall time. So a lane's trials run on the agent's side one after another, its
-next trial handed over before the current one ends while its trials are quick (a slow
-one gains nothing, and would hold a trial another lane could play), and the agent's side
-never waits for the harness: a sync agent's lane is one daemon thread that sets up the world, calls
+trial's wall time. So a lane's trials run on the agent's side one after another, the
+next ones handed over before the current one ends while its trials are quick (a slow
+one gains nothing, and would hold trials another lane could play), and the agent's side
+never waits for the harness. Quick trials are handed several ahead (about
+`HAND_AHEAD_BELOW_S` of them): each side then plays or grades a run of them while the
+other is busy, instead of waking the other once a trial (on one core, each wake-up and
+switch of threads costs more CPU than the lane's own work). A sync agent's lane is one
+daemon thread that sets up the world, calls
 the agent and wraps up; an async agent's lane is a coroutine on the shared agent loop
 (proctor.run.threads), which awaits the agent directly under the trial's timeout.
 
@@ -44,12 +48,16 @@ from proctor.run.turn import (
 
 #: How often a lane looks again at a trial its agent's side has not started yet.
 _POLL_S = 0.05
-#: A lane hands its next trial over before taking the current one back only while its
-#: trials take less than this (seconds on the agent's side): there the hand-off's
-#: wake-up is a share of a trial worth saving. A slower trial gains nothing from it, and
-#: a trial handed ahead waits behind the current one while another lane may have none
-#: (with fewer trials than twice the lanes, half the lanes would idle).
+#: A lane hands trials over before taking the current one back only while its trials
+#: take less than this (seconds on the agent's side), and keeps about this much of them
+#: handed ahead: there the hand-off's wake-up is a share of a trial worth saving. A
+#: slower trial gains nothing from it, and a trial handed ahead waits behind the current
+#: one while another lane may have none (with fewer trials than twice the lanes, half
+#: the lanes would idle).
 HAND_AHEAD_BELOW_S = 0.01
+#: The most trials a lane hands ahead, however quick: past a few dozen, the wake-ups
+#: saved are a small share of a trial.
+HAND_AHEAD_MAX = 32
 
 
 class _Slot:
@@ -277,9 +285,9 @@ class _LoopSide(_Side):
 
 
 class LocalLane:
-    """Drives one lane: hands its trials to the agent's side (a trial ahead while they
-    are quick, `HAND_AHEAD_BELOW_S`), and takes each record back in order, keeping time
-    on the harness's loop."""
+    """Drives one lane: hands its trials to the agent's side (some ahead while they are
+    quick, `HAND_AHEAD_BELOW_S`), and takes each record back in order, keeping time on
+    the harness's loop."""
 
     def __init__(self, agent: Any, timeout_s: float | None) -> None:
         self.agent = agent
@@ -288,9 +296,12 @@ class LocalLane:
         self.side: _Side | None = None
         #: Trials handed and not taken back yet, in the order they were handed.
         self.ahead: deque[_Slot] = deque()
-        #: The last trial took less than HAND_AHEAD_BELOW_S: hand the next one ahead. Not
-        #: before a first trial, so that every lane draws one before any draws two.
-        self.quick = False
+        #: How many trials to hand beyond the one played: none before a first trial (so
+        #: that every lane draws one before any draws two) nor after a slow one; after
+        #: each quick one, twice as many (one at first, so that a slow trial after a
+        #: quick one holds back one trial as it did), up to HAND_AHEAD_BELOW_S of
+        #: trials as long as the last one.
+        self.depth = 0
 
     async def drive(
         self, specs: Iterator[TrialSpec], put: Callable[[TrialRecord], Awaitable[None]]
@@ -299,7 +310,7 @@ class LocalLane:
         try:
             for spec in specs:
                 self.ahead.append(self._hand(spec))
-                while len(self.ahead) > 1 or (self.ahead and not self.quick):
+                while len(self.ahead) > self.depth:
                     await put(await self._finish())
             while self.ahead:
                 await put(await self._finish())
@@ -337,7 +348,7 @@ class LocalLane:
         played = await self._played()
         slot = self.ahead.popleft()
         took = None if slot.started is None or slot.ended is None else slot.ended - slot.started
-        self.quick = took is not None and took < HAND_AHEAD_BELOW_S
+        self.depth = _depth(self.depth, took)
         return played.graded()
 
     async def _played(self) -> PlayedTrial:
@@ -384,3 +395,12 @@ class LocalLane:
             deadline=max(now, deadline),
         )
         return wrap_up(slot.spec, env, turn, self.timeout_s)
+
+
+def _depth(depth: int, took: float | None) -> int:
+    """`LocalLane.depth` after a trial that took `took` seconds on the agent's side (None:
+    the harness ended it)."""
+    if took is None or took >= HAND_AHEAD_BELOW_S:
+        return 0
+    fits = int(HAND_AHEAD_BELOW_S / took) if took > 0 else HAND_AHEAD_MAX
+    return max(1, min(2 * depth or 1, fits, HAND_AHEAD_MAX))
