@@ -47,13 +47,20 @@ COMMIT_EVERY_S = 0.1
 COMMIT_MAX = 256
 
 
-@dataclass
+@dataclass(repr=False)
 class RunReport:
     run_id: str
     manifest: Manifest
     summary: RunSummary
     kept: list[TrialResult] | None = field(default=None, repr=False)
     store: Store | None = field(default=None, repr=False)
+
+    def __repr__(self) -> str:
+        """Short: `asyncio.run` writes the repr of its task, whose result this is, twice as
+        it ends (signal.getsignal naming the handler it holds), and the summary's repr,
+        with every task's entry, cost 5 µs a trial."""
+        summary = self.summary
+        return f"RunReport({self.run_id!r}, {summary.status}, {summary.trials} trials)"
 
     @property
     def results(self) -> list[TrialResult]:
