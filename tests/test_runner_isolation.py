@@ -435,6 +435,8 @@ def test_summary_fields() -> None:
     suite = SUITE.select(ids=["read-item", "dated-item"])
     report, _ = run(suite, HalfRight(), trials=3, concurrency=2)
     s = report.summary
+    # short: asyncio.run writes its task's repr, this report, as it ends
+    assert repr(report) == f"RunReport({report.run_id!r}, completed, 6 trials)"
     assert (s.tasks, s.trials, s.expected_trials, s.missing_trials) == (2, 6, 6, 0)
     assert (s.valid_trials, s.passed_trials) == (6, 4)
     assert s.success_rate == pytest.approx(4 / 6)
