@@ -9,6 +9,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import copy
+import gc
 import threading
 from pathlib import Path
 from typing import Any
@@ -29,7 +30,7 @@ from proctor import (
     Toolbox,
     load_suite,
 )
-from proctor.run import TrialSpec, run_trial, trial_seed
+from proctor.run import TrialSpec, run_trial, runner, trial_seed
 
 MINI = Path(__file__).parent / "fixtures" / "mini"
 SUITE = load_suite(MINI)
@@ -429,6 +430,24 @@ class HalfRight:
             return await read_a(toolbox)
         got = await toolbox.call("items.get", {"item_id": "d"})
         return f"Made on {got.value['made']}." if input.trial == 0 else "I do not know."
+
+
+@pytest.mark.parametrize("young", [700, 0])
+def test_young_collections_are_rarer_only_while_a_run_lasts(young: int) -> None:
+    """The young generation's threshold is raised for the run and restored after, and a
+    collector switched off by threshold 0 stays off."""
+    before = gc.get_threshold()
+    gc.set_threshold(young, *before[1:])
+    during: list[tuple[int, int, int]] = []
+    try:
+        runner_ = Runner(SUITE.select(ids=["read-item"]), HalfRight(), trials=2)
+        runner_.run(lambda _: during.append(gc.get_threshold()))
+        after = gc.get_threshold()
+    finally:
+        gc.set_threshold(*before)
+    raised = runner.YOUNG_COLLECTION_EVERY if young else 0
+    assert during == [(raised, *before[1:])] * 2
+    assert after == (young, *before[1:])
 
 
 def test_summary_fields() -> None:
