@@ -260,6 +260,20 @@ def test_hanging_async_agent_times_out_and_the_run_completes() -> None:
     assert (s.status, s.timeouts, s.errors, s.valid_trials) == ("completed", 1, 0, 3)
 
 
+async def slow_then_hangs(input: AgentInput, toolbox: Toolbox) -> str:
+    """Trials 0 and 1 take 0.6 s of their 1 s; trial 2 never ends."""
+    await asyncio.sleep(1000 if input.trial == 2 else 0.6)
+    return await read_a(toolbox)
+
+
+def test_each_turn_on_a_lane_is_timed_from_its_own_start() -> None:
+    """One timer keeps a lane's limits: set during trial 0 for trial 0's limit, it fires
+    0.4 s into trial 1, which still has 0.6 s (timed from trial 0's start, trial 1 would
+    be a timeout); and it is set again, so trial 2 still times out."""
+    report, _ = run(READ, slow_then_hangs, trials=3, concurrency=1, timeout_s=1.0)
+    assert statuses(report) == {0: "passed", 1: "passed", 2: "timeout"}
+
+
 class BlockingSync:
     """A sync agent stuck in its thread on trial 0 (a blocking call that never returns)."""
 

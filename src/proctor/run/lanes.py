@@ -10,9 +10,10 @@ never waits for the harness. Quick trials are handed several ahead (about
 `HAND_AHEAD_BELOW_S` of them): each side then plays or grades a run of them while the
 other is busy, instead of waking the other once a trial (on one core, each wake-up and
 switch of threads costs more CPU than the lane's own work). A sync agent's lane is one
-daemon thread that sets up the world, calls
-the agent and wraps up; an async agent's lane is a coroutine on the shared agent loop
-(proctor.run.threads), which awaits the agent directly under the trial's timeout.
+daemon thread that sets up the world, calls the agent and wraps up; an async agent's
+lane is a coroutine on the shared agent loop (proctor.run.threads), which awaits the
+agent directly under the trial's timeout (one timer keeps the limits of all the lane's
+turns: `TurnLimit`).
 
 The harness still keeps time. Each trial is a `_Slot` that the agent's side or the
 harness claims once: past the limit (a sync agent; an async one that blocked its loop or
@@ -40,6 +41,7 @@ from proctor.run.trial import PlayedTrial, TrialRecord, TrialSpec, set_up, wrap_
 from proctor.run.turn import (
     GRACE_S,
     Turn,
+    TurnLimit,
     agent_left,
     turn_in_thread,
     turn_on_loop,
@@ -242,6 +244,7 @@ class _LoopSide(_Side):
         self.slots: deque[_Slot | None] = deque()
         #: The lane coroutine's future while it waits for a trial (on the agent loop).
         self.idle: asyncio.Future[None] | None = None
+        self.limit = None if timeout_s is None else TurnLimit(timeout_s)
         asyncio.run_coroutine_threadsafe(self.serve(), self.loop)
 
     def hand(self, slot: _Slot | None) -> None:
@@ -273,15 +276,19 @@ class _LoopSide(_Side):
             await idle
 
     async def serve(self) -> None:
-        while (slot := await self.next_slot()) is not None:
-            try:
-                ready = self.prepared(slot)
-                if ready is not None:
-                    env, agent_input = ready
-                    turn = await turn_on_loop(self.fn, agent_input, env, self.timeout_s)
-                    self.finish(slot, env, turn)
-            except Exception as exc:  # a harness error: the run raises it
-                self.settle(slot, exc)
+        try:
+            while (slot := await self.next_slot()) is not None:
+                try:
+                    ready = self.prepared(slot)
+                    if ready is not None:
+                        env, agent_input = ready
+                        turn = await turn_on_loop(self.fn, agent_input, env, self.limit)
+                        self.finish(slot, env, turn)
+                except Exception as exc:  # a harness error: the run raises it
+                    self.settle(slot, exc)
+        finally:
+            if self.limit is not None:
+                self.limit.close()
 
 
 class LocalLane:
