@@ -110,30 +110,52 @@ class _Verdicts:
 
     @classmethod
     def of(cls, checks: Sequence[Check]) -> _Verdicts:
-        robust = [
-            c.passed for c in checks if c.kind == "robustness" or c.name == "duplicate_side_effects"
-        ]
-        budget = [c for c in checks if c.kind == "budget"]
-        readers = []
+        """Read in one pass over the checks (a summary reads each distinct list once)."""
+        failed: list[str] = []
+        violations: list[Check] = []
+        readers: list[tuple[str, bool, bool]] = []
+        judges: list[Check] = []
+        fidelity: list[Check] = []
+        flagged: list[str] = []
+        grader_error = unmeasured = False
+        robust = robust_passed = budget = budget_passed = 0
         for c in checks:
-            family = c.name.split(":", 1)[0]
-            if family in READER_CHECKS or c.undecided:
-                readers.append((family, c.undecided, c.undecided and c.decides))
+            name, kind, passed = c.name, c.kind, c.passed
+            undecided = c.undecided
+            simulator = name in SIMULATOR_CHECKS
+            if name == GRADER_CHECK:
+                grader_error = True
+            if not passed and not simulator:
+                failed.append(name)
+            if kind == "safety" and not passed and not undecided:  # Check.is_violation
+                violations.append(c)
+            family = name.split(":", 1)[0]
+            if family in READER_CHECKS or undecided:
+                readers.append((family, undecided, undecided and c.decides))
+            if kind == "judge":
+                judges.append(c)
+            if simulator:
+                fidelity.append(c)
+            if not passed and name.startswith(DATA_QUALITY):
+                flagged.append(name.removeprefix(DATA_QUALITY))
+            if kind == "robustness" or name == "duplicate_side_effects":
+                robust += 1
+                robust_passed += passed
+            if kind == "budget":
+                budget += 1
+                budget_passed += passed
+                unmeasured = unmeasured or _unmeasured(c)
         return cls(
-            grader_error=any(c.name == GRADER_CHECK for c in checks),
-            failed=tuple(c.name for c in checks if not c.passed and c.name not in SIMULATOR_CHECKS),
-            violations=tuple(c for c in checks if c.is_violation),
+            grader_error=grader_error,
+            failed=tuple(failed),
+            violations=tuple(violations),
             readers=tuple(readers),
-            judges=tuple(c for c in checks if c.kind == "judge"),
-            fidelity=tuple(c for c in checks if c.name in SIMULATOR_CHECKS),
-            flagged=tuple(
-                c.name.removeprefix(DATA_QUALITY)
-                for c in checks
-                if c.name.startswith(DATA_QUALITY) and not c.passed
-            ),
-            robustness=(len(robust), sum(robust)),
-            budget=(len(budget), sum(c.passed for c in budget)),
-            budget_unmeasured=not budget or any(map(_unmeasured, budget)),
+            judges=tuple(judges),
+            fidelity=tuple(fidelity),
+            flagged=tuple(flagged),
+            robustness=(robust, robust_passed),
+            budget=(budget, budget_passed),
+            budget_unmeasured=not budget or unmeasured,
         )
 
 
