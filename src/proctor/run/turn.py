@@ -188,9 +188,9 @@ async def turn_on_loop(
 
     The agent's task hands its turn to `ended` as it ends, and the limit hands None: this
     coroutine wakes once, without an `asyncio.wait` per turn."""
-    started, user = time.perf_counter(), env.user
-    ended: asyncio.Future[Turn | None] = asyncio.get_running_loop().create_future()
-    task = asyncio.ensure_future(_guarded(fn, agent_input, Toolbox(env), ended))
+    started, user, loop = time.perf_counter(), env.user, asyncio.get_running_loop()
+    ended: asyncio.Future[Turn | None] = loop.create_future()
+    task = loop.create_task(_guarded(fn, agent_input, Toolbox(env), ended))
     if limit is not None:
         limit.watch(ended, user)
     try:
