@@ -514,6 +514,37 @@ def test_quick_trials_are_handed_several_ahead_up_to_the_cap(
     assert asyncio.run(consume()) == [0, 1, 2, 4, 4, 4, 4, 4, 3, 2, 1, 0]
 
 
+def test_a_lane_that_finds_its_records_ready_still_lets_a_cancel_land(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """With quick trials handed ahead the harness finds their records ready and never
+    waits; it still lets its loop turn (here after every record), so a run cancelled as a
+    record is stored (Ctrl-C) stops there: no trial after it is stored."""
+    monkeypatch.setattr(lanes, "HAND_AHEAD_BELOW_S", 1.0)  # every trial here is quick
+    monkeypatch.setattr(lanes, "HOLD_LOOP_S", 0.0)
+    store = Store(tmp_path / "cancel.db")
+    runner = Runner(
+        SUITE.select(ids=["read-item"]), load("flaky"), trials=30, concurrency=1, store=store
+    )
+
+    async def cancelled_at_the_fifth() -> None:
+        seen = 0
+
+        def progress(_: Any) -> None:
+            nonlocal seen
+            seen += 1
+            if seen == 5:
+                run.cancel()
+
+        run = asyncio.ensure_future(runner.run_async(progress))
+        with pytest.raises(asyncio.CancelledError):
+            await run
+
+    asyncio.run(cancelled_at_the_fifth())
+    assert store.run(runner.run_id)["status"] == "interrupted"
+    assert len(store.trial_keys(runner.run_id)) == 5
+
+
 @pytest.mark.parametrize(
     ("depth", "took", "after"),
     [

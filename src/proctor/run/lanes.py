@@ -9,11 +9,12 @@ one gains nothing, and would hold trials another lane could play), and the agent
 never waits for the harness. Quick trials are handed several ahead (about
 `HAND_AHEAD_BELOW_S` of them): each side then plays or grades a run of them while the
 other is busy, instead of waking the other once a trial (on one core, each wake-up and
-switch of threads costs more CPU than the lane's own work). A sync agent's lane is one
-daemon thread that sets up the world, calls the agent and wraps up; an async agent's
-lane is a coroutine on the shared agent loop (proctor.run.threads), which awaits the
-agent directly under the trial's timeout (one timer keeps the limits of all the lane's
-turns: `TurnLimit`).
+switch of threads costs more CPU than the lane's own work); the harness then finds most
+records ready, and lets its loop turn every `HOLD_LOOP_S` all the same. A sync agent's
+lane is one daemon thread that sets up the world, calls the agent and wraps up; an async
+agent's lane is a coroutine on the shared agent loop (proctor.run.threads), which awaits
+the agent directly under the trial's timeout (one timer keeps the limits of all the
+lane's turns: `TurnLimit`).
 
 The harness still keeps time. Each trial is a `_Slot` that the agent's side or the
 harness claims once: past the limit (a sync agent; an async one that blocked its loop or
@@ -60,6 +61,8 @@ HAND_AHEAD_BELOW_S = 0.01
 #: The most trials a lane hands ahead, however quick: past a few dozen, the wake-ups
 #: saved are a small share of a trial.
 HAND_AHEAD_MAX = 32
+#: The longest a lane holds the harness's loop (seconds) while it finds its records ready.
+HOLD_LOOP_S = 0.002
 
 
 class _Slot:
@@ -309,6 +312,8 @@ class LocalLane:
         #: quick one holds back one trial as it did), up to HAND_AHEAD_BELOW_S of
         #: trials as long as the last one.
         self.depth = 0
+        #: When this lane next lets the harness's loop turn (time.monotonic).
+        self.hold_until = 0.0
 
     async def drive(
         self, specs: Iterator[TrialSpec], put: Callable[[TrialRecord], Awaitable[None]]
@@ -318,14 +323,25 @@ class LocalLane:
             for spec in specs:
                 self.ahead.append(self._hand(spec))
                 while len(self.ahead) > self.depth:
-                    await put(await self._finish())
+                    await self._take(put)
             while self.ahead:
-                await put(await self._finish())
+                await self._take(put)
         finally:
             for slot in self.ahead:
                 slot.withdraw()
             if self.side is not None:
                 self.side.close()
+
+    async def _take(self, put: Callable[[TrialRecord], Awaitable[None]]) -> None:
+        """Hand the first trial's record to `put`; then let the harness's loop turn if this
+        lane has held it for `HOLD_LOOP_S`. A record found ready needs no wait, and with
+        trials handed ahead most are: a lane that never waits would hold the loop, and a
+        cancelled run (Ctrl-C), the group commit's timer and the other lanes wait for it."""
+        await put(await self._finish())
+        now = time.monotonic()
+        if now >= self.hold_until:
+            self.hold_until = now + HOLD_LOOP_S
+            await asyncio.sleep(0)
 
     def _current(self) -> _Side:
         """The side trials are handed to; a fresh one when the last was left, the trials
