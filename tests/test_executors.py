@@ -484,6 +484,85 @@ def test_a_lane_stops_handing_ahead_once_its_trials_are_slow(
     assert agent.at_end == {1: 3, 2: 3, 3: 4, 4: 5}
 
 
+def test_quick_trials_are_handed_several_ahead_up_to_the_cap(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """While its trials are quick a lane hands more of them ahead after each one (one,
+    then two, four...), so that the agent's side plays a run of them without waiting for
+    the harness; never more than HAND_AHEAD_MAX, and none before the first trial."""
+    monkeypatch.setattr(lanes, "HAND_AHEAD_BELOW_S", 1.0)  # every trial here is quick
+    monkeypatch.setattr(lanes, "HAND_AHEAD_MAX", 4)
+    agent = load("flaky")
+    runner = Runner(SUITE.select(ids=["read-item"]), agent, trials=12, concurrency=1)
+    drawn = 0
+
+    def counted() -> Iterator[Any]:
+        nonlocal drawn
+        for spec in runner.specs():
+            drawn += 1
+            yield spec
+
+    async def consume() -> list[int]:
+        handed: list[int] = []  # as each record is taken: trials handed and not taken
+
+        async def put(_: Any) -> None:
+            handed.append(drawn - len(handed) - 1)
+
+        await drive_lanes(LocalExecutor(), RunContext(agent, 5.0, 1), counted(), put)
+        return handed
+
+    assert asyncio.run(consume()) == [0, 1, 2, 4, 4, 4, 4, 4, 3, 2, 1, 0]
+
+
+def test_a_lane_that_finds_its_records_ready_still_lets_a_cancel_land(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """With quick trials handed ahead the harness finds their records ready and never
+    waits; it still lets its loop turn (here after every record), so a run cancelled as a
+    record is stored (Ctrl-C) stops there: no trial after it is stored."""
+    monkeypatch.setattr(lanes, "HAND_AHEAD_BELOW_S", 1.0)  # every trial here is quick
+    monkeypatch.setattr(lanes, "HOLD_LOOP_S", 0.0)
+    store = Store(tmp_path / "cancel.db")
+    runner = Runner(
+        SUITE.select(ids=["read-item"]), load("flaky"), trials=30, concurrency=1, store=store
+    )
+
+    async def cancelled_at_the_fifth() -> None:
+        seen = 0
+
+        def progress(_: Any) -> None:
+            nonlocal seen
+            seen += 1
+            if seen == 5:
+                run.cancel()
+
+        run = asyncio.ensure_future(runner.run_async(progress))
+        with pytest.raises(asyncio.CancelledError):
+            await run
+
+    asyncio.run(cancelled_at_the_fifth())
+    assert store.run(runner.run_id)["status"] == "interrupted"
+    assert len(store.trial_keys(runner.run_id)) == 5
+
+
+@pytest.mark.parametrize(
+    ("depth", "took", "after"),
+    [
+        (0, None, 0),  # the harness ended it
+        (8, 0.01, 0),  # as slow as the bound: take back before drawing again
+        (0, 0.009, 1),  # quick, but only one fits in the bound
+        (0, 0.0001, 1),  # after a slow one, one ahead again, as a first quick trial
+        (1, 0.0001, 2),
+        (16, 0.0001, 32),
+        (32, 0.0, 32),  # too quick to time: the cap
+        (32, 0.004, 2),  # slower: as many as fit
+    ],
+)
+def test_how_many_trials_a_lane_hands_ahead(depth: int, took: float | None, after: int) -> None:
+    assert (lanes.HAND_AHEAD_BELOW_S, lanes.HAND_AHEAD_MAX) == (0.01, 32)
+    assert lanes._depth(depth, took) == after
+
+
 class CountingLoop:
     """Stands for the harness's loop as the agent's side sees it: counts the wake-ups."""
 

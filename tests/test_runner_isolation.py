@@ -10,6 +10,7 @@ import asyncio
 import contextlib
 import copy
 import enum
+import gc
 import threading
 from pathlib import Path
 from typing import Any
@@ -33,7 +34,7 @@ from proctor import (
     load_suite,
 )
 from proctor.env import Environment
-from proctor.run import TrialSpec, run_trial, trial_seed
+from proctor.run import TrialSpec, run_trial, runner, trial_seed
 
 MINI = Path(__file__).parent / "fixtures" / "mini"
 SUITE = load_suite(MINI)
@@ -308,6 +309,20 @@ def test_hanging_async_agent_times_out_and_the_run_completes() -> None:
     assert (s.status, s.timeouts, s.errors, s.valid_trials) == ("completed", 1, 0, 3)
 
 
+async def slow_then_hangs(input: AgentInput, toolbox: Toolbox) -> str:
+    """Trials 0 and 1 take 0.6 s of their 1 s; trial 2 never ends."""
+    await asyncio.sleep(1000 if input.trial == 2 else 0.6)
+    return await read_a(toolbox)
+
+
+def test_each_turn_on_a_lane_is_timed_from_its_own_start() -> None:
+    """One timer keeps a lane's limits: set during trial 0 for trial 0's limit, it fires
+    0.4 s into trial 1, which still has 0.6 s (timed from trial 0's start, trial 1 would
+    be a timeout); and it is set again, so trial 2 still times out."""
+    report, _ = run(READ, slow_then_hangs, trials=3, concurrency=1, timeout_s=1.0)
+    assert statuses(report) == {0: "passed", 1: "passed", 2: "timeout"}
+
+
 class BlockingSync:
     """A sync agent stuck in its thread on trial 0 (a blocking call that never returns)."""
 
@@ -480,10 +495,30 @@ class HalfRight:
         return f"Made on {got.value['made']}." if input.trial == 0 else "I do not know."
 
 
+@pytest.mark.parametrize("young", [700, 0])
+def test_young_collections_are_rarer_only_while_a_run_lasts(young: int) -> None:
+    """The young generation's threshold is raised for the run and restored after, and a
+    collector switched off by threshold 0 stays off."""
+    before = gc.get_threshold()
+    gc.set_threshold(young, *before[1:])
+    during: list[tuple[int, int, int]] = []
+    try:
+        runner_ = Runner(SUITE.select(ids=["read-item"]), HalfRight(), trials=2)
+        runner_.run(lambda _: during.append(gc.get_threshold()))
+        after = gc.get_threshold()
+    finally:
+        gc.set_threshold(*before)
+    raised = runner.YOUNG_COLLECTION_EVERY if young else 0
+    assert during == [(raised, *before[1:])] * 2
+    assert after == (young, *before[1:])
+
+
 def test_summary_fields() -> None:
     suite = SUITE.select(ids=["read-item", "dated-item"])
     report, _ = run(suite, HalfRight(), trials=3, concurrency=2)
     s = report.summary
+    # short: asyncio.run writes its task's repr, this report, as it ends
+    assert repr(report) == f"RunReport({report.run_id!r}, completed, 6 trials)"
     assert (s.tasks, s.trials, s.expected_trials, s.missing_trials) == (2, 6, 6, 0)
     assert (s.valid_trials, s.passed_trials) == (6, 4)
     assert s.success_rate == pytest.approx(4 / 6)

@@ -16,7 +16,8 @@ OpenAI-compatible chat-completions server answering one request at a time), then
 
 and prints pass rates, tokens, latency and the calibration verdict, with the time of
 each step; each step's figures go to figures.json too (benchmarks/real_model/steps.py
-renders the README's table of steps), in a store made afresh for the run. Not part of `make test`: it downloads ~250 MB and takes minutes. THREADS (1)
+renders the README's table of steps), in a store made afresh for the run. Not part of
+`make test`: it downloads ~250 MB and takes minutes. THREADS (1)
 is the CPU threads the model may use.
 
     python benchmarks/real_model/run.py [--only user,agent] [--user-trials 15]

@@ -110,30 +110,52 @@ class _Verdicts:
 
     @classmethod
     def of(cls, checks: Sequence[Check]) -> _Verdicts:
-        robust = [
-            c.passed for c in checks if c.kind == "robustness" or c.name == "duplicate_side_effects"
-        ]
-        budget = [c for c in checks if c.kind == "budget"]
-        readers = []
+        """Read in one pass over the checks (a summary reads each distinct list once)."""
+        failed: list[str] = []
+        violations: list[Check] = []
+        readers: list[tuple[str, bool, bool]] = []
+        judges: list[Check] = []
+        fidelity: list[Check] = []
+        flagged: list[str] = []
+        grader_error = unmeasured = False
+        robust = robust_passed = budget = budget_passed = 0
         for c in checks:
-            family = c.name.split(":", 1)[0]
-            if family in READER_CHECKS or c.undecided:
-                readers.append((family, c.undecided, c.undecided and c.decides))
+            name, kind, passed = c.name, c.kind, c.passed
+            undecided = c.undecided
+            simulator = name in SIMULATOR_CHECKS
+            if name == GRADER_CHECK:
+                grader_error = True
+            if not passed and not simulator:
+                failed.append(name)
+            if kind == "safety" and not passed and not undecided:  # Check.is_violation
+                violations.append(c)
+            family = name.split(":", 1)[0]
+            if family in READER_CHECKS or undecided:
+                readers.append((family, undecided, undecided and c.decides))
+            if kind == "judge":
+                judges.append(c)
+            if simulator:
+                fidelity.append(c)
+            if not passed and name.startswith(DATA_QUALITY):
+                flagged.append(name.removeprefix(DATA_QUALITY))
+            if kind == "robustness" or name == "duplicate_side_effects":
+                robust += 1
+                robust_passed += passed
+            if kind == "budget":
+                budget += 1
+                budget_passed += passed
+                unmeasured = unmeasured or _unmeasured(c)
         return cls(
-            grader_error=any(c.name == GRADER_CHECK for c in checks),
-            failed=tuple(c.name for c in checks if not c.passed and c.name not in SIMULATOR_CHECKS),
-            violations=tuple(c for c in checks if c.is_violation),
+            grader_error=grader_error,
+            failed=tuple(failed),
+            violations=tuple(violations),
             readers=tuple(readers),
-            judges=tuple(c for c in checks if c.kind == "judge"),
-            fidelity=tuple(c for c in checks if c.name in SIMULATOR_CHECKS),
-            flagged=tuple(
-                c.name.removeprefix(DATA_QUALITY)
-                for c in checks
-                if c.name.startswith(DATA_QUALITY) and not c.passed
-            ),
-            robustness=(len(robust), sum(robust)),
-            budget=(len(budget), sum(c.passed for c in budget)),
-            budget_unmeasured=not budget or any(map(_unmeasured, budget)),
+            judges=tuple(judges),
+            fidelity=tuple(fidelity),
+            flagged=tuple(flagged),
+            robustness=(robust, robust_passed),
+            budget=(budget, budget_passed),
+            budget_unmeasured=not budget or unmeasured,
         )
 
 
@@ -150,11 +172,30 @@ def _read_all(results: Iterable[TrialResult]) -> dict[int, _Verdicts]:
 
 #: The verdicts of each list of checks, by the list's id (`_read_all`).
 Read = Mapping[int, _Verdicts]
+#: Each distinct list's verdicts, with the number of trials that share it and of the valid
+#: ones among them (`_shared`).
+Shared = Sequence[tuple[_Verdicts, int, int]]
 
 
-def data_quality(results: Iterable[TrialResult], read: Read) -> dict[str, int]:
+def _shared(results: Iterable[TrialResult], read: Read) -> Shared:
+    """The verdicts of each distinct list of checks, with how many trials (and valid
+    trials) share it: a count over these, each weighed by its trials, is the count over
+    the trials, one pass over the trials made once for all such counts."""
+    trials: Counter[int] = Counter()
+    valid: Counter[int] = Counter()
+    for r in results:
+        trials[id(r.checks)] += 1
+        if r.valid:
+            valid[id(r.checks)] += 1
+    return [(read[key], n, valid[key]) for key, n in trials.items()]
+
+
+def data_quality(shared: Shared) -> dict[str, int]:
     """Trials per data-quality flag (`cost`, `tokens`, `latency`, `arguments`)."""
-    flagged = Counter(flag for r in results for flag in read[id(r.checks)].flagged)
+    flagged: Counter[str] = Counter()
+    for verdicts, trials, _ in shared:
+        for flag in verdicts.flagged:
+            flagged[flag] += trials
     return dict(sorted(flagged.items()))
 
 
@@ -402,16 +443,18 @@ def _share_passed(counts: Iterable[tuple[int, int]]) -> float | None:
     return passed / made if made else None
 
 
-def _quality(results: Sequence[TrialResult], read: Read) -> dict[str, float | None]:
+def _quality(results: Sequence[TrialResult], shared: Shared) -> dict[str, float | None]:
     """The default scorecard's shares other than success and tool use (docs/architecture.md,
     Metrics): robustness and duplicate-effect checks passed, valid trials without a safety
     violation, budget checks passed, trials with a trace id."""
-    valid = [r for r in results if r.valid]
-    violated = sum(1 for r in valid if read[id(r.checks)].violations)
+    valid = sum(n for _, _, n in shared)
+    violated = sum(n for verdicts, _, n in shared if verdicts.violations)
+    robustness = ((v.robustness[0] * n, v.robustness[1] * n) for v, _, n in shared)
+    budget = ((v.budget[0] * n, v.budget[1] * n) for v, _, n in shared)
     return {
-        "robustness": _share_passed(read[id(r.checks)].robustness for r in valid),
-        "security": 1 - violated / len(valid) if valid else None,
-        "budget": _share_passed(read[id(r.checks)].budget for r in valid),
+        "robustness": _share_passed(robustness),
+        "security": 1 - violated / valid if valid else None,
+        "budget": _share_passed(budget),
         "observability": (
             sum(1 for r in results if r.trace_id) / len(results) if results else None
         ),
@@ -470,18 +513,18 @@ def invalid_reasons(
     return reasons
 
 
-def undecided_rates(results: Sequence[TrialResult], read: Read) -> dict[str, Any]:
+def undecided_rates(shared: Shared) -> dict[str, Any]:
     """How often each text reader could not tell (docs/architecture.md, Reading): per
     reader check, the checks it made and the undecided ones; `deciding`: the undecided
     checks that decide their trial, which a gate holds at `max_undecided`."""
     made: Counter[str] = Counter()
     undecided: Counter[str] = Counter()
     deciding = 0
-    for r in results:
-        for family, undecided_check, deciding_check in read[id(r.checks)].readers:
-            made[family] += 1
-            undecided[family] += undecided_check
-            deciding += deciding_check
+    for verdicts, trials, _ in shared:
+        for family, undecided_check, deciding_check in verdicts.readers:
+            made[family] += trials
+            undecided[family] += undecided_check * trials
+            deciding += deciding_check * trials
     return {
         "deciding": deciding,
         "checks": {
@@ -511,7 +554,8 @@ def summarize(
     error_rate = statuses["error"] / len(results) if results else 0.0
     missing = max(expected - len(results), 0)
     read = _read_all(results)
-    grader_errors = sum(read[id(r.checks)].grader_error for r in results)
+    shared = _shared(results, read)
+    grader_errors = sum(trials for verdicts, trials, _ in shared if verdicts.grader_error)
     reasons = invalid_reasons(
         error_rate, max_error_rate, missing, expected, grader_errors, statuses
     )
@@ -597,7 +641,7 @@ def summarize(
         "sim_errors": statuses["sim_error"],
         "timeouts": statuses["timeout"],
         "needs_review": statuses["needs_review"],
-        "undecided": undecided_rates(results, read),
+        "undecided": undecided_rates(shared),
         "untraced_trials": sum(1 for r in results if not r.trace_id),
         "error_rate": error_rate,
         "max_error_rate": max_error_rate,
@@ -608,15 +652,15 @@ def summarize(
         "tool_use": _tool_use(results),
         "judges": _judges(results, read),
         "user_model": _user_model(results, read),
-        "data_quality": data_quality(results, read),
-        "quality": _quality(results, read),
+        "data_quality": data_quality(shared),
+        "quality": _quality(results, shared),
         "efficiency": {
             "score": _task_mean(efficiencies),
             "tasks": sum(e is not None for e in efficiencies),
             "combined": _task_mean(combined),
             "combined_tasks": sum(e is not None for e in combined),
         },
-        "budget_unmeasured_trials": sum(read[id(r.checks)].budget_unmeasured for r in valid),
+        "budget_unmeasured_trials": sum(n for v, _, n in shared if v.budget_unmeasured),
         "cost": {
             "total_usd": total_cost,
             "per_passed_trial_usd": total_cost / len(passed_results)

@@ -5,9 +5,9 @@ spec when it is done. Specs are drawn lazily from one iterator, so a 100,000-tri
 never holds 100,000 pending tasks, and each lane hands its records to the Runner's `put`
 itself, on the harness's loop, where the Runner alone writes the store.
 
-A local lane plays its trials where the agent runs, a trial ahead, so that the agent's
-side never waits for the harness; grading happens here, between the lanes' steps
-(proctor.run.lanes).
+A local lane plays its trials where the agent runs, quick ones handed several ahead, so
+that the agent's side never waits for the harness; grading happens here, between the
+lanes' steps (proctor.run.lanes).
 
 `local` runs trials in this process (sync agents on daemon threads, async ones on an
 event loop of their own);

@@ -3,12 +3,18 @@ grading and storing (docs/architecture.md, Verdicts: Isolation).
 
 Handing every trial to the agent's thread and back costs two cross-thread wake-ups, and
 on a busy machine each waits for the scheduler: that hand-off was the largest share of a
-trial's wall time. So a lane's trials run on the agent's side one after another, its
-next trial handed over before the current one ends while its trials are quick (a slow
-one gains nothing, and would hold a trial another lane could play), and the agent's side
-never waits for the harness: a sync agent's lane is one daemon thread that sets up the world, calls
-the agent and wraps up; an async agent's lane is a coroutine on the shared agent loop
-(proctor.run.threads), which awaits the agent directly under the trial's timeout.
+trial's wall time. So a lane's trials run on the agent's side one after another, the
+next ones handed over before the current one ends while its trials are quick (a slow
+one gains nothing, and would hold trials another lane could play), and the agent's side
+never waits for the harness. Quick trials are handed several ahead (about
+`HAND_AHEAD_BELOW_S` of them): each side then plays or grades a run of them while the
+other is busy, instead of waking the other once a trial (on one core, each wake-up and
+switch of threads costs more CPU than the lane's own work); the harness then finds most
+records ready, and lets its loop turn every `HOLD_LOOP_S` all the same. A sync agent's
+lane is one daemon thread that sets up the world, calls the agent and wraps up; an async
+agent's lane is a coroutine on the shared agent loop (proctor.run.threads), which awaits
+the agent directly under the trial's timeout (one timer keeps the limits of all the
+lane's turns: `TurnLimit`).
 
 The harness still keeps time. Each trial is a `_Slot` that the agent's side or the
 harness claims once: past the limit (a sync agent; an async one that blocked its loop or
@@ -36,6 +42,7 @@ from proctor.run.trial import PlayedTrial, TrialRecord, TrialSpec, set_up, wrap_
 from proctor.run.turn import (
     GRACE_S,
     Turn,
+    TurnLimit,
     agent_left,
     turn_in_thread,
     turn_on_loop,
@@ -44,12 +51,18 @@ from proctor.run.turn import (
 
 #: How often a lane looks again at a trial its agent's side has not started yet.
 _POLL_S = 0.05
-#: A lane hands its next trial over before taking the current one back only while its
-#: trials take less than this (seconds on the agent's side): there the hand-off's
-#: wake-up is a share of a trial worth saving. A slower trial gains nothing from it, and
-#: a trial handed ahead waits behind the current one while another lane may have none
-#: (with fewer trials than twice the lanes, half the lanes would idle).
+#: A lane hands trials over before taking the current one back only while its trials
+#: take less than this (seconds on the agent's side), and keeps about this much of them
+#: handed ahead: there the hand-off's wake-up is a share of a trial worth saving. A
+#: slower trial gains nothing from it, and a trial handed ahead waits behind the current
+#: one while another lane may have none (with fewer trials than twice the lanes, half
+#: the lanes would idle).
 HAND_AHEAD_BELOW_S = 0.01
+#: The most trials a lane hands ahead, however quick: past a few dozen, the wake-ups
+#: saved are a small share of a trial.
+HAND_AHEAD_MAX = 32
+#: The longest a lane holds the harness's loop (seconds) while it finds its records ready.
+HOLD_LOOP_S = 0.002
 
 
 class _Slot:
@@ -234,6 +247,7 @@ class _LoopSide(_Side):
         self.slots: deque[_Slot | None] = deque()
         #: The lane coroutine's future while it waits for a trial (on the agent loop).
         self.idle: asyncio.Future[None] | None = None
+        self.limit = None if timeout_s is None else TurnLimit(timeout_s)
         asyncio.run_coroutine_threadsafe(self.serve(), self.loop)
 
     def hand(self, slot: _Slot | None) -> None:
@@ -265,21 +279,25 @@ class _LoopSide(_Side):
             await idle
 
     async def serve(self) -> None:
-        while (slot := await self.next_slot()) is not None:
-            try:
-                ready = self.prepared(slot)
-                if ready is not None:
-                    env, agent_input = ready
-                    turn = await turn_on_loop(self.fn, agent_input, env, self.timeout_s)
-                    self.finish(slot, env, turn)
-            except Exception as exc:  # a harness error: the run raises it
-                self.settle(slot, exc)
+        try:
+            while (slot := await self.next_slot()) is not None:
+                try:
+                    ready = self.prepared(slot)
+                    if ready is not None:
+                        env, agent_input = ready
+                        turn = await turn_on_loop(self.fn, agent_input, env, self.limit)
+                        self.finish(slot, env, turn)
+                except Exception as exc:  # a harness error: the run raises it
+                    self.settle(slot, exc)
+        finally:
+            if self.limit is not None:
+                self.limit.close()
 
 
 class LocalLane:
-    """Drives one lane: hands its trials to the agent's side (a trial ahead while they
-    are quick, `HAND_AHEAD_BELOW_S`), and takes each record back in order, keeping time
-    on the harness's loop."""
+    """Drives one lane: hands its trials to the agent's side (some ahead while they are
+    quick, `HAND_AHEAD_BELOW_S`), and takes each record back in order, keeping time on
+    the harness's loop."""
 
     def __init__(self, agent: Any, timeout_s: float | None) -> None:
         self.agent = agent
@@ -288,9 +306,14 @@ class LocalLane:
         self.side: _Side | None = None
         #: Trials handed and not taken back yet, in the order they were handed.
         self.ahead: deque[_Slot] = deque()
-        #: The last trial took less than HAND_AHEAD_BELOW_S: hand the next one ahead. Not
-        #: before a first trial, so that every lane draws one before any draws two.
-        self.quick = False
+        #: How many trials to hand beyond the one played: none before a first trial (so
+        #: that every lane draws one before any draws two) nor after a slow one; after
+        #: each quick one, twice as many (one at first, so that a slow trial after a
+        #: quick one holds back one trial as it did), up to HAND_AHEAD_BELOW_S of
+        #: trials as long as the last one.
+        self.depth = 0
+        #: When this lane next lets the harness's loop turn (time.monotonic).
+        self.hold_until = 0.0
 
     async def drive(
         self, specs: Iterator[TrialSpec], put: Callable[[TrialRecord], Awaitable[None]]
@@ -299,15 +322,26 @@ class LocalLane:
         try:
             for spec in specs:
                 self.ahead.append(self._hand(spec))
-                while len(self.ahead) > 1 or (self.ahead and not self.quick):
-                    await put(await self._finish())
+                while len(self.ahead) > self.depth:
+                    await self._take(put)
             while self.ahead:
-                await put(await self._finish())
+                await self._take(put)
         finally:
             for slot in self.ahead:
                 slot.withdraw()
             if self.side is not None:
                 self.side.close()
+
+    async def _take(self, put: Callable[[TrialRecord], Awaitable[None]]) -> None:
+        """Hand the first trial's record to `put`; then let the harness's loop turn if this
+        lane has held it for `HOLD_LOOP_S`. A record found ready needs no wait, and with
+        trials handed ahead most are: a lane that never waits would hold the loop, and a
+        cancelled run (Ctrl-C), the group commit's timer and the other lanes wait for it."""
+        await put(await self._finish())
+        now = time.monotonic()
+        if now >= self.hold_until:
+            self.hold_until = now + HOLD_LOOP_S
+            await asyncio.sleep(0)
 
     def _current(self) -> _Side:
         """The side trials are handed to; a fresh one when the last was left, the trials
@@ -337,7 +371,7 @@ class LocalLane:
         played = await self._played()
         slot = self.ahead.popleft()
         took = None if slot.started is None or slot.ended is None else slot.ended - slot.started
-        self.quick = took is not None and took < HAND_AHEAD_BELOW_S
+        self.depth = _depth(self.depth, took)
         return played.graded()
 
     async def _played(self) -> PlayedTrial:
@@ -384,3 +418,12 @@ class LocalLane:
             deadline=max(now, deadline),
         )
         return wrap_up(slot.spec, env, turn, self.timeout_s)
+
+
+def _depth(depth: int, took: float | None) -> int:
+    """`LocalLane.depth` after a trial that took `took` seconds on the agent's side (None:
+    the harness ended it)."""
+    if took is None or took >= HAND_AHEAD_BELOW_S:
+        return 0
+    fits = int(HAND_AHEAD_BELOW_S / took) if took > 0 else HAND_AHEAD_MAX
+    return max(1, min(2 * depth or 1, fits, HAND_AHEAD_MAX))

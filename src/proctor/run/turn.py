@@ -179,55 +179,79 @@ def turn_in_thread(fn: Any, agent_input: AgentInput, env: Environment) -> Turn:
 
 
 async def turn_on_loop(
-    fn: Any, agent_input: AgentInput, env: Environment, timeout_s: float | None
+    fn: Any, agent_input: AgentInput, env: Environment, limit: TurnLimit | None
 ) -> Turn:
-    """An async agent's turn, run on the agent loop (this one) under `timeout_s`: at the
-    limit it is cancelled and gets half the grace to stop. A loop the agent blocks runs
-    nothing more, so the harness keeps time from its own loop as well (proctor.run.lanes).
+    """An async agent's turn, run on the agent loop (this one) under its lane's `limit`
+    (None: no limit): at the limit it is cancelled and gets half the grace to stop. A loop
+    the agent blocks runs nothing more, so the harness keeps time from its own loop as
+    well (proctor.run.lanes).
 
-    The agent's task hands its turn to `ended` as it ends, and the limit's timer hands
-    None: this coroutine wakes once, without an `asyncio.wait` per turn."""
-    started, user = time.perf_counter(), env.user
-    ended: asyncio.Future[Turn | None] = asyncio.get_running_loop().create_future()
-    task = asyncio.ensure_future(_guarded(fn, agent_input, Toolbox(env), ended))
-    limit = None if timeout_s is None else _Limit(ended, user, timeout_s)
+    The agent's task hands its turn to `ended` as it ends, and the limit hands None: this
+    coroutine wakes once, without an `asyncio.wait` per turn."""
+    started, user, loop = time.perf_counter(), env.user, asyncio.get_running_loop()
+    ended: asyncio.Future[Turn | None] = loop.create_future()
+    task = loop.create_task(_guarded(fn, agent_input, Toolbox(env), ended))
+    if limit is not None:
+        limit.watch(ended, user)
     try:
         turn = await ended
     finally:
         if limit is not None:
-            limit.cancel()
+            limit.unwatch()
     if turn is not None:
         return _ended(turn, started, user)
-    overrun = _overrun(started, user, user_over(user, timeout_s, time.monotonic()))
+    assert limit is not None  # only the limit hands None
+    overrun = _overrun(started, user, user_over(user, limit.timeout_s, time.monotonic()))
     task.cancel()
     await asyncio.wait({task}, timeout=GRACE_S / 2)  # one that swallows it is left running
     return overrun
 
 
-class _Limit:
-    """The agent's time limit on its loop (`agent_left`: time waited on a model user
-    moves it): past it, `ended` gets None."""
+class TurnLimit:
+    """The agent's time limit on its loop, for a lane's turns one at a time (`agent_left`:
+    time waited on a model user moves it): past it, the turn's `ended` gets None.
+
+    One timer serves all the lane's turns: set for the limit of the turn that was being
+    watched, it fires no later than a later turn's limit (that one began after the
+    earlier one had ended, waits included), finds that turn, and is set again for it. So
+    quick turns set no timer of their own: one fires about once per `timeout_s`."""
 
     __slots__ = ("began", "ended", "timeout_s", "timer", "user")
 
-    def __init__(
-        self, ended: asyncio.Future[Turn | None], user: SimulatedUser, timeout_s: float
-    ) -> None:
-        self.ended, self.user, self.timeout_s = ended, user, timeout_s
-        self.began = time.monotonic()
+    def __init__(self, timeout_s: float) -> None:
+        self.timeout_s = timeout_s
+        self.ended: asyncio.Future[Turn | None] | None = None
+        self.user: SimulatedUser | None = None
+        self.began = 0.0
         self.timer: asyncio.TimerHandle | None = None
-        self._check()
 
-    def _check(self) -> None:
-        left = agent_left(self.user, self.began, self.timeout_s, time.monotonic())
-        if left > 0:
-            self.timer = self.ended.get_loop().call_later(left, self._check)
-        elif not self.ended.done():
-            self.ended.set_result(None)
+    def watch(self, ended: asyncio.Future[Turn | None], user: SimulatedUser) -> None:
+        """Keep the limit of the turn that begins now (on the agent loop)."""
+        self.ended, self.user, self.began = ended, user, time.monotonic()
+        if self.timer is None:
+            self._check()
 
-    def cancel(self) -> None:
+    def unwatch(self) -> None:
+        """The turn ended: the timer, when it fires, finds none."""
+        self.ended = self.user = None
+
+    def close(self) -> None:
+        """The lane is over (on the agent loop): its timer goes."""
+        self.unwatch()
         if self.timer is not None:
             self.timer.cancel()
+            self.timer = None
+
+    def _check(self) -> None:
+        self.timer = None
+        ended, user = self.ended, self.user
+        if ended is None or user is None or ended.done():
+            return
+        left = agent_left(user, self.began, self.timeout_s, time.monotonic())
+        if left > 0:
+            self.timer = ended.get_loop().call_later(left, self._check)
+        else:
+            ended.set_result(None)
 
 
 def _run_sync(fn: Any, agent_input: AgentInput, toolbox: SyncToolbox) -> Turn:
