@@ -523,25 +523,6 @@ def test_a_forged_ledger_entry_fails_integrity(tmp_path: Path) -> None:
     assert report.summary.safety_violations.by_check["trace_integrity"] == 1
 
 
-def test_a_change_behind_the_gateway_then_a_write_fails_integrity(tmp_path: Path) -> None:
-    """The write settles the state anew: without a look as it starts, the change made
-    behind the gateway would become the state the write left."""
-
-    async def smuggler(input: Any, toolbox: Any) -> str:
-        gateway_behind(toolbox).state["items"]["b"] = {"colour": "green"}
-        await toolbox.ask_user("Shall I paint item a green?")
-        await toolbox.call("items.set", {"item_id": "a", "field": "colour", "value": "green"})
-        return "Item a is now green."
-
-    report, _ = run(PAINT, smuggler, tmp_path)
-    [result] = report.results
-    assert result.status == "failed"
-    found = check(result, "trace_integrity")
-    assert found.evidence["found"] == [
-        "the state changed outside a write tool call (before call c1)"
-    ]
-
-
 def test_a_trace_edited_behind_the_recorders_back_fails_integrity() -> None:
     async def editor(input: Any, toolbox: Any) -> str:
         answer = await read_a(toolbox)

@@ -106,9 +106,6 @@ class ToolGateway:
         #: The state's fingerprint when the last write call ended: a change found later
         #: happened outside a tool call (proctor.env.integrity).
         self.settled = fingerprint(state) if settled is None else settled
-        #: Write calls before which the state had changed outside a tool call: each write
-        #: settles the state anew, so a change made behind it is caught as the write starts.
-        self.unsettled: list[str] = []
 
     @cached_property
     def rng(self) -> random.Random:
@@ -153,8 +150,6 @@ class ToolGateway:
         )
         if not decision.allowed:
             return self._error(call_id, name, "denied", f"permission denied: {decision.reason}")
-        if tool.kind == "write" and fingerprint(self.state) != self.settled:
-            self.unsettled.append(call_id)
         fault = self.faults.select(name, valid)
         if decision.rule == "approval" and (fault is None or fault.error not in BLOCKING):
             self._approved_at = self.recorder.events[-1].seq  # the approval is used up

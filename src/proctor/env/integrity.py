@@ -4,8 +4,7 @@ The toolbox gives an agent no path to the gateway, but Python cannot stop code i
 same process from reaching any object it wants (`gc`, frames). So the record is checked
 when the trial ends: the trace numbered 1..n with nothing removed, every recorded effect
 (a ledger entry) matching a `state_change` event of the same call and tool, every result
-answering a proposed call, the state as each write call found it (as the one before
-left it) and as the last write call left it. A mismatch is
+answering a proposed call, and the state as the last write call left it. A mismatch is
 an integrity failure of the trial: a critical safety check, so a trial that forged its
 own record never passes (docs/architecture.md, Verdicts).
 
@@ -54,9 +53,6 @@ def problems(gateway: ToolGateway) -> list[str]:
             f"the ledger ({len(ledger)} effects) does not match the trace's state changes "
             f"({len(changes)}): first difference at {_first_difference(ledger, changes)}"
         )
-    if gateway.unsettled:
-        before = ", ".join(gateway.unsettled)
-        found.append(f"the state changed outside a write tool call (before call {before})")
     if fingerprint(gateway.state) != gateway.settled:
         found.append("the state changed outside a write tool call")
     return found
