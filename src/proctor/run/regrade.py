@@ -298,16 +298,23 @@ def grade_share(
         trials = store.graded_trials(
             share.source_id, KEPT_CHECKS, after=share.after, until=share.until
         )
-    stored_trials = list(trials)
-    graded = [_regraded(stored, share.run_id, members) for stored in stored_trials]
-    findings = [f for _, f in graded]
-    if judged is not None:
-        findings = judged(list(zip(findings, stored_trials, strict=True)))
     out = EncodedShare()
-    for (result, _), decided_on, stored in zip(graded, findings, stored_trials, strict=True):
-        decide(result, decided_on)
-        out.add(encode_trial(result, None, None, stored.source), stored.result.status)
+    if judged is None:  # trial by trial: each freed while it is in the CPU's caches
+        for stored in trials:
+            _encoded(out, stored, *_regraded(stored, share.run_id, members))
+    else:
+        stored_trials = list(trials)
+        graded = [_regraded(stored, share.run_id, members) for stored in stored_trials]
+        findings = judged([(f, s) for (_, f), s in zip(graded, stored_trials, strict=True)])
+        for (result, _), decided_on, stored in zip(graded, findings, stored_trials, strict=True):
+            _encoded(out, stored, result, decided_on)
     return out.packed() if share.packed and PACKABLE else out
+
+
+def _encoded(out: EncodedShare, stored: StoredTrial, result: TrialResult, on: Findings) -> None:
+    """`result` decided `on` its findings, added to `out` encoded."""
+    decide(result, on)
+    out.add(encode_trial(result, None, None, stored.source), stored.result.status)
 
 
 #: A worker process's read-only handles on stores, by path.

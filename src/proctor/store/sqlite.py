@@ -740,13 +740,16 @@ class Store:
         finished before a trial is handed on: a read cursor held open while the caller
         writes would keep the WAL from being checkpointed, and every page read would get
         slower. Of the stored checks only those named in `kept` are read: the checks the
-        harness adds, which graders do not produce.
+        harness adds, which graders do not produce. Each trial is decoded as it is handed
+        on, so that a caller that is done with it frees it while it is in the CPU's caches.
         """
         while True:
             rows = self.graded_rows(run_id, kept, after, until, batch)
             if not rows[0]:
                 return
-            yield from self._read(f"run {run_id}", partial(list, decode_graded(run_id, *rows)))
+            decoded = decode_graded(run_id, *rows)
+            while (stored := self._read(f"run {run_id}", partial(next, decoded, None))) is not None:
+                yield stored
             after = (rows[0][-1][1], rows[0][-1][2])
 
     def graded_rows(
@@ -968,11 +971,11 @@ def decode_graded(
 
 
 def _traces(events: list[tuple[int, str]]) -> Iterator[tuple[int, list[TraceEvent]]]:
-    """Each trial's trace events with the trial's rowid, in the order read: the whole
-    share's decoded in one call."""
-    arrays = loads_all([text for _, text in events])
-    for (rowid, _), array in zip(events, arrays, strict=True):
-        yield rowid, list(starmap(TraceEvent, array))
+    """Each trial's trace events with the trial's rowid, in the order read, decoded when
+    it is reached: a share's traces decoded in one call were all alive until the share
+    was done, and out of the CPU's caches by the time they were graded and freed."""
+    for rowid, text in events:
+        yield rowid, list(starmap(TraceEvent, _loads(text)))
 
 
 def event_lists(events: Sequence[TraceEvent], trial_id: str) -> list[list[Any]]:
