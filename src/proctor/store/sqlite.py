@@ -941,7 +941,7 @@ def decode_graded(
         check = Check(name, kind, bool(passed), score, severity, evidence)
         by_trial.setdefault(rowid, []).append(check)
     usages = loads_all([row[7] for row in rows])
-    outcomes = loads_all([row[10] or "null" for row in rows])
+    outcomes = _outcomes([row[10] for row in rows])
     for row, usage, outcome in zip(rows, usages, outcomes, strict=True):
         source, task_id, trial, seed, status, latency, trace_id, _, error, answer = row[:10]
         result = TrialResult(
@@ -965,9 +965,20 @@ def decode_graded(
             result,
             Trace(f"{task_id}#{trial}", trace_id, trial_events),
             answer or "",
-            Outcome.from_dict(outcome) if row[10] else None,
+            outcome,
             by_trial.get(row[11], []),
         )
+
+
+def _outcomes(texts: list[str | None]) -> list[Outcome | None]:
+    """Each row's outcome, decoded once per distinct text: a task's trials often end in
+    the same final state (each of the regrade benchmark's tasks, in every trial), and
+    its text is most of what a share decodes besides the traces. Shared by those trials,
+    as graders only read it."""
+    distinct = dict.fromkeys(text for text in texts if text)
+    values = loads_all(list(distinct))
+    made = {text: Outcome.from_dict(value) for text, value in zip(distinct, values, strict=True)}
+    return [made[text] if text else None for text in texts]
 
 
 def _traces(events: list[tuple[int, str]]) -> Iterator[tuple[int, list[TraceEvent]]]:
@@ -1132,6 +1143,7 @@ class StoredTrial:
     result: TrialResult
     trace: Trace
     answer: str
+    #: Shared with the trials whose stored outcome reads the same: not to be changed.
     outcome: Outcome | None
     #: The stored checks the harness added (an agent crash, a protocol error, ...).
     kept: list[Check]
