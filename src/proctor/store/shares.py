@@ -37,9 +37,11 @@ _TRIAL = (
 )
 _CHECK = "idx, name, kind, passed, score, severity, evidence"
 #: A packed share's tables: columns without types, so each value is kept as it was given.
+#: Checks are inserted in (place, idx) order and read back in rowid order: keyed by (place,
+#: idx) instead, each insert searched that key, packing cost a worker an eighth more.
 _PACKED_SCHEMA = (
     f"CREATE TABLE trials (place INTEGER PRIMARY KEY, {_TRIAL});"
-    f" CREATE TABLE checks (place, {_CHECK}, PRIMARY KEY (place, idx)) WITHOUT ROWID"
+    f" CREATE TABLE checks (place, {_CHECK})"
 )
 #: The name a packed share is attached under while it is copied.
 _ATTACHED = "regraded_share"
@@ -183,7 +185,7 @@ def _copy_packed(db: sqlite3.Connection, share: PackedShare, first: int) -> None
     )
     db.execute(
         f"INSERT INTO main.checks(trial_rowid, {_CHECK}) SELECT place + ?, {_CHECK}"
-        f" FROM {_ATTACHED}.checks ORDER BY place, idx",
+        f" FROM {_ATTACHED}.checks ORDER BY rowid",
         (first,),
     )
 
