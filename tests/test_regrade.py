@@ -288,3 +288,20 @@ def test_a_worker_looks_a_tasks_domain_up_to_the_root_the_suite_was_loaded_from(
         t.id: t.task.digest for t in suite.tasks
     }
     assert all(m.domain.name == "mini" for m in members.values())
+
+
+def test_a_suite_reached_through_a_link_ships_its_task_files_to_workers_elsewhere(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A Ray worker's working directory is the shipped folder, resolved: each task's
+    file travels relative to it, also when the suite was named through a link."""
+    real = tmp_path / "real"
+    shutil.copytree(MINI, real / "mini")
+    (tmp_path / "link").symlink_to(real)
+    suite = load_suite(tmp_path / "link" / "mini")
+    shipped = SuiteSource.of(suite).shipped(real.resolve())
+    assert {root for root, _ in shipped.files.values()} == {"mini"}
+    monkeypatch.chdir(real)
+    monkeypatch.setattr(worker_source, "_suites", {})
+    members = shipped.members(["read-item"])
+    assert members["read-item"].task.digest == shipped.digests["read-item"]

@@ -84,8 +84,9 @@ class SuiteSource:
     digests: dict[str, str]
     #: Identifies (paths, digests) for a worker's cache, computed once.
     fingerprint: str
-    #: Task id -> (its file, the suite root its domain is looked up to), absolute; a task
-    #: of a suite source (`agentdojo:banking`) has none: its source loads whole.
+    #: Task id -> (the suite root its domain is looked up to, made absolute as `paths`
+    #: are; its file below that root, as laid out); a task of a suite source
+    #: (`agentdojo:banking`) has none: its source loads whole.
     files: dict[str, tuple[str, str]] = field(default_factory=dict)
 
     @classmethod
@@ -100,8 +101,11 @@ class SuiteSource:
         digests = {t.id: t.task.digest for t in members}
         paths = tuple(str(Path(p).resolve()) for p in suite.roots)
         joined = "\n".join([*paths, *(f"{k}:{v}" for k, v in sorted(digests.items()))])
-        files = {  # as laid out, links not followed: a domain is looked up from there
-            t.id: (os.path.abspath(t.loaded.path), os.path.abspath(t.root))
+        files = {  # links below the root not followed: a domain is looked up from there
+            t.id: (
+                str(t.root.resolve()),
+                os.path.relpath(os.path.abspath(t.loaded.path), os.path.abspath(t.root)),
+            )
             for t in members
             if t.root is not None
         }
@@ -110,8 +114,8 @@ class SuiteSource:
     def shipped(self, root: Path) -> SuiteSource:
         """Paths relative to `root`, shipped to be the workers' working directory."""
         files = {
-            task_id: (shipped_path(file, root, "task file"), shipped_path(top, root, "suite path"))
-            for task_id, (file, top) in self.files.items()
+            task_id: (shipped_path(top, root, "suite path"), file)
+            for task_id, (top, file) in self.files.items()
         }
         return replace(self, paths=shipped_paths(self.paths, root), files=files)
 
@@ -130,7 +134,7 @@ class SuiteSource:
             return have
         if all(task_id in self.files for task_id in missing):
             wanted = sorted({self.files[task_id] for task_id in missing})
-            loaded = load_task_files([(Path(file), Path(root)) for file, root in wanted])
+            loaded = load_task_files([(Path(root, file), Path(root)) for root, file in wanted])
         else:
             loaded = load_suite(list(self.paths)).tasks
         for member in loaded:  # a file's (a source's) other tasks kept too, if unchanged
