@@ -105,17 +105,17 @@ class ShareVerdicts:
 
 @dataclass(frozen=True, slots=True)
 class EncodedShare:
-    """A share's trials as rows: `encode_trial`'s rows, their checks' rows (each led by
-    the trial's place in the share), and what a summary reads of them."""
+    """A share's trials as rows: `encode_trial`'s rows, each trial's checks' rows (led by
+    the trial's rowid when inserted: one tuple a check is made, where it goes), and what a
+    summary reads of them."""
 
     rows: list[tuple[Any, ...]] = field(default_factory=list)
-    checks: list[tuple[Any, ...]] = field(default_factory=list)
+    checks: list[list[tuple[Any, ...]]] = field(default_factory=list)
     verdicts: ShareVerdicts = field(default_factory=ShareVerdicts)
 
     def add(self, encoded: EncodedTrial, before: str) -> None:
-        place = len(self.rows)
         self.rows.append(encoded.row)
-        self.checks.extend((place, *check) for check in encoded.checks)
+        self.checks.append(encoded.checks)
         self.verdicts.add(encoded.row, encoded.checks, before)
 
     def packed(self) -> PackedShare:
@@ -124,7 +124,7 @@ class EncodedShare:
         try:
             each_statement(db, _PACKED_SCHEMA)
             insert_many(db, f"trials(place, {_TRIAL})", _placed(self.rows))
-            insert_many(db, f"checks(place, {_CHECK})", self.checks)
+            insert_many(db, f"checks(place, {_CHECK})", _placed_checks(self.checks))
             db.commit()
             return PackedShare(db.serialize(), self.verdicts)
         finally:
@@ -142,6 +142,10 @@ class PackedShare:
 
 def _placed(rows: list[tuple[Any, ...]], first: int = 0) -> list[tuple[Any, ...]]:
     return [(first + place, *row) for place, row in enumerate(rows)]
+
+
+def _placed_checks(checks: list[list[tuple[Any, ...]]], first: int = 0) -> list[tuple[Any, ...]]:
+    return [(first + place, *check) for place, its in enumerate(checks) for check in its]
 
 
 @writes("writing regraded trials")
@@ -162,7 +166,7 @@ def insert_share(db: sqlite3.Connection, share: EncodedShare | PackedShare) -> S
             insert_many(
                 db,
                 f"main.checks(trial_rowid, {_CHECK})",
-                [(first + check[0], *check[1:]) for check in share.checks],
+                _placed_checks(share.checks, first),
             )
         db.execute("RELEASE share")
         return share.verdicts
