@@ -5,6 +5,8 @@ event stored; the suite written to files, as worker processes rebuild it from th
 then times `proctor.run.regrade.regrade` on it: in this process, in 1 and 2 worker
 processes (`--workers`), and, with `--cluster`, on a two-node Ray cluster started on
 this machine (tests/ray_cluster.py). Every regrade must reproduce the source's verdicts.
+With workers, their CPU time is printed beside this process's, and from both the ratio
+2 workers / 1 that two free cores would give (on a shared machine the rates cannot say).
 The in-process run is then split into its parts: reading and decoding the stored
 trials, grading them, writing the new run.
 
@@ -48,19 +50,48 @@ def suite_files(root: Path, tasks: int) -> Suite:
     return suite
 
 
-def timed(label: str, store: Store, source: str, suite: Suite, n: int, pool: Pool) -> float:
+def workers_cpu(pool: Pool) -> float | None:
+    """The CPU seconds a process pool's workers have used (from /proc; None elsewhere)."""
+    if not isinstance(pool, ProcessPool):
+        return None
+    tick, total = os.sysconf("SC_CLK_TCK"), 0
+    for worker in pool.procs:
+        try:
+            fields = Path(f"/proc/{worker.proc.pid}/stat").read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            return None
+        total += int(fields[11]) + int(fields[12])  # utime, stime
+    return total / tick
+
+
+def timed(
+    label: str, store: Store, source: str, suite: Suite, n: int, pool: Pool
+) -> tuple[float, float | None]:
     """One regrade's rate, with this process's CPU time a trial (all of it in this
-    process; with workers, the part that caps their scaling) and the load average;
-    returns that CPU time."""
-    started, cpu = time.perf_counter(), time.process_time()
+    process; with workers, the part that caps their scaling), the workers' together
+    and the load average; returns those CPU times."""
+    started, cpu, before = time.perf_counter(), time.process_time(), workers_cpu(pool)
     done = regrade(store, source, suite, pool=pool)
-    wall, cpu = time.perf_counter() - started, time.process_time() - cpu
+    wall, cpu, after = time.perf_counter() - started, time.process_time() - cpu, workers_cpu(pool)
     assert not done.flips and done.summary.trials == n, (done.flips, done.summary.trials)
+    workers = None if before is None or after is None else after - before
+    spent = "" if workers is None else f", the workers' {1e6 * workers / n:.0f} us/trial"
     print(
         f"regrade, {label}: {n} trials in {wall:.2f} s = {n / wall:,.0f} trials/s"
-        f" (this process's CPU {1e6 * cpu / n:.0f} us/trial, load {os.getloadavg()[0]:.1f})"
+        f" (this process's CPU {1e6 * cpu / n:.0f} us/trial{spent},"
+        f" load {os.getloadavg()[0]:.1f})"
     )
-    return cpu
+    return cpu, workers
+
+
+def scaling(one: tuple[float, float | None], two: tuple[float, float | None]) -> None:
+    """What 2 workers would give over 1 on two free cores, from CPU time (what a shared
+    machine still measures): one worker grades while this process works on the other
+    core; two share both cores with this process, so 2 W1 / (W2 + P2)."""
+    if one[1] is not None and two[1] is not None:
+        print(
+            f"2 workers / 1 on two free cores, from CPU time: {2 * one[1] / (two[0] + two[1]):.2f}x"
+        )
 
 
 def parts(store: Store, source: str, suite: Suite, n: int, cpu: float) -> None:
@@ -130,12 +161,15 @@ def main() -> None:
         source = Runner(suite, agent, trials=args.trials, concurrency=4, store=store).run()
         n: int = source.summary.trials
         print(f"stored {n} trials in {time.perf_counter() - started:.1f} s")
-        cpu = timed("in this process", store, source.run_id, suite, n, open_pool(1))
+        cpu, _ = timed("in this process", store, source.run_id, suite, n, open_pool(1))
         parts(store, source.run_id, suite, n, cpu)
+        spent = {}
         for workers in (int(w) for w in args.workers.split(",") if w):
             with ProcessPool(workers) as pool:
                 label = f"{workers} worker process{'es' if workers > 1 else ''}"
-                timed(label, store, source.run_id, suite, n, pool)
+                spent[workers] = timed(label, store, source.run_id, suite, n, pool)
+        if 1 in spent and 2 in spent:
+            scaling(spent[1], spent[2])
         if args.cluster:
             on_cluster(store, source.run_id, suite, n)
         store.close()

@@ -13,8 +13,10 @@ import pytest
 from proctor import Check, Runner, Store, load_agent, load_suite
 from proctor.grade import registry
 from proctor.run import regrade as regrade_module
+from proctor.run import worker_source
 from proctor.run.pool import open_pool
 from proctor.run.regrade import RegradeError, regrade
+from proctor.run.worker_source import ExecutorError, SuiteSource
 from store_sql import sql
 from test_store import stored_events
 
@@ -246,3 +248,60 @@ def test_the_collector_is_paused_only_while_a_share_is_graded(
     with pytest.raises(KeyboardInterrupt):
         regrade(store, report.run_id, suite)
     assert gc.isenabled()
+
+
+def test_a_worker_loads_only_the_task_files_of_its_shares(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Two workers would each load the whole suite before their first trial: a worker
+    loads the files of the tasks it is handed, each checked as it was at the run."""
+    copy = tmp_path / "mini"
+    shutil.copytree(MINI, copy)
+    source = SuiteSource.of(load_suite(copy))
+    count_file = copy / "tasks" / "count-item.json"
+    count_file.write_text(count_file.read_text().replace('"equals": 2', '"equals": 3'))
+    monkeypatch.setattr(worker_source, "_suites", {})
+    pair = source.members(["paint-item"])  # its file's other task comes with it
+    assert set(pair) == {"paint-item", "dated-item"}
+    assert all(pair[t].task.digest == source.digests[t] for t in pair)
+    assert "items.get" in source.members(["read-item"])["read-item"].domain.tools
+    with pytest.raises(ExecutorError, match="'count-item' changed on disk"):
+        source.members(["count-item"])
+    assert source.between("d", "paint-item") == ["dated-item", "paint-item"]
+
+
+def test_a_worker_looks_a_tasks_domain_up_to_the_root_the_suite_was_loaded_from(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A task file deep in a folder without `tasks/` finds the domain.py at the root the
+    command line named, as `load_suite` found it, not only its own folder's."""
+    root = tmp_path / "suite"
+    deep = root / "a" / "b"
+    deep.mkdir(parents=True)
+    shutil.copy(MINI / "domain.py", root / "domain.py")
+    for file in (MINI / "tasks").iterdir():
+        shutil.copy(file, deep / file.name)
+    suite = load_suite(root)
+    monkeypatch.setattr(worker_source, "_suites", {})
+    members = SuiteSource.of(suite).members()
+    assert {t: m.task.digest for t, m in members.items()} == {
+        t.id: t.task.digest for t in suite.tasks
+    }
+    assert all(m.domain.name == "mini" for m in members.values())
+
+
+def test_a_suite_reached_through_a_link_ships_its_task_files_to_workers_elsewhere(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A Ray worker's working directory is the shipped folder, resolved: each task's
+    file travels relative to it, also when the suite was named through a link."""
+    real = tmp_path / "real"
+    shutil.copytree(MINI, real / "mini")
+    (tmp_path / "link").symlink_to(real)
+    suite = load_suite(tmp_path / "link" / "mini")
+    shipped = SuiteSource.of(suite).shipped(real.resolve())
+    assert {root for root, _ in shipped.files.values()} == {"mini"}
+    monkeypatch.chdir(real)
+    monkeypatch.setattr(worker_source, "_suites", {})
+    members = shipped.members(["read-item"])
+    assert members["read-item"].task.digest == shipped.digests["read-item"]

@@ -288,3 +288,48 @@ def test_graded_trials_give_each_trial_its_own_events_in_order(tmp_path: Path) -
         lists = [id(s.trace.events) for s in read]
         assert len(set(lists)) == len(lists)
     store.close()
+
+
+def test_graded_trials_give_each_trial_its_own_outcome(tmp_path: Path) -> None:
+    """Outcomes are decoded once per distinct text: trials ending alike share one, the
+    others keep theirs, and a trial without one has none."""
+    from proctor.core.outcome import LedgerEntry, Outcome
+    from proctor.core.results import TrialResult
+    from proctor.core.trace import Trace
+
+    store = Store(tmp_path / "s.db")
+    store.create_run("r1", {"run_id": "r1"})
+    cancelled = Outcome({"orders": {"A-1": "cancelled"}}, [LedgerEntry(3, "cancel", {"id": 1})])
+    kept = Outcome({"orders": {"A-1": "placed"}})
+    written = [cancelled, kept, cancelled, None, kept]
+    for trial, outcome in enumerate(written):
+        result = TrialResult("r1", "t", trial, trial, "passed", trace_id=f"tr{trial}")
+        store.write_trial(result, Trace(f"t#{trial}", f"tr{trial}", []), "", outcome)
+    read = [s.outcome for s in store.graded_trials("r1", ())]
+    assert [o and o.to_dict() for o in read] == [o and o.to_dict() for o in written]
+    assert read[0] is read[2] and read[1] is read[4] and read[0] is not read[1]
+    store.close()
+
+
+def test_a_trace_that_cannot_be_decoded_is_a_damaged_store(tmp_path: Path) -> None:
+    """Each trial is decoded as it is handed on, after the read: a trace row that is
+    not JSON is still StoreDamaged naming the run, never a bare JSON error."""
+    from proctor.core.results import TrialResult
+    from proctor.core.trace import Trace, TraceEvent
+    from proctor.store import StoreDamaged
+
+    store = Store(tmp_path / "s.db")
+    store.create_run("r1", {"run_id": "r1"})
+    for trial in range(3):
+        result = TrialResult("r1", "t", trial, trial, "passed", trace_id=f"tr{trial}")
+        events = [TraceEvent(0, 0.0, "message", {"n": trial})]
+        store.write_trial(result, Trace(f"t#{trial}", f"tr{trial}", events), "", None)
+    db = sql(store)
+    db.execute(
+        "UPDATE traces SET events = '[[0, 0.0, \"message\", {' WHERE trial_rowid ="
+        " (SELECT id FROM trials WHERE trial = 1)"
+    )
+    db.commit()
+    with pytest.raises(StoreDamaged, match="run r1 is unreadable"):
+        list(store.graded_trials("r1", ()))
+    store.close()

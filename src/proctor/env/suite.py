@@ -33,6 +33,9 @@ class SuiteTask:
     domain: Domain
     #: The rubrics of the task's `expect.judge`, in order.
     rubrics: tuple[Rubric, ...] = ()
+    #: The suite root its domain was looked up to (`task_files`); None for a task of a
+    #: suite source or one built in Python.
+    root: Path | None = None
 
     @property
     def task(self) -> Task:
@@ -192,6 +195,36 @@ def load_suite(paths: str | Path | Sequence[str | Path], name: str | None = None
                 problems.append((Path(raw), 1, "", str(exc)))
                 continue
             found.extend((LoadedTask(t, Path(raw), (), {}), d, None) for t, d in built)
+    tasks, loaded_files = _bound(files, found, problems)
+    if not files and not any(specs.values()) and not problems:
+        problems.append(
+            (Path(path_list[0]) if path_list else Path("."), 1, "", "no task files found")
+        )
+    if problems:
+        raise SuiteLoadError(problems, len(files), loaded_files)
+    label = name or ",".join(map(suite_label, path_list))
+    return Suite(label, [Path(p) for p in path_list], tasks, files=len(files))
+
+
+def load_task_files(files: Sequence[tuple[Path, Path]]) -> list[SuiteTask]:
+    """The tasks of some of a suite's files, each (file, the suite root its domain is
+    looked up to) as `task_files` gathered them: what a grading worker needs of a suite
+    it was handed part of (run/worker_source.py). Checked as `load_suite` checks them,
+    but for duplicate ids in other files; problems raised together."""
+    problems: list[Problem] = []
+    tasks, loaded_files = _bound(files, [], problems)
+    if problems:
+        raise SuiteLoadError(problems, len(files), loaded_files)
+    return tasks
+
+
+def _bound(
+    files: Sequence[tuple[Path, Path]],
+    found: list[tuple[LoadedTask, Domain | None, Path | None]],
+    problems: list[Problem],
+) -> tuple[list[SuiteTask], int]:
+    """The tasks of `files` (after those already `found`, from suite sources) bound to
+    their domains and rubrics, and how many files loaded; problems added to `problems`."""
     loaded_files = 0
     settings: dict[Path, SuiteSettings | None] = {}
     for file, root in files:
@@ -252,15 +285,8 @@ def load_suite(paths: str | Path | Sequence[str | Path], name: str | None = None
                 )
         for loc, message in task_problems(domain, task):
             problems.append((file, loaded.line_at(loc), loaded.field_name(loc), message))
-        tasks.append(SuiteTask(loaded, domain, rubrics))
-    if not files and not any(specs.values()) and not problems:
-        problems.append(
-            (Path(path_list[0]) if path_list else Path("."), 1, "", "no task files found")
-        )
-    if problems:
-        raise SuiteLoadError(problems, len(files), loaded_files)
-    label = name or ",".join(map(suite_label, path_list))
-    return Suite(label, [Path(p) for p in path_list], tasks, files=len(files))
+        tasks.append(SuiteTask(loaded, domain, rubrics, top))
+    return tasks, loaded_files
 
 
 def suite_label(path: str | Path) -> str:

@@ -15,7 +15,8 @@ was graded on import.
 
 Work is cut into shares of `SHARE` trials by key range (docs/architecture.md, Regrade at
 scale). A pool runs them here, in worker processes or on Ray (run/pool.py): each worker
-rebuilds the suite from its files, reads its share of the store (a Ray worker, which may
+loads the tasks of its shares from their files (not the whole suite: two workers would
+each load all of it first), reads its share of the store (a Ray worker, which may
 be on another machine, gets the share's rows instead), grades it and encodes the rows
 (packed into an SQLite image, out of this process: store/shares.py); this process
 inserts them in share order, so the new run is the same whatever the number of
@@ -280,11 +281,12 @@ def grade_share(
     store: Store | None = None,
     judged: Callable[[list[tuple[Findings, StoredTrial]]], list[Findings]] | None = None,
 ) -> EncodedShare | PackedShare:
-    """Grade one share (in a worker: the suite rebuilt from its files, the store opened
-    for reading, once per process) into its rows; `judged` runs the rubric judges on it."""
-    if members is None:
+    """Grade one share (in a worker: its tasks loaded from their files, the store opened
+    for reading, each once per process) into its rows; `judged` runs the rubric judges
+    on it."""
+    if members is None:  # in a worker: the tasks of this share's key range
         assert share.suite is not None
-        members = share.suite.members()
+        members = share.suite.members(share.suite.between(share.after[0], share.until[0]))
     if share.rows is not None:
         trials: Iterator[StoredTrial] = decode_graded(share.source_id, *share.rows)
     else:
@@ -296,16 +298,23 @@ def grade_share(
         trials = store.graded_trials(
             share.source_id, KEPT_CHECKS, after=share.after, until=share.until
         )
-    stored_trials = list(trials)
-    graded = [_regraded(stored, share.run_id, members) for stored in stored_trials]
-    findings = [f for _, f in graded]
-    if judged is not None:
-        findings = judged(list(zip(findings, stored_trials, strict=True)))
     out = EncodedShare()
-    for (result, _), decided_on, stored in zip(graded, findings, stored_trials, strict=True):
-        decide(result, decided_on)
-        out.add(encode_trial(result, None, None, stored.source), stored.result.status)
+    if judged is None:  # trial by trial: each freed while it is in the CPU's caches
+        for stored in trials:
+            _encoded(out, stored, *_regraded(stored, share.run_id, members))
+    else:
+        stored_trials = list(trials)
+        graded = [_regraded(stored, share.run_id, members) for stored in stored_trials]
+        findings = judged([(f, s) for (_, f), s in zip(graded, stored_trials, strict=True)])
+        for (result, _), decided_on, stored in zip(graded, findings, stored_trials, strict=True):
+            _encoded(out, stored, result, decided_on)
     return out.packed() if share.packed and PACKABLE else out
+
+
+def _encoded(out: EncodedShare, stored: StoredTrial, result: TrialResult, on: Findings) -> None:
+    """`result` decided `on` its findings, added to `out` encoded."""
+    decide(result, on)
+    out.add(encode_trial(result, None, None, stored.source), stored.result.status)
 
 
 #: A worker process's read-only handles on stores, by path.

@@ -12,14 +12,16 @@ from __future__ import annotations
 
 import asyncio
 import hashlib
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass, replace
+import os
+from bisect import bisect_left, bisect_right
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
 from proctor.agents import load_agent
 from proctor.env.sources import source_spec
-from proctor.env.suite import Suite, SuiteTask, load_suite
+from proctor.env.suite import Suite, SuiteTask, load_suite, load_task_files
 from proctor.run.trial import TrialRecord, TrialSpec, play_trial
 from proctor.tasks.models import Fault
 
@@ -75,12 +77,17 @@ class TrialSource:
 @dataclass(frozen=True)
 class SuiteSource:
     """What a grading worker needs to rebuild a suite: its paths, and the digest of each
-    task it grades, so that a task file changed since is an error, not other verdicts."""
+    task it grades, so that a task file changed since is an error, not other verdicts;
+    and where each task's file is, so that a worker loads only the tasks it is handed."""
 
     paths: tuple[str, ...]
     digests: dict[str, str]
     #: Identifies (paths, digests) for a worker's cache, computed once.
     fingerprint: str
+    #: Task id -> (the suite root its domain is looked up to, made absolute as `paths`
+    #: are; its file below that root, as laid out); a task of a suite source
+    #: (`agentdojo:banking`) has none: its source loads whole.
+    files: dict[str, tuple[str, str]] = field(default_factory=dict)
 
     @classmethod
     def of(cls, suite: Suite, task_ids: Sequence[str] | None = None) -> SuiteSource:
@@ -90,24 +97,53 @@ class SuiteSource:
                 f"suite {suite.name!r} was not loaded from files: a worker cannot rebuild it"
             )
         wanted = None if task_ids is None else set(task_ids)
-        digests = {t.id: t.task.digest for t in suite.tasks if wanted is None or t.id in wanted}
+        members = [t for t in suite.tasks if wanted is None or t.id in wanted]
+        digests = {t.id: t.task.digest for t in members}
         paths = tuple(str(Path(p).resolve()) for p in suite.roots)
         joined = "\n".join([*paths, *(f"{k}:{v}" for k, v in sorted(digests.items()))])
-        return cls(paths, digests, hashlib.sha256(joined.encode()).hexdigest())
+        files = {  # links below the root not followed: a domain is looked up from there
+            t.id: (
+                str(t.root.resolve()),
+                os.path.relpath(os.path.abspath(t.loaded.path), os.path.abspath(t.root)),
+            )
+            for t in members
+            if t.root is not None
+        }
+        return cls(paths, digests, hashlib.sha256(joined.encode()).hexdigest(), files)
 
     def shipped(self, root: Path) -> SuiteSource:
         """Paths relative to `root`, shipped to be the workers' working directory."""
-        return replace(self, paths=shipped_paths(self.paths, root))
+        files = {
+            task_id: (shipped_path(top, root, "suite path"), file)
+            for task_id, (top, file) in self.files.items()
+        }
+        return replace(self, paths=shipped_paths(self.paths, root), files=files)
 
-    def members(self) -> dict[str, SuiteTask]:
-        """In a worker: the tasks by id, loaded once per process, each as it was."""
-        if self.fingerprint not in _suites:
-            loaded = {t.id: t for t in load_suite(list(self.paths)).tasks}
-            for task_id, digest in self.digests.items():
-                if task_id not in loaded or loaded[task_id].task.digest != digest:
-                    raise ExecutorError(f"task {task_id!r} changed on disk since it was loaded")
-            _suites[self.fingerprint] = {k: loaded[k] for k in self.digests}
-        return _suites[self.fingerprint]
+    def between(self, first: str, last: str) -> list[str]:
+        """The ids of its tasks from `first` to `last` (a share's key range), in order."""
+        ids = sorted(self.digests)
+        return ids[bisect_left(ids, first) : bisect_right(ids, last)]
+
+    def members(self, task_ids: Iterable[str] | None = None) -> dict[str, SuiteTask]:
+        """In a worker: the tasks by id, at least those of `task_ids` (all by default),
+        each loaded once per process, from its own file where it has one, and each as it
+        was (its digest)."""
+        have = _suites.setdefault(self.fingerprint, {})
+        missing = [t for t in (self.digests if task_ids is None else task_ids) if t not in have]
+        if not missing:
+            return have
+        if all(task_id in self.files for task_id in missing):
+            wanted = sorted({self.files[task_id] for task_id in missing})
+            loaded = load_task_files([(Path(root, file), Path(root)) for root, file in wanted])
+        else:
+            loaded = load_suite(list(self.paths)).tasks
+        for member in loaded:  # a file's (a source's) other tasks kept too, if unchanged
+            if member.id not in have and self.digests.get(member.id) == member.task.digest:
+                have[member.id] = member
+        changed = next((task_id for task_id in missing if task_id not in have), None)
+        if changed is not None:
+            raise ExecutorError(f"task {changed!r} changed on disk since it was loaded")
+        return have
 
 
 def shipped_paths(paths: Sequence[str], root: Path) -> tuple[str, ...]:

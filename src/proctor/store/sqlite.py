@@ -743,13 +743,16 @@ class Store:
         finished before a trial is handed on: a read cursor held open while the caller
         writes would keep the WAL from being checkpointed, and every page read would get
         slower. Of the stored checks only those named in `kept` are read: the checks the
-        harness adds, which graders do not produce.
+        harness adds, which graders do not produce. Each trial is decoded as it is handed
+        on, so that a caller that is done with it frees it while it is in the CPU's caches.
         """
         while True:
             rows = self.graded_rows(run_id, kept, after, until, batch)
             if not rows[0]:
                 return
-            yield from self._read(f"run {run_id}", partial(list, decode_graded(run_id, *rows)))
+            decoded = decode_graded(run_id, *rows)
+            while (stored := self._read(f"run {run_id}", partial(next, decoded, None))) is not None:
+                yield stored
             after = (rows[0][-1][1], rows[0][-1][2])
 
     def graded_rows(
@@ -941,7 +944,7 @@ def decode_graded(
         check = Check(name, kind, bool(passed), score, severity, evidence)
         by_trial.setdefault(rowid, []).append(check)
     usages = loads_all([row[7] for row in rows])
-    outcomes = loads_all([row[10] or "null" for row in rows])
+    outcomes = _outcomes([row[10] for row in rows])
     for row, usage, outcome in zip(rows, usages, outcomes, strict=True):
         source, task_id, trial, seed, status, latency, trace_id, _, error, answer = row[:10]
         result = TrialResult(
@@ -965,17 +968,28 @@ def decode_graded(
             result,
             Trace(f"{task_id}#{trial}", trace_id, trial_events),
             answer or "",
-            Outcome.from_dict(outcome) if row[10] else None,
+            outcome,
             by_trial.get(row[11], []),
         )
 
 
+def _outcomes(texts: list[str | None]) -> list[Outcome | None]:
+    """Each row's outcome, decoded once per distinct text: a task's trials often end in
+    the same final state (each of the regrade benchmark's tasks, in every trial), and
+    its text is most of what a share decodes besides the traces. Shared by those trials,
+    as graders only read it."""
+    distinct = dict.fromkeys(text for text in texts if text)
+    values = loads_all(list(distinct))
+    made = {text: Outcome.from_dict(value) for text, value in zip(distinct, values, strict=True)}
+    return [made[text] if text else None for text in texts]
+
+
 def _traces(events: list[tuple[int, str]]) -> Iterator[tuple[int, list[TraceEvent]]]:
-    """Each trial's trace events with the trial's rowid, in the order read: the whole
-    share's decoded in one call."""
-    arrays = loads_all([text for _, text in events])
-    for (rowid, _), array in zip(events, arrays, strict=True):
-        yield rowid, list(starmap(TraceEvent, array))
+    """Each trial's trace events with the trial's rowid, in the order read, decoded when
+    it is reached: a share's traces decoded in one call were all alive until the share
+    was done, and out of the CPU's caches by the time they were graded and freed."""
+    for rowid, text in events:
+        yield rowid, list(starmap(TraceEvent, _loads(text)))
 
 
 def event_lists(events: Sequence[TraceEvent], trial_id: str) -> list[list[Any]]:
@@ -1132,6 +1146,7 @@ class StoredTrial:
     result: TrialResult
     trace: Trace
     answer: str
+    #: Shared with the trials whose stored outcome reads the same: not to be changed.
     outcome: Outcome | None
     #: The stored checks the harness added (an agent crash, a protocol error, ...).
     kept: list[Check]
