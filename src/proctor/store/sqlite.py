@@ -144,6 +144,11 @@ _INSERT_TRIAL = (
     " VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)"
 )
 _CHECKS = "checks(trial_rowid, idx, name, kind, passed, score, severity, evidence)"
+#: The page size of a new store, in bytes (SQLite's default is 4,096): a trial's trace
+#: row (a few KB) then shares a page with the next one's, rather than taking one alone,
+#: and writing a trial costs a sixth less (measured: 20 events, 11 checks; 16 KB cost
+#: more). Every reader reads any page size; a store keeps the one it was made with.
+PAGE_SIZE = 8192
 #: Rows one INSERT takes at most (`insert_many`; fewer where SQLite allows fewer values).
 ROWS_AT_ONCE = 256
 _INSERT_TRACE = "INSERT INTO traces(trial_rowid, events) VALUES (?,?)"
@@ -356,7 +361,10 @@ class Store:
             if not readonly:
                 if version:
                     check_pages(self._db, self.path)
-                # Only now, checked, may it be changed: WAL journalling, then the schema.
+                # Only now, checked, may it be changed: its page size if it is new (SQLite
+                # ignores it on a file with pages), WAL journalling, then the schema.
+                if not version:
+                    self._db.execute(f"PRAGMA page_size={PAGE_SIZE}")
                 self._writing("opening it", partial(self._db.execute, "PRAGMA journal_mode=WAL"))
                 self._db.execute("PRAGMA synchronous=NORMAL")
                 self._db.execute("PRAGMA foreign_keys=ON")
