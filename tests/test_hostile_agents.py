@@ -451,6 +451,26 @@ def test_a_budget_on_a_figure_some_calls_left_out_fails(
     assert checks["max_model_calls"].passed  # 3 calls, each counted
 
 
+def test_a_figure_some_calls_left_out_fails_only_its_own_limit(tmp_path: Path) -> None:
+    """Every call counted its tokens, one did not price itself: the cost limit fails on
+    the unpriced call, the token limit does not (each figure's calls counted apart)."""
+
+    async def unpriced_once(input: Any, toolbox: Any) -> Any:
+        toolbox.record_model_call(model="m", input_tokens=100, output_tokens=10, cost_usd=0.004)
+        toolbox.record_model_call(model="unpriced", input_tokens=100, output_tokens=10)
+        return await read_a(toolbox)
+
+    report, _ = run(budgeted_suite(tmp_path), unpriced_once)
+    checks = {c.name: c for c in report.results[0].checks}
+    assert checks["max_cost_usd"].evidence == {
+        "limit": 0.02,
+        "actual": 0.004,
+        "unmeasured_calls": 1,
+    }
+    assert checks["max_tokens"].passed
+    assert checks["max_tokens"].evidence == {"limit": 5000, "actual": 220}
+
+
 def test_an_agent_total_above_the_calls_sum_counts_what_they_left_out(tmp_path: Path) -> None:
     async def totalled(input: Any, toolbox: Any) -> AgentResult:
         toolbox.record_model_call(model="m", input_tokens=100, output_tokens=10, cost_usd=0.004)

@@ -6,8 +6,18 @@ from collections.abc import Callable
 from typing import Any
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
-from proctor.core.results import Check, Usage, verdict
+from proctor.core.results import (
+    NOT_MEASURED,
+    UNDECIDED,
+    Check,
+    Usage,
+    checks_key,
+    summary_evidence,
+    verdict,
+)
 from proctor.grade import grader_versions
 from proctor.grade.answer import grade_answer
 from proctor.grade.budget import grade_budget
@@ -260,3 +270,23 @@ def test_a_failed_budget_fails_an_otherwise_clean_trial(ctx_of: CtxOf) -> None:
         ("max_cost_usd", False),
     ]
     assert verdict(checks) == (False, 0.5)
+
+
+evidence_values = st.sampled_from([NOT_MEASURED, "other", 0.1, None, True])
+evidences = st.dictionaries(
+    st.sampled_from([UNDECIDED, "actual", "limit", "found"]), evidence_values, max_size=4
+)
+
+
+@given(st.lists(st.tuples(st.booleans(), evidences), max_size=6))
+def test_a_checks_key_keeps_what_a_summary_reads_of_any_evidence(
+    made: list[tuple[bool, dict[str, Any]]],
+) -> None:
+    """Whether a reader could tell and whether a figure went unmeasured survive into the
+    key (`checks_key` skips `summary_evidence` where neither key is in the evidence)."""
+    checks = [Check(f"c{i}", "budget", passed, evidence=e) for i, (passed, e) in enumerate(made)]
+    key = checks_key(checks)
+    assert [k[-1] for k in key] == [summary_evidence(c.evidence) for c in checks]
+    assert [k[:-1] for k in key] == [
+        (c.name, c.kind, c.passed, c.score, c.severity) for c in checks
+    ]

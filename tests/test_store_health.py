@@ -30,7 +30,13 @@ AGENT = f"{FIXTURES / 'exec_agents.py'}:flaky"
 
 
 def two_runs(db: Path) -> tuple[str, str]:
-    """A store holding two finished runs of the mini suite; their ids."""
+    """A store holding two finished runs of the mini suite; their ids. Its pages are
+    SQLite's default size, not a new store's (PAGE_SIZE), so that the last leaf page of
+    its checks holds only the second run's (`garbage_in_the_middle`)."""
+    made = sqlite3.connect(db)
+    made.execute("PRAGMA page_size = 4096")
+    made.execute("VACUUM")  # writes the empty file's header: the size stays
+    made.close()
     suite = load_suite(MINI)
     ids = []
     with Store(db) as store:

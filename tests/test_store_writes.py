@@ -16,10 +16,11 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from proctor import Store
+from proctor.core.outcome import LedgerEntry, Outcome
 from proctor.core.results import Check
 from proctor.core.trace import Trace, TraceEvent
 from proctor.store import sqlite as store_module
-from proctor.store.sqlite import _dumps, compact_json, compact_jsons, transaction
+from proctor.store.sqlite import _dumps, compact_json, compact_jsons, encode_trial, transaction
 from store_sql import sql
 from test_store import count, one_trial, stored_events
 from test_store_json import values
@@ -233,18 +234,50 @@ def test_many_texts_at_once_are_each_values_text(batch: list[Any]) -> None:
     assert compact_jsons(iter(batch)) == [_dumps(value) for value in batch]
 
 
+ledger_entries = st.builds(
+    LedgerEntry,
+    st.integers(0, 99),
+    st.text(max_size=5),
+    st.dictionaries(st.text(max_size=3), values, max_size=3),
+    st.none() | st.text(max_size=3),
+    st.none() | st.text(max_size=3),
+)
+
+
+@given(
+    st.dictionaries(st.text(max_size=3), values | st.sampled_from(ODD)), st.lists(ledger_entries)
+)
+def test_an_outcome_is_stored_as_the_text_of_its_whole_value(
+    state: dict[str, Any], ledger: list[LedgerEntry]
+) -> None:
+    """Its final state and ledger are encoded apart and joined: the text is still `json`'s
+    of `Outcome.to_dict`, a NaN or a lone surrogate in either part included."""
+    record = one_trial()
+    outcome = Outcome(state, ledger)
+    stored = encode_trial(record.result, record.answer, outcome, None).row[13]  # its column
+    assert stored == _dumps(outcome.to_dict())
+
+
 def test_a_plain_enum_is_stored_by_value() -> None:
     """The one value the text differs on: orjson writes a plain Enum member as its value,
     `json` (through `str`) as its name; both read back as text or a number."""
     assert json.loads(compact_json({"c": Colour.RED})) == {"c": 1}
 
 
+@pytest.mark.parametrize("lowered", ["rows", "values"])
 def test_checks_inserted_a_few_at_a_time_read_back_whole_and_in_order(
-    group: Store, monkeypatch: pytest.MonkeyPatch
+    group: Store, monkeypatch: pytest.MonkeyPatch, lowered: str
 ) -> None:
-    """More checks than one INSERT takes (`ROWS_AT_ONCE`, lowered here)."""
+    """More checks than one INSERT takes (`ROWS_AT_ONCE`, or SQLite's limit on the values
+    a statement binds: two checks' and the rowid, lowered here)."""
     record = one_trial()
-    monkeypatch.setattr(store_module, "ROWS_AT_ONCE", 2)
+    if lowered == "rows":
+        monkeypatch.setattr(store_module, "ROWS_AT_ONCE", 2)
+    else:
+        encoded = encode_trial(record.result, record.answer, record.outcome, None)
+        width = len(encoded.checks[0])  # ample for 2 rows and the trial's row, not 3 rows
+        limit = max(1 + 2 * width + 1, len(encoded.row))
+        group._db.setlimit(sqlite3.SQLITE_LIMIT_VARIABLE_NUMBER, limit)
     group.write_trial(record.result, record.trace, record.answer, record.outcome)
     group.commit()
     [back] = group.trial_results("r1")

@@ -157,10 +157,21 @@ ChecksKey = tuple[tuple[str, str, bool, float | None, str | None, tuple[tuple[st
 
 
 def checks_key(checks: Iterable[Check]) -> ChecksKey:
-    """The key of a list of checks: trials whose checks read alike share one list."""
+    """The key of a list of checks: trials whose checks read alike share one list.
+    `summary_evidence` is not called for the evidence of most checks, which holds
+    neither key it reads."""
     return tuple(
-        (c.name, c.kind, c.passed, c.score, c.severity, summary_evidence(c.evidence))
-        for c in checks
+        [
+            (
+                c.name,
+                c.kind,
+                c.passed,
+                c.score,
+                c.severity,
+                summary_evidence(e) if UNDECIDED in (e := c.evidence) or "actual" in e else (),
+            )
+            for c in checks
+        ]
     )
 
 

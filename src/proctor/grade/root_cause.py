@@ -34,7 +34,7 @@ def _place(index: int, check: Check) -> tuple[bool, int, int, int]:
 def root_cause(checks: Sequence[Check]) -> int | None:
     """The index in `checks` of the failure that came first, among the checks that fail the
     trial (`Check.blocks`); None when no check fails it."""
-    failing = [(i, c) for i, c in enumerate(checks) if c.blocks]
+    failing = [(i, c) for i, c in enumerate(checks) if not c.passed and c.blocks]
     if not failing:
         return None
     return min(failing, key=lambda item: _place(*item))[0]

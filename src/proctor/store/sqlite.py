@@ -144,6 +144,11 @@ _INSERT_TRIAL = (
     " VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)"
 )
 _CHECKS = "checks(trial_rowid, idx, name, kind, passed, score, severity, evidence)"
+#: The page size of a new store, in bytes (SQLite's default is 4,096): a trial's trace
+#: row (a few KB) then shares a page with the next one's, rather than taking one alone,
+#: and writing a trial costs a sixth less (measured: 20 events, 11 checks; 16 KB cost
+#: more). Every reader reads any page size; a store keeps the one it was made with.
+PAGE_SIZE = 8192
 #: Rows one INSERT takes at most (`insert_many`; fewer where SQLite allows fewer values).
 ROWS_AT_ONCE = 256
 _INSERT_TRACE = "INSERT INTO traces(trial_rowid, events) VALUES (?,?)"
@@ -359,7 +364,10 @@ class Store:
             if not readonly:
                 if version and not pages_checked:
                     check_pages(self._db, self.path)
-                # Only now, checked, may it be changed: WAL journalling, then the schema.
+                # Only now, checked, may it be changed: its page size if it is new (SQLite
+                # ignores it on a file with pages), WAL journalling, then the schema.
+                if not version:
+                    self._db.execute(f"PRAGMA page_size={PAGE_SIZE}")
                 self._writing("opening it", partial(self._db.execute, "PRAGMA journal_mode=WAL"))
                 self._db.execute("PRAGMA synchronous=NORMAL")
                 self._db.execute("PRAGMA foreign_keys=ON")
@@ -559,7 +567,7 @@ class Store:
             rowid = self._db.execute(_INSERT_TRIAL, encoded.row).lastrowid
             assert rowid is not None
             self._db.execute(_INSERT_TRACE, (rowid, encoded.events))
-            insert_many(self._db, _CHECKS, [(rowid, *check) for check in encoded.checks])
+            insert_checks(self._db, rowid, encoded.checks)
         except BaseException:
             # a full disk may have rolled the group back; a trial row that did not go in
             # (one stored twice) leaves the first one's rows alone
@@ -1076,8 +1084,8 @@ def encode_trial(
     keeps) as rows, its JSON by one `compact_jsons` call."""
     checks = result.checks
     values: list[Any] = [result.usage.to_dict(), result.metrics, *(c.evidence for c in checks)]
-    if outcome is not None:
-        values.append(outcome.to_dict())
+    if outcome is not None:  # its two parts apart: see `_outcome_text`
+        values += (outcome.final_state, [e.to_dict() for e in outcome.ledger])
     if events is not None:
         values.append(event_lists(events, f"{result.task_id}#{result.trial}"))
     usage, metrics, *texts = compact_jsons(values)
@@ -1096,7 +1104,7 @@ def encode_trial(
             metrics,
             result.error,
             answer,
-            None if outcome is None else texts[len(checks)],
+            None if outcome is None else _outcome_text(*texts[len(checks) : len(checks) + 2]),
             trace_of,
         ),
         [
@@ -1105,6 +1113,14 @@ def encode_trial(
         ],
         None if events is None else texts[-1],
     )
+
+
+def _outcome_text(final_state: str, ledger: str) -> str:
+    """`compact_json(outcome.to_dict())` from the texts of its two values, encoded apart:
+    a ledger entry's unset entity or idempotency key is a null in nearly every trial,
+    and a null is read back (`_same`); so only the short ledger is, not the final state
+    with it."""
+    return f'{{"final_state":{final_state},"ledger":{ledger}}}'
 
 
 def insert_many(db: sqlite3.Connection, into: str, rows: Sequence[tuple[Any, ...]]) -> None:
@@ -1118,6 +1134,30 @@ def insert_many(db: sqlite3.Connection, into: str, rows: Sequence[tuple[Any, ...
     for start in range(0, len(rows), at_once):
         chunk = rows[start : start + at_once]
         db.execute(_insert_statement(into, width, len(chunk)), list(chain.from_iterable(chunk)))
+
+
+def insert_checks(db: sqlite3.Connection, rowid: int, checks: Sequence[tuple[Any, ...]]) -> None:
+    """Insert a trial's `checks` rows (`encode_trial`'s) under its `rowid`, as `insert_many`
+    does, but binding the rowid once (`?1`) beside each row's values: no row is copied to
+    lead it with the rowid (a seventh of the insert's time, measured)."""
+    if not checks:
+        return
+    width = len(checks[0])
+    limit = db.getlimit(sqlite3.SQLITE_LIMIT_VARIABLE_NUMBER)
+    at_once = max(1, min(ROWS_AT_ONCE, (limit - 1) // width))
+    for start in range(0, len(checks), at_once):
+        chunk = checks[start : start + at_once]
+        db.execute(_checks_statement(width, len(chunk)), [rowid, *chain.from_iterable(chunk)])
+
+
+@cache
+def _checks_statement(width: int, rows: int) -> str:
+    """`INSERT INTO checks` of `rows` rows of `width` values after the rowid, each
+    `(?1, ?n, ...)`: the trial's rowid, then its values in order (numbered parameters)."""
+    marks = (
+        f"(?1,{','.join(f'?{2 + row * width + k}' for k in range(width))})" for row in range(rows)
+    )
+    return f"INSERT INTO {_CHECKS} VALUES {','.join(marks)}"
 
 
 @cache
