@@ -24,6 +24,7 @@ agents through the gateway instead (tests/trial_run.py).
 
 from __future__ import annotations
 
+import asyncio
 import os
 import shutil
 import subprocess
@@ -240,3 +241,22 @@ def desk_store(desk_db: Path) -> Iterator[Any]:
 
     with Store(desk_db) as opened:
         yield opened
+
+
+def run_cancelled_at(runner: Any, records: int) -> None:
+    """Run `runner`, cancelling the run as its `records`-th record arrives (a Ctrl-C)."""
+
+    async def cancelled() -> None:
+        seen = 0
+
+        def progress(_: Any) -> None:
+            nonlocal seen
+            seen += 1
+            if seen == records:
+                run.cancel()
+
+        run = asyncio.ensure_future(runner.run_async(progress))
+        with pytest.raises(asyncio.CancelledError):
+            await run
+
+    asyncio.run(cancelled())

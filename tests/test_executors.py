@@ -16,6 +16,7 @@ from typing import Any
 
 import pytest
 
+from conftest import run_cancelled_at
 from proctor import AgentInput, Runner, Store, Task, Toolbox, load_suite
 from proctor.core.daemon_threads import DaemonThreads
 from proctor.env.suite import Suite
@@ -256,29 +257,34 @@ class Counting:
         return "done"
 
 
+class Drawn:
+    """A runner's trial specs, drawn lazily, counting how many were drawn so far."""
+
+    def __init__(self, runner: Runner) -> None:
+        self.runner, self.count = runner, 0
+
+    def __iter__(self) -> Iterator[Any]:
+        for spec in self.runner.specs():
+            self.count += 1
+            yield spec
+
+
 def test_specs_are_drawn_lazily_and_lanes_are_bounded() -> None:
     agent = Counting()
-    runner = Runner(SUITE.select(ids=["read-item"]), agent, trials=200, concurrency=4)
-    drawn = 0
-
-    def counted() -> Iterator[Any]:
-        nonlocal drawn
-        for spec in runner.specs():
-            drawn += 1
-            yield spec
+    drawn = Drawn(Runner(SUITE.select(ids=["read-item"]), agent, trials=200, concurrency=4))
 
     async def consume() -> tuple[int, int]:
         ctx = RunContext(agent, 5.0, 4)
         seen: list[int] = []  # how many specs were drawn when each record came
 
         async def put(_: Any) -> None:
-            seen.append(drawn)
+            seen.append(drawn.count)
 
-        await drive_lanes(LocalExecutor(), ctx, counted(), put)
+        await drive_lanes(LocalExecutor(), ctx, iter(drawn), put)
         return seen[0], len(seen)
 
     at_first, seen = asyncio.run(consume())
-    assert seen == drawn == 200
+    assert seen == drawn.count == 200
     # each lane's trial and the one handed ahead (no queue of records): not the 200 trials
     assert at_first <= 2 * 4 + 1
     assert agent.most == 4
@@ -493,22 +499,15 @@ def test_quick_trials_are_handed_several_ahead_up_to_the_cap(
     monkeypatch.setattr(lanes, "HAND_AHEAD_BELOW_S", 1.0)  # every trial here is quick
     monkeypatch.setattr(lanes, "HAND_AHEAD_MAX", 4)
     agent = load("flaky")
-    runner = Runner(SUITE.select(ids=["read-item"]), agent, trials=12, concurrency=1)
-    drawn = 0
-
-    def counted() -> Iterator[Any]:
-        nonlocal drawn
-        for spec in runner.specs():
-            drawn += 1
-            yield spec
+    drawn = Drawn(Runner(SUITE.select(ids=["read-item"]), agent, trials=12, concurrency=1))
 
     async def consume() -> list[int]:
         handed: list[int] = []  # as each record is taken: trials handed and not taken
 
         async def put(_: Any) -> None:
-            handed.append(drawn - len(handed) - 1)
+            handed.append(drawn.count - len(handed) - 1)
 
-        await drive_lanes(LocalExecutor(), RunContext(agent, 5.0, 1), counted(), put)
+        await drive_lanes(LocalExecutor(), RunContext(agent, 5.0, 1), iter(drawn), put)
         return handed
 
     assert asyncio.run(consume()) == [0, 1, 2, 4, 4, 4, 4, 4, 3, 2, 1, 0]
@@ -527,20 +526,7 @@ def test_a_lane_that_finds_its_records_ready_still_lets_a_cancel_land(
         SUITE.select(ids=["read-item"]), load("flaky"), trials=30, concurrency=1, store=store
     )
 
-    async def cancelled_at_the_fifth() -> None:
-        seen = 0
-
-        def progress(_: Any) -> None:
-            nonlocal seen
-            seen += 1
-            if seen == 5:
-                run.cancel()
-
-        run = asyncio.ensure_future(runner.run_async(progress))
-        with pytest.raises(asyncio.CancelledError):
-            await run
-
-    asyncio.run(cancelled_at_the_fifth())
+    run_cancelled_at(runner, 5)
     assert store.run(runner.run_id)["status"] == "interrupted"
     assert len(store.trial_keys(runner.run_id)) == 5
 

@@ -6,7 +6,6 @@ trial is stored twice. A resumption that is not the same run is refused with one
 
 from __future__ import annotations
 
-import asyncio
 import signal
 import sqlite3
 import subprocess
@@ -17,6 +16,7 @@ from typing import Any
 
 import pytest
 
+from conftest import run_cancelled_at
 from proctor import Runner, Store, load_agent, load_suite
 from proctor.run.resume import ResumeError
 from store_sql import sql
@@ -115,20 +115,7 @@ def test_an_interrupted_run_resumes_in_process(tmp_path: Path) -> None:
     store = Store(tmp_path / "p.db")
     first = Runner(suite, agent, trials=5, seed=9, store=store, agent_ref=ref, concurrency=2)
 
-    async def interrupt() -> None:
-        finished = 0
-
-        def progress(_: Any) -> None:
-            nonlocal finished
-            finished += 1
-            if finished == 7:
-                task.cancel()
-
-        task = asyncio.ensure_future(first.run_async(progress))
-        with pytest.raises(asyncio.CancelledError):
-            await task
-
-    asyncio.run(interrupt())
+    run_cancelled_at(first, 7)
     assert store.run(first.run_id)["status"] == "interrupted"
     kept = len(store.trial_keys(first.run_id))
     assert 7 <= kept < 20  # a record already queued is still stored as the run stops
