@@ -90,6 +90,10 @@ class Tool:
     args_schema: dict[str, Any] = field(init=False)
     #: Its arguments model dumps to its own fields unchanged (see `_flat`).
     flat: bool = field(init=False, repr=False)
+    #: For a read tool, what the gateway has seen it do to the state: None before a call
+    #: of it ran, True once one changed the state (a read that keeps bookkeeping), False
+    #: when one left it as it was. A read not False is watched (env/gateway.py).
+    writes_state: bool | None = field(default=None, init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         schema = self.args_model.model_json_schema()

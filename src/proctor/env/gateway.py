@@ -103,9 +103,12 @@ class ToolGateway:
         # (tool, idempotency key) -> (the arguments' canonical text, the result)
         self._replies: dict[tuple[str, str], tuple[str, Any]] = {}
         self._approved_at = 0  # seq of the last approved call that reached its tool
-        #: The state's fingerprint when the last write call ended: a change found later
-        #: happened outside a tool call (proctor.env.integrity).
+        #: The state's fingerprint when the last watched call ended (a write, or a read
+        #: not yet seen to leave the state as it was): a change found later happened
+        #: outside a tool call (proctor.env.integrity).
         self.settled = fingerprint(state) if settled is None else settled
+        #: Changes found as a watched call started: made outside any tool call.
+        self.tampered: list[str] = []
 
     @cached_property
     def rng(self) -> random.Random:
@@ -153,13 +156,36 @@ class ToolGateway:
         fault = self.faults.select(name, valid)
         if decision.rule == "approval" and (fault is None or fault.error not in BLOCKING):
             self._approved_at = self.recorder.events[-1].seq  # the approval is used up
+        watched = tool.kind == "write" or tool.writes_state is not False
+        start = self._account(call_id) if watched else b""
         if fault is None:
             result = self._execute(tool, valid, call_id)
         else:
             result = self._inject(fault, tool, valid, call_id)
-        if tool.kind == "write":
-            self.settled = fingerprint(self.state)
+        if watched:
+            self._settle(tool, start, ran=fault is None and result.ok)
         return result
+
+    def _account(self, call_id: str) -> bytes:
+        """The state's fingerprint as a watched call starts; a change since the last one
+        settled is recorded as made outside a tool call: no call ran that could make it."""
+        now = fingerprint(self.state)
+        if now != self.settled:
+            self.tampered.append(f"the state changed outside a tool call (before call {call_id})")
+        return now
+
+    def _settle(self, tool: Tool, start: bytes, *, ran: bool) -> None:
+        """The state after a watched call is the call's doing. A read that changed it is
+        watched from then on (its change is the domain's bookkeeping, accepted); one that
+        ran and changed nothing is not watched again: a change a later call of it makes
+        shows at the next watched call or at the end, as one outside a tool call."""
+        after = fingerprint(self.state)
+        if tool.kind == "read":
+            if after != start:
+                tool.writes_state = True
+            elif ran and tool.writes_state is None:
+                tool.writes_state = False
+        self.settled = after
 
     def _decide(self, tool: Tool, args: dict[str, Any]) -> Decision:
         """The approval policy (task over tool default), then the domain's authorization.
