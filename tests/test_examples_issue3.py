@@ -8,6 +8,7 @@ statuses and trace events, never on wall-clock time.
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -303,3 +304,24 @@ def test_kyc_strict_rejects_missing_and_unknown_screening_ids() -> None:
     asked = {"case_id": "KYC-1001", "documents": ["proof_of_address", "passport", "passport"]}
     assert env.gateway.call("request_documents", asked).ok
     assert env.outcome().ledger[-1].args["documents"] == ["passport", "proof_of_address"]
+
+
+def test_kyc_screening_after_the_last_write_is_no_tampering() -> None:
+    """check_sanctions_list records each screening in the state (a read that writes): the
+    gateway takes that change as the call's own, wherever the call falls, and still finds
+    a change made behind it."""
+    suite = load_suite(KYC_STRICT)
+    first = suite.tasks[0].task
+
+    async def rescreens(input: Any, toolbox: Any) -> str:
+        [case_id] = re.findall(r"KYC-\d+", input.prompt)[:1]
+        screened = await toolbox.call("check_sanctions_list", {"case_id": case_id})
+        args = {"case_id": case_id, "decision": "escalate", "reason": "second look"}
+        await toolbox.call(
+            "record_decision", {**args, "sanctions_check_id": screened.value["check_id"]}
+        )
+        await toolbox.call("check_sanctions_list", {"case_id": case_id})  # after the last write
+        return "Escalated."
+
+    report = Runner(suite.select(ids=[first.id]), rescreens, trials=2).run()
+    assert [c.name for r in report.results for c in r.checks if c.name == "trace_integrity"] == []
