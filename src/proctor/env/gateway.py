@@ -5,6 +5,9 @@ A bad call is answered with a tool error the agent can read, never raised into i
 an exception from the domain's own code is an infrastructure fault of the environment.
 A call is atomic: a write that raises after changing the state leaves no change behind
 (the gateway restores its snapshot and records a `state_rollback` event).
+A watched call (a write, or a read not yet seen leaving the state as it was) first
+compares the state with where the last one left it: a change in between was made outside
+any tool call, and is kept for the integrity check (env/integrity.py).
 """
 
 from __future__ import annotations
