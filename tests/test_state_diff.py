@@ -11,7 +11,15 @@ from typing import Any
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from proctor.core.jsonvalues import Snapshot, copy_json, diff, fingerprint, frozen, json_equal
+from proctor.core.jsonvalues import (
+    Snapshot,
+    copy_json,
+    copy_twice,
+    diff,
+    fingerprint,
+    frozen,
+    json_equal,
+)
 
 KEYS = st.text(alphabet="abcdefg", min_size=1, max_size=3)
 LEAVES = (
@@ -168,3 +176,33 @@ def test_a_type_only_change_in_a_collection_written_in_place_is_a_change() -> No
         {"path": "orders.A-7.paid", "before": True, "after": 1, "op": "replace"},
     ]
     assert snapshot.value()["orders"]["A-3"]["status"] == "placed"
+
+
+@settings(max_examples=300, deadline=None)
+@given(JSON | st.dictionaries(KEYS | st.integers(0, 3), LEAVES, max_size=6))
+def test_copies_are_a_marshal_round_trip_sharing_nothing_that_can_change(value: Any) -> None:
+    """A flat dict is copied by `dict()`; the copies are still what marshal reads back
+    (the same keys, values and types) and a change to one reaches neither the value
+    nor the other copy."""
+    first, second = copy_twice(value)
+    single = copy_json(value)
+    expected = typed(marshal.loads(marshal.dumps(value)))
+    assert typed(first) == typed(second) == typed(single) == expected
+    if isinstance(value, dict | list):
+        before = typed(value)
+        first.clear()
+        assert typed(second) == typed(single) == before == expected
+        second.clear()
+        single.clear()
+        assert typed(value) == before
+
+
+def test_a_dict_holding_a_container_is_copied_deep() -> None:
+    """A dict that is not flat (a list among its values) is no `dict()` copy: its list
+    is a copy too."""
+    value = {"id": "A-1", "items": [1, 2]}
+    first, second = copy_twice(value)
+    first["items"].append(3)
+    second["items"].append(4)
+    assert copy_json(value)["items"] is not value["items"]
+    assert value == {"id": "A-1", "items": [1, 2]}

@@ -19,6 +19,8 @@ def copy_json(value: Any) -> Any:
     `marshal` copies plain dicts, lists and scalars in C; anything else (a tool returning
     a dataclass, say) falls back to a walk that stringifies what JSON cannot hold.
     """
+    if _flat(value):
+        return dict(value)
     try:
         return marshal.loads(marshal.dumps(value))
     except ValueError:
@@ -28,12 +30,29 @@ def copy_json(value: Any) -> Any:
 def copy_twice(value: Any) -> tuple[Any, Any]:
     """Two deep copies of JSON-like data that share nothing (`copy_json`'s), for two
     owners (a result's for the trace and for the agent): written once, read twice."""
+    if _flat(value):
+        return dict(value), dict(value)
     try:
         data = marshal.dumps(value)
     except ValueError:
         first = _walk_copy(value)
         return first, copy_json(first)
     return marshal.loads(data), marshal.loads(data)
+
+
+#: The types a flat dict's keys and values have: immutable, so a copy of the dict shares
+#: nothing that can change, and marshal would read back the same values of the same types.
+_FLAT = frozenset(_ATOMS)
+
+
+def _flat(value: Any) -> bool:
+    """A plain dict of scalars (most tool results and arguments): its copy is `dict(value)`,
+    a third of a marshal round trip's cost, with the same keys, values and types."""
+    return (
+        type(value) is dict
+        and _FLAT.issuperset(map(type, value.values()))
+        and _FLAT.issuperset(map(type, value))
+    )
 
 
 def _walk_copy(value: Any) -> Any:
