@@ -115,6 +115,16 @@ _CHECK = st.tuples(
     st.none() | st.booleans() | _TEXT,  # evidence: whether it says undecided
 )
 
+#: A check of few values: lists of them often differ in one value only.
+_NEAR_CHECK = st.tuples(
+    st.just("a"),
+    st.just("outcome"),
+    st.booleans(),
+    st.sampled_from([1, 1.0, 0.0, -0.0]),
+    st.none() | st.just("high"),
+    st.none() | st.sampled_from([True, "x"]),
+)
+
 
 def _share(rows: list[Any], checks: list[list[Any]]) -> EncodedShare:
     share = EncodedShare()
@@ -137,14 +147,39 @@ def _results(verdicts: ShareVerdicts) -> list[TrialResult]:
     return [result for result, _ in verdicts.results(tally.checks_of, tally.metrics_of)]
 
 
-@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(st.lists(st.tuples(_ROW, st.lists(_CHECK, max_size=4)), min_size=1, max_size=6))
+@settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    st.lists(st.lists(_NEAR_CHECK, max_size=2), min_size=2, max_size=4),
+    st.lists(st.lists(_CHECK, max_size=4), max_size=2),
+    st.lists(st.tuples(_ROW, st.integers(0, 5)), min_size=1, max_size=8),
+)
 def test_a_packed_share_stores_the_rows_a_share_of_tuples_stores(
-    trials: list[tuple[Any, list[Any]]],
+    near: list[list[Any]], free: list[list[Any]], trials: list[tuple[Any, int]]
 ) -> None:
     """A worker's packed image, copied in SQL, leaves the same rows, of the same SQLite
-    types and rowids, as the rows inserted from Python; and reads back the same results."""
-    share = _share([row for row, _ in trials], [checks for _, checks in trials])
+    types and rowids, as the rows inserted from Python; and reads back the same results.
+    Trials draw their checks from a few lists, so that some make the same checks (each
+    list is packed once) and some do not; lists of few values differ in one value."""
+    lists = near + free
+    checks = [lists[at % len(lists)] for _, at in trials]
+    _packed_stores_what_tuples_store(_share([row for row, _ in trials], checks))
+
+
+def test_checks_equal_but_for_their_type_or_a_zeros_sign_are_stored_as_each_trial_made_them() -> (
+    None
+):
+    """Packed, trials whose checks compare equal are stored from one list: a score of 1
+    and 1.0, or 0.0 and -0.0, must still be stored as rows inserted one by one store them
+    (the column is a real: both alike)."""
+    row = (0, "failed", 0.0, 0.1, None, "id", None)
+    scores = (1, 1.0, True, 0.0, -0.0, 0)
+    share = _share(
+        [row] * len(scores), [[("c", "outcome", False, score, None, None)] for score in scores]
+    )
+    _packed_stores_what_tuples_store(share)
+
+
+def _packed_stores_what_tuples_store(share: EncodedShare) -> None:
     stored = []
     for form in (share, share.packed()):
         store = Store(":memory:")
@@ -163,6 +198,7 @@ def test_a_packed_share_stores_the_rows_a_share_of_tuples_stores(
         )
     assert stored[0] == stored[1]
     assert [r.checks for r in stored[0][2]] == [r.checks for r in _results(share.verdicts)]
+    assert len(stored[0][1]) == sum(map(len, share.checks))
 
 
 def test_a_shares_results_keep_what_a_summary_reads_of_each_checks_own_evidence() -> None:

@@ -6,8 +6,9 @@ more grade at once, each also packs them into an SQLite database image (`PackedS
 this process copies its tables into the store in SQL, with no Python object per row:
 inserting the rows is most of what the process that owns the store does in a regrade,
 and with enough workers that process is the one that caps the rate. Packing costs a
-worker about what it saves here (measured, benchmarks/README.md, Regrade), so one worker,
-the slower side, hands back tuples. Either way the worker also hands back what the
+worker CPU (about two thirds of what it saves here where a task's trials make the same
+checks, measured; as much where every trial's differ), so one worker, the slower side,
+hands back tuples. Either way the worker also hands back what the
 summary reads, reduced (`ShareVerdicts`): this process decodes no evidence and makes no
 per-check object. A share is inserted under one savepoint: all of it or none of it.
 """
@@ -37,12 +38,16 @@ _TRIAL = (
 )
 _CHECK = "idx, name, kind, passed, score, severity, evidence"
 #: A packed share's tables: columns without types, so each value is kept as it was given.
-#: Checks are inserted in (place, idx) order and read back in rowid order: keyed by (place,
-#: idx) instead, each insert searched that key, packing cost a worker an eighth more.
+#: A trial's checks are its `first`..`last` rows of `checks` (by rowid), where each distinct
+#: list of checks of the share is once: a task's trials often make the same checks, and
+#: packing a row per trial's check was most of a worker's packing. Rows are inserted in
+#: rowid order and ranges read back by rowid: keyed by (list, idx) instead, each insert
+#: searched that key.
 _PACKED_SCHEMA = (
-    f"CREATE TABLE trials (place INTEGER PRIMARY KEY, {_TRIAL});"
-    f" CREATE TABLE checks (place, {_CHECK})"
+    f"CREATE TABLE trials (place INTEGER PRIMARY KEY, first, last, {_TRIAL});"
+    f" CREATE TABLE checks ({_CHECK})"
 )
+_CHECKS_OF = ", ".join(f"c.{column}" for column in _CHECK.split(", "))
 #: The name a packed share is attached under while it is copied.
 _ATTACHED = "regraded_share"
 
@@ -119,12 +124,24 @@ class EncodedShare:
         self.verdicts.add(encoded.row, encoded.checks, before)
 
     def packed(self) -> PackedShare:
-        """The share as an SQLite database image, for a worker to hand back."""
+        """The share as an SQLite database image, for a worker to hand back: each distinct
+        list of checks once (equal rows are stored alike: the store's columns are typed,
+        and SQLite keeps a real's value, not a zero's sign), each trial its list's rows."""
+        lists: dict[tuple[tuple[Any, ...], ...], tuple[int, int]] = {}
+        distinct: list[tuple[Any, ...]] = []
+        trials = []
+        for place, (row, its) in enumerate(zip(self.rows, self.checks, strict=True)):
+            key = tuple(its)
+            span = lists.get(key)
+            if span is None:  # rowids 1, 2, ... as inserted into an empty table
+                span = lists[key] = (len(distinct) + 1, len(distinct) + len(its))
+                distinct += its
+            trials.append((place, *span, *row))
         db = sqlite3.connect(":memory:")
         try:
             each_statement(db, _PACKED_SCHEMA)
-            insert_many(db, f"trials(place, {_TRIAL})", _placed(self.rows))
-            insert_many(db, f"checks(place, {_CHECK})", _placed_checks(self.checks))
+            insert_many(db, f"trials(place, first, last, {_TRIAL})", trials)
+            insert_many(db, f"checks({_CHECK})", distinct)
             db.commit()
             return PackedShare(db.serialize(), self.verdicts)
         finally:
@@ -188,8 +205,9 @@ def _copy_packed(db: sqlite3.Connection, share: PackedShare, first: int) -> None
         (first,),
     )
     db.execute(
-        f"INSERT INTO main.checks(trial_rowid, {_CHECK}) SELECT place + ?, {_CHECK}"
-        f" FROM {_ATTACHED}.checks ORDER BY rowid",
+        f"INSERT INTO main.checks(trial_rowid, {_CHECK}) SELECT t.place + ?, {_CHECKS_OF}"
+        f" FROM {_ATTACHED}.trials AS t JOIN {_ATTACHED}.checks AS c"
+        " ON c.rowid BETWEEN t.first AND t.last ORDER BY t.place, c.rowid",
         (first,),
     )
 
