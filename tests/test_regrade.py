@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import shutil
 import subprocess
 import sys
@@ -9,6 +10,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from proctor import Check, Runner, Store, load_agent, load_suite
 from proctor.grade import registry
@@ -268,6 +271,20 @@ def test_a_worker_loads_only_the_task_files_of_its_shares(
     with pytest.raises(ExecutorError, match="'count-item' changed on disk"):
         source.members(["count-item"])
     assert source.between("d", "paint-item") == ["dated-item", "paint-item"]
+
+
+_PART = st.sampled_from(["a", "b", "ab", "..", ".", "a.b"])
+
+
+@given(st.lists(_PART, max_size=4), st.lists(_PART, max_size=4))
+def test_a_task_files_place_below_its_root_is_what_relpath_says(
+    root: list[str], below: list[str]
+) -> None:
+    """A task's file is named below its suite root by text (`_below`), where relpath split
+    both paths: the same name for a file below the root, at it, or outside it."""
+    top = os.path.normpath("/" + "/".join(root))
+    path = os.path.normpath(os.path.join(top, *below))
+    assert worker_source._below(path, top) == os.path.relpath(path, top)
 
 
 def test_a_worker_looks_a_tasks_domain_up_to_the_root_the_suite_was_loaded_from(
