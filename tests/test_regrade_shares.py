@@ -128,6 +128,14 @@ _NEAR_CHECK = st.tuples(
 
 def _share(rows: list[Any], checks: list[list[Any]]) -> EncodedShare:
     share = EncodedShare()
+    for trial, status in _trials(rows, checks):
+        share.add(trial, status)
+    return share
+
+
+def _trials(rows: list[Any], checks: list[list[Any]]) -> list[tuple[EncodedTrial, str]]:
+    """Trials as `encode_trial` makes them, each its own list of checks' rows."""
+    trials = []
     for place, ((seed, status, score, latency, simulated, trace_id, error), its) in enumerate(
         zip(rows, checks, strict=True)
     ):
@@ -137,8 +145,8 @@ def _share(rows: list[Any], checks: list[list[Any]]) -> EncodedShare:
         for idx, (name, kind, passed, c_score, severity, said) in enumerate(its):
             evidence = json.dumps({UNDECIDED: said} if said is not None else {"n": name})
             encoded.append((idx, name, kind, int(passed), c_score, severity, evidence))
-        share.add(EncodedTrial(row, encoded), status)
-    return share
+        trials.append((EncodedTrial(row, encoded), status))
+    return trials
 
 
 def _results(verdicts: ShareVerdicts) -> list[TrialResult]:
@@ -162,30 +170,34 @@ def test_a_packed_share_stores_the_rows_a_share_of_tuples_stores(
     list is packed once) and some do not; lists of few values differ in one value."""
     lists = near + free
     checks = [lists[at % len(lists)] for _, at in trials]
-    _packed_stores_what_tuples_store(_share([row for row, _ in trials], checks))
+    _packed_stores_what_tuples_store([row for row, _ in trials], checks)
 
 
 def test_checks_equal_but_for_their_type_or_a_zeros_sign_are_stored_as_each_trial_made_them() -> (
     None
 ):
-    """Packed, trials whose checks compare equal are stored from one list: a score of 1
-    and 1.0, or 0.0 and -0.0, must still be stored as rows inserted one by one store them
-    (the column is a real: both alike)."""
+    """Trials whose checks compare equal share one list, as tuples and packed: a score of
+    1 and 1.0, or 0.0 and -0.0, must still be stored as each trial's own rows are (the
+    column is a real: both alike)."""
     row = (0, "failed", 0.0, 0.1, None, "id", None)
     scores = (1, 1.0, True, 0.0, -0.0, 0)
-    share = _share(
-        [row] * len(scores), [[("c", "outcome", False, score, None, None)] for score in scores]
-    )
-    _packed_stores_what_tuples_store(share)
+    checks = [[("c", "outcome", False, score, None, None)] for score in scores]
+    _packed_stores_what_tuples_store([row] * len(scores), checks)
 
 
-def _packed_stores_what_tuples_store(share: EncodedShare) -> None:
+def _packed_stores_what_tuples_store(rows: list[Any], checks: list[list[Any]]) -> None:
+    """The trials as tuples and packed store what each trial alone (its own list of
+    checks, a share of one) stores."""
+    share = _share(rows, checks)
+    alone = [EncodedShare() for _ in rows]
+    for one, (trial, status) in zip(alone, _trials(rows, checks), strict=True):
+        one.add(trial, status)
     stored = []
-    for form in (share, share.packed()):
+    for forms in (alone, [share], [share.packed()]):
         store = Store(":memory:")
         store.create_run("r", {})
         store.begin()
-        back = insert_share(store, form)
+        back = [result for form in forms for result in _results(insert_share(store, form))]
         store.commit()
         detach_shares(store)
         db = sql(store)
@@ -193,12 +205,11 @@ def _packed_stores_what_tuples_store(share: EncodedShare) -> None:
             (
                 db.execute("SELECT *, typeof(score), typeof(simulated_s) FROM trials").fetchall(),
                 db.execute("SELECT *, typeof(score) FROM checks").fetchall(),
-                _results(back),
+                back,
             )
         )
-    assert stored[0] == stored[1]
-    assert [r.checks for r in stored[0][2]] == [r.checks for r in _results(share.verdicts)]
-    assert len(stored[0][1]) == sum(map(len, share.checks))
+    assert stored[0] == stored[1] == stored[2]
+    assert len(stored[0][1]) == sum(map(len, checks))
 
 
 def test_a_shares_results_keep_what_a_summary_reads_of_each_checks_own_evidence() -> None:

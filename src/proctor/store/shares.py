@@ -71,13 +71,16 @@ class ShareVerdicts:
     metrics: dict[str, int] = field(default_factory=dict)
     trials: list[tuple[Any, ...]] = field(default_factory=list)
 
-    def add(self, row: tuple[Any, ...], checks: Sequence[tuple[Any, ...]], before: str) -> None:
-        """A trial's row and its checks' rows in `encode_trial`'s order."""
+    def listed(self, checks: Sequence[tuple[Any, ...]]) -> int:
+        """The index of the key of a list of checks' rows in `encode_trial`'s order."""
         key = tuple(
             (name, kind, bool(passed), score, severity, stored_summary_evidence(evidence))
             for _, name, kind, passed, score, severity, evidence in checks
         )
-        at = self.checks.setdefault(key, len(self.checks))
+        return self.checks.setdefault(key, len(self.checks))
+
+    def add(self, row: tuple[Any, ...], at: int, before: str) -> None:
+        """A trial's row in `encode_trial`'s order, its checks' key's index (`listed`)."""
         usage = self.usages.setdefault(row[9], len(self.usages))
         metrics = self.metrics.setdefault(row[10], len(self.metrics))
         self.trials.append((*row[:9], usage, metrics, at, before))
@@ -112,29 +115,47 @@ class ShareVerdicts:
 class EncodedShare:
     """A share's trials as rows: `encode_trial`'s rows, each trial's checks' rows (led by
     the trial's rowid when inserted: one tuple a check is made, where it goes), and what a
-    summary reads of them."""
+    summary reads of them. Trials whose checks' rows are equal share the list first
+    added (a task's trials often make the same checks): what a summary reads of it is
+    made once, it is packed once and pickled once. Equal rows are stored alike: the
+    store's columns are typed (an integer score is a real), and SQLite keeps a real's
+    value, not a zero's sign."""
 
     rows: list[tuple[Any, ...]] = field(default_factory=list)
     checks: list[list[tuple[Any, ...]]] = field(default_factory=list)
     verdicts: ShareVerdicts = field(default_factory=ShareVerdicts)
+    #: Each distinct list of checks' rows: the list kept and its key's index in
+    #: `verdicts`. Not pickled: the lists are those of `checks`.
+    lists: dict[tuple[tuple[Any, ...], ...], tuple[list[tuple[Any, ...]], int]] = field(
+        default_factory=dict
+    )
 
     def add(self, encoded: EncodedTrial, before: str) -> None:
+        key = tuple(encoded.checks)
+        kept = self.lists.get(key)
+        if kept is None:
+            kept = self.lists[key] = (encoded.checks, self.verdicts.listed(encoded.checks))
         self.rows.append(encoded.row)
-        self.checks.append(encoded.checks)
-        self.verdicts.add(encoded.row, encoded.checks, before)
+        self.checks.append(kept[0])
+        self.verdicts.add(encoded.row, kept[1], before)
+
+    def __getstate__(self) -> tuple[Any, ...]:
+        return self.rows, self.checks, self.verdicts
+
+    def __setstate__(self, state: tuple[Any, ...]) -> None:
+        for name, value in zip(("rows", "checks", "verdicts", "lists"), (*state, {}), strict=True):
+            object.__setattr__(self, name, value)
 
     def packed(self) -> PackedShare:
         """The share as an SQLite database image, for a worker to hand back: each distinct
-        list of checks once (equal rows are stored alike: the store's columns are typed,
-        and SQLite keeps a real's value, not a zero's sign), each trial its list's rows."""
-        lists: dict[tuple[tuple[Any, ...], ...], tuple[int, int]] = {}
+        list of checks once, each trial the range of its list's rows."""
+        spans: dict[int, tuple[int, int]] = {}  # by the list's id: equal lists are one
         distinct: list[tuple[Any, ...]] = []
         trials = []
         for place, (row, its) in enumerate(zip(self.rows, self.checks, strict=True)):
-            key = tuple(its)
-            span = lists.get(key)
+            span = spans.get(id(its))
             if span is None:  # rowids 1, 2, ... as inserted into an empty table
-                span = lists[key] = (len(distinct) + 1, len(distinct) + len(its))
+                span = spans[id(its)] = (len(distinct) + 1, len(distinct) + len(its))
                 distinct += its
             trials.append((place, *span, *row))
         db = sqlite3.connect(":memory:")
