@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import sqlite3
 import subprocess
 import sys
 from pathlib import Path
@@ -222,6 +223,38 @@ def test_full_collections_are_rarer_only_while_regrading(ran: tuple[Store, Any, 
     with pytest.raises(RegradeError):
         regrade(store, report.run_id, load_suite(MINI / "tasks" / "read-item.yaml"))
     assert gc.get_threshold() == before
+
+
+def test_foreign_keys_go_unchecked_only_while_a_regrade_writes_and_its_rows_hold_them(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A regrade writes with foreign keys unchecked (its references hold by how the rows
+    were made): every row it wrote, in this process and from two workers (packed), passes
+    SQLite's check of them, and keys are checked again after, also after a share failed."""
+    store = Store(tmp_path / "p.db")
+    report = Runner(load_suite(MINI), load_agent(f"{AGENTS}:flaky"), trials=5, store=store).run()
+    monkeypatch.setattr(regrade_module, "SHARE", 4)
+    db = sql(store)
+    during: list[int] = []
+
+    def checked(_: object) -> None:
+        during.append(db.execute("PRAGMA foreign_keys").fetchone()[0])
+
+    for pool in (open_pool(1), open_pool(2)):
+        with pool:
+            done = regrade(store, report.run_id, load_suite(MINI), pool=pool, progress=checked)
+        assert done.summary.trials == report.summary.trials
+    assert set(during) == {0}
+    assert db.execute("PRAGMA foreign_keys").fetchone()[0] == 1
+    assert db.execute("PRAGMA foreign_key_check").fetchall() == []
+
+    def broken(*args: Any) -> Any:
+        raise sqlite3.OperationalError("disk I/O error")
+
+    monkeypatch.setattr(regrade_module, "insert_share", broken)
+    with pytest.raises(sqlite3.OperationalError):
+        regrade(store, report.run_id, load_suite(MINI))
+    assert db.execute("PRAGMA foreign_keys").fetchone()[0] == 1
 
 
 def test_the_collector_is_paused_only_while_a_share_is_graded(
