@@ -2,13 +2,17 @@
 
 from __future__ import annotations
 
+import os
 import shutil
+import sqlite3
 import subprocess
 import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from proctor import Check, Runner, Store, load_agent, load_suite
 from proctor.grade import registry
@@ -221,6 +225,38 @@ def test_full_collections_are_rarer_only_while_regrading(ran: tuple[Store, Any, 
     assert gc.get_threshold() == before
 
 
+def test_foreign_keys_go_unchecked_only_while_a_regrade_writes_and_its_rows_hold_them(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A regrade writes with foreign keys unchecked (its references hold by how the rows
+    were made): every row it wrote, in this process and from two workers (packed), passes
+    SQLite's check of them, and keys are checked again after, also after a share failed."""
+    store = Store(tmp_path / "p.db")
+    report = Runner(load_suite(MINI), load_agent(f"{AGENTS}:flaky"), trials=5, store=store).run()
+    monkeypatch.setattr(regrade_module, "SHARE", 4)
+    db = sql(store)
+    during: list[int] = []
+
+    def checked(_: object) -> None:
+        during.append(db.execute("PRAGMA foreign_keys").fetchone()[0])
+
+    for pool in (open_pool(1), open_pool(2)):
+        with pool:
+            done = regrade(store, report.run_id, load_suite(MINI), pool=pool, progress=checked)
+        assert done.summary.trials == report.summary.trials
+    assert set(during) == {0}
+    assert db.execute("PRAGMA foreign_keys").fetchone()[0] == 1
+    assert db.execute("PRAGMA foreign_key_check").fetchall() == []
+
+    def broken(*args: Any) -> Any:
+        raise sqlite3.OperationalError("disk I/O error")
+
+    monkeypatch.setattr(regrade_module, "insert_share", broken)
+    with pytest.raises(sqlite3.OperationalError):
+        regrade(store, report.run_id, load_suite(MINI))
+    assert db.execute("PRAGMA foreign_keys").fetchone()[0] == 1
+
+
 def test_the_collector_is_paused_only_while_a_share_is_graded(
     ran: tuple[Store, Any, Any], monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -268,6 +304,20 @@ def test_a_worker_loads_only_the_task_files_of_its_shares(
     with pytest.raises(ExecutorError, match="'count-item' changed on disk"):
         source.members(["count-item"])
     assert source.between("d", "paint-item") == ["dated-item", "paint-item"]
+
+
+_PART = st.sampled_from(["a", "b", "ab", "..", ".", "a.b"])
+
+
+@given(st.lists(_PART, max_size=4), st.lists(_PART, max_size=4))
+def test_a_task_files_place_below_its_root_is_what_relpath_says(
+    root: list[str], below: list[str]
+) -> None:
+    """A task's file is named below its suite root by text (`_below`), where relpath split
+    both paths: the same name for a file below the root, at it, or outside it."""
+    top = os.path.normpath("/" + "/".join(root))
+    path = os.path.normpath(os.path.join(top, *below))
+    assert worker_source._below(path, top) == os.path.relpath(path, top)
 
 
 def test_a_worker_looks_a_tasks_domain_up_to_the_root_the_suite_was_loaded_from(

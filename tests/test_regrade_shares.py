@@ -115,9 +115,27 @@ _CHECK = st.tuples(
     st.none() | st.booleans() | _TEXT,  # evidence: whether it says undecided
 )
 
+#: A check of few values: lists of them often differ in one value only.
+_NEAR_CHECK = st.tuples(
+    st.just("a"),
+    st.just("outcome"),
+    st.booleans(),
+    st.sampled_from([1, 1.0, 0.0, -0.0]),
+    st.none() | st.just("high"),
+    st.none() | st.sampled_from([True, "x"]),
+)
+
 
 def _share(rows: list[Any], checks: list[list[Any]]) -> EncodedShare:
     share = EncodedShare()
+    for trial, status in _trials(rows, checks):
+        share.add(trial, status)
+    return share
+
+
+def _trials(rows: list[Any], checks: list[list[Any]]) -> list[tuple[EncodedTrial, str]]:
+    """Trials as `encode_trial` makes them, each its own list of checks' rows."""
+    trials = []
     for place, ((seed, status, score, latency, simulated, trace_id, error), its) in enumerate(
         zip(rows, checks, strict=True)
     ):
@@ -127,8 +145,8 @@ def _share(rows: list[Any], checks: list[list[Any]]) -> EncodedShare:
         for idx, (name, kind, passed, c_score, severity, said) in enumerate(its):
             evidence = json.dumps({UNDECIDED: said} if said is not None else {"n": name})
             encoded.append((idx, name, kind, int(passed), c_score, severity, evidence))
-        share.add(EncodedTrial(row, encoded), status)
-    return share
+        trials.append((EncodedTrial(row, encoded), status))
+    return trials
 
 
 def _results(verdicts: ShareVerdicts) -> list[TrialResult]:
@@ -137,20 +155,49 @@ def _results(verdicts: ShareVerdicts) -> list[TrialResult]:
     return [result for result, _ in verdicts.results(tally.checks_of, tally.metrics_of)]
 
 
-@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(st.lists(st.tuples(_ROW, st.lists(_CHECK, max_size=4)), min_size=1, max_size=6))
+@settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    st.lists(st.lists(_NEAR_CHECK, max_size=2), min_size=2, max_size=4),
+    st.lists(st.lists(_CHECK, max_size=4), max_size=2),
+    st.lists(st.tuples(_ROW, st.integers(0, 5)), min_size=1, max_size=8),
+)
 def test_a_packed_share_stores_the_rows_a_share_of_tuples_stores(
-    trials: list[tuple[Any, list[Any]]],
+    near: list[list[Any]], free: list[list[Any]], trials: list[tuple[Any, int]]
 ) -> None:
     """A worker's packed image, copied in SQL, leaves the same rows, of the same SQLite
-    types and rowids, as the rows inserted from Python; and reads back the same results."""
-    share = _share([row for row, _ in trials], [checks for _, checks in trials])
+    types and rowids, as the rows inserted from Python; and reads back the same results.
+    Trials draw their checks from a few lists, so that some make the same checks (each
+    list is packed once) and some do not; lists of few values differ in one value."""
+    lists = near + free
+    checks = [lists[at % len(lists)] for _, at in trials]
+    _packed_stores_what_tuples_store([row for row, _ in trials], checks)
+
+
+def test_checks_equal_but_for_their_type_or_a_zeros_sign_are_stored_as_each_trial_made_them() -> (
+    None
+):
+    """Trials whose checks compare equal share one list, as tuples and packed: a score of
+    1 and 1.0, or 0.0 and -0.0, must still be stored as each trial's own rows are (the
+    column is a real: both alike)."""
+    row = (0, "failed", 0.0, 0.1, None, "id", None)
+    scores = (1, 1.0, True, 0.0, -0.0, 0)
+    checks = [[("c", "outcome", False, score, None, None)] for score in scores]
+    _packed_stores_what_tuples_store([row] * len(scores), checks)
+
+
+def _packed_stores_what_tuples_store(rows: list[Any], checks: list[list[Any]]) -> None:
+    """The trials as tuples and packed store what each trial alone (its own list of
+    checks, a share of one) stores."""
+    share = _share(rows, checks)
+    alone = [EncodedShare() for _ in rows]
+    for one, (trial, status) in zip(alone, _trials(rows, checks), strict=True):
+        one.add(trial, status)
     stored = []
-    for form in (share, share.packed()):
+    for forms in (alone, [share], [share.packed()]):
         store = Store(":memory:")
         store.create_run("r", {})
         store.begin()
-        back = insert_share(store, form)
+        back = [result for form in forms for result in _results(insert_share(store, form))]
         store.commit()
         detach_shares(store)
         db = sql(store)
@@ -158,11 +205,11 @@ def test_a_packed_share_stores_the_rows_a_share_of_tuples_stores(
             (
                 db.execute("SELECT *, typeof(score), typeof(simulated_s) FROM trials").fetchall(),
                 db.execute("SELECT *, typeof(score) FROM checks").fetchall(),
-                _results(back),
+                back,
             )
         )
-    assert stored[0] == stored[1]
-    assert [r.checks for r in stored[0][2]] == [r.checks for r in _results(share.verdicts)]
+    assert stored[0] == stored[1] == stored[2]
+    assert len(stored[0][1]) == sum(map(len, checks))
 
 
 def test_a_shares_results_keep_what_a_summary_reads_of_each_checks_own_evidence() -> None:

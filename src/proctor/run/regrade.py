@@ -173,26 +173,34 @@ def regrade(
     store.create_run(run_id, stored)
     tally, flips = Tally(), Counter[tuple[str, str]]()
     status = "interrupted"
-    store.begin()
+    # what is written references only what holds by construction: the new run (created
+    # here; its id set on each share), the source's trials (never deleted) and the rows
+    # of the same share, inserted before its checks under one savepoint (store/shares.py)
+    unchecked = store.references_unchecked() if judging is None else contextlib.nullcontext()
     try:
-        uncommitted = 0
-        for share in pool.map(grade, _shares(pool, store, workers, source["run_id"], run_id)):
-            verdicts = insert_share(store, share)
-            for result, before in verdicts.results(tally.checks_of, tally.metrics_of):
-                tally.results.append(result)
-                if result.status != before:
-                    flips[(before, result.status)] += 1
-                if progress is not None:
-                    progress(result)
-            uncommitted += len(verdicts.trials)
-            if uncommitted >= BATCH:
-                store.commit()
-                store.begin()
+        with unchecked:
+            store.begin()
+            try:
                 uncommitted = 0
-        status = "completed"
+                shares = _shares(pool, store, workers, source["run_id"], run_id)
+                for share in pool.map(grade, shares):
+                    verdicts = insert_share(store, share)
+                    for result, before in verdicts.results(tally.checks_of, tally.metrics_of):
+                        tally.results.append(result)
+                        if result.status != before:
+                            flips[(before, result.status)] += 1
+                        if progress is not None:
+                            progress(result)
+                    uncommitted += len(verdicts.trials)
+                    if uncommitted >= BATCH:
+                        store.commit()
+                        store.begin()
+                        uncommitted = 0
+                status = "completed"
+            finally:
+                store.commit()
+                detach_shares(store)
     finally:
-        store.commit()
-        detach_shares(store)
         if loop is not None:
             loop.close()
         summary = summary_with_scorecard(

@@ -101,14 +101,16 @@ class SuiteSource:
         digests = {t.id: t.task.digest for t in members}
         paths = tuple(str(Path(p).resolve()) for p in suite.roots)
         joined = "\n".join([*paths, *(f"{k}:{v}" for k, v in sorted(digests.items()))])
-        files = {  # links below the root not followed: a domain is looked up from there
-            t.id: (
-                str(t.root.resolve()),
-                os.path.relpath(os.path.abspath(t.loaded.path), os.path.abspath(t.root)),
-            )
-            for t in members
-            if t.root is not None
-        }
+        roots: dict[Path, tuple[str, str]] = {}  # each resolved once: its tasks share it
+        files = {}
+        for t in members:
+            if t.root is None:
+                continue
+            if t.root not in roots:
+                roots[t.root] = (str(t.root.resolve()), os.path.abspath(t.root))
+            resolved, top = roots[t.root]
+            # links below the root not followed: a domain is looked up from there
+            files[t.id] = (resolved, _below(os.path.abspath(t.loaded.path), top))
         return cls(paths, digests, hashlib.sha256(joined.encode()).hexdigest(), files)
 
     def shipped(self, root: Path) -> SuiteSource:
@@ -144,6 +146,14 @@ class SuiteSource:
         if changed is not None:
             raise ExecutorError(f"task {changed!r} changed on disk since it was loaded")
         return have
+
+
+def _below(path: str, root: str) -> str:
+    """`os.path.relpath(path, root)` of two absolute paths, by their text where `path` is
+    below `root` (a suite's task files are): relpath split both into parts, for each task."""
+    top = root.rstrip(os.sep) + os.sep
+    below = path[len(top) :] if path.startswith(top) else ""
+    return below or os.path.relpath(path, root)
 
 
 def shipped_paths(paths: Sequence[str], root: Path) -> tuple[str, ...]:

@@ -6,8 +6,9 @@ more grade at once, each also packs them into an SQLite database image (`PackedS
 this process copies its tables into the store in SQL, with no Python object per row:
 inserting the rows is most of what the process that owns the store does in a regrade,
 and with enough workers that process is the one that caps the rate. Packing costs a
-worker about what it saves here (measured, benchmarks/README.md, Regrade), so one worker,
-the slower side, hands back tuples. Either way the worker also hands back what the
+worker CPU (about two thirds of what it saves here where a task's trials make the same
+checks, measured; as much where every trial's differ), so one worker, the slower side,
+hands back tuples. Either way the worker also hands back what the
 summary reads, reduced (`ShareVerdicts`): this process decodes no evidence and makes no
 per-check object. A share is inserted under one savepoint: all of it or none of it.
 """
@@ -37,12 +38,16 @@ _TRIAL = (
 )
 _CHECK = "idx, name, kind, passed, score, severity, evidence"
 #: A packed share's tables: columns without types, so each value is kept as it was given.
-#: Checks are inserted in (place, idx) order and read back in rowid order: keyed by (place,
-#: idx) instead, each insert searched that key, packing cost a worker an eighth more.
+#: A trial's checks are its `first`..`last` rows of `checks` (by rowid), where each distinct
+#: list of checks of the share is once: a task's trials often make the same checks, and
+#: packing a row per trial's check was most of a worker's packing. Rows are inserted in
+#: rowid order and ranges read back by rowid: keyed by (list, idx) instead, each insert
+#: searched that key.
 _PACKED_SCHEMA = (
-    f"CREATE TABLE trials (place INTEGER PRIMARY KEY, {_TRIAL});"
-    f" CREATE TABLE checks (place, {_CHECK})"
+    f"CREATE TABLE trials (place INTEGER PRIMARY KEY, first, last, {_TRIAL});"
+    f" CREATE TABLE checks ({_CHECK})"
 )
+_CHECKS_OF = ", ".join(f"c.{column}" for column in _CHECK.split(", "))
 #: The name a packed share is attached under while it is copied.
 _ATTACHED = "regraded_share"
 
@@ -66,13 +71,16 @@ class ShareVerdicts:
     metrics: dict[str, int] = field(default_factory=dict)
     trials: list[tuple[Any, ...]] = field(default_factory=list)
 
-    def add(self, row: tuple[Any, ...], checks: Sequence[tuple[Any, ...]], before: str) -> None:
-        """A trial's row and its checks' rows in `encode_trial`'s order."""
+    def listed(self, checks: Sequence[tuple[Any, ...]]) -> int:
+        """The index of the key of a list of checks' rows in `encode_trial`'s order."""
         key = tuple(
             (name, kind, bool(passed), score, severity, stored_summary_evidence(evidence))
             for _, name, kind, passed, score, severity, evidence in checks
         )
-        at = self.checks.setdefault(key, len(self.checks))
+        return self.checks.setdefault(key, len(self.checks))
+
+    def add(self, row: tuple[Any, ...], at: int, before: str) -> None:
+        """A trial's row in `encode_trial`'s order, its checks' key's index (`listed`)."""
         usage = self.usages.setdefault(row[9], len(self.usages))
         metrics = self.metrics.setdefault(row[10], len(self.metrics))
         self.trials.append((*row[:9], usage, metrics, at, before))
@@ -107,24 +115,54 @@ class ShareVerdicts:
 class EncodedShare:
     """A share's trials as rows: `encode_trial`'s rows, each trial's checks' rows (led by
     the trial's rowid when inserted: one tuple a check is made, where it goes), and what a
-    summary reads of them."""
+    summary reads of them. Trials whose checks' rows are equal share the list first
+    added (a task's trials often make the same checks): what a summary reads of it is
+    made once, it is packed once and pickled once. Equal rows are stored alike: the
+    store's columns are typed (an integer score is a real), and SQLite keeps a real's
+    value, not a zero's sign."""
 
     rows: list[tuple[Any, ...]] = field(default_factory=list)
     checks: list[list[tuple[Any, ...]]] = field(default_factory=list)
     verdicts: ShareVerdicts = field(default_factory=ShareVerdicts)
+    #: Each distinct list of checks' rows: the list kept and its key's index in
+    #: `verdicts`. Not pickled: the lists are those of `checks`.
+    lists: dict[tuple[tuple[Any, ...], ...], tuple[list[tuple[Any, ...]], int]] = field(
+        default_factory=dict
+    )
 
     def add(self, encoded: EncodedTrial, before: str) -> None:
+        key = tuple(encoded.checks)
+        kept = self.lists.get(key)
+        if kept is None:
+            kept = self.lists[key] = (encoded.checks, self.verdicts.listed(encoded.checks))
         self.rows.append(encoded.row)
-        self.checks.append(encoded.checks)
-        self.verdicts.add(encoded.row, encoded.checks, before)
+        self.checks.append(kept[0])
+        self.verdicts.add(encoded.row, kept[1], before)
+
+    def __getstate__(self) -> tuple[Any, ...]:
+        return self.rows, self.checks, self.verdicts
+
+    def __setstate__(self, state: tuple[Any, ...]) -> None:
+        for name, value in zip(("rows", "checks", "verdicts", "lists"), (*state, {}), strict=True):
+            object.__setattr__(self, name, value)
 
     def packed(self) -> PackedShare:
-        """The share as an SQLite database image, for a worker to hand back."""
+        """The share as an SQLite database image, for a worker to hand back: each distinct
+        list of checks once, each trial the range of its list's rows."""
+        spans: dict[int, tuple[int, int]] = {}  # by the list's id: equal lists are one
+        distinct: list[tuple[Any, ...]] = []
+        trials = []
+        for place, (row, its) in enumerate(zip(self.rows, self.checks, strict=True)):
+            span = spans.get(id(its))
+            if span is None:  # rowids 1, 2, ... as inserted into an empty table
+                span = spans[id(its)] = (len(distinct) + 1, len(distinct) + len(its))
+                distinct += its
+            trials.append((place, *span, *row))
         db = sqlite3.connect(":memory:")
         try:
             each_statement(db, _PACKED_SCHEMA)
-            insert_many(db, f"trials(place, {_TRIAL})", _placed(self.rows))
-            insert_many(db, f"checks(place, {_CHECK})", _placed_checks(self.checks))
+            insert_many(db, f"trials(place, first, last, {_TRIAL})", trials)
+            insert_many(db, f"checks({_CHECK})", distinct)
             db.commit()
             return PackedShare(db.serialize(), self.verdicts)
         finally:
@@ -188,8 +226,9 @@ def _copy_packed(db: sqlite3.Connection, share: PackedShare, first: int) -> None
         (first,),
     )
     db.execute(
-        f"INSERT INTO main.checks(trial_rowid, {_CHECK}) SELECT place + ?, {_CHECK}"
-        f" FROM {_ATTACHED}.checks ORDER BY rowid",
+        f"INSERT INTO main.checks(trial_rowid, {_CHECK}) SELECT t.place + ?, {_CHECKS_OF}"
+        f" FROM {_ATTACHED}.trials AS t JOIN {_ATTACHED}.checks AS c"
+        " ON c.rowid BETWEEN t.first AND t.last ORDER BY t.place, c.rowid",
         (first,),
     )
 
