@@ -140,7 +140,8 @@ LIMITS: dict[str, Limit] = {
             )
         ],
         lambda f: (
-            f"**{f('counts', '{:.0f} ms')}** / **{f('summary', '{:.0f} ms')}**; "
+            f"pass counts **{f('counts', '{:.0f} ms')}**, summary "
+            f"**{f('summary', '{:.0f} ms')}**; "
             f"opening the store {f('open', '{:.0f} ms')}, the keys `--resume` reads "
             f"{f('keys', '{:.0f} ms')}"
         ),
