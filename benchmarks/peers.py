@@ -354,8 +354,9 @@ def proctor_block(entries: dict[str, Any]) -> str:
         )
         + (
             row(
-                "the same run repeated in one process, the fastest of three (what each task "
-                "derives at its first trial, and the process's first-time work, done before)",
+                "the same run repeated in one process, the fastest of three: each task's "
+                "derived grading and its (repeated) answer's reading already remembered, so "
+                "this leaves reading answers out",
                 "",
                 e["overhead_warm_ms"],
                 "ms",
