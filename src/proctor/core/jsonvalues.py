@@ -122,16 +122,23 @@ def fingerprint(value: Any) -> bytes:
         return b"\0" + hashlib.blake2b(canonical(value).encode(), digest_size=16).digest()
 
 
-def frozen(value: Any) -> tuple[bytes, bytes] | None:
-    """A JSON value kept as bytes to copy it from (`marshal.loads`) and the fingerprint of
-    every copy; None where marshal cannot write it. The copies are loaded from format 4,
-    whose back-references make a repeated key or text once, not once per place; a copy
-    holds the same types and values, so its format-2 bytes (its fingerprint) are the
-    original's."""
+def packed(value: Any) -> bytes | None:
+    """A JSON value kept as bytes that each copy is loaded from (`marshal.loads`: one call
+    a copy); None where marshal cannot write it (a subclass of str, such as an enum
+    member). Format 4, whose back-references make a repeated key or text once a copy,
+    not once per place."""
     try:
-        return marshal.dumps(value, 4), marshal.dumps(value, 2)
+        return marshal.dumps(value, 4)
     except ValueError:
         return None
+
+
+def frozen(value: Any) -> tuple[bytes, bytes] | None:
+    """`packed(value)` and the fingerprint of every copy; None where marshal cannot write
+    it. A copy holds the same types and values, so its format-2 bytes (its fingerprint)
+    are the original's."""
+    data = packed(value)
+    return None if data is None else (data, marshal.dumps(value, 2))
 
 
 def json_equal(a: Any, b: Any) -> bool:

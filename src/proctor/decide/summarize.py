@@ -127,7 +127,7 @@ class _Verdicts:
                 grader_error = True
             if not passed and not simulator:
                 failed.append(name)
-            if kind == "safety" and not passed and not undecided:  # Check.is_violation
+            if c.is_violation:
                 violations.append(c)
             family = name.split(":", 1)[0]
             if family in READER_CHECKS or undecided:

@@ -26,6 +26,7 @@ from proctor.core.jsonvalues import (
     copy_json,
     copy_twice,
     fingerprint,
+    packed,
 )
 from proctor.core.memo import per_object
 from proctor.core.outcome import LedgerEntry
@@ -347,7 +348,4 @@ def _offered(domain: Domain, task: Task) -> tuple[frozenset[str], bytes | None]:
     a copy, not once per place. None where marshal cannot write them (a tool named by a
     subclass of str, such as an enum member)."""
     visible = frozenset(domain.tools if task.tools is None else task.tools)
-    try:
-        return visible, marshal.dumps(tool_schemas(domain, visible), 4)
-    except ValueError:
-        return visible, None
+    return visible, packed(tool_schemas(domain, visible))

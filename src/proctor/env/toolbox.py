@@ -34,6 +34,11 @@ def _forget(key: int, _: object) -> None:
     _WORLDS.pop(key, None)
 
 
+def _world(toolbox: ToolboxBase) -> Environment:
+    """The environment `toolbox` acts on (a function, not an attribute an agent finds)."""
+    return _WORLDS[id(toolbox)][0]
+
+
 #: Where async agents' questions to a model user wait for their answers, one at a time
 #: for each toolbox.
 _ASKING = DaemonThreads("proctor-user")
@@ -51,10 +56,10 @@ class ToolboxBase:
 
     @property
     def tools(self) -> list[dict[str, Any]]:
-        return _WORLDS[id(self)][0].gateway.schemas()
+        return _world(self).gateway.schemas()
 
     def _call(self, name: Any, args: Any) -> ToolResult:
-        env = _WORLDS[id(self)][0]
+        env = _world(self)
         try:
             name, args = protocol.tool_call(name, args)
         except protocol.ProtocolError as exc:
@@ -65,12 +70,12 @@ class ToolboxBase:
 
     def _ask(self, text: Any) -> str:
         question = protocol.text(str(text), "question")  # in the agent's thread
-        env = _WORLDS[id(self)][0]
+        env = _world(self)
         with env.lock:
             return env.user.reply(question)
 
     def _wait(self, seconds: Any) -> None:
-        env = _WORLDS[id(self)][0]
+        env = _world(self)
         try:
             seconds = float(seconds)  # in the agent's thread: its __float__ runs there
         except (TypeError, ValueError, OverflowError):
@@ -97,7 +102,7 @@ class ToolboxBase:
         A figure left out is "not measured", not zero. `simulated=True` marks a call
         nobody made (a scripted agent's): its latency counts as simulated time.
         """
-        env = _WORLDS[id(self)][0]
+        env = _world(self)
         try:
             record = protocol.model_call(
                 model, input_tokens, output_tokens, cost_usd, latency_s, extra
@@ -125,7 +130,7 @@ class ToolboxBase:
     def _emit(self, kind: Any, data: dict[str, Any]) -> None:
         """Record free text; `str()` of what the agent passed runs in its own thread."""
         texts = {key: protocol.text(str(value), key) for key, value in data.items()}
-        env = _WORLDS[id(self)][0]
+        env = _world(self)
         with env.lock:
             env.recorder.emit(kind, texts)
 
@@ -159,7 +164,7 @@ class Toolbox(ToolboxBase):
         its clock starts now, and the question gets a thread at once, never a place in a
         queue behind other trials' questions (proctor.core.daemon_threads). A trial's
         questions take turns here, so it holds one thread however many it asks at once."""
-        user = _WORLDS[id(self)][0].user
+        user = _world(self).user
         if not user.remote:
             return self._ask(text)
         with user.asked():

@@ -47,7 +47,7 @@ from proctor.grade.registry import grader_versions
 from proctor.grade.state import state_recorded, without_state_checks
 from proctor.run.judging import JUDGE_ERROR, apply_judges, needs_judging
 from proctor.run.pool import InlinePool, Pool
-from proctor.run.runner import task_infos
+from proctor.run.runner import rarer_collections, task_infos
 from proctor.run.trial import (
     CRASH_CHECK,
     GRADER_ERROR,
@@ -81,6 +81,9 @@ if TYPE_CHECKING:
 #: Trials per transaction.
 BATCH = 2000
 #: The cyclic collector's oldest-generation threshold while regrading (CPython's is 10).
+#: A share's decoded traces outlive many young collections and so reach the oldest
+#: generation; at CPython's threshold a full collection followed every few shares and
+#: traversed the whole heap (the suite, the tally): 35-40% of a regrade's CPU, measured.
 FULL_COLLECTION_EVERY = 1000
 #: Trials per share: what one worker reads, grades and hands back at a time.
 SHARE = 500
@@ -112,22 +115,7 @@ class RegradeReport:
     flips: Counter[tuple[str, str]] = field(default_factory=Counter)
 
 
-@contextlib.contextmanager
-def _rare_full_collections() -> Iterator[None]:
-    """The cyclic collector's full collections made rarer while regrading, its thresholds
-    restored after. A share's decoded traces outlive many young collections and so reach
-    the oldest generation; by CPython's default a full collection then follows every few
-    shares and traverses the whole heap (the suite, the tally): 35-40% of a regrade's CPU
-    time, measured. Young collections go on as before, and a full one still comes."""
-    young, middle, full = gc.get_threshold()
-    gc.set_threshold(young, middle, max(full, FULL_COLLECTION_EVERY))
-    try:
-        yield
-    finally:
-        gc.set_threshold(young, middle, full)
-
-
-@_rare_full_collections()
+@rarer_collections(full=FULL_COLLECTION_EVERY)
 def regrade(
     store: Store,
     run_ref: str,

@@ -46,6 +46,10 @@ ProgressFn = Callable[[TrialResult], None]
 COMMIT_EVERY_S = 0.1
 COMMIT_MAX = 256
 #: The cyclic collector's young-generation threshold while a run lasts (CPython's is 700).
+#: A trial's world, trace and records, thousands of objects, live a while (its lane hands
+#: trials ahead), and a young collection every 700 of them walked the trials in flight,
+#: and again in the middle generation: 5% of the overhead benchmark's CPU, measured,
+#: almost none of it at this threshold; a cycle among them goes at the next one.
 YOUNG_COLLECTION_EVERY = 10_000
 
 
@@ -212,7 +216,7 @@ class Runner:
         """Run the trials not stored yet. A run that cannot finish (the agent's process
         exits, the store fails, Ctrl-C) is stored as `interrupted` when the store still
         takes writes, and the cause is raised; what was committed stays for `--resume`."""
-        with _collector_sees_the_run_only(), _rare_young_collections():
+        with _collector_sees_the_run_only(), rarer_collections(young=YOUNG_COLLECTION_EVERY):
             return await self._run(progress)
 
     async def _run(self, progress: ProgressFn | None) -> RunReport:
@@ -302,21 +306,20 @@ def _collector_sees_the_run_only() -> Iterator[None]:
 
 
 @contextlib.contextmanager
-def _rare_young_collections() -> Iterator[None]:
-    """Young collections made rarer while a run lasts (`YOUNG_COLLECTION_EVERY`), the
-    thresholds restored after. A trial's world, trace and records, thousands of objects,
-    live a while (its lane hands trials ahead), and by CPython's default a young
-    collection came every 700 of them, walking the trials in flight, and again in the
-    middle generation: 5% of the overhead benchmark's CPU, measured, almost none of it
-    with this threshold. What a trial makes is freed by reference counting; a cycle among
-    it, by the next young collection, some thousands of objects later."""
-    young, middle, full = gc.get_threshold()
-    if young:  # 0: the collector is off, and stays so
-        gc.set_threshold(max(young, YOUNG_COLLECTION_EVERY), middle, full)
+def rarer_collections(young: int = 0, full: int = 0) -> Iterator[None]:
+    """The cyclic collector's thresholds raised to at least `young` (its young generation)
+    and `full` (its oldest) while the block runs, restored after; a collector switched off
+    (a young threshold of 0) stays off. What a run or a regrade makes is freed by
+    reference counting; the collector's walks over it, at CPython's thresholds, cost a
+    share of their CPU (YOUNG_COLLECTION_EVERY, run/regrade.py FULL_COLLECTION_EVERY)."""
+    before = gc.get_threshold()
+    was_young, middle, was_full = before
+    if was_young:
+        gc.set_threshold(max(was_young, young), middle, max(was_full, full))
     try:
         yield
     finally:
-        gc.set_threshold(young, middle, full)
+        gc.set_threshold(*before)
 
 
 class _GroupCommit:

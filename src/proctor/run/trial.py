@@ -23,7 +23,7 @@ from operator import add
 from typing import Any
 
 from proctor.agents.agent import AgentInput, AgentResult, InfrastructureError, task_agent_settings
-from proctor.core.jsonvalues import copy_json
+from proctor.core.jsonvalues import copy_json, packed
 from proctor.core.memo import per_object
 from proctor.core.outcome import Outcome
 from proctor.core.results import (
@@ -177,12 +177,9 @@ def _given(task: Task) -> tuple[dict[str, Any], dict[str, Any]]:
 @per_object
 def _kept_given(task: Task) -> bytes | None:
     """`_given` as bytes each trial loads its own copy from, made at the task's first
-    trial: one call a trial, not a model dump and a copy. None where marshal cannot
-    write it (a subclass of str, such as an enum member, among the settings)."""
-    try:
-        return marshal.dumps(_given(task), 4)
-    except ValueError:
-        return None
+    trial (jsonvalues.packed): one call a trial, not a model dump and a copy. None where
+    marshal cannot write it (an enum member among the settings, say)."""
+    return packed(_given(task))
 
 
 def wrap_up(spec: TrialSpec, env: Environment, turn: Turn, timeout_s: float | None) -> PlayedTrial:

@@ -149,6 +149,8 @@ _CHECKS = "checks(trial_rowid, idx, name, kind, passed, score, severity, evidenc
 #: and writing a trial costs a sixth less (measured: 20 events, 11 checks; 16 KB cost
 #: more). Every reader reads any page size; a store keeps the one it was made with.
 PAGE_SIZE = 8192
+#: `insert_many`'s "no value leads every row".
+_NO_LEAD = object()
 #: Rows one INSERT takes at most (`insert_many`; fewer where SQLite allows fewer values).
 ROWS_AT_ONCE = 256
 _INSERT_TRACE = "INSERT INTO traces(trial_rowid, events) VALUES (?,?)"
@@ -581,7 +583,7 @@ class Store:
             rowid = self._db.execute(_INSERT_TRIAL, encoded.row).lastrowid
             assert rowid is not None
             self._db.execute(_INSERT_TRACE, (rowid, encoded.events))
-            insert_checks(self._db, rowid, encoded.checks)
+            insert_many(self._db, _CHECKS, encoded.checks, lead=rowid)
         except BaseException:
             # a full disk may have rolled the group back; a trial row that did not go in
             # (one stored twice) leaves the first one's rows alone
@@ -1137,47 +1139,38 @@ def _outcome_text(final_state: str, ledger: str) -> str:
     return f'{{"final_state":{final_state},"ledger":{ledger}}}'
 
 
-def insert_many(db: sqlite3.Connection, into: str, rows: Sequence[tuple[Any, ...]]) -> None:
+def insert_many(
+    db: sqlite3.Connection, into: str, rows: Sequence[tuple[Any, ...]], lead: Any = _NO_LEAD
+) -> None:
     """Insert `rows` (of equal length) `into` a table, "name(column, ...)", by INSERTs of
     up to ROWS_AT_ONCE rows each: `executemany`, a statement run per row, cost a fifth
-    more (measured: a trial's 11 checks, a regrade's share)."""
+    more (measured: a trial's 11 checks, a regrade's share). `lead`: a value every row
+    begins with (a trial's rowid before its checks), bound once as `?1` rather than
+    copied into each row (a seventh of a trial's checks insert, measured)."""
     if not rows:
         return
     width = len(rows[0])
-    at_once = max(1, min(ROWS_AT_ONCE, db.getlimit(sqlite3.SQLITE_LIMIT_VARIABLE_NUMBER) // width))
+    led = lead is not _NO_LEAD
+    limit = db.getlimit(sqlite3.SQLITE_LIMIT_VARIABLE_NUMBER) - led
+    at_once = max(1, min(ROWS_AT_ONCE, limit // width))
     for start in range(0, len(rows), at_once):
         chunk = rows[start : start + at_once]
-        db.execute(_insert_statement(into, width, len(chunk)), list(chain.from_iterable(chunk)))
-
-
-def insert_checks(db: sqlite3.Connection, rowid: int, checks: Sequence[tuple[Any, ...]]) -> None:
-    """Insert a trial's `checks` rows (`encode_trial`'s) under its `rowid`, as `insert_many`
-    does, but binding the rowid once (`?1`) beside each row's values: no row is copied to
-    lead it with the rowid (a seventh of the insert's time, measured)."""
-    if not checks:
-        return
-    width = len(checks[0])
-    limit = db.getlimit(sqlite3.SQLITE_LIMIT_VARIABLE_NUMBER)
-    at_once = max(1, min(ROWS_AT_ONCE, (limit - 1) // width))
-    for start in range(0, len(checks), at_once):
-        chunk = checks[start : start + at_once]
-        db.execute(_checks_statement(width, len(chunk)), [rowid, *chain.from_iterable(chunk)])
+        values = chain.from_iterable(chunk)
+        statement = _insert_statement(into, width, len(chunk), led)
+        db.execute(statement, [lead, *values] if led else list(values))
 
 
 @cache
-def _checks_statement(width: int, rows: int) -> str:
-    """`INSERT INTO checks` of `rows` rows of `width` values after the rowid, each
-    `(?1, ?n, ...)`: the trial's rowid, then its values in order (numbered parameters)."""
-    marks = (
+def _insert_statement(into: str, width: int, rows: int, led: bool) -> str:
+    """`INSERT INTO into` of `rows` rows of `width` values; `led`: each row begins with
+    `?1`, then its own values in order (numbered parameters)."""
+    if not led:
+        marks = f"({','.join('?' * width)})"
+        return f"INSERT INTO {into} VALUES {','.join([marks] * rows)}"
+    numbered = (
         f"(?1,{','.join(f'?{2 + row * width + k}' for k in range(width))})" for row in range(rows)
     )
-    return f"INSERT INTO {_CHECKS} VALUES {','.join(marks)}"
-
-
-@cache
-def _insert_statement(into: str, width: int, rows: int) -> str:
-    marks = f"({','.join('?' * width)})"
-    return f"INSERT INTO {into} VALUES {','.join([marks] * rows)}"
+    return f"INSERT INTO {into} VALUES {','.join(numbered)}"
 
 
 def _why(exc: BaseException) -> str:
