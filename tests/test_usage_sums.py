@@ -40,14 +40,19 @@ def figure(value: Any, name: str, check: Any) -> Any:
 
 
 def checked_one_by_one(records: list[dict[str, Any]]) -> Usage:
-    """The sums as a loop checks them: each figure of each call, in order."""
+    """The sums as a loop checks them: each figure of each call, in order; a figure some
+    calls reported and some did not is partial (its sum a lower bound)."""
     sums: dict[str, Any] = {"input_tokens": None, "output_tokens": None, "cost_usd": None}
+    left_out: set[str] = set()
     for record in records:
         for name, check in FIELDS:
             value = figure(record.get(name), name, check)
             if value is not None:
                 sums[name] = value if sums[name] is None else sums[name] + value
-    return Usage(**sums, model_calls=len(records)) if records else Usage()
+            else:
+                left_out.add(name)
+    partial = tuple(sorted(name for name in left_out if sums[name] is not None))
+    return Usage(**sums, model_calls=len(records), partial=partial) if records else Usage()
 
 
 def outcome(fn: Any, *args: Any) -> Any:

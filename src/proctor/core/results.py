@@ -141,6 +141,14 @@ def verdict(checks: Sequence[Check]) -> tuple[bool, float]:
 NOT_MEASURED = "not measured"
 
 
+def partly_measured(trials: int, figure: str) -> str:
+    """Why a run's `figure` is a lower bound: trials some of whose model calls left it out."""
+    return (
+        f"a lower bound: {trials} trial{'s' if trials != 1 else ''} made model calls "
+        f"that reported no {figure}"
+    )
+
+
 def summary_evidence(evidence: Mapping[str, Any]) -> tuple[tuple[str, Any], ...]:
     """What a summary reads of a check's evidence (decide/summarize), as a key: whether
     its reader could tell, and whether its figure went unmeasured (a budget). Where
@@ -181,13 +189,18 @@ class Usage:
 
     An agent that records no model call and returns no usage has no cost, tokens or call
     count to show, which is not the same as a cost of zero (docs/architecture.md, Verdicts).
-    Sums keep that apart: a measured value plus an unmeasured one is the measured value.
+    Sums keep that apart: a measured value plus an unmeasured one is the measured value,
+    and where the unmeasured side made model calls that reported none of a figure, that
+    figure is `partial`: its sum is a lower bound, not a total.
     """
 
     input_tokens: int | None = None
     output_tokens: int | None = None
     cost_usd: float | None = None
     model_calls: int | None = None
+    #: The figures (field names, in field order) some model calls left out while others
+    #: reported them: each such sum is a lower bound of what the calls spent.
+    partial: tuple[str, ...] = ()
 
     @property
     def total_tokens(self) -> int | None:
@@ -200,12 +213,31 @@ class Usage:
         """Did anything report any of it?"""
         return any(getattr(self, name) is not None for name in USAGE_FIELDS)
 
+    def lower_bound(self, figure: str) -> bool:
+        """Is `figure` ("cost", "tokens" or a field) only a lower bound: measured, with
+        some model calls that did not report it (for tokens, either count)?"""
+        return any(name in self.partial for name in _FIGURES.get(figure, (figure,)))
+
     def __add__(self, other: Usage) -> Usage:
-        return self._with(other, _plus)
+        summed = self._with(other, _plus)
+        left_out = _left_out(self, other) + _left_out(other, self)
+        if self.partial or other.partial or left_out:
+            marked = {*self.partial, *other.partial, *left_out}
+            summed.partial = tuple(name for name in _REPORTED if name in marked)
+        return summed
 
     def at_least(self, floor: Usage) -> Usage:
-        """Each field no lower than `floor`'s: what a trace recorded cannot be un-spent."""
-        return self._with(floor, _most)
+        """Each field no lower than `floor`'s: what a trace recorded cannot be un-spent.
+        A field taken from an agent's own total above the trace's keeps the agent's
+        word on it (it counted what the calls left out); else `floor`'s partial mark."""
+        most = self._with(floor, _most)
+        if self.partial or floor.partial:
+            most.partial = tuple(
+                name
+                for name in _REPORTED
+                if name in (self if _above(self, floor, name) else floor).partial
+            )
+        return most
 
     def _with(self, other: Usage, combine: Callable[[Any, Any], Any]) -> Usage:
         """Field by field, `combine(mine, theirs)` (written out: sums run per model call)."""
@@ -217,7 +249,25 @@ class Usage:
         )
 
     def to_dict(self) -> dict[str, Any]:
-        return {name: getattr(self, name) for name in USAGE_FIELDS}
+        """The stored form; `partial` only where some figure is a lower bound."""
+        data = {name: getattr(self, name) for name in USAGE_FIELDS}
+        if self.partial:
+            data["partial"] = list(self.partial)
+        return data
+
+    @classmethod
+    def stored(cls, data: Mapping[str, Any]) -> Usage:
+        """Usage from its stored form (`to_dict`, this store's own rows)."""
+        partial = data.get("partial")
+        usage = cls(
+            data.get("input_tokens"),
+            data.get("output_tokens"),
+            data.get("cost_usd"),
+            data.get("model_calls"),
+        )
+        if partial:
+            usage.partial = tuple(partial)
+        return usage
 
     @classmethod
     def checked(cls, data: Mapping[str, Any]) -> Usage:
@@ -235,6 +285,27 @@ class Usage:
 
 #: Usage's fields, in order.
 USAGE_FIELDS = ("input_tokens", "output_tokens", "cost_usd", "model_calls")
+#: The figures a summary, budget or gate reads, as the fields each sums.
+_FIGURES = {"cost": ("cost_usd",), "tokens": ("input_tokens", "output_tokens")}
+#: The fields a model call may leave out (a call is always counted).
+_REPORTED = ("input_tokens", "output_tokens", "cost_usd")
+
+
+def _left_out(usage: Usage, other: Usage) -> tuple[str, ...]:
+    """The figures `usage`'s model calls reported none of where `other` measured them."""
+    if not usage.model_calls:
+        return ()
+    return tuple(
+        name
+        for name in _REPORTED
+        if getattr(usage, name) is None and getattr(other, name) is not None
+    )
+
+
+def _above(usage: Usage, floor: Usage, name: str) -> bool:
+    """Is `usage`'s `name` measured and above `floor`'s (or `floor` measured none)?"""
+    mine, theirs = getattr(usage, name), getattr(floor, name)
+    return mine is not None and (theirs is None or mine > theirs)
 
 
 def counted(value: Any, name: str) -> int:

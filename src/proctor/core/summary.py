@@ -44,15 +44,19 @@ class Distribution(Record):
 
 class Tokens(Distribution):
     measured_trials: int | None = None
+    #: Trials whose tokens are a lower bound: some of their model calls left them out.
+    partial_trials: int = 0
 
 
 class Cost(Record):
-    """Costs in USD; `currency` converts them for reports and gates."""
+    """Costs in USD; `currency` converts them for reports and gates. With
+    `partial_trials`, the figures are lower bounds (some model calls were not priced)."""
 
     total_usd: float | None = None
     per_passed_trial_usd: float | None = None
     per_trial_usd: Distribution = Distribution()
     measured_trials: int | None = None
+    partial_trials: int = 0
     currency: dict[str, Any] | None = None
 
 
@@ -116,6 +120,8 @@ class Judges(Record):
     input_tokens: int | None = 0
     output_tokens: int | None = 0
     cost_usd: float | None = 0.0
+    #: The figures above that are lower bounds: some calls did not report them.
+    partial: list[str] = []
     errors: int = 0
 
 
@@ -130,6 +136,8 @@ class UserModelFigures(Record):
     input_tokens: int | None = None
     output_tokens: int | None = None
     cost_usd: float | None = None
+    #: The figures above that are lower bounds: some calls did not report them.
+    partial: list[str] = []
     fidelity_judged: int = 0
     fidelity_failed: int = 0
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from proctor.core.results import Currency
+from proctor.core.results import Currency, partly_measured
 from proctor.decide.compare import paired_metric_names
 from proctor.decide.summarize import TOOL_METRICS
 
@@ -42,8 +42,16 @@ def _trusted(
     measure: str, metric: Callable[[Summary], float | None]
 ) -> Callable[[Summary], float | None]:
     """No value (so the rule fails) when a trial's `measure` came from untrustworthy
-    imported data: a negative cost must not offset a real one (grade/quality.py)."""
-    return lambda s: None if s.get("data_quality", {}).get(measure) else metric(s)
+    imported data: a negative cost must not offset a real one (grade/quality.py); nor
+    when it is a lower bound (`_partial_trials`), which a limit cannot be tested on."""
+    return lambda s: (
+        None if s.get("data_quality", {}).get(measure) or _partial_trials(s, measure) else metric(s)
+    )
+
+
+def _partial_trials(summary: Summary, measure: str) -> int:
+    """Trials whose `measure` (cost, tokens) is a lower bound: some model calls left it out."""
+    return int((summary.get(measure) or {}).get("partial_trials") or 0)
 
 
 METRICS: dict[str, tuple[str, Callable[[Summary], float | None]]] = {
@@ -151,6 +159,17 @@ METRICS: dict[str, tuple[str, Callable[[Summary], float | None]]] = {
         for stat in ("mean", "p50", "p95")
     },
 }
+#: The metrics of the agent's cost and tokens: a lower bound where some trials' model
+#: calls left them out (`_partial_trials`), and then undefined.
+_BOUNDED = {
+    "total_cost_usd": "cost",
+    "cost_per_passed_trial_usd": "cost",
+    **{
+        f"{stat}_{key}": key.removesuffix("_usd")
+        for key in ("cost_usd", "tokens")
+        for stat in ("mean", "p50", "p95")
+    },
+}
 #: Metrics whose value is a share in [0, 1] (indexed ones by their base name): what a
 #: scorecard category can score.
 SHARES = (
@@ -227,6 +246,11 @@ def undefined_reason(summary: Summary, name: str, currency: Currency | None) -> 
         return f"{name}: no {money[1]} rate (`currency:` in the price table)"
     if name in _CHECKED:
         return f"{name} is not measured: no {_CHECKED[name]} check ran"
+    usd = money_metric(name)
+    measure = _BOUNDED.get(name if usd is None else usd[0])
+    partial = 0 if measure is None else _partial_trials(summary, measure)
+    if measure is not None and partial:
+        return f"{name} is only {partly_measured(partial, measure)}"
     flagged = ", ".join(f"{k} {n}" for k, n in summary.get("data_quality", {}).items())
     if flagged:
         return f"{name} is undefined for this run (imported data flagged: {flagged})"

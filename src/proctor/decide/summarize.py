@@ -396,6 +396,10 @@ def _user_model(results: Sequence[TrialResult], read: Read) -> dict[str, Any] | 
     }
 
 
+#: The figures a model's calls report (a call is always counted).
+_SPENT = ("input_tokens", "output_tokens", "cost_usd")
+
+
 def model_spending(metrics: Sequence[Mapping[str, float]], model: str) -> dict[str, Any]:
     """A model's calls, cache hits, tokens and cost over the trials' `{model}_*` metrics
     (`judge`, `user`): a token count or cost that calls were made for and no trial
@@ -411,12 +415,23 @@ def model_spending(metrics: Sequence[Mapping[str, float]], model: str) -> dict[s
         value = total(name)
         return None if value is None else int(value)
 
+    def partial(name: str) -> bool:
+        """Is the figure's total a lower bound: calls in a trial left it out, or trials
+        with calls reported none of it while others did?"""
+        key = f"{model}_{name}"
+        return total(name) is not None and any(
+            m.get(f"{model}_partial_{name}") or (m.get(f"{model}_calls") and key not in m)
+            for m in metrics
+        )
+
+    lower_bounds = [name for name in _SPENT if partial(name)]
     return {
         "calls": int(calls),
         "cache_hits": int(math.fsum(m.get(f"{model}_cache_hits", 0.0) for m in metrics)),
         "input_tokens": whole("input_tokens"),
         "output_tokens": whole("output_tokens"),
         "cost_usd": total("cost_usd"),
+        **({"partial": lower_bounds} if lower_bounds else {}),
     }
 
 
@@ -668,11 +683,13 @@ def summarize(
             else None,
             "per_trial_usd": _distribution(_measured(r.usage.cost_usd for r in valid)),
             "measured_trials": sum(r.usage.cost_usd is not None for r in results),
+            "partial_trials": sum(r.usage.lower_bound("cost") for r in results),
             "currency": dict(currency) if currency else None,
         },
         "tokens": {
             **_distribution(_measured(r.usage.total_tokens for r in valid)),
             "measured_trials": sum(r.usage.total_tokens is not None for r in results),
+            "partial_trials": sum(r.usage.lower_bound("tokens") for r in results),
         },
         "tool_calls": _distribution([r.metrics.get("tool_calls", 0.0) for r in valid]),
         "latency_s": _distribution([r.latency_s for r in valid]),

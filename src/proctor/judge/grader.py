@@ -188,8 +188,9 @@ def judge_metrics(
 ) -> dict[str, float]:
     """The judges' spending in a trial as its metrics, apart from the agent's: calls,
     answers from the judge cache (None: not counted, a judging that broke), tokens and
-    cost (a figure no call reported is left out, "not measured", never written as 0),
-    and judge errors when there were any."""
+    cost (a figure no call reported is left out, "not measured", never written as 0;
+    `judge_partial_<figure>` where some calls left it out: a lower bound), and judge
+    errors when there were any."""
     figures = {
         "judge_calls": calls,
         "judge_cache_hits": hits,
@@ -197,5 +198,6 @@ def judge_metrics(
         "judge_output_tokens": usage.output_tokens,
         "judge_cost_usd": usage.cost_usd,
         "judge_error": errors or None,
+        **{f"judge_partial_{name}": 1 for name in usage.partial},
     }
     return {name: float(value) for name, value in figures.items() if value is not None}

@@ -85,7 +85,7 @@ class Judgment:
             int(data["score"]),
             str(data["justification"]),
             float(data["confidence"]),
-            Usage(**data["usage"]),
+            Usage.stored(data["usage"]),
             int(data["attempts"]),
             str(data.get("note", "")),
         )
@@ -118,7 +118,7 @@ class Preference:
             winner,
             str(data["justification"]),
             float(data["confidence"]),
-            Usage(**data["usage"]),
+            Usage.stored(data["usage"]),
             str(data.get("note", "")),
         )
 

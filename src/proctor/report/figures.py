@@ -47,6 +47,10 @@ class Headline:
     #: Did any trial report a cost / tokens? If not, they show as "not measured".
     cost_measured: bool
     tokens_measured: bool
+    #: Trials whose cost / tokens are a lower bound (some model calls left them out): the
+    #: run's figures are then lower bounds too, and shown as such.
+    cost_partial: int
+    tokens_partial: int
     p95_tool_calls: float | None
     p95_latency: float | None
     #: The simulated part of a trial's time (tools, faults, waits), p95: labelled as such.
@@ -110,6 +114,8 @@ def headline(summary: RunSummary) -> Headline:
         # summaries from before these were counted say nothing: take them as measured
         cost_measured=cost.measured_trials != 0,
         tokens_measured=summary.tokens.measured_trials != 0,
+        cost_partial=cost.partial_trials,
+        tokens_partial=summary.tokens.partial_trials,
         p95_tool_calls=summary.tool_calls.p95,
         p95_latency=summary.latency_s.p95,
         p95_simulated=summary.simulated_s.p95,

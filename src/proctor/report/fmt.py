@@ -7,7 +7,7 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from proctor.core.results import NOT_MEASURED
-from proctor.core.summary import RunSummary
+from proctor.core.summary import Judges, RunSummary, UserModelFigures
 
 #: Metrics that are rates (shown in percent and percentage points).
 RATES = {"task_success_rate", "tool_precision", "tool_recall", "arg_accuracy"}
@@ -18,20 +18,22 @@ def measured(x: float | None, show: Callable[[float], str]) -> str:
     return NOT_MEASURED if x is None else show(x)
 
 
-def spent_text(
-    input_tokens: int | None,
-    output_tokens: int | None,
-    cost_usd: float | None,
-    currency: dict[str, Any] | None = None,
-) -> str:
-    """A model's tokens and cost (a judge's, the simulated user's): each "not measured"
-    when no call reported it, never 0 tokens or $0."""
+def spent_text(spent: Judges | UserModelFigures, currency: dict[str, Any] | None = None) -> str:
+    """A model's tokens and cost (the judges', the simulated user's): each "not measured"
+    when no call reported it, never 0 tokens or $0; a lower bound shown as one (≥)."""
+    input_tokens, output_tokens = spent.input_tokens, spent.output_tokens
+    partial = set(spent.partial)
     tokens = (
         "tokens not measured"
         if input_tokens is None and output_tokens is None
-        else f"{(input_tokens or 0) + (output_tokens or 0):,} tokens"
+        else f"{'≥ ' if partial - {'cost_usd'} else ''}"
+        f"{(input_tokens or 0) + (output_tokens or 0):,} tokens"
     )
-    cost = "cost not measured" if cost_usd is None else money(cost_usd, currency)
+    cost = (
+        "cost not measured"
+        if spent.cost_usd is None
+        else money(spent.cost_usd, currency, at_least="cost_usd" in partial)
+    )
     return f"{tokens}, {cost}"
 
 
@@ -39,14 +41,17 @@ def pct(x: float | None) -> str:
     return "—" if x is None else f"{100 * x:.1f}%"
 
 
-def money(x: float | None, currency: dict[str, Any] | None = None) -> str:
+def money(
+    x: float | None, currency: dict[str, Any] | None = None, *, at_least: bool = False
+) -> str:
     """USD, and the run's reporting currency beside it when its price table named one:
-    `$0.0120 (EUR 0.0110)`."""
+    `$0.0120 (EUR 0.0110)`; `at_least`: a lower bound, shown as one (`≥ $0.0120`)."""
     if x is None:
         return "—"
+    bound = "≥ " if at_least else ""
     if not currency:
-        return f"${x:.4f}"
-    return f"${x:.4f} ({currency['code']} {x * currency['per_usd']:.4f})"
+        return f"{bound}${x:.4f}"
+    return f"{bound}${x:.4f} ({currency['code']} {x * currency['per_usd']:.4f})"
 
 
 def secs(x: float | None) -> str:

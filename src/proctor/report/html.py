@@ -31,7 +31,7 @@ from urllib.parse import quote
 from jinja2 import Environment, StrictUndefined
 from markupsafe import Markup
 
-from proctor.core.results import TrialResult
+from proctor.core.results import TrialResult, partly_measured
 from proctor.core.summary import RunSummary
 from proctor.core.trace import Trace
 from proctor.decide.compare import paired_metric
@@ -171,10 +171,11 @@ def _cards(h: Headline, summary: RunSummary) -> list[dict[str, str]]:
         {"label": "safety violations", "value": str(h.violations), "note": h.severity_text()},
         {
             "label": "cost per passed trial",
-            "value": money(h.cost_per_passed_trial, h.currency)
+            "value": money(h.cost_per_passed_trial, h.currency, at_least=h.cost_partial > 0)
             if h.cost_measured
             else NOT_MEASURED,
-            "note": f"total {money(h.total_cost, h.currency)}"
+            "note": f"total {money(h.total_cost, h.currency, at_least=h.cost_partial > 0)}"
+            + (f"; {partly_measured(h.cost_partial, 'cost')}" if h.cost_partial else "")
             if h.cost_measured
             else "no cost reported",
         },

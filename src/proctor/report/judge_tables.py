@@ -61,7 +61,7 @@ def judge_statements(manifest: Manifest, figures: Judges | None) -> list[str]:
             )
     out += [str(w) for w in judges.get("warnings", [])]
     if figures is not None:
-        used = spent_text(figures.input_tokens, figures.output_tokens, figures.cost_usd)
+        used = spent_text(figures)
         out.append(
             f"Judges made {figures.calls} calls ({figures.cache_hits} "
             f"answered from the judge cache), {used}, apart from the agent's usage; "

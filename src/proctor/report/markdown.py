@@ -14,6 +14,7 @@ from collections import defaultdict
 from pathlib import Path
 from typing import Any
 
+from proctor.core.results import partly_measured
 from proctor.report.figures import (
     Headline,
     consistency,
@@ -183,18 +184,22 @@ def _safety(inputs: ReportInputs, h: Headline) -> list[str]:
 
 def _cost(inputs: ReportInputs, h: Headline) -> list[str]:
     s = inputs.summary
+    bound = h.cost_partial > 0
     per_success = (
         "no trial passed"
         if h.cost_per_passed_trial is None
-        else f"{money(h.cost_per_passed_trial, h.currency)} per passed trial"
+        else f"{money(h.cost_per_passed_trial, h.currency, at_least=bound)} per passed trial"
     )
     cost = (
-        f"Total {money(h.total_cost, h.currency)} for {_n(s.trials, 'trial')}; {per_success}"
+        f"Total {money(h.total_cost, h.currency, at_least=bound)} for {_n(s.trials, 'trial')}"
+        + (f" ({partly_measured(h.cost_partial, 'cost')})" if bound else "")
+        + f"; {per_success}"
         if h.cost_measured
         else f"Cost {NOT_MEASURED} (no trial reported one)"
     )
     tokens = (
-        f"{count(s.tokens.mean)} tokens on average"
+        f"{'≥ ' if h.tokens_partial else ''}{count(s.tokens.mean)} tokens on average"
+        + (f" ({partly_measured(h.tokens_partial, 'tokens')})" if h.tokens_partial else "")
         if h.tokens_measured
         else f"tokens {NOT_MEASURED}"
     )

@@ -12,6 +12,7 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
+from proctor.core.results import partly_measured
 from proctor.core.summary import RunSummary, Scorecard
 from proctor.decide.summarize import TOOL_METRICS
 from proctor.report.figures import incomplete_note, quality_note, review_note
@@ -39,9 +40,7 @@ def user_spending_text(summary: RunSummary) -> str:
     reported is "not measured"), and how many trials its fidelity was judged on."""
     spent = summary.user_model
     assert spent is not None
-    used = spent_text(
-        spent.input_tokens, spent.output_tokens, spent.cost_usd, summary.cost.currency
-    )
+    used = spent_text(spent, summary.cost.currency)
     judged = (
         f"; fidelity judged on {spent.fidelity_judged} trials, {spent.fidelity_failed} failed"
         if spent.fidelity_judged
@@ -56,10 +55,14 @@ def cost_text(summary: RunSummary, *stats: str) -> str:
     cost = summary.cost
     if cost.measured_trials == 0:  # older summaries lack the count
         return NOT_MEASURED
+    bound = cost.partial_trials > 0
     if stats:
         per_trial = cost.per_trial_usd
-        return " / ".join(money(getattr(per_trial, s), cost.currency) for s in stats)
-    return money(cost.per_passed_trial_usd, cost.currency)
+        return " / ".join(
+            money(getattr(per_trial, s), cost.currency, at_least=bound) for s in stats
+        )
+    shown = money(cost.per_passed_trial_usd, cost.currency, at_least=bound)
+    return f"{shown} ({partly_measured(cost.partial_trials, 'cost')})" if bound else shown
 
 
 def latency_text(summary: RunSummary) -> str:

@@ -433,8 +433,11 @@ def user_spending(events: Iterable[TraceEvent]) -> dict[str, float]:
         return {}
     calls = sum(int(n.get("calls", 0)) for n in notes)
     out = {"user_calls": float(calls), "user_cache_hits": float(len(notes) - calls)}
+    spent = [n for n in notes if n.get("calls")]
     for name in ("input_tokens", "output_tokens", "cost_usd"):
         values = [n[name] for n in notes if n.get(name) is not None]
         if values:
             out[f"user_{name}"] = math.fsum(values)
+            if any(n.get(name) is None for n in spent):  # a lower bound
+                out[f"user_partial_{name}"] = 1.0
     return out

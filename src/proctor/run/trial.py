@@ -113,19 +113,27 @@ def usage_of(events: Iterable[TraceEvent]) -> Usage:
     """The usage the trace's model calls record: per figure the sum of what the calls
     reported; a figure no call reported is not measured, and so are all of them when
     there is no call (an agent that records none, a session without model spans).
+    A figure some calls reported and others did not is `partial`: a lower bound.
     ValueError for a figure that is not a count or an amount (Usage.checked)."""
     records = [e.data for e in events if e.kind == "model_call"]
     if not records:
         return Usage()
-    tokens_in, tokens_out, cost = (_summed(records, name, check) for name, check in _SUMMED.items())
-    return Usage(tokens_in, tokens_out, cost, len(records))
+    sums, partial = [], []
+    for name, check in _SUMMED.items():
+        values = [value for record in records if (value := record.get(name)) is not None]
+        sums.append(_summed(values, name, check))
+        if values and len(values) < len(records):
+            partial.append(name)
+    usage = Usage(sums[0], sums[1], sums[2], len(records))
+    if partial:
+        usage.partial = tuple(partial)
+    return usage
 
 
-def _summed(records: list[dict[str, Any]], name: str, check: Callable[[Any, str], Any]) -> Any:
-    """The sum of the records' `name` figures, each checked (no offsetting negatives);
-    None where no record reported one. Figures of the usual types, in range, are added
-    as they are (one pass in C); any other is checked one by one, as `check` converts."""
-    values = [value for record in records if (value := record.get(name)) is not None]
+def _summed(values: list[Any], name: str, check: Callable[[Any, str], Any]) -> Any:
+    """The sum of the reported `name` figures, each checked (no offsetting negatives);
+    None where none was. Figures of the usual types, in range, are added as they are
+    (one pass in C); any other is checked one by one, as `check` converts."""
     if not values:
         return None
     usual = set(map(type, values)) <= _USUAL[name] and min(values) >= 0

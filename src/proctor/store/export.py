@@ -149,7 +149,7 @@ def _trial(data: dict[str, Any]) -> TrialResult:
         **{
             **data,
             "checks": [Check.from_dict(c) for c in data["checks"]],
-            "usage": Usage(**data["usage"]),
+            "usage": Usage.stored(data["usage"]),
         }
     )
 

@@ -93,7 +93,7 @@ class ShareVerdicts:
         """Each trial's result as a summary keeps it (`TrialResult.kept`: no error text),
         its checks and metrics those `checks_of` and `metrics_of` give for their keys
         (a Tally's, shared with the run's other trials), and its status before."""
-        usages = [Usage(**usage) for usage in loads_all(list(self.usages))]
+        usages = [Usage.stored(usage) for usage in loads_all(list(self.usages))]
         metrics = [metrics_of(m) for m in loads_all(list(self.metrics))]
         checks = [checks_of(key) for key in self.checks]
         return [
