@@ -22,12 +22,15 @@ from openai_server import ScriptedChatServer, judge_reply, without_usage
 from proctor import AgentResult, Runner, Store, load_suite
 from proctor.api.decisions import gate, run_data
 from proctor.core.results import TrialResult, Usage
+from proctor.core.trace import USER_SIM_KEY, TraceEvent
+from proctor.decide.summarize import model_spending
 from proctor.judge.chat_judge import ChatJudge
 from proctor.report.fmt import spent_text
 from proctor.report.html import render_html
 from proctor.report.inputs import gather
 from proctor.report.markdown import render_markdown
 from proctor.report.terminal import cost_text
+from proctor.run.simulator import user_spending
 from proctor.store.sqlite import encode_trial
 
 MINI = Path(__file__).parent / "fixtures" / "mini"
@@ -215,3 +218,25 @@ def test_a_trial_s_usage_as_stored_keeps_the_mark() -> None:
         result = TrialResult("r", "t", 0, 1, "passed", usage=usage)
         text = encode_trial(result, None, None, None).row[9]
         assert text.endswith(f'"model_calls":2{mark}}}'), text
+
+
+def test_a_user_model_whose_calls_partly_reported_usage_spent_at_least_that() -> None:
+    """The model user's notes: one call priced, one not, one reply replayed (no call, no
+    spending): the trial's cost is marked a lower bound, its tokens are not; the run's
+    figures say the same."""
+    spent = [
+        {"calls": 1, "input_tokens": 300, "output_tokens": 40, "cost_usd": 0.001},
+        {"calls": 1, "input_tokens": 300, "output_tokens": 40},
+        {"calls": 0},
+    ]
+    events = [
+        TraceEvent(i + 1, 0.0, "note", {USER_SIM_KEY: {"spent": s}}) for i, s in enumerate(spent)
+    ]
+    metrics = user_spending(events)
+    assert metrics["user_cost_usd"] == 0.001 and metrics["user_partial_cost_usd"] == 1.0
+    assert "user_partial_input_tokens" not in metrics
+    assert model_spending([metrics], "user")["partial"] == ["cost_usd"]
+    # trials apart: one priced its call, another made a call that reported nothing
+    other = user_spending(events[1:2])
+    assert model_spending([user_spending(events[:1]), other], "user")["partial"] == ["cost_usd"]
+    assert "partial" not in model_spending([user_spending(events[:1])], "user")
