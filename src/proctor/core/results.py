@@ -216,11 +216,12 @@ class Usage:
     def lower_bound(self, figure: str) -> bool:
         """Is `figure` ("cost", "tokens" or a field) only a lower bound: measured, with
         some model calls that did not report it (for tokens, either count)?"""
-        return any(name in self.partial for name in _FIGURES.get(figure, (figure,)))
+        partial = self.partial
+        return bool(partial) and any(name in partial for name in _FIGURES.get(figure, (figure,)))
 
     def __add__(self, other: Usage) -> Usage:
         summed = self._with(other, _plus)
-        left_out = _left_out(self, other) + _left_out(other, self)
+        left_out = _left_out(self, other) + _left_out(other, self) if _unlike(self, other) else ()
         if self.partial or other.partial or left_out:
             marked = {*self.partial, *other.partial, *left_out}
             summed.partial = tuple(name for name in _REPORTED if name in marked)
@@ -299,6 +300,15 @@ def _left_out(usage: Usage, other: Usage) -> tuple[str, ...]:
         name
         for name in _REPORTED
         if getattr(usage, name) is None and getattr(other, name) is not None
+    )
+
+
+def _unlike(usage: Usage, other: Usage) -> bool:
+    """Did one side report a figure the other did not (the only way to leave one out)?"""
+    return (
+        (usage.input_tokens is None) is not (other.input_tokens is None)
+        or (usage.output_tokens is None) is not (other.output_tokens is None)
+        or (usage.cost_usd is None) is not (other.cost_usd is None)
     )
 
 

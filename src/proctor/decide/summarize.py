@@ -578,6 +578,7 @@ def summarize(
     passed_results = [r for r in results if r.passed]
     valid = [r for r in results if r.valid]
     total_cost = _measured_sum(r.usage.cost_usd for r in results)
+    partly = [r for r in results if r.usage.partial]  # some figure a lower bound
 
     by_task: dict[str, list[TrialResult]] = defaultdict(list)
     for r in results:
@@ -683,13 +684,13 @@ def summarize(
             else None,
             "per_trial_usd": _distribution(_measured(r.usage.cost_usd for r in valid)),
             "measured_trials": sum(r.usage.cost_usd is not None for r in results),
-            "partial_trials": sum(r.usage.lower_bound("cost") for r in results),
+            "partial_trials": sum(1 for r in partly if r.usage.lower_bound("cost")),
             "currency": dict(currency) if currency else None,
         },
         "tokens": {
             **_distribution(_measured(r.usage.total_tokens for r in valid)),
             "measured_trials": sum(r.usage.total_tokens is not None for r in results),
-            "partial_trials": sum(r.usage.lower_bound("tokens") for r in results),
+            "partial_trials": sum(1 for r in partly if r.usage.lower_bound("tokens")),
         },
         "tool_calls": _distribution([r.metrics.get("tool_calls", 0.0) for r in valid]),
         "latency_s": _distribution([r.latency_s for r in valid]),
