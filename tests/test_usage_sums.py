@@ -51,7 +51,7 @@ def checked_one_by_one(records: list[dict[str, Any]]) -> Usage:
                 sums[name] = value if sums[name] is None else sums[name] + value
             else:
                 left_out.add(name)
-    partial = tuple(sorted(name for name in left_out if sums[name] is not None))
+    partial = tuple(name for name, _ in FIELDS if name in left_out and sums[name] is not None)
     return Usage(**sums, model_calls=len(records), partial=partial) if records else Usage()
 
 
