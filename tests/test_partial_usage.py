@@ -16,6 +16,7 @@ from typing import Any
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from rich.console import Console
 
 from judge_runs import judged_run
 from openai_server import ScriptedChatServer, judge_reply, without_usage
@@ -30,6 +31,7 @@ from proctor.report.html import render_html
 from proctor.report.inputs import gather
 from proctor.report.markdown import render_markdown
 from proctor.report.terminal import cost_text
+from proctor.report.trace_text import print_trace
 from proctor.run.simulator import user_spending
 from proctor.store.sqlite import encode_trial
 
@@ -100,9 +102,16 @@ def test_a_run_with_an_unpriced_call_reports_its_cost_as_a_lower_bound(tmp_path:
         page = render_html(
             gather(data), lambda task, trial: store.trace(report.run_id, task, trial)[0]
         )
+        trace = store.trace(report.run_id, "read-item", 0)[0]
         text = render_markdown(gather(data))
     assert re.search(r"Total ≥ \$0\.0160 for 2 trials \(a lower bound: 2 trials", text), text
     assert "≥ $0.0080" in page and "a lower bound: 2 trials made model calls" in page
+    [row] = summary.per_task  # the task's row and its cell in the report's table
+    assert (row.cost_usd, row.cost_partial_trials) == (pytest.approx(0.016), 2)
+    assert "≥ $0.0160" in page
+    console = Console(record=True, width=200)
+    print_trace(report.results[0], trace, console)
+    assert "300 in / 30 out tokens · ≥ $0.0080 · seed" in console.export_text()
     # the wrong pass: $0.016 seems within $0.02, but the unpriced call spent something
     row = rule_row(db, report.run_id, "total_cost_usd <= 0.02", tmp_path)
     assert row["status"] == "fail", row
@@ -118,6 +127,7 @@ def test_a_fully_measured_run_shows_totals_and_its_gates_read_them(tmp_path: Pat
     assert (summary.cost.partial_trials, summary.tokens.partial_trials) == (0, 0)
     assert all(r.usage.partial == () for r in report.results)
     assert cost_text(summary) == "$0.0080"
+    assert "cost_partial_trials" not in summary.per_task[0].to_json()
     with Store(db) as store:
         stored = store.select("usage", "SELECT usage FROM trials")
     assert all('"partial"' not in text for (text,) in stored)  # the stored form unchanged

@@ -210,6 +210,8 @@ class TaskRow(Record):
     optimal_steps: int | None = None
     efficiency: float | None = None
     cost_usd: float | None = None
+    #: Trials whose cost is a lower bound (some model calls were not priced): so is `cost_usd`.
+    cost_partial_trials: int = 0
     mean_score: float | None = None
 
 

@@ -396,6 +396,13 @@ def _user_model(results: Sequence[TrialResult], read: Read) -> dict[str, Any] | 
     }
 
 
+def _partly_priced(results: Sequence[TrialResult]) -> dict[str, int]:
+    """`cost_partial_trials` of a task's row where its cost is a lower bound (left out
+    where it is not, as rows stored before it have it)."""
+    partial = sum(1 for r in results if r.usage.partial and r.usage.lower_bound("cost"))
+    return {"cost_partial_trials": partial} if partial else {}
+
+
 #: The figures a model's calls report (a call is always counted).
 _SPENT = ("input_tokens", "output_tokens", "cost_usd")
 
@@ -620,6 +627,7 @@ def summarize(
                 "efficiency": efficiency,
                 "cost_usd": _measured_sum(r.usage.cost_usd for r in rs),
                 "mean_score": stats.mean([r.score for r in rs if r.valid]),
+                **_partly_priced(rs),
             }
         )
 

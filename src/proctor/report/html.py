@@ -285,7 +285,7 @@ def _task_rows(
                 "pass_hat": pct(hat),
                 "pass_hat_v": -1 if hat is None else hat,
                 "failing": ", ".join(f"{name}×{m}" for name, m in row.failed_checks.items()),
-                "cost": money(row.cost_usd),
+                "cost": money(row.cost_usd, at_least=row.cost_partial_trials > 0),
                 "cost_v": row.cost_usd,
                 "trials": [
                     {"href": href(i, r), "trial": r.trial, "status": r.status}

@@ -76,7 +76,7 @@ def cost_success(summary: RunSummary) -> Plot:
         cost = row.cost_usd / trials
         risks.add(row.risk)
         label = f"{row.id} ({row.risk} risk): {100 * row.success_rate:.0f}% success"
-        tip = f"{label}, {money(cost)} per trial"
+        tip = f"{label}, {money(cost, at_least=row.cost_partial_trials > 0)} per trial"
         points.append((cost, row.success_rate, tip, f"risk-{row.risk}"))
     drawing = svg.scatter(
         points,

@@ -8,12 +8,13 @@ terminal or move its cursor (rich passes ESC sequences in plain text through).
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from typing import Any
 
 from rich.console import Console
 from rich.text import Text
 
-from proctor.core.results import TrialResult
+from proctor.core.results import TrialResult, Usage
 from proctor.core.steps import check_views, step
 from proctor.core.trace import Trace
 from proctor.report.fmt import measured
@@ -40,13 +41,13 @@ def print_trace(result: TrialResult, trace: Trace, console: Console | None = Non
     head.append(r.status, style=status_style)
     simulated = f" ({r.simulated_s:.2f} s simulated)" if r.simulated_s else ""
     tokens = (
-        f"{measured(u.input_tokens, str)} in / {measured(u.output_tokens, str)} out tokens"
+        f"{_spent(u, 'input_tokens', str)} in / {_spent(u, 'output_tokens', str)} out tokens"
         if u.total_tokens is not None
         else "tokens not measured"
     )
     head.append(
         f" · score {r.score:.2f} · {r.latency_s:.2f} s{simulated} · {tokens} · "
-        f"{measured(u.cost_usd, '${:.4f}'.format)} · seed {r.seed} · trace {r.trace_id}"
+        f"{_spent(u, 'cost_usd', '${:.4f}'.format)} · seed {r.seed} · trace {r.trace_id}"
     )
     console.print(head)
     if r.error:
@@ -85,3 +86,9 @@ def print_trace(result: TrialResult, trace: Trace, console: Console | None = Non
         console.print(line)
         if not c.passed:
             console.print(Text("       " + safe(c.evidence)))
+
+
+def _spent(usage: Usage, name: str, show: Callable[[float], str]) -> str:
+    """A trial's figure as `measured` shows it, marked ≥ where some calls left it out."""
+    shown = measured(getattr(usage, name), show)
+    return f"≥ {shown}" if name in usage.partial else shown
