@@ -53,6 +53,11 @@ def test_the_agent_and_judge_rows_are_the_runs_summaries(tmp_path: Path) -> None
     assert f"{agent['passed']}/{agent['trials']} passed" in block
     assert f"{judge['passed']}/{judge['checks']} requests passed" in block
     assert "| server start | not run yet |" in block and "2.2 min" in block
+    # an install found already made took no install's time: the row says so, with none
+    cached = {**entry, "figures": {"model_mb": 291.0, "cached": True}, "s": 0.0}
+    row = STEPS["steps_block"]({"steps": {"install": cached}}).splitlines()[2]
+    assert row.startswith("| install (pip + npm) | 291 MB model (installed before")
+    assert "| 0 s |" not in row and "|  |" in row
 
 
 def test_the_calibration_row_says_what_calibrate_decided(tmp_path: Path) -> None:

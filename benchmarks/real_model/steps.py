@@ -71,14 +71,16 @@ def steps_block(entries: dict[str, Any]) -> str:
             lines.append(f"| {label} | not run yet | | |")
             continue
         when = f"{step['date']}, load {step['load'][0]:.1f}–{step['load'][1]:.1f}"
-        lines.append(f"| {label} | {_shown(name, step)} | {_time(step['s'])} | {when} |")
+        took = "" if step["figures"].get("cached") else _time(step["s"])
+        lines.append(f"| {label} | {_shown(name, step)} | {took} | {when} |")
     return "\n".join(lines) + "\n"
 
 
 def _shown(name: str, step: dict[str, Any]) -> str:
     f = step.get("figures", {})
     if name == "install":
-        return f"{f['model_mb']:.0f} MB model"
+        cached = " (installed before: its time not measured)" if f.get("cached") else ""
+        return f"{f['model_mb']:.0f} MB model{cached}"
     if name == "agent":
         tokens, mean, p95 = (_or_dash(f[k], fmt) for k, fmt in _AGENT)
         return (
