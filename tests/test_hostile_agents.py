@@ -648,6 +648,23 @@ def test_a_change_behind_a_read_that_writes_only_sometimes_is_found() -> None:
     assert found == ["the state changed outside a tool call (after the last one)"]
 
 
+def test_a_read_that_writes_only_sometimes_is_not_taken_for_tampering() -> None:
+    """Seen pure once, the read is not watched; its later change shows as one outside a
+    call, but the trial's calls played again (every call watched) make that very state:
+    no finding, and the read is watched from then on, the next trial's change its own."""
+
+    async def looks(input: Any, toolbox: Any) -> str:
+        await toolbox.call("orders.peek", {"order_id": "A"})  # seen pure this time
+        await toolbox.call("orders.peek", {"order_id": "A", "count": True})
+        await toolbox.call("orders.cancel", {"order_id": "A"})
+        return "Cancelled A."
+
+    desk = screening_desk()
+    assert tampered(looks, desk) == []
+    assert desk.tools["orders.peek"].writes_state is True  # learnt from the re-enactment
+    assert tampered(looks, desk) == []
+
+
 def test_a_change_after_the_last_call_is_found_at_the_end() -> None:
     async def last(input: Any, toolbox: Any) -> str:
         await toolbox.call("orders.cancel", {"order_id": "A"})
@@ -694,7 +711,11 @@ STEPS: dict[str, tuple[str, dict[str, Any], bool]] = {
 def expected_findings(steps: list[str]) -> list[str]:
     """What the rules find, played out by hand: a watched call (a write, or a read not
     seen leaving the state as it was) names a change made since the last one settled; a
-    read's first call that ran decides whether it is watched from then on."""
+    read's first call that ran decides whether it is watched from then on. Findings the
+    trial's own calls explain (no tampering: a read that writes only sometimes, played
+    again with every call watched) are dropped."""
+    if "tamper" not in steps:
+        return []
     seen: dict[str, bool] = {}
     found, pending, n = [], False, 0
     for step in steps:
@@ -730,8 +751,8 @@ def test_every_change_behind_the_gateway_is_found_and_no_calls_own(steps: list[s
     assert found == expected_findings(steps)
     if "tamper" in steps:
         assert found  # whatever came after it
-    elif "peek_count" not in steps:
-        assert found == []  # the honest agent's calls are their own
+    else:
+        assert found == []  # the honest agent's calls are their own, even a sometimes-writer's
 
 
 def test_an_agent_changing_the_domains_module_object_cannot_change_another_task() -> None:

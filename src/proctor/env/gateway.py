@@ -80,6 +80,10 @@ class ToolResult:
         return out
 
 
+#: How a finding of a change made outside any tool call begins (env/integrity.py).
+OUTSIDE = "the state changed outside a tool call"
+
+
 class ToolGateway:
     def __init__(
         self,
@@ -113,6 +117,10 @@ class ToolGateway:
         self.settled = fingerprint(state) if settled is None else settled
         #: Changes found as a watched call started: made outside any tool call.
         self.tampered: list[str] = []
+        #: Watch every call, reads seen pure too (a re-enactment checking a finding).
+        self.watch_every_call = False
+        #: Calls of reads seen pure, not watched: a change one makes shows as outside.
+        self.unwatched = 0
 
     @cached_property
     def rng(self) -> random.Random:
@@ -160,7 +168,9 @@ class ToolGateway:
         fault = self.faults.select(name, valid)
         if decision.rule == "approval" and (fault is None or fault.error not in BLOCKING):
             self._approved_at = self.recorder.events[-1].seq  # the approval is used up
-        watched = tool.kind == "write" or tool.writes_state is not False
+        watched = tool.kind == "write" or tool.writes_state is not False or self.watch_every_call
+        if not watched:
+            self.unwatched += 1
         start = self._account(call_id) if watched else b""
         if fault is None:
             result = self._execute(tool, valid, call_id)
@@ -175,7 +185,7 @@ class ToolGateway:
         settled is recorded as made outside a tool call: no call ran that could make it."""
         now = fingerprint(self.state)
         if now != self.settled:
-            self.tampered.append(f"the state changed outside a tool call (before call {call_id})")
+            self.tampered.append(f"{OUTSIDE} (before call {call_id})")
         return now
 
     def _settle(self, tool: Tool, start: bytes, *, ran: bool) -> None:

@@ -11,17 +11,25 @@ record never passes (docs/architecture.md, Verdicts).
 
 Only tool calls change the state: writes, and reads the gateway has seen changing it (a
 domain's bookkeeping, watched from then on). A read seen once leaving the state as it
-was is no longer watched; a change it makes later shows here, as one outside a call.
+was is no longer watched; a change it makes later shows here, as one outside a call —
+or is the read's own, when it writes only sometimes. `unexplained` tells the two apart
+by playing the trial's calls again in a fresh world, every call watched: where they make
+the same state and the same answers, the change was theirs (and the read is watched from
+then on); else it was not, and the finding stands.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 from operator import attrgetter
+from typing import Any
 
 from proctor.core.jsonvalues import fingerprint
 from proctor.core.results import Check
-from proctor.env.gateway import ToolGateway
+from proctor.core.trace import Trace, TraceEvent
+from proctor.env.gateway import OUTSIDE, ToolGateway
+from proctor.env.reenact import ReenactError, actions_of, reenact
+from proctor.tasks.models import Fault
 
 #: The check a failed integrity test adds; regrade keeps it (it reads no trace).
 INTEGRITY_CHECK = "trace_integrity"
@@ -57,8 +65,48 @@ def problems(gateway: ToolGateway) -> list[str]:
         )
     found.extend(gateway.tampered)
     if fingerprint(gateway.state) != gateway.settled:
-        found.append("the state changed outside a tool call (after the last one)")
+        found.append(f"{OUTSIDE} (after the last one)")
     return found
+
+
+def unexplained(
+    found: list[str],
+    gateway: ToolGateway,
+    *,
+    seed: int,
+    faults: Sequence[Fault],
+    model_user: bool,
+) -> list[str]:
+    """`found`, or nothing where every finding is a change outside a call that the
+    trial's own calls make when played again (`reenact`, every call watched): the same
+    final state, and the same results, errors, decisions and changes, call by call.
+    `seed` and `faults`: the trial's. Only asked where a call went unwatched; not where
+    a model played the user (its replies cannot be played again)."""
+    if not found or not gateway.unwatched or model_user or not all(map(_outside, found)):
+        return found
+    events = gateway.recorder.events
+    try:
+        again = reenact(
+            gateway.task,
+            gateway.domain,
+            actions_of(Trace("", "", list(events))),
+            seed=seed,
+            faults=faults,
+            watch_every_call=True,
+        )
+    except ReenactError:
+        return found
+    same_state = fingerprint(again.outcome.final_state) == fingerprint(gateway.state)
+    return [] if same_state and _answers(again.trace.events) == _answers(events) else found
+
+
+def _outside(finding: str) -> bool:
+    return finding.startswith(OUTSIDE)
+
+
+def _answers(events: Sequence[TraceEvent]) -> list[tuple[str, Any]]:
+    """What the world answered the calls, in order (the trial's, or its re-enactment's)."""
+    return [(e.kind, e.data) for e in events if e.kind in _ANSWERS]
 
 
 def integrity_check(found: list[str]) -> Check:

@@ -99,10 +99,13 @@ def reenact(
     faults: Sequence[Fault] = (),
     trial_id: str = "",
     trace_id: str = "",
+    watch_every_call: bool = False,
 ) -> Reenacted:
     """Play `actions` in a fresh world of `task` (seeded like the trial: the same faults
-    fire on the same calls). The trace always ends with one answer, as a live trial's."""
+    fire on the same calls). The trace always ends with one answer, as a live trial's.
+    `watch_every_call`: the gateway watches reads seen pure too (env/integrity.py)."""
     env = Environment.fresh(task, domain, seed, faults)
+    env.gateway.watch_every_call = watch_every_call
     box = SyncToolbox(env)
     answer = ""
     try:

@@ -223,7 +223,13 @@ def wrap_up(spec: TrialSpec, env: Environment, turn: Turn, timeout_s: float | No
         extra.append(protocol_check(env.violations))
         if status is None:
             status, error = "failed", f"agent protocol error: {env.violations[0]}"
-    tampered = integrity.problems(env.gateway)
+    tampered = integrity.unexplained(
+        integrity.problems(env.gateway),
+        env.gateway,
+        seed=spec.seed,
+        faults=spec.faults,
+        model_user=spec.user is not None,
+    )
     if tampered:
         extra.append(integrity.integrity_check(tampered))
     env.recorder.emit("answer", {"text": answer})
