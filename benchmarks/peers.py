@@ -50,6 +50,7 @@ INSPECT_VENV = Path("/tmp/inspect-venv/bin/python")
 #: Sizes kept modest: the whole command takes a few minutes on a quiet machine.
 OVERHEAD_ARGS = ["--tasks", "100", "--trials", "5", "--repeat", "1"]
 WARM_ARGS = ["--tasks", "100", "--trials", "5", "--repeat", "3"]
+PROCESS_ARGS = ["--isolation", "process"]
 INSPECT_SAMPLES = 300
 AGENTDOJO_EVERY = 8
 REGRADE_ARGS = ["--tasks", "500", "--trials", "10"]
@@ -68,13 +69,16 @@ def _number(pattern: str, text: str) -> float:
     return float(found.group(1).replace(",", ""))
 
 
-def proctor_overhead_ms(pinned: bool = False, varied: bool = False, warm: bool = False) -> float:
+def proctor_overhead_ms(
+    pinned: bool = False, varied: bool = False, warm: bool = False, process: bool = False
+) -> float:
     """Wall milliseconds per trial of benchmarks/overhead.py's workload (on one core);
     `varied`: every trial's answer in other words, so none of its reading is remembered;
     `warm`: the fastest of three runs in one process (what each task derives once, and the
-    process's first-time work, already done)."""
+    process's first-time work, already done); `process`: `--isolation process`."""
     command = [sys.executable, str(HERE / "overhead.py"), *(WARM_ARGS if warm else OVERHEAD_ARGS)]
     command += ["--varied-answers"] if varied else []
+    command += PROCESS_ARGS if process else []
     out = _run(one_core(command) if pinned else command)
     return _number(r"per trial \(min / median of \d+\): wall ([\d.]+) /", out)
 
@@ -84,8 +88,9 @@ def one_core(args: list[str]) -> list[str]:
     return ["taskset", "-c", "0", *args] if shutil.which("taskset") else args
 
 
-def regrade_rates() -> tuple[float, float, float]:
-    """Regraded trials per second: in the process on one core, then 1 and 2 workers."""
+def regrade_rates() -> tuple[float, float, float, float]:
+    """Regraded trials per second: in the process on one core, then 1 and 2 workers; and
+    the scaling 2 workers / 1 two free cores would give, from CPU time (regrade.py)."""
     script = str(HERE / "regrade.py")
     pinned = _run(one_core([sys.executable, script, *REGRADE_ARGS, "--workers", ""]))
     spread_out = _run([sys.executable, script, *REGRADE_ARGS, "--workers", "1,2"])
@@ -94,6 +99,7 @@ def regrade_rates() -> tuple[float, float, float]:
         _number(rf"in this process: .* {rate}", pinned),
         _number(rf"1 worker process: .* {rate}", spread_out),
         _number(rf"2 worker processes: .* {rate}", spread_out),
+        _number(r"from CPU time: ([\d.]+)x", spread_out),
     )
 
 
@@ -132,6 +138,7 @@ def proctor_entry(repeat: int) -> dict[str, Any]:
         "overhead": lambda: proctor_overhead_ms(pinned=True),
         "overhead_varied": lambda: proctor_overhead_ms(pinned=True, varied=True),
         "overhead_warm": lambda: proctor_overhead_ms(pinned=True, warm=True),
+        "overhead_process": lambda: proctor_overhead_ms(process=True),
         "regrade": regrade_rates,
         "validate": validate_s,
         "startup": startup_ms,
@@ -146,11 +153,13 @@ def proctor_entry(repeat: int) -> dict[str, Any]:
         "overhead_ms": spread(found["overhead"]),
         "overhead_varied_ms": spread(found["overhead_varied"]),
         "overhead_warm_ms": spread(found["overhead_warm"]),
+        "overhead_process_ms": spread(found["overhead_process"]),
         "regrade_trials": 500 * 10,
         "regrade_one_core": spread([r[0] for r in regrade]),
         "regrade_one_worker": spread([r[1] for r in regrade]),
         "regrade_two_workers": spread([r[2] for r in regrade]),
         "regrade_scaling": spread([r[2] / r[1] for r in regrade]),
+        "regrade_scaling_cpu": spread([r[3] for r in regrade]),
         "validate_s": spread([v[0] for v in validate]),
         "validate_strict_s": spread([v[1] for v in validate]),
         "python_ms": spread([s[0] for s in startup]),
@@ -365,6 +374,18 @@ def proctor_block(entries: dict[str, Any]) -> str:
             if "overhead_warm_ms" in e
             else ""
         )
+        + (
+            row(
+                "the same with `--isolation process` (each lane's trials in a worker process; "
+                "its start-up included), unpinned",
+                "≤ 1.2 ms",
+                e["overhead_process_ms"],
+                "ms",
+                "python benchmarks/overhead.py " + " ".join(OVERHEAD_ARGS + PROCESS_ARGS),
+            )
+            if "overhead_process_ms" in e
+            else ""
+        )
         + row(
             f"regrade of {e['regrade_trials']:,} stored trials, in the process, {core}",
             "≥ 5,000 trials/s",
@@ -387,6 +408,17 @@ def proctor_block(entries: dict[str, Any]) -> str:
             "(the same command)",
         )
         + row("2 workers / 1 worker", "≥ 1.7×", e["regrade_scaling"], "×", "(the same command)")
+        + (
+            row(
+                "2 workers / 1, from the processes' CPU time (what two free cores would give)",
+                "",
+                e["regrade_scaling_cpu"],
+                "×",
+                "(the same command)",
+            )
+            if "regrade_scaling_cpu" in e
+            else ""
+        )
         + row(
             "`proctor validate` on 10,000 task files (prompts differing in ids, numbers, dates)",
             "< 10 s",
