@@ -246,12 +246,12 @@ def undefined_reason(summary: Summary, name: str, currency: Currency | None) -> 
         return f"{name}: no {money[1]} rate (`currency:` in the price table)"
     if name in _CHECKED:
         return f"{name} is not measured: no {_CHECKED[name]} check ran"
-    usd = money_metric(name)
-    measure = _BOUNDED.get(name if usd is None else usd[0])
+    flags = summary.get("data_quality", {})
+    measure = _BOUNDED.get(name if money is None else money[0])
     partial = 0 if measure is None else _partial_trials(summary, measure)
-    if measure is not None and partial:
+    if measure is not None and partial and not flags.get(measure):
         return f"{name} is only {partly_measured(partial, measure)}"
-    flagged = ", ".join(f"{k} {n}" for k, n in summary.get("data_quality", {}).items())
+    flagged = ", ".join(f"{k} {n}" for k, n in flags.items())
     if flagged:
         return f"{name} is undefined for this run (imported data flagged: {flagged})"
     return f"{name} is undefined for this run"
