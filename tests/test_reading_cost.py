@@ -84,6 +84,37 @@ def test_a_text_reads_the_same_facts_with_and_without_the_cheap_tests(
     assert grounding.read_facts.__wrapped__(text, language) == read_without_skips(text, language)
 
 
+def digit_tokens_one_by_one(text: str) -> list[tuple[str, str]]:
+    """What read_facts read before its one scan: each language.TOKEN, kept when it holds
+    a digit, with `%` when one follows it (a space between allowed)."""
+    return [
+        (m[0], "%" if text[m.end() : m.end() + 2].lstrip()[:1] == "%" else "")
+        for m in language.TOKEN.finditer(text)
+        if re.search(r"\d", m[0])
+    ]
+
+
+#: Pieces that end, continue or join a token: separators, comma groups, percent signs.
+TOKEN_PIECES = [*PIECES, "A", "b1", "x", "_", "/", ":", ",123", ",1234", ",12", "%", " %", "\t"]
+
+
+@settings(max_examples=600, deadline=None)
+@given(
+    st.one_of(
+        st.lists(st.sampled_from(TOKEN_PIECES), max_size=14).map("".join),
+        st.text(alphabet="ab1-_/.:,% \u00a0\n", max_size=30),
+        st.text(max_size=30),
+    )
+)
+@example("ab-cd1")  # a word up to a separator, a digit after it: one token with a digit
+@example("ab,123 5 % 7  % 8%")
+def test_the_one_scan_finds_the_tokens_with_a_digit_that_reading_each_token_finds(
+    text: str,
+) -> None:
+    found = [t for t in grounding._FACT_TOKEN.findall(text) if t[0]]
+    assert found == digit_tokens_one_by_one(text)
+
+
 def test_the_cheap_date_test_skips_texts_without_a_month_and_reads_those_with_one() -> None:
     assert not grounding.may_name_a_date("Order A-00003 (total 13) is cancelled.")
     assert not grounding.may_name_a_date("the remark: 5 people marching")  # no month word

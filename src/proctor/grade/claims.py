@@ -526,15 +526,15 @@ def _asserted(
     words = [t.low for t in tokens[group:first]]
     if any(negates(tokens, k) for k in range(group, first)):
         return False
-    if any(w in MODAL or w == BARE_BE for w in words):
+    if BARE_BE in words or not MODAL.isdisjoint(words):
         return False
     if any(
         tokens[k].low == TO and tokens[k - 1].low not in IMPLICATIVE for k in range(group, first)
     ):
         return False
-    if WOULD in words and any(w in (BARE_HAVE, BARE_BE) for w in words):
+    if WOULD in words and BARE_HAVE in words:  # BARE_BE returned above
         return False
-    if any(w in STATE for w in words) and any(w in BE for w in words):
+    if not STATE.isdisjoint(words) and not BE.isdisjoint(words):
         return False
     before = group - 1
     if before >= start and tokens[before].low in OBJECT:

@@ -28,9 +28,11 @@ A number no source holds, at any of these readings, stays ungrounded.
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, date, datetime, timedelta
-from functools import lru_cache
+from functools import cache, lru_cache
+from operator import itemgetter
 from typing import TYPE_CHECKING
 
 from proctor.grade.claims import Undecided
@@ -76,6 +78,17 @@ _CALENDAR = re.compile(
 _DIGIT = re.compile(r"\d")
 #: The runs of letters of a lower-cased text: a month name _CALENDAR matches is one whole.
 _LETTERS = re.compile(r"[a-z]+")
+#: The first three letters of every month name (each name starts with one): a text without
+#: any names no month, and finding them is cheaper than listing its runs of letters.
+_MONTH_STEMS = tuple(sorted({name[:3] for name in _MONTHS}))
+#: A language TOKEN without a digit, matched only where TOKEN's own match is one: it
+#: cannot go on with a letter, a digit, a separated run or a comma group (backtracking
+#: to a shorter run leaves one of those next, so it fails where TOKEN's match has a digit).
+_WORD_TOKEN = r"[A-Za-z]+(?:[-_/.:][A-Za-z]+)*(?![A-Za-z0-9]|[-_/.:][A-Za-z0-9]|,\d{3}(?!\d))"
+#: TOKEN's matches, in order, found by one scan: a word by the first alternative (no
+#: group), a token with a digit by the second (group 1), with group 2 `%` when a percent
+#: sign follows it, a space between allowed. read_facts reads only the tokens with a digit.
+_FACT_TOKEN = re.compile(rf"{_WORD_TOKEN}|({TOKEN.pattern})(?:(?=\s?(%)))?")
 #: Unix timestamps between 2000 and 2100, in seconds and in milliseconds.
 _EPOCH_S = (946_684_800, 4_102_444_800)
 
@@ -101,6 +114,8 @@ _WORDS_LANGUAGES = frozenset({"en", "es"})
 #: What every _LOCALE_NUMBER holds (a digit, a separator, a digit): sought first, cheaply.
 _SEPARATED = re.compile(r"\d[.,]\d")
 _TIME = re.compile(r"^\d:\d{2}$")
+#: Three letters in a row: a text without them writes no number in words.
+_WORD_OF_3 = re.compile(r"[^\W\d_]{3,}")
 
 
 def _locale_numbers(text: str, language: str, facts: Facts) -> str:
@@ -129,11 +144,18 @@ def _locale_numbers(text: str, language: str, facts: Facts) -> str:
 
 def _number_words(text: str, language: str) -> str:
     """Numbers written in words as digits ("three hundred" -> "300"): text2num."""
-    if not re.search(r"[^\W\d_]{3,}", text):
+    if not _WORD_OF_3.search(text):
         return text
+    return str(_alpha2digit()(text, language))
+
+
+@cache
+def _alpha2digit() -> Callable[[str, str], str]:
+    """text2num's reader, imported once on first use (an import statement in the reader
+    would look the package up again for every answer)."""
     from text_to_num import alpha2digit
 
-    return str(alpha2digit(text, language))
+    return alpha2digit
 
 
 @lru_cache(maxsize=16)
@@ -196,7 +218,12 @@ def may_name_a_date(text: str) -> bool:
     cheap test first: most answers name no month, and _CALENDAR tries every word."""
     if not _DIGIT.search(text):
         return False
-    return not text.isascii() or not _MONTHS.keys().isdisjoint(_LETTERS.findall(text.lower()))
+    if not text.isascii():
+        return True
+    low = text.lower()
+    if not any(map(low.__contains__, _MONTH_STEMS)):  # a month name holds its stem
+        return False
+    return not _MONTHS.keys().isdisjoint(_LETTERS.findall(low))
 
 
 def _calendar(text: str, facts: Facts) -> str:
@@ -231,16 +258,12 @@ def read_facts(text: str, language: str | None = None) -> Facts:
         if _SEPARATED.search(text) and _LOCALE_NUMBER.search(text):
             text = _locale_numbers(text, base, facts)
     text = _calendar(text, facts)
-    for match in TOKEN.finditer(text):
-        token = match.group(0)
-        if token.isalpha() or not _DIGIT.search(token):  # a word (most are) has no digit
-            continue
+    for token, percent_sign in filter(itemgetter(0), _FACT_TOKEN.findall(text)):
         number = _NUMBER.match(token)
         if number:
-            percent = text[match.end() : match.end() + 2].lstrip()[:1] == "%"
             plain = token.replace(",", "")
             value = float(plain) if number.group(1) else int(plain)
-            facts.numbers.append((token, value, len(number.group(1) or ""), percent))
+            facts.numbers.append((token, value, len(number.group(1) or ""), percent_sign == "%"))
             continue
         if _TIME.match(token):  # "9:40" is "09:40"
             facts.ids["0" + token] = token
