@@ -87,6 +87,11 @@ BATCH = 2000
 FULL_COLLECTION_EVERY = 1000
 #: Trials per share: what one worker reads, grades and hands back at a time.
 SHARE = 500
+#: The smallest share of a pool's last ones. Towards the end of a run shares shrink, to
+#: the trials left over twice the workers (`_share_size`), so that the workers finish
+#: near together and the parent's last share is a small one: with shares of `SHARE` to the end,
+#: one worker's last share ran while the other worker (and its core) had nothing left.
+LAST_SHARE = 100
 #: Workers from which a share comes back packed (store/shares.py). Packing moves about as
 #: much CPU into a worker as it saves this process (measured): worth it only where this
 #: process's rate caps the workers', not where one worker is the slower side.
@@ -336,11 +341,19 @@ def _shares(
     """The shares of the source run, made as the pool asks for them."""
     path = str(store.path.resolve()) if pool.local and not pool.inline else None
     packed = not pool.inline and pool.workers >= PACK_FROM and PACKABLE
-    for after, until in store.share_bounds(source_id, SHARE):
+    for after, until in store.share_bounds(source_id, _share_size(pool)):
         rows = None
         if not pool.local:
             rows = store.graded_rows(source_id, KEPT_CHECKS, after, until, SHARE)
         yield Share(suite, source_id, run_id, after, until, path, rows, packed)
+
+
+def _share_size(pool: Pool) -> Callable[[int], int]:
+    """A share's trials, given those left (`LAST_SHARE`): all of `SHARE` in this process,
+    which has no other worker to wait for."""
+    if pool.inline:
+        return lambda left: SHARE
+    return lambda left: min(SHARE, max(LAST_SHARE, left // (2 * pool.workers)))
 
 
 def _judge_share(
