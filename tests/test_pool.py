@@ -14,13 +14,15 @@ from pathlib import Path
 import pytest
 
 from proctor.run.pool import ProcessPool
+from proctor.run.worker_source import ExecutorError
 
 #: Seconds a waiting job waits for its mark before it gives up (and the test fails).
 GIVE_UP_S = 30.0
 
 
 def job(arg: tuple[str, str]) -> int:
-    """`wait` until the file is marked, `mark` it, `raise`, or just run; the worker's pid."""
+    """`wait` until the file is marked, `mark` it, `raise`, `die`, or just run; the
+    worker's pid."""
     kind, path = arg
     if kind == "wait":
         given_up = time.monotonic() + GIVE_UP_S
@@ -30,6 +32,8 @@ def job(arg: tuple[str, str]) -> int:
         Path(path).touch()
     elif kind == "raise":
         raise ValueError(f"job {path} broke")
+    elif kind == "die":
+        os._exit(3)
     return os.getpid()
 
 
@@ -59,3 +63,9 @@ def test_a_job_that_raised_raises_in_its_turn_after_the_results_before_it(
         for pid in pool.map(job, jobs):
             got.append(pid)
     assert len(got) == 3
+
+
+def test_a_worker_that_died_is_an_error_not_a_wait() -> None:
+    """The worker's end is read as its result comes (not in its turn): the map says so."""
+    with ProcessPool(2) as pool, pytest.raises(ExecutorError, match="worker process died"):
+        list(pool.map(job, [("run", ""), ("die", ""), ("run", ""), ("run", "")]))
