@@ -201,7 +201,8 @@ def test_with_workers_shares_shrink_towards_the_end_and_cover_every_trial_once(
     keys = sorted((r.task_id, r.trial) for r in store.trial_results(report.run_id))
     for workers in (1, 2):
         with open_pool(workers) as pool:
-            bounds = list(store.share_bounds(report.run_id, regrade_module._share_size(pool)))
+            shared = regrade_module._share_size(pool, report.manifest.trials)
+            bounds = list(store.share_bounds(report.run_id, shared))
             done = regrade(store, report.run_id, suite, pool=pool)
         assert not done.flips and full(store, done.run_id) == full(store, report.run_id)
         shares = [[k for k in keys if after < k <= until] for after, until in bounds]
@@ -212,6 +213,21 @@ def test_with_workers_shares_shrink_towards_the_end_and_cover_every_trial_once(
             assert set(sizes[:-1]) == {3}
         else:  # whole while a share is at most a fourth of the trials left, then shrinking
             assert len(keys) >= 12 and set(sizes) == {3, 2, 1}
+
+
+def test_with_workers_a_share_holds_whole_tasks_where_it_can(
+    ran: tuple[Store, Any, Any], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Shares of 7 trials on tasks of 5 would split a task between two workers (each
+    loading it and reading its answers): they hold one whole task each instead."""
+    store, _, report = ran
+    monkeypatch.setattr(regrade_module, "SHARE", 7)
+    monkeypatch.setattr(regrade_module, "LAST_SHARE", 7)
+    assert report.manifest.trials == 5
+    with open_pool(2) as pool:
+        bounds = list(store.share_bounds(report.run_id, regrade_module._share_size(pool, 5)))
+    assert [until[1] for _, until in bounds] == [4] * len(bounds)  # each ends its task
+    assert len(bounds) == len(report.manifest.suite.task_digests)
 
 
 def test_worker_processes_refuse_a_store_in_memory() -> None:

@@ -175,7 +175,7 @@ def regrade(
             store.begin()
             try:
                 uncommitted = 0
-                shares = _shares(pool, store, workers, source["run_id"], run_id)
+                shares = _shares(pool, store, workers, source["run_id"], run_id, old.trials)
                 for share in pool.map(grade, shares):
                     verdicts = insert_share(store, share)
                     for result, before in verdicts.results(tally.checks_of, tally.metrics_of):
@@ -336,24 +336,37 @@ def _workers_source(pool: Pool, store: Store, graded: Suite) -> SuiteSource | No
 
 
 def _shares(
-    pool: Pool, store: Store, suite: SuiteSource | None, source_id: str, run_id: str
+    pool: Pool,
+    store: Store,
+    suite: SuiteSource | None,
+    source_id: str,
+    run_id: str,
+    per_task: int,
 ) -> Iterator[Share]:
-    """The shares of the source run, made as the pool asks for them."""
+    """The shares of the source run (`per_task` trials per task), made as the pool asks
+    for them."""
     path = str(store.path.resolve()) if pool.local and not pool.inline else None
     packed = not pool.inline and pool.workers >= PACK_FROM and PACKABLE
-    for after, until in store.share_bounds(source_id, _share_size(pool)):
+    for after, until in store.share_bounds(source_id, _share_size(pool, per_task)):
         rows = None
         if not pool.local:
             rows = store.graded_rows(source_id, KEPT_CHECKS, after, until, SHARE)
         yield Share(suite, source_id, run_id, after, until, path, rows, packed)
 
 
-def _share_size(pool: Pool) -> Callable[[int], int]:
+def _share_size(pool: Pool, per_task: int) -> Callable[[int], int]:
     """A share's trials, given those left (`LAST_SHARE`): all of `SHARE` in this process,
-    which has no other worker to wait for."""
+    which has no other worker to wait for. With workers, whole tasks of `per_task`
+    trials where a share holds one: a task split between two workers was loaded, and its
+    answers read, by both."""
     if pool.inline:
         return lambda left: SHARE
-    return lambda left: min(SHARE, max(LAST_SHARE, left // (2 * pool.workers)))
+
+    def size(left: int) -> int:
+        trials = min(SHARE, max(LAST_SHARE, left // (2 * pool.workers)))
+        return trials - trials % per_task if 0 < per_task <= trials else trials
+
+    return size
 
 
 def _judge_share(
