@@ -230,6 +230,20 @@ def test_with_workers_a_share_holds_whole_tasks_where_it_can(
     assert len(bounds) == len(report.manifest.suite.task_digests)
 
 
+def test_a_suite_source_is_rebuilt_once_per_process_that_receives_it() -> None:
+    """Each share carries the suite's source: a process rebuilds it from the first, and
+    one shipped elsewhere (the same tasks, other paths) is another."""
+    import pickle
+
+    source = SuiteSource.of(load_suite(MINI))
+    once, again = pickle.loads(pickle.dumps(source)), pickle.loads(pickle.dumps(source))
+    assert once == source and again is once
+    shipped = source.shipped(FIXTURES.resolve())
+    assert shipped.fingerprint == source.fingerprint
+    received = pickle.loads(pickle.dumps(shipped))
+    assert received == shipped and received != once
+
+
 def test_worker_processes_refuse_a_store_in_memory() -> None:
     store = Store(":memory:")
     report = Runner(load_suite(MINI), load_agent(f"{AGENTS}:flaky"), trials=1, store=store).run()
