@@ -189,6 +189,61 @@ def test_results_are_the_same_whatever_the_number_of_workers(
     assert runs[1] == runs[0] and runs[2] == runs[0]
 
 
+def test_with_workers_shares_shrink_towards_the_end_and_cover_every_trial_once(
+    ran: tuple[Store, Any, Any], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The last shares are smaller (the workers finish near together), never below
+    `LAST_SHARE` but for the trials left; in this process every share is whole. Either
+    way the shares are the run's trials in key order, each once, and regrade them."""
+    store, suite, report = ran
+    monkeypatch.setattr(regrade_module, "SHARE", 3)
+    monkeypatch.setattr(regrade_module, "LAST_SHARE", 1)
+    keys = sorted((r.task_id, r.trial) for r in store.trial_results(report.run_id))
+    for workers in (1, 2):
+        with open_pool(workers) as pool:
+            shared = regrade_module._share_size(pool, report.manifest.trials)
+            bounds = list(store.share_bounds(report.run_id, shared))
+            done = regrade(store, report.run_id, suite, pool=pool)
+        assert not done.flips and full(store, done.run_id) == full(store, report.run_id)
+        shares = [[k for k in keys if after < k <= until] for after, until in bounds]
+        assert [k for share in shares for k in share] == keys
+        sizes = [len(share) for share in shares]
+        assert sizes[0] == 3 and sizes == sorted(sizes, reverse=True)
+        if workers == 1:
+            assert set(sizes[:-1]) == {3}
+        else:  # whole while a share is at most a fourth of the trials left, then shrinking
+            assert len(keys) >= 12 and set(sizes) == {3, 2, 1}
+
+
+def test_with_workers_a_share_holds_whole_tasks_where_it_can(
+    ran: tuple[Store, Any, Any], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Shares of 7 trials on tasks of 5 would split a task between two workers (each
+    loading it and reading its answers): they hold one whole task each instead."""
+    store, _, report = ran
+    monkeypatch.setattr(regrade_module, "SHARE", 7)
+    monkeypatch.setattr(regrade_module, "LAST_SHARE", 7)
+    assert report.manifest.trials == 5
+    with open_pool(2) as pool:
+        bounds = list(store.share_bounds(report.run_id, regrade_module._share_size(pool, 5)))
+    assert [until[1] for _, until in bounds] == [4] * len(bounds)  # each ends its task
+    assert len(bounds) == len(report.manifest.suite.task_digests)
+
+
+def test_a_suite_source_is_rebuilt_once_per_process_that_receives_it() -> None:
+    """Each share carries the suite's source: a process rebuilds it from the first, and
+    one shipped elsewhere (the same tasks, other paths) is another."""
+    import pickle
+
+    source = SuiteSource.of(load_suite(MINI))
+    once, again = pickle.loads(pickle.dumps(source)), pickle.loads(pickle.dumps(source))
+    assert once == source and again is once
+    shipped = source.shipped(FIXTURES.resolve())
+    assert shipped.fingerprint == source.fingerprint
+    received = pickle.loads(pickle.dumps(shipped))
+    assert received == shipped and received != once
+
+
 def test_worker_processes_refuse_a_store_in_memory() -> None:
     store = Store(":memory:")
     report = Runner(load_suite(MINI), load_agent(f"{AGENTS}:flaky"), trials=1, store=store).run()

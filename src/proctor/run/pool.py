@@ -4,12 +4,16 @@ Regrading a run and grading imported traces are CPU-bound and independent per tr
 work is cut into jobs (a share of a run's trials, a batch of sessions); each job runs in
 a worker, and the results come back in job order, so the parent, which alone writes the
 store, writes them as one process would: the same rows and the same summary whatever the
-number of workers. At most two jobs per worker are in flight, so memory stays bounded.
+number of workers. At most two jobs per worker are in flight, and a process pool holds a
+few results while an earlier one is awaited, so memory stays bounded.
 
 `InlinePool` runs the jobs here, one at a time; `ProcessPool` in N worker processes, the
-same workers as `--isolation process` (run/process.py); `RayPool` as Ray tasks of one CPU
-each on the cluster it connects to. Ray workers may be on other machines: they cannot open files at
-this machine's paths, so jobs for them carry what they read (`Pool.local` is False).
+same workers as `--isolation process` (run/process.py), each job sent to a worker with
+room as results come back (not dealt in turn: a worker slowed down by whatever else the
+machine runs would hold up the end of the map while the others wait); `RayPool` as Ray
+tasks of one CPU each on the cluster it connects to, whose scheduler places them. Ray
+workers may be on other machines: they cannot open files at this machine's paths, so
+jobs for them carry what they read (`Pool.local` is False).
 """
 
 from __future__ import annotations
@@ -17,6 +21,7 @@ from __future__ import annotations
 from abc import ABC, abstractmethod
 from collections import deque
 from collections.abc import Callable, Iterable, Iterator
+from multiprocessing.connection import wait
 from pathlib import Path
 from typing import Any, ClassVar, TypeVar
 
@@ -25,6 +30,8 @@ from proctor.run.worker_source import ExecutorError, SuiteSource
 
 J = TypeVar("J")
 R = TypeVar("R")
+#: No job left.
+_END: Any = object()
 
 
 class Pool(ABC):
@@ -42,21 +49,9 @@ class Pool(ABC):
         """`source` as the workers see it: relative to the shipped folder."""
         return source if self.working_dir is None else source.shipped(self.working_dir)
 
+    @abstractmethod
     def map(self, fn: Callable[[J], R], jobs: Iterable[J]) -> Iterator[R]:
-        window: deque[Any] = deque()
-        for job in jobs:
-            window.append(self.submit(fn, job))
-            if len(window) >= 2 * self.workers:
-                yield self.result(window.popleft())
-        while window:
-            yield self.result(window.popleft())
-
-    @abstractmethod
-    def submit(self, fn: Callable[[J], R], job: J) -> Any:
-        """Start `fn(job)`; returns a handle for `result`."""
-
-    @abstractmethod
-    def result(self, handle: Any) -> Any: ...
+        """`fn(job)` of each job, in job order; a job's error raised at its turn."""
 
     @abstractmethod
     def close(self) -> None:
@@ -73,28 +68,31 @@ class InlinePool(Pool):
     inline = True
     workers = 1
 
-    def submit(self, fn: Callable[[J], R], job: J) -> Any:
-        return fn(job)
-
-    def result(self, handle: Any) -> Any:
-        return handle
+    def map(self, fn: Callable[[J], R], jobs: Iterable[J]) -> Iterator[R]:
+        return (fn(job) for job in jobs)
 
     def close(self) -> None:
         """No workers to release."""
 
 
 class ProcessPool(Pool):
-    """N worker processes (run/process.py), jobs dealt to them in turn: each worker runs
-    its jobs in order, so results come back in job order."""
+    """N worker processes (run/process.py). Each job goes to a worker with room (two jobs:
+    one running, one queued behind it, so that none waits for the parent), the one with
+    fewer first; results are read as they come and yielded in job order, at most
+    `AHEAD` jobs per worker sent or held ahead of the one awaited."""
 
     #: What grading jobs run: regrade's shares and imported sessions' batches.
     PRELOAD = ("proctor.run.regrade", "proctor.traces.grading", *GRADING_PRELOAD)
+    #: Jobs a worker holds at once.
+    QUEUED = 2
+    #: Jobs per worker sent and not yet yielded: the results held here while an earlier
+    #: job's is awaited are bounded by it.
+    AHEAD = 3
 
     def __init__(self, workers: int) -> None:
         self.workers = workers
         mp = worker_context(self.PRELOAD)
         self.procs = [Worker(mp) for _ in range(workers)]
-        self.turn = 0
         try:
             for worker in self.procs:
                 worker.ready()
@@ -102,17 +100,41 @@ class ProcessPool(Pool):
             self.close()
             raise
 
-    def submit(self, fn: Callable[[J], R], job: J) -> Worker:
-        worker = self.procs[self.turn % self.workers]
-        self.turn += 1
-        worker.send(fn, job)
-        return worker
+    def map(self, fn: Callable[[J], R], jobs: Iterable[J]) -> Iterator[R]:
+        pending = iter(jobs)
+        held: dict[Worker, deque[int]] = {worker: deque() for worker in self.procs}
+        by_conn = {worker.conn: worker for worker in self.procs}
+        done: dict[int, tuple[bool, Any]] = {}  # job number -> (raised, result or error)
+        sent = turn = 0
+        while True:
+            while turn not in done:
+                while sent - turn < self.AHEAD * self.workers:  # room: the next job
+                    worker = min(self.procs, key=lambda w: len(held[w]))
+                    if len(held[worker]) >= self.QUEUED or (job := next(pending, _END)) is _END:
+                        break
+                    worker.send(fn, job)
+                    held[worker].append(sent)
+                    sent += 1
+                if turn == sent:
+                    return
+                for conn in wait([w.conn for w in self.procs if held[w]]):
+                    worker = by_conn[conn]
+                    done[held[worker].popleft()] = self._result(worker)
+            raised, result = done.pop(turn)
+            turn += 1
+            if raised:
+                raise result
+            yield result
 
-    def result(self, handle: Worker) -> Any:
+    @staticmethod
+    def _result(worker: Worker) -> tuple[bool, Any]:
+        """The worker's next result, or the error its job raised (`(True, error)`)."""
         try:
-            return handle.result()
+            return False, worker.result()
         except WorkerLost:
             raise ExecutorError("a grading worker process died (killed? out of memory?)") from None
+        except Exception as exc:
+            return True, exc
 
     def close(self) -> None:
         for worker in self.procs:
@@ -139,12 +161,22 @@ class RayPool(Pool):
         self.workers = max(1, int(ray.cluster_resources().get("CPU", 1)))
         self.remote: dict[Callable[..., Any], Any] = {}
 
-    def submit(self, fn: Callable[[J], R], job: J) -> Any:
+    def map(self, fn: Callable[[J], R], jobs: Iterable[J]) -> Iterator[R]:
+        """At most two jobs per CPU submitted ahead of the result awaited."""
+        window: deque[Any] = deque()
+        for job in jobs:
+            window.append(self._submit(fn, job))
+            if len(window) >= 2 * self.workers:
+                yield self._result(window.popleft())
+        while window:
+            yield self._result(window.popleft())
+
+    def _submit(self, fn: Callable[[J], R], job: J) -> Any:
         if fn not in self.remote:
             self.remote[fn] = self.ray.remote(fn).options(num_cpus=1)
         return self.remote[fn].remote(job)
 
-    def result(self, handle: Any) -> Any:
+    def _result(self, handle: Any) -> Any:
         ray = self.ray
         try:
             return ray.get(handle)

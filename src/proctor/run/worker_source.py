@@ -13,9 +13,11 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import os
+import pickle
 from bisect import bisect_left, bisect_right
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field, replace
+from functools import cached_property
 from pathlib import Path
 from typing import Any
 
@@ -113,6 +115,16 @@ class SuiteSource:
             files[t.id] = (resolved, _below(os.path.abspath(t.loaded.path), top))
         return cls(paths, digests, hashlib.sha256(joined.encode()).hexdigest(), files)
 
+    def __reduce__(self) -> tuple[Any, ...]:
+        """Pickled as its fields' pickle, made once, and rebuilt once per process that
+        receives it (`_received`): a regrade sends it with each share, and its task
+        digests and files were most of a share's pickle, both ends."""
+        return _received, (self._pickled,)
+
+    @cached_property
+    def _pickled(self) -> bytes:
+        return pickle.dumps((self.paths, self.digests, self.fingerprint, self.files))
+
     def shipped(self, root: Path) -> SuiteSource:
         """Paths relative to `root`, shipped to be the workers' working directory."""
         files = {
@@ -205,6 +217,18 @@ class TrialItem:
 
 _loaded: dict[tuple[tuple[str, ...], str], tuple[dict[str, SuiteTask], Any]] = {}
 _suites: dict[str, dict[str, SuiteTask]] = {}
+#: The suite sources this process received, by their pickle (`SuiteSource.__reduce__`).
+_sources: dict[bytes, SuiteSource] = {}
+
+
+def _received(pickled: bytes) -> SuiteSource:
+    """The suite source of `pickled`, rebuilt the first time this process receives it."""
+    source = _sources.get(pickled)
+    if source is None:
+        source = _sources[pickled] = SuiteSource(*pickle.loads(pickled))
+    return source
+
+
 _loop: asyncio.AbstractEventLoop | None = None
 
 

@@ -854,11 +854,13 @@ class Store:
             out += self.select("the trials by trace id", query, chunk)
         return out
 
-    def share_bounds(self, run_id: str, size: int) -> Iterator[tuple[Key, Key]]:
-        """A run's trials in shares of `size`, as (after, until] key ranges in order:
-        what a worker reads with `graded_trials(after=..., until=...)`. Read from the
-        index, not the rows."""
+    def share_bounds(self, run_id: str, size: Callable[[int], int]) -> Iterator[tuple[Key, Key]]:
+        """A run's trials in shares, as (after, until] key ranges in order: what a worker
+        reads with `graded_trials(after=..., until=...)`; each share `size(left)` trials
+        (at least one), `left` the trials not yet in a share. Read from the index, not
+        the rows."""
         after: Key = FIRST_KEY
+        count = "SELECT COUNT(*) FROM trials WHERE run_id = ?"
         query = (
             "SELECT task_id, trial FROM trials WHERE run_id = ? AND (task_id, trial) > (?, ?)"
             " ORDER BY task_id, trial LIMIT 1 OFFSET ?"
@@ -867,15 +869,18 @@ class Store:
             "SELECT task_id, trial FROM trials WHERE run_id = ? AND (task_id, trial) > (?, ?)"
             " ORDER BY task_id DESC, trial DESC LIMIT 1"
         )
+        left = self._read(f"run {run_id}", partial(_one, self._db, count, (run_id,)))[0]
         while True:
+            taken = max(size(left), 1)
             row = self._read(
-                f"run {run_id}", partial(_one, self._db, query, (run_id, *after, size - 1))
+                f"run {run_id}", partial(_one, self._db, query, (run_id, *after, taken - 1))
             )
             if row is None:
                 row = self._read(f"run {run_id}", partial(_one, self._db, last, (run_id, *after)))
                 if row is not None:
                     yield after, (row[0], row[1])
                 return
+            left -= taken
             yield after, (row[0], row[1])
             after = (row[0], row[1])
 
