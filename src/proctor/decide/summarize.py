@@ -413,33 +413,28 @@ def model_spending(metrics: Sequence[Mapping[str, float]], model: str) -> dict[s
     reported is None ("not measured"; an unpriced model's cost too), never 0; a run that
     made no call spent 0."""
     calls = math.fsum(m.get(f"{model}_calls", 0.0) for m in metrics)
-
-    def total(name: str) -> float | None:
-        values = [m[key] for m in metrics if (key := f"{model}_{name}") in m]
-        return math.fsum(values) if values or not calls else None
-
-    def whole(name: str) -> int | None:
-        value = total(name)
-        return None if value is None else int(value)
-
-    def partial(name: str) -> bool:
-        """Is the figure's total a lower bound: calls in a trial left it out, or trials
-        with calls reported none of it while others did?"""
+    spent: dict[str, Any] = {}
+    lower_bounds = []
+    for name in _SPENT:
         key = f"{model}_{name}"
-        return total(name) is not None and any(
-            m.get(f"{model}_partial_{name}") or (m.get(f"{model}_calls") and key not in m)
-            for m in metrics
-        )
-
-    lower_bounds = [name for name in _SPENT if partial(name)]
+        values = [m[key] for m in metrics if key in m]
+        total = math.fsum(values) if values or not calls else None
+        spent[name] = total if total is None or name == "cost_usd" else int(total)
+        if values and calls and _lower_bound(metrics, model, name):
+            lower_bounds.append(name)
     return {
         "calls": int(calls),
         "cache_hits": int(math.fsum(m.get(f"{model}_cache_hits", 0.0) for m in metrics)),
-        "input_tokens": whole("input_tokens"),
-        "output_tokens": whole("output_tokens"),
-        "cost_usd": total("cost_usd"),
+        **spent,
         **({"partial": lower_bounds} if lower_bounds else {}),
     }
+
+
+def _lower_bound(metrics: Sequence[Mapping[str, float]], model: str, name: str) -> bool:
+    """Is a measured total of `name` a lower bound: calls in a trial left it out, or
+    trials with calls reported none of it while others did?"""
+    key, flag, called = f"{model}_{name}", f"{model}_partial_{name}", f"{model}_calls"
+    return any(m.get(flag) or (m.get(called) and key not in m) for m in metrics)
 
 
 def _tool_use(results: Sequence[TrialResult]) -> dict[str, float | None]:
