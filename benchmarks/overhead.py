@@ -95,6 +95,8 @@ def main() -> None:
     print(f"trace events stored: {len(rows)} ({len(rows) / n:.1f} per trial)")
     ms = lambda xs: f"{1000 * min(xs) / n:.3f} / {1000 * statistics.median(xs) / n:.3f} ms"  # noqa: E731
     print(f"per trial (min / median of {args.repeat}): wall {ms(walls)}, cpu {ms(cpus)}")
+    each = ", ".join(f"{1000 * w / n:.3f}" for w in walls)
+    print(f"  each run in turn, wall ms (the first reads each answer; later ones remember): {each}")
     print(f"  after the first record (start-up left out): wall {ms(steady)}")
     print(f"  start-up, to the first record: {min(starts):.3f} / {statistics.median(starts):.3f} s")
     print(f"floor (state copy + events to SQLite): {ms(floors)}")
