@@ -24,6 +24,7 @@ from proctor import AgentResult, Runner, Store, load_suite
 from proctor.api.decisions import gate, run_data
 from proctor.core.results import TrialResult, Usage
 from proctor.core.trace import USER_SIM_KEY, TraceEvent
+from proctor.decide.compare import Pairing, paired_metric
 from proctor.decide.summarize import model_spending
 from proctor.judge.chat_judge import ChatJudge
 from proctor.report.fmt import spent_text
@@ -33,6 +34,7 @@ from proctor.report.markdown import render_markdown
 from proctor.report.terminal import cost_text
 from proctor.report.trace_text import print_trace
 from proctor.run.simulator import user_spending
+from proctor.store.export import store_run
 from proctor.store.sqlite import encode_trial
 
 MINI = Path(__file__).parent / "fixtures" / "mini"
@@ -250,3 +252,23 @@ def test_a_user_model_whose_calls_partly_reported_usage_spent_at_least_that() ->
     other = user_spending(events[1:2])
     assert model_spending([user_spending(events[:1]), other], "user")["partial"] == ["cost_usd"]
     assert "partial" not in model_spending([user_spending(events[:1])], "user")
+
+
+def test_a_candidate_s_unpriced_calls_cannot_make_it_non_inferior_on_cost(tmp_path: Path) -> None:
+    """Baseline: three priced calls a trial ($0.012). Candidate: one priced, two not: its
+    lower bound ($0.004) would pass non-inferiority at any margin; its trials' cost is
+    not measured instead, so no task pairs and the figure proves nothing."""
+    db = tmp_path / "p.db"
+    with Store(db) as store:
+        runs = [
+            Runner(READ, agent_with(calls), trials=3, store=store).run().run_id
+            for calls in ([PRICED] * 3, [PRICED, UNPRICED, UNPRICED])
+        ]
+        base, cand = (store_run(store, run_id) for run_id in runs)
+    metric = paired_metric("mean_cost_usd")
+    assert metric is not None
+    pairing = Pairing(base, cand)
+    figure = pairing.figure(metric, pairing.tasks, margin=0.001)
+    assert figure["tasks"] == 0 and figure["non_inferior"]["passed"] is False
+    tokens = paired_metric("mean_tokens")  # every call counted its tokens: they pair
+    assert tokens is not None and pairing.figure(tokens, pairing.tasks)["tasks"] == 1
