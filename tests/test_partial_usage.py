@@ -272,3 +272,11 @@ def test_a_candidate_s_unpriced_calls_cannot_make_it_non_inferior_on_cost(tmp_pa
     assert figure["tasks"] == 0 and figure["non_inferior"]["passed"] is False
     tokens = paired_metric("mean_tokens")  # every call counted its tokens: they pair
     assert tokens is not None and pairing.figure(tokens, pairing.tasks)["tasks"] == 1
+
+
+def test_a_complete_figure_is_none_where_it_is_only_a_lower_bound() -> None:
+    """What comparisons and monitors read: a total only where every call reported it."""
+    usage = Usage(100, 10, 0.004, 2, partial=("cost_usd",))
+    assert (usage.complete("cost"), usage.complete("tokens")) == (None, 110.0)
+    assert Usage(100, 10, 0.004, 2).complete("cost") == 0.004
+    assert Usage(model_calls=1).complete("tokens") is None  # nothing measured

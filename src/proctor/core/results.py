@@ -219,6 +219,15 @@ class Usage:
         partial = self.partial
         return bool(partial) and any(name in partial for name in _FIGURES.get(figure, (figure,)))
 
+    def complete(self, figure: str) -> float | None:
+        """The cost ("cost") or total tokens ("tokens") where every call reported it;
+        None where not measured or only a lower bound (a comparison or a monitor reading
+        it as a total would take unpriced calls for savings)."""
+        if self.lower_bound(figure):
+            return None
+        value = self.cost_usd if figure == "cost" else self.total_tokens
+        return None if value is None else float(value)
+
     def __add__(self, other: Usage) -> Usage:
         summed = self._with(other, _plus)
         left_out = _left_out(self, other) + _left_out(other, self) if _unlike(self, other) else ()

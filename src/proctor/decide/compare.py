@@ -82,17 +82,6 @@ def _metric_of(name: str) -> Callable[[TrialResult], float | None]:
     return lambda r: r.metrics.get(name)
 
 
-def _measured(result: TrialResult, figure: str) -> float | None:
-    """A trial's cost or tokens as a float; None where not measured, and where only a
-    lower bound (some model calls left it out: a candidate's unpriced calls must not make
-    it look cheaper), as a trial that measured none of it is left out."""
-    usage = result.usage
-    if usage.lower_bound(figure):
-        return None
-    value = usage.cost_usd if figure == "cost" else usage.total_tokens
-    return None if value is None else float(value)
-
-
 def _trials_with(name: str) -> Units:
     return lambda trials: sum(1 for r in trials if name in r.metrics)
 
@@ -114,9 +103,9 @@ _FIXED = {
             PairedMetric(name, True, _mean_of(_metric_of(name)), _trials_with(name))
             for name in TOOL_METRICS
         ),
-        PairedMetric("mean_cost_usd", False, _mean_of(lambda r: _measured(r, "cost"))),
+        PairedMetric("mean_cost_usd", False, _mean_of(lambda r: r.usage.complete("cost"))),
         PairedMetric("mean_latency_s", False, _mean_of(lambda r: r.latency_s)),
-        PairedMetric("mean_tokens", False, _mean_of(lambda r: _measured(r, "tokens"))),
+        PairedMetric("mean_tokens", False, _mean_of(lambda r: r.usage.complete("tokens"))),
     )
 }
 _PASS_HAT = re.compile(r"pass_hat_k\[(\d+)\]")

@@ -220,7 +220,7 @@ def baseline_signals(
         tags = list(info.tags) if info is not None else []
         record = Signals(f"{r.task_id}#{r.trial}", r.trace_id, tags, r.task_id)
         record.outcome, record.outcome_source = r.passed, "graded"
-        record.latency_s, record.cost_usd = r.latency_s, r.usage.cost_usd
+        record.latency_s, record.cost_usd = r.latency_s, r.usage.complete("cost")
         if store is not None:
             try:
                 trace, _, _ = store.trace(run.run_id, r.task_id, r.trial)

@@ -55,7 +55,8 @@ class Signals:
     denied: int = 0
     abandoned: bool = False
     latency_s: float = 0.0
-    cost_usd: float | None = None  # None: the session reported no cost (not measured)
+    #: None: the session reported no cost, or only some of its calls did (not measured)
+    cost_usd: float | None = None
     policy_decisions: list[dict[str, Any]] = field(default_factory=list)
     review_label: dict[str, Any] | None = None
     source: str = ""
@@ -139,7 +140,7 @@ def read_signals(
         "latency_s": latency_s
         if latency_s is not None
         else max((e.t for e in trace.events), default=0.0),
-        "cost_usd": usage_of(trace.events).cost_usd,
+        "cost_usd": usage_of(trace.events).complete("cost"),
         "policy_decisions": decisions,
     }
 
