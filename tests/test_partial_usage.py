@@ -25,7 +25,12 @@ from proctor.api.decisions import gate, run_data
 from proctor.core.results import TrialResult, Usage
 from proctor.core.trace import USER_SIM_KEY, TraceEvent
 from proctor.decide.compare import Pairing, paired_metric
-from proctor.decide.summarize import model_spending
+from proctor.decide.summarize import (
+    EFFICIENCY_WEIGHTS,
+    LATENCY_BASELINE_S,
+    combined_efficiency,
+    model_spending,
+)
 from proctor.judge.chat_judge import ChatJudge
 from proctor.report.fmt import spent_text
 from proctor.report.html import render_html
@@ -280,3 +285,16 @@ def test_a_complete_figure_is_none_where_it_is_only_a_lower_bound() -> None:
     assert (usage.complete("cost"), usage.complete("tokens")) == (None, 110.0)
     assert Usage(100, 10, 0.004, 2).complete("cost") == 0.004
     assert Usage(model_calls=1).complete("tokens") is None  # nothing measured
+
+
+def test_tokens_that_are_a_lower_bound_do_not_score_efficiency(tmp_path: Path) -> None:
+    """Seed 003's combined score reads tokens only where every call counted them: 110
+    tokens of one call, with another call that counted none, would score as frugal."""
+    report, _ = stored_run(tmp_path, agent_with([PRICED, SILENT]), trials=1)
+    [result] = report.results
+    latency = min(LATENCY_BASELINE_S / max(result.latency_s, 1e-3), 1.0)
+    assert combined_efficiency(result, None) == pytest.approx(latency)  # tokens left out
+    counted, _ = stored_run(tmp_path / "all", agent_with([PRICED, PRICED]), trials=1)
+    weighed = EFFICIENCY_WEIGHTS["tokens"] * 1.0 + EFFICIENCY_WEIGHTS["latency"] * latency
+    expected = weighed / (EFFICIENCY_WEIGHTS["tokens"] + EFFICIENCY_WEIGHTS["latency"])
+    assert combined_efficiency(counted.results[0], None) == pytest.approx(expected)

@@ -254,8 +254,8 @@ TOKEN_BASELINE, LATENCY_BASELINE_S = 2000, 10.0
 
 def combined_efficiency(result: TrialResult, optimal_steps: int | None) -> float | None:
     """Seed 003's efficiency score of a passed trial: the weighted mean of its step score
-    (only when the task states its optimal steps), token score (only when tokens were
-    measured) and latency score, the weights of what was measured renormalised; None for
+    (only when the task states its optimal steps), token score (only when every model
+    call reported its tokens) and latency score, the weights of what was measured renormalised; None for
     a trial that did not pass (its steps, tokens and time are no path to the goal)."""
     if not result.passed:
         return None
@@ -263,7 +263,7 @@ def combined_efficiency(result: TrialResult, optimal_steps: int | None) -> float
     steps = step_efficiency(result, optimal_steps)
     if steps is not None:
         weighed, weights = EFFICIENCY_WEIGHTS["steps"] * steps, EFFICIENCY_WEIGHTS["steps"]
-    tokens = result.usage.total_tokens
+    tokens = result.usage.complete("tokens")  # a lower bound would flatter the score
     if tokens is not None:
         weighed += EFFICIENCY_WEIGHTS["tokens"] * min(TOKEN_BASELINE / max(tokens, 1), 1.0)
         weights += EFFICIENCY_WEIGHTS["tokens"]
