@@ -255,8 +255,9 @@ TOKEN_BASELINE, LATENCY_BASELINE_S = 2000, 10.0
 def combined_efficiency(result: TrialResult, optimal_steps: int | None) -> float | None:
     """Seed 003's efficiency score of a passed trial: the weighted mean of its step score
     (only when the task states its optimal steps), token score (only when every model
-    call reported its tokens) and latency score, the weights of what was measured renormalised; None for
-    a trial that did not pass (its steps, tokens and time are no path to the goal)."""
+    call reported its tokens) and latency score, the weights of what was measured
+    renormalised; None for a trial that did not pass (its steps, tokens and time are no
+    path to the goal)."""
     if not result.passed:
         return None
     weighed = weights = 0.0  # summed in the order of EFFICIENCY_WEIGHTS, once per trial
