@@ -14,7 +14,7 @@ from unittest import mock
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
-from proctor.grade import answer, claims, grounding, language, reading, terms
+from proctor.grade import answer, claims, grounding, language, lexicon, reading, terms
 
 #: Pieces of dates and numbers, and letters that case folding matches to ASCII ones
 #: (ſ is s, K is k, İ and ı are i), so that texts near a date are drawn often.
@@ -257,3 +257,11 @@ def test_a_mention_reads_the_same_with_and_without_the_negative_word_test(
     forget_every_reading()
     with mock.patch.object(reading, "_may_negate", lambda *_: True):
         assert found == reading.unread_mention(text, term, lang, inflect)
+
+
+def test_a_lexicon_is_read_once_for_every_tag_of_its_language() -> None:
+    """None, `en` and `en-GB` name one lexicon: one file read, one shared dict."""
+    english = lexicon.lexicon("en")
+    assert lexicon.lexicon(None) is english
+    assert lexicon.lexicon("en-GB") is english
+    assert lexicon.lexicon("es-MX") is lexicon.lexicon("es") is not english
