@@ -14,7 +14,7 @@ from unittest import mock
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
-from proctor.grade import answer, claims, grounding, language, reading, terms
+from proctor.grade import answer, claims, grounding, language, lexicon, reading, terms
 
 #: Pieces of dates and numbers, and letters that case folding matches to ASCII ones
 #: (ſ is s, K is k, İ and ı are i), so that texts near a date are drawn often.
@@ -257,3 +257,39 @@ def test_a_mention_reads_the_same_with_and_without_the_negative_word_test(
     forget_every_reading()
     with mock.patch.object(reading, "_may_negate", lambda *_: True):
         assert found == reading.unread_mention(text, term, lang, inflect)
+
+
+def test_a_lexicon_is_read_once_for_every_tag_of_its_language() -> None:
+    """None, `en` and `en-GB` name one lexicon: one file read, one shared dict."""
+    english = lexicon.lexicon("en")
+    assert lexicon.lexicon(None) is english
+    assert lexicon.lexicon("en-GB") is english
+    assert lexicon.lexicon("es-MX") is lexicon.lexicon("es") is not english
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    st.one_of(CLAUSES, st.sampled_from(ANSWERS), st.text(max_size=40)),
+    st.sampled_from(["cancelled", "refund", "closed", "A-1", "cancelado", "can't"]),
+    st.sampled_from(["en", "es", None]),
+    st.booleans(),
+)
+def test_a_term_found_once_reads_as_the_term_sought_by_each_reader(
+    text: str, term: str, lang: str | None, requested: bool
+) -> None:
+    """The claim reader, a mention and its negation test share one scan of a term
+    (terms.term_matches); each reads what its own scan would."""
+    call = (text, term, lang, requested, 0)
+    forget_every_reading()
+    shared = read_all(call)
+    forget_every_reading()
+    scan = terms.term_matches.__wrapped__
+    with (
+        mock.patch.object(claims, "term_matches", scan),
+        mock.patch.object(reading, "term_matches", scan),
+        mock.patch.object(language, "term_matches", scan),
+    ):
+        assert shared == read_all(call)
+    assert language.mention(text, term) == (
+        m[0] if (m := terms.term_pattern(term).search(text)) else None
+    )

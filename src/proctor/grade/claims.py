@@ -36,7 +36,7 @@ prepositional phrase is not what was cancelled).
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from functools import lru_cache
 from typing import Literal, NamedTuple
@@ -46,7 +46,7 @@ from proctor.grade.lexicon import lexicon as lexicon_of
 from proctor.grade.lexicon import phrases as lexicon_phrases
 from proctor.grade.lexicon import words as lexicon_words
 from proctor.grade.quotation import PAIRS, Quotations
-from proctor.grade.terms import IRREGULAR, lemmas, past_forms, term_pattern
+from proctor.grade.terms import IRREGULAR, lemmas, past_forms, term_matches
 
 _QUOTES = str.maketrans({"\u2019": "'", "\u2018": "'", "\u201c": '"', "\u201d": '"'})
 #: A dash between words (not a hyphen inside one) ends a clause, like a semicolon.
@@ -705,9 +705,11 @@ def _present_state(tokens: list[Token], group: int, first: int, last: int) -> bo
 
 
 def _scan(
-    text: str, pattern: re.Pattern[str], read: Callable[[str, int, int], Claim | Undecided | None]
+    text: str,
+    matches: Iterable[re.Match[str]],
+    read: Callable[[str, int, int], Claim | Undecided | None],
 ) -> ClaimReading:
-    """`read` each match of `pattern` in `text`, in a window of WINDOW characters either
+    """`read` each of the `matches` in `text`, in a window of WINDOW characters either
     side (a clause is shorter) from its sentence's start: a long or repetitive answer costs
     time in proportion to its length (equal windows are read once: `_read`'s cache). A
     match inside a quotation of the whole text is someone else's words, or undecided when
@@ -716,7 +718,7 @@ def _scan(
     claims: list[Claim] = []
     undecided: list[Undecided] = []
     quotations = Quotations.of(text) if _QUOTE_MARK.search(text) else None
-    for m in pattern.finditer(text):
+    for m in matches:
         a = max(0, m.start() - WINDOW)
         if a:
             space = text.find(" ", a, m.start())  # start on a whole word
@@ -747,7 +749,7 @@ def read_english(answer: str, phrase: str, requested: bool = False) -> ClaimRead
     for it (`requested`), a confirmation ("you're all set"); grade/lexicons/en.yaml."""
     text = answer.translate(_QUOTES)
     phrase = phrase.strip()
-    reading = _scan(text, term_pattern(phrase), lambda w, a, t: _read(w, a, t, phrase))
+    reading = _scan(text, term_matches(text, phrase, False), lambda w, a, t: _read(w, a, t, phrase))
     verb = verb_of(phrase)
     if verb is None:
         return reading
@@ -755,25 +757,30 @@ def read_english(answer: str, phrase: str, requested: bool = False) -> ClaimRead
     synonyms = lexicon_of("en").get("synonyms", {}).get(verb, ())
     for synonym in (s for s in synonyms if s.rstrip("e") in low):
         for form in past_forms(synonym):
-            reading += _scan(text, term_pattern(form), lambda w, a, t: _read(w, a, t, phrase))
+            reading += _scan(
+                text, term_matches(text, form, False), lambda w, a, t: _read(w, a, t, phrase)
+            )
     nouns = frozenset(lexicon_of("en").get("nouns", {}).get(verb, ()))
     if any(noun in low for noun in nouns):
         done = _phrase_pattern(lexicon_phrases("en", "completions"))
-        reading += _scan(text, done, lambda w, a, t: _completed(w, a, t, phrase, nouns))
+        reading += _scan(
+            text, done.finditer(text), lambda w, a, t: _completed(w, a, t, phrase, nouns)
+        )
     ways = lexicon_phrases("en", "on_the_way_phrases")
     if verb in lexicon_words("en", "on_the_way") and any(w[-1] in low for w in ways):
         way = _phrase_pattern(ways)
-        reading += _scan(text, way, lambda w, a, t: _read(w, a, t, phrase))
+        reading += _scan(text, way.finditer(text), lambda w, a, t: _read(w, a, t, phrase))
     if any(able in low for able in _ABLE_TO):
         bases = "|".join(re.escape(v) for v in (verb, *synonyms))
         words = "|".join(sorted(IMPLICATIVE))
         able = re.compile(rf"\b(?:{words})(?=\s+{TO}\s+(?:{bases})\b)", re.IGNORECASE)
-        reading += _scan(text, able, lambda w, a, t: _read(w, a, t, phrase))
+        reading += _scan(text, able.finditer(text), lambda w, a, t: _read(w, a, t, phrase))
     confirmations = lexicon_phrases("en", "confirmations")
     ascii = text.isascii()
     if requested and any(_may_say(p, low, ascii) for p in confirmations):
-        confirmed = _phrase_pattern(confirmations)
-        reading += _scan(normalise(text), confirmed, lambda w, a, t: _read(w, a, t, phrase))
+        said = normalise(text)
+        confirmed = _phrase_pattern(confirmations).finditer(said)
+        reading += _scan(said, confirmed, lambda w, a, t: _read(w, a, t, phrase))
     return reading
 
 

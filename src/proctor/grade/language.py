@@ -20,7 +20,7 @@ from proctor.grade.claims import Undecided, normalise
 from proctor.grade.lexicon import has, patterns, phrases, primary
 from proctor.grade.quotation import Quotations, Quoted
 from proctor.grade.reading import unread_mention
-from proctor.grade.terms import term_pattern
+from proctor.grade.terms import term_matches
 
 #: A word, number or identifier: `A-100`, `3.30`, `1,234`, `2024-03-05T10:00:00Z`.
 TOKEN = re.compile(r"[A-Za-z0-9]+(?:[-_/.:][A-Za-z0-9]+|,\d{3}(?![\d]))*")
@@ -30,8 +30,8 @@ _DIGIT = re.compile(r"[0-9]")
 def mention(text: str, term: str, inflect: bool = False) -> str | None:
     """Where `term` is in `text` as whole words, ignoring case and spacing, in any spelling
     (and with `inflect`, any inflection: proctor.grade.terms): the words found, or None."""
-    found = term_pattern(term.strip(), inflect).search(text) if term.strip() else None
-    return found.group(0) if found else None
+    found = term_matches(text, term.strip(), inflect) if term.strip() else ()
+    return found[0].group(0) if found else None
 
 
 def mentions(text: str, term: str, inflect: bool = False) -> bool:

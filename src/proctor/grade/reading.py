@@ -33,7 +33,7 @@ from proctor.grade.claims import (
 )
 from proctor.grade.lexicon import phrases, primary, words
 from proctor.grade.spanish import read_spanish
-from proctor.grade.terms import term_pattern
+from proctor.grade.terms import term_matches
 
 Answer = Literal["holds", "violated", "undecided"]
 #: A term that says a negation itself ("cannot", "not found") or a fact (a number, an
@@ -114,7 +114,7 @@ def unread_mention(
     base = primary(language)
     if _NEGATIVE_TERM.search(term.casefold()):
         return None
-    matches = list(term_pattern(term.strip(), inflect).finditer(text))
+    matches = term_matches(text, term.strip(), inflect)
     if not matches:
         return None
     if base not in ("en", "es") and not words(language, "negators"):

@@ -278,3 +278,13 @@ def term_pattern(term: str, inflect: bool = False) -> re.Pattern[str]:
     left = r"(?<![0-9A-Za-z])(?<!\d\.)" if term[:1].isalnum() else ""
     right = r"(?![0-9A-Za-z])(?!\.\d)" if term[-1:].isalnum() else ""
     return re.compile(left + r"\s+".join(parts) + right, re.IGNORECASE)
+
+
+@lru_cache(maxsize=256)
+def term_matches(text: str, term: str, inflect: bool) -> tuple[re.Match[str], ...]:
+    """Every match of `term_pattern(term, inflect)` in `text`, in order, found once: a
+    claim's reader, a mention and its negation test each look for the same term in the
+    same answer, and with case ignored and look-behinds the scan costs far more than the
+    look-up (as few entries as the readings: keys are whole answers). `inflect` has no
+    default: the memo tells a key with an argument left out from one with it given."""
+    return tuple(term_pattern(term, inflect).finditer(text))
