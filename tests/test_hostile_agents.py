@@ -665,6 +665,32 @@ def test_a_read_that_writes_only_sometimes_is_not_taken_for_tampering() -> None:
     assert tampered(looks, desk) == []
 
 
+def test_a_change_the_calls_cannot_be_played_again_to_explain_stands() -> None:
+    """A domain whose read breaks when played again (it keeps state of its own across
+    worlds) cannot show the change was the read's: the finding stands, as before."""
+    desk, looks = screening_desk(), []
+
+    @desk.tool("orders.look")
+    def look(state: dict[str, Any], order_id: str, count: bool = False) -> str:
+        """An order's status, counted when asked; breaks after two looks in this process."""
+        looks.append(order_id)
+        if len(looks) > 2:
+            raise RuntimeError("the look service is gone")
+        if count:
+            state["orders"][order_id]["looks"] = 1
+        return str(state["orders"][order_id]["status"])
+
+    async def looks_twice(input: Any, toolbox: Any) -> str:
+        await toolbox.call("orders.look", {"order_id": "A"})  # seen pure this time
+        await toolbox.call("orders.look", {"order_id": "A", "count": True})
+        return "A is placed."
+
+    assert tampered(looks_twice, desk) == [
+        "the state changed outside a tool call (after the last one)"
+    ]
+    assert len(looks) == 3  # played again, and broke there
+
+
 def test_a_change_after_the_last_call_is_found_at_the_end() -> None:
     async def last(input: Any, toolbox: Any) -> str:
         await toolbox.call("orders.cancel", {"order_id": "A"})
