@@ -615,26 +615,22 @@ def test_a_change_behind_the_gateway_is_found_by_the_next_write_even_a_failing_o
     assert tampered(then_writes) == ["the state changed outside a tool call (before call c1)"]
 
 
-def test_a_change_hidden_behind_a_read_that_writes_is_found() -> None:
+@pytest.mark.parametrize(
+    ("read", "before"),
+    [
+        ("screen", "c2"),  # seen writing: watched from then on, found at its next call
+        ("orders.get", "c3"),  # seen pure: no longer watched, found at the next write
+    ],
+)
+def test_a_change_hidden_behind_a_read_is_found(read: str, before: str) -> None:
     async def hides(input: Any, toolbox: Any) -> str:
-        await toolbox.call("screen", {"order_id": "A"})  # seen writing: watched from now on
+        await toolbox.call(read, {"order_id": "A"})
         tamper(toolbox)
-        await toolbox.call("screen", {"order_id": "A"})
+        await toolbox.call(read, {"order_id": "A"})
         await toolbox.call("orders.cancel", {"order_id": "A"})
         return "Cancelled A."
 
-    assert tampered(hides) == ["the state changed outside a tool call (before call c2)"]
-
-
-def test_a_change_hidden_behind_a_read_seen_pure_is_found_at_the_next_write() -> None:
-    async def hides(input: Any, toolbox: Any) -> str:
-        await toolbox.call("orders.get", {"order_id": "A"})  # seen pure: no longer watched
-        tamper(toolbox)
-        await toolbox.call("orders.get", {"order_id": "A"})
-        await toolbox.call("orders.cancel", {"order_id": "A"})
-        return "Cancelled A."
-
-    assert tampered(hides) == ["the state changed outside a tool call (before call c3)"]
+    assert tampered(hides) == [f"the state changed outside a tool call (before call {before})"]
 
 
 def test_a_change_behind_a_read_that_writes_only_sometimes_is_found() -> None:

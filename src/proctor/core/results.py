@@ -217,7 +217,7 @@ class Usage:
         """Is `figure` ("cost", "tokens" or a field) only a lower bound: measured, with
         some model calls that did not report it (for tokens, either count)?"""
         partial = self.partial
-        return bool(partial) and any(name in partial for name in _FIGURES.get(figure, (figure,)))
+        return bool(partial) and any(name in partial for name in FIGURES.get(figure, (figure,)))
 
     def complete(self, figure: str) -> float | None:
         """The cost ("cost") or total tokens ("tokens") where every call reported it;
@@ -296,7 +296,7 @@ class Usage:
 #: Usage's fields, in order.
 USAGE_FIELDS = ("input_tokens", "output_tokens", "cost_usd", "model_calls")
 #: The figures a summary, budget or gate reads, as the fields each sums.
-_FIGURES = {"cost": ("cost_usd",), "tokens": ("input_tokens", "output_tokens")}
+FIGURES = {"cost": ("cost_usd",), "tokens": ("input_tokens", "output_tokens")}
 #: The fields a model call may leave out (a call is always counted).
 _REPORTED = ("input_tokens", "output_tokens", "cost_usd")
 

@@ -397,10 +397,15 @@ def _user_model(results: Sequence[TrialResult], read: Read) -> dict[str, Any] | 
     }
 
 
+def _partly_measured(results: Iterable[TrialResult], figure: str) -> int:
+    """The trials whose `figure` (cost, tokens) is a lower bound: some calls left it out."""
+    return sum(1 for r in results if r.usage.lower_bound(figure))
+
+
 def _partly_priced(results: Sequence[TrialResult]) -> dict[str, int]:
     """`cost_partial_trials` of a task's row where its cost is a lower bound (left out
     where it is not, as rows stored before it have it)."""
-    partial = sum(1 for r in results if r.usage.partial and r.usage.lower_bound("cost"))
+    partial = _partly_measured(results, "cost")
     return {"cost_partial_trials": partial} if partial else {}
 
 
@@ -581,7 +586,6 @@ def summarize(
     passed_results = [r for r in results if r.passed]
     valid = [r for r in results if r.valid]
     total_cost = _measured_sum(r.usage.cost_usd for r in results)
-    partly = [r for r in results if r.usage.partial]  # some figure a lower bound
 
     by_task: dict[str, list[TrialResult]] = defaultdict(list)
     for r in results:
@@ -688,13 +692,13 @@ def summarize(
             else None,
             "per_trial_usd": _distribution(_measured(r.usage.cost_usd for r in valid)),
             "measured_trials": sum(r.usage.cost_usd is not None for r in results),
-            "partial_trials": sum(1 for r in partly if r.usage.lower_bound("cost")),
+            "partial_trials": _partly_measured(results, "cost"),
             "currency": dict(currency) if currency else None,
         },
         "tokens": {
             **_distribution(_measured(r.usage.total_tokens for r in valid)),
             "measured_trials": sum(r.usage.total_tokens is not None for r in results),
-            "partial_trials": sum(1 for r in partly if r.usage.lower_bound("tokens")),
+            "partial_trials": _partly_measured(results, "tokens"),
         },
         "tool_calls": _distribution([r.metrics.get("tool_calls", 0.0) for r in valid]),
         "latency_s": _distribution([r.latency_s for r in valid]),

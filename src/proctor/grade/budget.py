@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from proctor.core.results import NOT_MEASURED, Check
+from proctor.core.results import FIGURES, NOT_MEASURED, Check
 from proctor.grade.context import GradeContext
 from proctor.grade.quality import untrusted_measures
 from proctor.grade.registry import grader
@@ -41,8 +41,6 @@ def grade_budget(ctx: GradeContext) -> list[Check]:
     return checks
 
 
-#: The fields of a model call that measure cost and tokens.
-_FIELDS = {"cost": ("cost_usd",), "tokens": ("input_tokens", "output_tokens")}
 _NONE = frozenset({None})
 
 
@@ -51,7 +49,7 @@ def _unmeasured_calls(ctx: GradeContext, measure: str, total: float | int | None
     the sum is then only a lower bound, and a limit it seems to keep fails like a figure
     nothing measured. 0 where the agent's own `total` is higher than the calls' sum (it
     counted what they left out). Worked out only for a measure the task limits."""
-    fields = _FIELDS.get(measure)
+    fields = FIGURES.get(measure)
     if fields is None or total is None:
         return 0
     datas = [e.data for e in ctx.of_kind("model_call")]

@@ -21,6 +21,7 @@ from __future__ import annotations
 from abc import ABC, abstractmethod
 from collections import deque
 from collections.abc import Callable, Iterable, Iterator
+from itertools import count
 from multiprocessing.connection import wait
 from pathlib import Path
 from typing import Any, ClassVar, TypeVar
@@ -105,26 +106,38 @@ class ProcessPool(Pool):
         held: dict[Worker, deque[int]] = {worker: deque() for worker in self.procs}
         by_conn = {worker.conn: worker for worker in self.procs}
         done: dict[int, tuple[bool, Any]] = {}  # job number -> (raised, result or error)
-        sent = turn = 0
-        while True:
+        sent = 0
+        for turn in count():
             while turn not in done:
-                while sent - turn < self.AHEAD * self.workers:  # room: the next job
-                    worker = min(self.procs, key=lambda w: len(held[w]))
-                    if len(held[worker]) >= self.QUEUED or (job := next(pending, _END)) is _END:
-                        break
-                    worker.send(fn, job)
-                    held[worker].append(sent)
-                    sent += 1
+                sent = self._send(fn, pending, held, sent, turn)
                 if turn == sent:
                     return
                 for conn in wait([w.conn for w in self.procs if held[w]]):
                     worker = by_conn[conn]
                     done[held[worker].popleft()] = self._result(worker)
             raised, result = done.pop(turn)
-            turn += 1
             if raised:
                 raise result
             yield result
+
+    def _send(
+        self,
+        fn: Callable[[J], R],
+        pending: Iterator[J],
+        held: dict[Worker, deque[int]],
+        sent: int,
+        turn: int,
+    ) -> int:
+        """Jobs sent to the workers with room, the one holding fewer first, while fewer
+        than `AHEAD` a worker are out past `turn`; returns how many were sent in all."""
+        while sent - turn < self.AHEAD * self.workers:
+            worker = min(self.procs, key=lambda w: len(held[w]))
+            if len(held[worker]) >= self.QUEUED or (job := next(pending, _END)) is _END:
+                break
+            worker.send(fn, job)
+            held[worker].append(sent)
+            sent += 1
+        return sent
 
     @staticmethod
     def _result(worker: Worker) -> tuple[bool, Any]:
