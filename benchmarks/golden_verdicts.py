@@ -1,7 +1,8 @@
 """Golden verdicts: every example suite run by each of its agents, and regraded, as JSON.
 
 A refactoring of how a trial is graded or decided must leave every trial's status, score,
-checks (with their evidence) and metrics as they were. Run this before the change (`--out
+checks (with their evidence) and metrics as they were, and every run's summary (less its
+id and wall time) as it was. Run this before the change (`--out
 before.json`) and after (`--out after.json`), then `--compare before.json after.json`: it
 prints each trial whose verdict moved and exits 1 if any did. KYC runs twice, once with
 its scripted careful judge, so the judge path is covered; every run is also regraded, so `regrade`'s
@@ -19,6 +20,7 @@ import re
 import subprocess
 import sys
 import tempfile
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -58,6 +60,10 @@ JUDGE_SPEND = ("judge_cache_hits", "judge_calls", "judge_cost_usd", "judge_input
 JUDGE_SPEND += ("judge_output_tokens",)
 
 
+#: What differs between two summaries of the same verdicts: the run's id and its wall time.
+SUMMARY_VOLATILE = ("run_id", "wall_time_s")
+
+
 #: In a judge check's evidence, when its calibration was recorded (each run calibrates
 #: anew); and whether a member's answer came from the cache (the scheduler's order).
 _CALIBRATED_AT = re.compile(r" \(\d{4}-\d\d-\d\dT[\d:]+Z\)")
@@ -92,6 +98,12 @@ def _trials(store: Store, run_id: str) -> dict[str, Any]:
     }
 
 
+def _summary(summary: Any) -> dict[str, Any]:
+    """A run's summary as one entry, less what differs between two runs of it."""
+    data = summary.model_dump(mode="json")
+    return {"summary": {k: v for k, v in data.items() if k not in SUMMARY_VOLATILE}}
+
+
 def _judging(ref: str, suite: Any, store: Store) -> Judging:
     """The judge `ref`, calibrated on KYC's labels first (so its checks decide)."""
     kyc = EXAMPLES / "kyc"
@@ -121,8 +133,10 @@ def golden(trials: int) -> dict[str, Any]:
             ).run()
             key = f"{path} {agent}"
             out[key] = _trials(store, report.run_id)
+            out[f"{key} summary"] = _summary(report.summary)
             again = regrade(store, report.run_id, suite, judging=judging)
             out[f"{key} regraded"] = _trials(store, again.run_id)
+            out[f"{key} regraded summary"] = _summary(again.summary)
         store.close()
     return out
 
@@ -134,10 +148,24 @@ def compare(before: dict[str, Any], after: dict[str, Any]) -> int:
         for trial in sorted(set(old) | set(new)):
             if old.get(trial) != new.get(trial):
                 moved += 1
-                print(f"{run} {trial}:\n  before {old.get(trial)}\n  after  {new.get(trial)}")
+                print(f"{run} {trial}:")
+                for path, was, now in _differences(old.get(trial), new.get(trial), ""):
+                    print(f"  {path or '.'}: {was!r} -> {now!r}")
     total = sum(len(v) for v in before.values())
-    print(f"{moved} of {total} trials moved across {len(before)} runs")
+    print(f"{moved} of {total} trials and summaries moved across {len(before)} entries")
     return 1 if moved else 0
+
+
+def _differences(old: Any, new: Any, path: str) -> Iterator[tuple[str, Any, Any]]:
+    """The leaves where `old` and `new` differ, by their path (a summary is large)."""
+    if isinstance(old, dict) and isinstance(new, dict):
+        for key in sorted(set(old) | set(new), key=str):
+            yield from _differences(old.get(key), new.get(key), f"{path}.{key}")
+    elif isinstance(old, list) and isinstance(new, list) and len(old) == len(new):
+        for i, (a, b) in enumerate(zip(old, new, strict=True)):
+            yield from _differences(a, b, f"{path}[{i}]")
+    elif old != new:
+        yield path, old, new
 
 
 def main() -> int:

@@ -12,7 +12,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from conftest import proctor
-from proctor.stats.distributions import t_quantile
+from proctor.stats.distributions import _t_upper_tail, t_quantile
 from proctor.stats.paired import (
     MIN_TASKS,
     bootstrap_mean_interval,
@@ -36,11 +36,28 @@ scipy_stats = pytest.importorskip("scipy.stats")
 # --- Student t -------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("df", [1, 2, 3, 4, 7, 19, 30, 120, 5000])
-@pytest.mark.parametrize("p", [0.0005, 0.025, 0.1, 0.4999, 0.6, 0.9, 0.975, 0.995, 0.9999])
-def test_t_quantile_matches_scipy(df: int, p: float) -> None:
+@pytest.mark.parametrize("df", [0.5, 1, 1.5, 2, 3, 4, 7, 19, 30, 120, 5000])
+@pytest.mark.parametrize(
+    "p", [1e-9, 0.0005, 0.025, 0.1, 0.4999, 0.6, 0.9, 0.975, 0.995, 0.9999, 1 - 1e-9]
+)
+def test_t_quantile_matches_scipy(df: float, p: float) -> None:
     expected = float(scipy_stats.t.ppf(p, df))
     assert t_quantile(p, df) == pytest.approx(expected, rel=1e-9, abs=1e-12)
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    st.floats(1e-12, 1 - 1e-12).filter(lambda p: p != 0.5),
+    st.floats(0.2, 1e7),
+)
+def test_t_quantile_inverts_the_tail_it_is_solved_on(p: float, df: float) -> None:
+    """Newton's steps stop at the root of the tail, not beside it: the tail at the
+    quantile is the probability asked, to the tail's own precision (~1e-10 at a million
+    degrees of freedom, where its two branches meet); the sign follows p."""
+    t = t_quantile(p, df)
+    tail = min(p, 1.0 - p)
+    assert (t > 0) == (p > 0.5)
+    assert _t_upper_tail(abs(t), df) == pytest.approx(tail, rel=1e-9, abs=1e-16)
 
 
 def test_t_quantile_domain() -> None:

@@ -125,12 +125,31 @@ def _t_upper_tail(t: float, df: float) -> float:
     return 0.5 * _regularized_beta(df / (df + t2), df / 2.0, 0.5)
 
 
+def _t_log_density_norm(df: float) -> float:
+    """log of the Student t density's constant, Γ((ν+1)/2) / (√(νπ) Γ(ν/2))."""
+    return math.lgamma((df + 1.0) / 2.0) - math.lgamma(df / 2.0) - 0.5 * math.log(df * math.pi)
+
+
+def _cornish_fisher(z: float, df: float) -> float:
+    """The t quantile's expansion in 1/ν around the normal one (Abramowitz & Stegun
+    26.7.5): within ~1e-4 from ν = 3 on, a first guess Newton's steps start from."""
+    z2 = z * z
+    g1 = (z2 + 1.0) * z / 4.0
+    g2 = ((5.0 * z2 + 16.0) * z2 + 3.0) * z / 96.0
+    g3 = (((3.0 * z2 + 19.0) * z2 + 17.0) * z2 - 15.0) * z / 384.0
+    return z + (g1 + (g2 + g3 / df) / df) / df
+
+
 @lru_cache(maxsize=1024)
 def t_quantile(p: float, df: float) -> float:
     """Inverse Student t CDF: paired intervals over ~20 tasks need t, not z, to hold 95%.
 
-    Bisection on t against the upper tail (which falls as t grows), for the tail
-    min(p, 1 − p), mirrored to the side of 0.5.
+    Newton steps on the upper tail (it falls as t grows, at the rate of the density) from
+    the Cornish-Fisher guess, kept inside a shrinking bracket so that a step that
+    overshoots (few degrees of freedom, far tails) falls back to halving: two to six tail
+    evaluations at the usual levels where bisection took ~55 (up to ~40 in far tails
+    with under three degrees of freedom), to the same root within the tail's own
+    precision (~1e-14 relative below a few thousand degrees of freedom).
     """
     if not 0.0 < p < 1.0:
         raise ValueError(f"p must be strictly between 0 and 1 (p={p})")
@@ -139,18 +158,25 @@ def t_quantile(p: float, df: float) -> float:
     if p == 0.5:
         return 0.0
     tail = min(p, 1.0 - p)
-    lo, hi = 0.0, 1.0
-    while _t_upper_tail(hi, df) > tail:
-        lo, hi = hi, 2.0 * hi
+    log_norm = _t_log_density_norm(df)
+    lo, hi = 0.0, math.inf
+    t = max(_cornish_fisher(-normal_quantile(tail), df), 1e-300)
     for _ in range(200):
-        mid = 0.5 * (lo + hi)
-        if mid in (lo, hi):
+        f = _t_upper_tail(t, df) - tail
+        if f == 0.0:
             break
-        if _t_upper_tail(mid, df) > tail:
-            lo = mid
+        if f > 0.0:
+            lo = t
         else:
-            hi = mid
-    t = 0.5 * (lo + hi)
+            hi = t
+        pdf = math.exp(log_norm - (df + 1.0) / 2.0 * math.log1p(t * t / df))
+        nxt = t + f / pdf if pdf > 0.0 else math.inf
+        if not lo < nxt < hi:
+            nxt = 2.0 * lo + 1.0 if hi == math.inf else 0.5 * (lo + hi)
+        if abs(nxt - t) <= 4e-16 * t or nxt in (lo, hi):
+            t = nxt
+            break
+        t = nxt
     return t if p > 0.5 else -t
 
 
