@@ -35,6 +35,7 @@ from proctor import (
 )
 from proctor.env import Environment
 from proctor.run import TrialSpec, run_trial, runner, trial_seed
+from proctor.store.sqlite import EncodedTrial
 
 MINI = Path(__file__).parent / "fixtures" / "mini"
 SUITE = load_suite(MINI)
@@ -374,17 +375,18 @@ class LateCaller:
 
 
 class WakeBeforeWrite(Store):
-    """Lets the stuck agent loose after its trial ended but before the trial is stored."""
+    """Lets the stuck agent loose after its trial ended but before the trial is stored
+    (encoded: what is inserted then is that text)."""
 
     def __init__(self, path: Path, agent: LateCaller) -> None:
         super().__init__(path)
         self.agent = agent
 
-    def write_trial(self, result: Any, trace: Any, answer: str, outcome: Any) -> None:
+    def encoded_trial(self, result: Any, trace: Any, answer: str, outcome: Any) -> EncodedTrial:
         if result.status == "timeout":
             self.agent.release.set()
             assert self.agent.done.wait(10)
-        super().write_trial(result, trace, answer, outcome)
+        return super().encoded_trial(result, trace, answer, outcome)
 
 
 def test_calls_after_the_timeout_cannot_reach_the_stored_trace(tmp_path: Path) -> None:

@@ -566,15 +566,21 @@ class Store:
 
         Inside `begin` ... `commit` it becomes durable at the commit; else at once.
         """
+        self.insert_trial(self.encoded_trial(result, trace, answer, outcome))
+
+    def encoded_trial(
+        self, result: TrialResult, trace: Trace, answer: str, outcome: Outcome | None
+    ) -> EncodedTrial:
+        """A finished trial as `write_trial` inserts it (redacted first, `result` in place),
+        for `insert_trial` to insert later."""
         if self.redactor is not None:
             trace, answer, outcome = self.redactor.trial(result, trace, answer, outcome)
-        doing = f"writing trial {result.task_id}#{result.trial}"
-        self._writing(doing, partial(self._write_trial, result, trace, answer, outcome))
+        return encode_trial(result, answer, outcome, None, trace.events)
 
-    def _write_trial(
-        self, result: TrialResult, trace: Trace, answer: str, outcome: Outcome | None
-    ) -> None:
-        self._insert_rows(encode_trial(result, answer, outcome, None, trace.events))
+    def insert_trial(self, encoded: EncodedTrial) -> None:
+        """Insert one encoded trial atomically, as `write_trial` does."""
+        doing = f"writing trial {encoded.row[1]}#{encoded.row[2]}"
+        self._writing(doing, partial(self._insert_rows, encoded))
 
     def _insert_rows(self, encoded: EncodedTrial) -> int:
         """Insert a trial's row, trace and checks, all or none; returns its rowid.
