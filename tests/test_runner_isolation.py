@@ -11,6 +11,7 @@ import contextlib
 import copy
 import enum
 import gc
+import sqlite3
 import threading
 from pathlib import Path
 from typing import Any
@@ -552,3 +553,25 @@ def test_summary_fields() -> None:
     assert dated.failed_checks == {"mentions:2024-01-05": 2}
     assert s.slices["tag:read"].valid_trials == 6
     assert s.status == "completed"
+
+
+class RefusesTrialOne(Store):
+    """A store whose insert of trial 1 fails alone, as a trial stored already does."""
+
+    def insert_trial(self, encoded: EncodedTrial) -> None:
+        if encoded.row[2] == 1:
+            raise sqlite3.IntegrityError("UNIQUE constraint failed: trials.run_id")
+        super().insert_trial(encoded)
+
+
+def test_a_trial_that_fails_alone_ends_the_run_and_its_group_is_kept(tmp_path: Path) -> None:
+    """The group's trials are inserted at its commit: the one that fails is raised after
+    the others are committed, and the run is stored as interrupted."""
+    store = RefusesTrialOne(tmp_path / "p.db")
+    runner = Runner(READ, plain_async, trials=3, store=store)
+    with pytest.raises(sqlite3.IntegrityError):
+        runner.run()
+    store.close()
+    with Store(tmp_path / "p.db") as kept:  # a connection of its own: committed rows only
+        assert sorted(r.trial for r in kept.trial_results(runner.run_id)) == [0, 2]
+        assert kept.select("run", "SELECT status FROM runs") == [("interrupted",)]
