@@ -11,6 +11,8 @@ from collections.abc import Callable
 from typing import Any
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from proctor.core.outcome import LedgerEntry, Outcome
 from proctor.core.results import Check, Usage
@@ -19,9 +21,9 @@ from proctor.grade.budget import grade_budget
 from proctor.grade.context import GradeContext, calls_from_trace
 from proctor.grade.final_state import effect_check, grade_outcome, path_check
 from proctor.grade.grounding import ungrounded
-from proctor.grade.language import mentions
-from proctor.grade.trajectory import grade_trajectory, retries_by_tool
-from proctor.tasks.models import EffectAssertion, PathAssertion
+from proctor.grade.language import factual_tokens, identifiers, mentions
+from proctor.grade.trajectory import as_written, grade_trajectory, retries_by_tool
+from proctor.tasks.models import CallPattern, EffectAssertion, PathAssertion
 
 CtxOf = Callable[..., GradeContext]
 
@@ -775,3 +777,23 @@ def test_budget_checks_only_the_limits_given(ctx_of: CtxOf) -> None:
         ("max_tokens", False),
         ("max_model_calls", True),
     ]
+
+
+@pytest.mark.parametrize(
+    "pattern",
+    [
+        {"tool": "orders.get"},
+        {"tool": "orders.get", "args": {}},
+        {"tool": "orders.get", "args": {"order_id": None}},
+        {"tool": "orders.get", "args": {"order_id": {"$in": ["A-1", None]}, "n": [1, {"k": None}]}},
+    ],
+)
+def test_a_required_call_is_written_as_its_pattern_dumps(pattern: dict[str, Any]) -> None:
+    """The evidence of a required item is the pattern as the task wrote it, nulls kept."""
+    call = CallPattern.model_validate(pattern)
+    assert as_written(call) == call.model_dump(exclude_none=True) == pattern
+
+
+@given(st.text(alphabet="aZ09-_/.:, \u0663", max_size=30))
+def test_identifiers_are_the_factual_tokens_with_a_letter(text: str) -> None:
+    assert identifiers(text) == {t for t in factual_tokens(text) if any(map(str.isalpha, t))}

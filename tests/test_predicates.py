@@ -5,10 +5,13 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from proctor.core.jsonvalues import MISSING
 from proctor.tasks.predicates import (
     PredicateError,
+    _scalar_equal,
     args_match,
     literal_predicate,
     matches,
@@ -56,6 +59,9 @@ def test_normalize_trims_collapses_whitespace_and_casefolds() -> None:
         ({"a": 1, "b": 2}, {"a": 1}, False),  # a literal dict is equality: no extra keys
         ({"a": 1}, {"a": 1, "b": 2}, False),
         ("A-100", ["A-100"], False),
+        (3, 4, False),  # integers of one type: exact, no tolerance
+        (10**18, 10**18 + 1, False),
+        (1.0, 1.0 + 1e-12, True),  # floats of one type: within the tolerance
     ],
 )
 def test_literal_equality(actual: Any, expected: Any, result: bool) -> None:
@@ -324,3 +330,12 @@ def test_mismatched_args_names_exactly_the_failing_predicates_in_order() -> None
     }
     assert not args_match(actual, expected)
     assert mismatched_args(actual, expected) == ["reason", "amount", "channel"]
+
+
+@given(
+    st.one_of(st.none(), st.booleans(), st.integers(), st.floats(allow_nan=False), st.text()),
+    st.one_of(st.none(), st.booleans(), st.integers(), st.floats(allow_nan=False), st.text()),
+)
+def test_a_literal_is_equal_as_normalised_whatever_the_types(actual: Any, expected: Any) -> None:
+    """Equal's shortcuts for values of one type agree with the rule for any pair."""
+    assert literal_predicate(expected).test(actual) is _scalar_equal(actual, expected)

@@ -11,6 +11,7 @@ import contextlib
 import copy
 import enum
 import gc
+import sqlite3
 import threading
 from pathlib import Path
 from typing import Any
@@ -35,6 +36,7 @@ from proctor import (
 )
 from proctor.env import Environment
 from proctor.run import TrialSpec, run_trial, runner, trial_seed
+from proctor.store.sqlite import EncodedTrial
 
 MINI = Path(__file__).parent / "fixtures" / "mini"
 SUITE = load_suite(MINI)
@@ -374,17 +376,18 @@ class LateCaller:
 
 
 class WakeBeforeWrite(Store):
-    """Lets the stuck agent loose after its trial ended but before the trial is stored."""
+    """Lets the stuck agent loose after its trial ended but before the trial is stored
+    (encoded: what is inserted then is that text)."""
 
     def __init__(self, path: Path, agent: LateCaller) -> None:
         super().__init__(path)
         self.agent = agent
 
-    def write_trial(self, result: Any, trace: Any, answer: str, outcome: Any) -> None:
+    def encoded_trial(self, result: Any, trace: Any, answer: str, outcome: Any) -> EncodedTrial:
         if result.status == "timeout":
             self.agent.release.set()
             assert self.agent.done.wait(10)
-        super().write_trial(result, trace, answer, outcome)
+        return super().encoded_trial(result, trace, answer, outcome)
 
 
 def test_calls_after_the_timeout_cannot_reach_the_stored_trace(tmp_path: Path) -> None:
@@ -550,3 +553,25 @@ def test_summary_fields() -> None:
     assert dated.failed_checks == {"mentions:2024-01-05": 2}
     assert s.slices["tag:read"].valid_trials == 6
     assert s.status == "completed"
+
+
+class RefusesTrialOne(Store):
+    """A store whose insert of trial 1 fails alone, as a trial stored already does."""
+
+    def insert_trial(self, encoded: EncodedTrial) -> None:
+        if encoded.row[2] == 1:
+            raise sqlite3.IntegrityError("UNIQUE constraint failed: trials.run_id")
+        super().insert_trial(encoded)
+
+
+def test_a_trial_that_fails_alone_ends_the_run_and_its_group_is_kept(tmp_path: Path) -> None:
+    """The group's trials are inserted at its commit: the one that fails is raised after
+    the others are committed, and the run is stored as interrupted."""
+    store = RefusesTrialOne(tmp_path / "p.db")
+    runner = Runner(READ, plain_async, trials=3, store=store)
+    with pytest.raises(sqlite3.IntegrityError):
+        runner.run()
+    store.close()
+    with Store(tmp_path / "p.db") as kept:  # a connection of its own: committed rows only
+        assert sorted(r.trial for r in kept.trial_results(runner.run_id)) == [0, 2]
+        assert kept.select("run", "SELECT status FROM runs") == [("interrupted",)]

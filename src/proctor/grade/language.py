@@ -25,6 +25,8 @@ from proctor.grade.terms import term_matches
 #: A word, number or identifier: `A-100`, `3.30`, `1,234`, `2024-03-05T10:00:00Z`.
 TOKEN = re.compile(r"[A-Za-z0-9]+(?:[-_/.:][A-Za-z0-9]+|,\d{3}(?![\d]))*")
 _DIGIT = re.compile(r"[0-9]")
+#: A letter of a TOKEN: its only letters are ASCII ones (`str.isalpha` finds no other).
+_LETTER = re.compile(r"[A-Za-z]")
 
 
 def mention(text: str, term: str, inflect: bool = False) -> str | None:
@@ -46,7 +48,11 @@ def factual_tokens(text: str) -> set[str]:
 def identifiers(text: str) -> set[str]:
     """Factual tokens with a letter: order numbers, account ids, tickets (a number or a
     time is no identifier)."""
-    return {t for t in factual_tokens(text) if any(ch.isalpha() for ch in t)}
+    return {
+        t
+        for t in TOKEN.findall(text)
+        if not t.isalpha() and _DIGIT.search(t) and _LETTER.search(t)  # most are words
+    }
 
 
 def _words(*phrases: str) -> re.Pattern[str]:

@@ -113,13 +113,15 @@ _APPLICABLE: dict[int, tuple[Task, tuple[Grader, ...], list[Grader]]] = {}
 
 def applicable(task: Task) -> list[Grader]:
     """The graders that apply to `task`, in the order they run (shared: not to be changed)."""
-    current = tuple(graders())
+    if not _builtin_loaded:
+        load_builtin_graders()
+    current = tuple(_GRADERS.values())
     hit = _APPLICABLE.get(id(task))
     if hit is not None and hit[0] is task and hit[1] == current:  # `==` is `is` on each
         return hit[2]
     if len(_APPLICABLE) >= MAX_ENTRIES:
         _APPLICABLE.clear()
-    found = [g for g in current if g.applies_to(task)]
+    found = [g for g in current if g.applies is None or g.applies(task)]  # `applies_to`
     _APPLICABLE[id(task)] = (task, current, found)
     return found
 

@@ -28,6 +28,7 @@ from proctor.core.memo import per_object
 from proctor.core.outcome import Outcome
 from proctor.core.results import (
     GRADER_CHECK,
+    UNDECIDED,
     Check,
     TrialResult,
     TrialStatus,
@@ -361,7 +362,8 @@ class Findings:
 
     def unsettled(self) -> list[Check]:
         """The deciding checks a reader could not tell that no calibrated judge settles."""
-        undecided = [c for c in self.checks if c.undecided and c.decides]
+        # `Check.undecided` read in place: every passed trial asks it of each check
+        undecided = [c for c in self.checks if UNDECIDED in c.evidence and c.decides]
         if not undecided:  # most trials: every reader could tell
             return []
         counted = {c.name for c in self.checks if c.kind == "judge" and c.severity is not None}

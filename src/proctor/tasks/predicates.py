@@ -119,9 +119,18 @@ class Equal(Predicate):
     """A scalar literal: a string, a number, a boolean or null."""
 
     def test(self, actual: Any) -> bool:
-        if type(actual) is type(self.source) and actual == self.source:
-            return True  # the same value, of the same type: the same after normalising
-        return actual is not MISSING and _scalar_equal(actual, self.source)
+        source = self.source
+        if type(actual) is type(source):
+            if actual == source:
+                return True  # the same value, of the same type: the same after normalising
+            if type(source) in _EXACT:
+                return False  # an int, a bool, a null: no normal form or tolerance
+        return actual is not MISSING and _scalar_equal(actual, source)
+
+
+#: The types whose values `_scalar_equal` finds equal to a value of the same type only
+#: when `==` does (integers are compared exactly: `numbers_close`).
+_EXACT = frozenset({int, bool, type(None)})
 
 
 @dataclass(frozen=True, slots=True, eq=False, repr=False)
@@ -413,7 +422,8 @@ def args_match(actual: dict[str, Any], expected: Mapping[str, Any] | None) -> bo
     """Each named argument satisfies its predicate; arguments not named are free."""
     if expected:
         for k, v in expected.items():
-            if not parse_predicate(v).test(actual.get(k, MISSING)):
+            predicate = v if isinstance(v, Predicate) else parse_predicate(v)  # parsed at load
+            if not predicate.test(actual.get(k, MISSING)):
                 return False
     return True
 
