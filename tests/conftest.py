@@ -39,6 +39,7 @@ from hang_guard import HangGuard
 from proctor.core.outcome import LedgerEntry, Outcome
 from proctor.core.results import Usage
 from proctor.core.trace import Trace, TraceEvent
+from proctor.grade import registry
 from proctor.grade.context import GradeContext
 from proctor.tasks.models import Task
 from store_sql import sql
@@ -159,6 +160,15 @@ def make_ctx(
 def proposal_seqs(trace: Trace) -> list[int]:
     """Seqs of the tool_proposal events, in order (the seq a ToolCall carries)."""
     return [e.seq for e in trace.of_kind("tool_proposal")]
+
+
+@pytest.fixture(autouse=True)
+def _graders_as_found(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A grader a test registers (or an agent or domain module it loads does) vanishes
+    with the test: the next test in the same worker would run it otherwise."""
+    registry.graders()  # the built-ins, loaded before the copy
+    monkeypatch.setattr(registry, "_GRADERS", dict(registry._GRADERS))
+    monkeypatch.setattr(registry, "_PLACE", dict(registry._PLACE))
 
 
 @pytest.fixture

@@ -29,19 +29,11 @@ BUILTIN_ORDER = [
 ]
 
 
-@pytest.fixture
-def isolated(monkeypatch: pytest.MonkeyPatch) -> None:
-    """Registrations made by a test vanish with it."""
-    graders()  # the built-ins, loaded before the copy
-    monkeypatch.setattr(registry, "_GRADERS", dict(registry._GRADERS))
-    monkeypatch.setattr(registry, "_PLACE", dict(registry._PLACE))
-
-
 def mine(ctx: Any) -> list[Check]:
     return [Check("mine", "custom", True)]
 
 
-def test_a_name_registered_twice_is_an_error(isolated: None) -> None:
+def test_a_name_registered_twice_is_an_error() -> None:
     with pytest.raises(GraderError, match="'answer' is registered already"):
         grader("answer")(mine)
     grader("mine")(mine)
@@ -50,7 +42,7 @@ def test_a_name_registered_twice_is_an_error(isolated: None) -> None:
     assert [g.name for g in graders()] == [*BUILTIN_ORDER, "mine"]
 
 
-def test_replacing_on_purpose_keeps_the_graders_place(isolated: None) -> None:
+def test_replacing_on_purpose_keeps_the_graders_place() -> None:
     grader("mine")(mine)
     grader("answer", version="2", replace=True)(mine)
     assert [g.name for g in graders()] == [*BUILTIN_ORDER, "mine"]
@@ -58,7 +50,7 @@ def test_replacing_on_purpose_keeps_the_graders_place(isolated: None) -> None:
 
 
 def test_a_task_with_only_answer_expectations_runs_only_what_applies(
-    isolated: None, monkeypatch: pytest.MonkeyPatch
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     no_tenant = {"user": "user-42", "scopes": ["orders:read"]}  # a tenant brings tenancy
     task = make_task({"answer": {"must_mention": ["cancelled"]}}, identity=no_tenant)
@@ -129,9 +121,7 @@ def test_the_order_does_not_depend_on_what_was_imported_first() -> None:
     assert names == BUILTIN_ORDER
 
 
-def test_a_task_is_matched_again_once_its_graders_change(
-    isolated: None, monkeypatch: pytest.MonkeyPatch
-) -> None:
+def test_a_task_is_matched_again_once_its_graders_change(monkeypatch: pytest.MonkeyPatch) -> None:
     """What applies to a task is remembered for its next trials, never past a change of
     the graders: a replaced grader's `applies`, or one registered since, is asked."""
     task = make_task({"answer": {"must_mention": ["cancelled"]}})
