@@ -17,7 +17,6 @@ from proctor.grade.context import GradeContext
 from proctor.grade.registry import grader
 from proctor.health.flaky import check_differences, flaky_tasks
 from proctor.tasks.models import Task
-from test_grader_registry import isolated  # noqa: F401  (registrations vanish after)
 from trial_run import order_desk
 
 EXAMPLES = Path(__file__).resolve().parents[1] / "examples"
@@ -50,7 +49,6 @@ def suite(tasks: int, probe: str | None) -> Suite:
     return Suite.from_tasks("flaky", specs, [order_desk("flakydesk", {"A": {"status": "placed"}})])
 
 
-@pytest.mark.usefixtures("isolated")
 def test_a_planted_nondeterministic_grader_is_caught_with_its_check() -> None:
     grader("coin_flip_probe", applies=lambda task: task.metadata.get("probe") == "coin")(coin_flip)
     # 20 trials of the probed task: the chance that 20 coin flips agree across two runs

@@ -24,7 +24,6 @@ from proctor.health.noise import flip_rate
 from proctor.store.export import RunData
 from proctor.tasks.models import Task
 from test_flaky import coin_flip
-from test_grader_registry import isolated  # noqa: F401  (registrations vanish after)
 from trial_run import order_desk
 
 SUPPORT = Path(__file__).resolve().parents[1] / "examples" / "support"
@@ -161,7 +160,6 @@ def test_a_task_the_junk_agent_passes_is_broken_naming_the_check_that_let_it_thr
     assert junk[0]["checks"] == ["effect:orders.refund"]
 
 
-@pytest.mark.usefixtures("isolated")
 def test_a_nondeterministic_grader_makes_its_task_noisy_and_quarantined() -> None:
     grader("coin_flip_health", applies=lambda task: task.metadata.get("probe") == "coin")(coin_flip)
     probed = dict(SOUND) | {"_task": {"metadata": {"probe": "coin"}}}
@@ -424,7 +422,6 @@ rules:
 """
 
 
-@pytest.mark.usefixtures("isolated")
 def test_gate_rules_inside_the_noise_are_named(tmp_path: Path) -> None:
     from proctor.decide.gate import load_rules
 
