@@ -6,7 +6,6 @@ import random
 from pathlib import Path
 from typing import Any
 
-import pytest
 from click.testing import CliRunner
 
 from proctor.cli import main
