@@ -34,6 +34,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import settings
 
 from hang_guard import HangGuard
 from proctor.core.outcome import LedgerEntry, Outcome
@@ -43,6 +44,11 @@ from proctor.grade import registry
 from proctor.grade.context import GradeContext
 from proctor.tasks.models import Task
 from store_sql import sql
+
+# No hypothesis example is held to a wall-clock deadline: a test never asserts on time,
+# and on a loaded machine an example that takes 200 ms (the default) is no failure.
+settings.register_profile("proctor", deadline=None)
+settings.load_profile("proctor")
 
 #: A test's `record_property(NOTE, line)` is printed at the end of the run (under xdist
 #: too: the property travels with the test's report), e.g. which sample a test ran.
