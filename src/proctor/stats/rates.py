@@ -111,10 +111,12 @@ def mean_pass_curves(counts: TaskCounts, k_max: int) -> tuple[list[float], list[
     tasks = _tasks(counts)
     if not tasks or k_max < 1:
         return [], []
-    curves = [pass_curves(n, c, k_max) for n, c in tasks]
+    made: dict[tuple[int, int], tuple[list[float], list[float]]] = {}  # tasks often agree
+    curves = [made.get(t) or made.setdefault(t, pass_curves(*t, k_max)) for t in tasks]
 
-    def mean(part: int) -> list[float]:
-        return [math.fsum(curve[part][k] for curve in curves) / len(tasks) for k in range(k_max)]
+    def mean(part: int) -> list[float]:  # each k's column over the tasks, summed exactly
+        columns = zip(*(curve[part] for curve in curves), strict=True)
+        return [math.fsum(column) / len(tasks) for column in columns]
 
     return mean(0), mean(1)
 
