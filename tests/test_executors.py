@@ -22,7 +22,7 @@ from proctor.core.daemon_threads import DaemonThreads
 from proctor.env.suite import Suite
 from proctor.run import lanes
 from proctor.run.executor import LocalExecutor, RunContext, drive_lanes
-from proctor.run.lanes import _Slot
+from proctor.run.lanes import LocalLane, _Slot
 from proctor.run.process import ProcessExecutor
 from proctor.run.worker_source import ExecutorError
 
@@ -560,6 +560,32 @@ class CountingLoop:
     def call_soon_threadsafe(self, fn: Any, *args: Any) -> None:
         self.calls += 1
         fn(*args)
+
+
+def test_a_harness_waiting_for_quick_trials_is_woken_once_a_run() -> None:
+    """A harness that finds its next record not ready waits for the one a quarter of its
+    depth on: the agent's side plays in order, so the seven before it settle without a
+    wake-up and the eighth wakes it once; then it reads the first."""
+    played: Any = object()
+    unused: Any = None
+
+    async def main() -> None:
+        loop: Any = CountingLoop()
+        lane = LocalLane(lambda input, toolbox: "done", None)  # its side is never made
+        slots = [_Slot(unused, unused) for _ in range(20)]
+        lane.ahead.extend(slots)
+        lane.depth = 32
+        taking = asyncio.ensure_future(lane._played())
+        await asyncio.sleep(0)
+        assert [i for i, s in enumerate(slots) if s.waiter is not None] == [7]
+        for slot in slots[:7]:
+            slot.settle(played, loop)
+        await asyncio.sleep(0)
+        assert loop.calls == 0 and not taking.done()
+        slots[7].settle(played, loop)
+        assert await asyncio.wait_for(taking, 5) is played and loop.calls == 1
+
+    asyncio.run(main())
 
 
 def test_a_played_trial_wakes_the_harness_only_when_it_waits() -> None:

@@ -13,8 +13,9 @@ switch of threads costs more CPU than the lane's own work); the harness then fin
 records ready, and lets its loop turn every `HOLD_LOOP_S` all the same. Once it has handed
 `depth` ahead, it takes records back until a quarter of them is left (`_refill_at`) before
 handing more: the agent's side, idle by then, is woken once for the next run of trials,
-not once a record (one core, 100 tasks x 5: 240-260 voluntary switches of thread -> 140-170,
-CPU 0.515-0.527 -> 0.465-0.503 ms a trial). A sync agent's
+not once a record; and a harness that finds its next record not ready waits for the one a
+quarter of `depth` on (`_awaited`), so it too is woken once a run (benchmarks/HISTORY.md,
+sixth round: a third fewer switches of thread each). A sync agent's
 lane is one daemon thread that sets up the world, calls the agent and wraps up; an async
 agent's lane is a coroutine on the shared agent loop (proctor.run.threads), which awaits
 the agent directly under the trial's timeout (one timer keeps the limits of all the
@@ -384,8 +385,9 @@ class LocalLane:
             slot = self.ahead[0]
             if slot.outcome is not None:
                 return slot.result()
+            awaited = self._awaited()
             if self.timeout_s is None:
-                await slot.wait(None)
+                await awaited.wait(None)
                 continue
             started = slot.started
             if started is None:
@@ -400,11 +402,18 @@ class LocalLane:
             assert slot.env is not None  # set when it started
             left = late + agent_left(slot.env.user, started, self.timeout_s, time.monotonic())
             if left > 0:
-                await slot.wait(left)
+                await awaited.wait(left)  # woken at the first one's limit all the same
             elif slot.claim():
                 return self._timed_out(slot, started)
             else:
                 await slot.wait(None)  # the agent's side is wrapping it up
+
+    def _awaited(self) -> _Slot:
+        """The record to wait for when the first is not ready: the one a quarter of `depth`
+        on (`_refill_at`). The agent's side plays a lane's trials in order, so the records
+        before it are ready with it: a harness quicker than its agents is woken once for a
+        run of records, not once a record."""
+        return self.ahead[min(len(self.ahead), _refill_at(self.depth) or 1) - 1]
 
     def _timed_out(self, slot: _Slot, started: float) -> PlayedTrial:
         """The harness's record of a trial whose agent's side did not end it in time (or
