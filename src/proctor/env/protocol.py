@@ -37,7 +37,11 @@ def plain(value: Any, where: str) -> Any:
     try:
         return _plain(value, 0)
     except _Bad as bad:
-        raise ProtocolError(f"{where}{''.join(reversed(bad.path))}: {bad.why}") from None
+        raise _refused(where, bad) from None
+
+
+def _refused(where: str, bad: _Bad) -> ProtocolError:
+    return ProtocolError(f"{where}{''.join(reversed(bad.path))}: {bad.why}")
 
 
 def _plain(value: Any, depth: int) -> Any:
@@ -79,6 +83,8 @@ def _plain(value: Any, depth: int) -> Any:
 
 def text(value: Any, where: str) -> str:
     """`value` as text: a `str` (a subclass is copied without its methods), None as ""."""
+    if type(value) is str:
+        return value
     if value is None:
         return ""
     if isinstance(value, str):
@@ -90,7 +96,12 @@ def tool_call(name: Any, args: Any) -> tuple[str, Any]:
     """A tool call's name and a plain copy of its arguments (None: no arguments)."""
     if type(name) is not str:
         raise ProtocolError(f"tool name: {shown(name)} is not a string")
-    return name, {} if args is None else plain(args, f"arguments of {name!r}")
+    if args is None:
+        return name, {}
+    try:
+        return name, _plain(args, 0)
+    except _Bad as bad:  # the place named only when there is an error to name
+        raise _refused(f"arguments of {name!r}", bad) from None
 
 
 def model_call(
@@ -132,6 +143,19 @@ def usage(value: Any) -> Usage:
     """The usage an agent returned, checked field by field (an exact Usage, not a lookalike)."""
     if type(value) is not Usage:
         raise ProtocolError(f"usage: {shown(value)} is not a proctor Usage")
+    tokens_in, tokens_out, cost, calls = (
+        value.input_tokens,
+        value.output_tokens,
+        value.cost_usd,
+        value.model_calls,
+    )
+    if (  # the usual figures, in range: Usage.checked's result, without a call a figure
+        (tokens_in is None or (type(tokens_in) is int and tokens_in >= 0))
+        and (tokens_out is None or (type(tokens_out) is int and tokens_out >= 0))
+        and (calls is None or (type(calls) is int and calls >= 0))
+        and (cost is None or (type(cost) is float and 0.0 <= cost < math.inf))
+    ):
+        return Usage(tokens_in, tokens_out, cost, calls)
     try:
         return Usage.checked({name: getattr(value, name) for name in USAGE_FIELDS})
     except ValueError as exc:
