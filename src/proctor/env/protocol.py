@@ -129,13 +129,17 @@ def model_call(
             latency_s = None if latency_s is None else amount(latency_s, "latency_s")
         except ValueError as exc:
             raise ProtocolError(f"model call: {exc}") from None
+    try:
+        extras = _plain(extra, 0)
+    except _Bad as bad:
+        raise _refused("model call", bad) from None
     return {
         "model": name,
         "input_tokens": input_tokens,
         "output_tokens": output_tokens,
         "cost_usd": cost_usd,
         "latency_s": latency_s,
-        **plain(extra, "model call"),
+        **extras,
     }
 
 
