@@ -21,7 +21,6 @@ then on); else it was not, and the finding stands.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from itertools import compress
 from operator import attrgetter
 from typing import Any
 
@@ -36,7 +35,7 @@ from proctor.tasks.models import Fault
 INTEGRITY_CHECK = "trace_integrity"
 _ANSWERS = ("tool_result", "tool_error", "state_change", "policy_decision", "fault")
 _CALLS = ("tool_proposal", *_ANSWERS)
-_seq, _kind = attrgetter("seq"), attrgetter("kind")
+_seq = attrgetter("seq")
 
 
 def problems(gateway: ToolGateway) -> list[str]:
@@ -47,10 +46,11 @@ def problems(gateway: ToolGateway) -> list[str]:
         found.append(f"the trace is not the {recorder.emitted} events recorded, in order")
     proposed: set[object] = set()
     changes = []
-    # events of a call only: a model call, a message, a note are passed over in C
-    for event in compress(events, map(_CALLS.__contains__, map(_kind, events))):
-        kind, data = event.kind, event.data
-        call = data.get("call_id") if isinstance(data, dict) else None
+    for event in events:
+        kind = event.kind
+        if kind not in _CALLS:  # a model call, a message, a note: no call of a tool
+            continue
+        call = event.data.get("call_id") if isinstance(event.data, dict) else None
         if kind == "tool_proposal":
             proposed.add(call)
         elif call is not None and call not in proposed:

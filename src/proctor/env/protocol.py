@@ -20,6 +20,7 @@ from proctor.core.results import USAGE_FIELDS, Usage, amount, counted, shown
 
 #: Deeper nesting than this is refused: a cyclic value would otherwise never end.
 MAX_DEPTH = 100
+_INF = math.inf  # a name, not an attribute looked up twice a model call
 
 
 class ProtocolError(TypeError):
@@ -108,7 +109,7 @@ def model_call(
     model: Any, input_tokens: Any, output_tokens: Any, cost_usd: Any, latency_s: Any, extra: Any
 ) -> dict[str, Any]:
     """A model-call record as the trace keeps it; an unreported figure stays None."""
-    name = text(model, "model")
+    name = model if type(model) is str else text(model, "model")
     usual = (  # counts as ints, amounts as floats, all in range: nothing to convert
         type(input_tokens) is int
         and type(output_tokens) is int
@@ -116,8 +117,8 @@ def model_call(
         and type(latency_s) is float
         and input_tokens >= 0
         and output_tokens >= 0
-        and 0.0 <= cost_usd < math.inf  # not NaN, not infinite
-        and 0.0 <= latency_s < math.inf
+        and 0.0 <= cost_usd < _INF  # not NaN, not infinite
+        and 0.0 <= latency_s < _INF
     )
     if not usual:
         try:
@@ -157,7 +158,7 @@ def usage(value: Any) -> Usage:
         (tokens_in is None or (type(tokens_in) is int and tokens_in >= 0))
         and (tokens_out is None or (type(tokens_out) is int and tokens_out >= 0))
         and (calls is None or (type(calls) is int and calls >= 0))
-        and (cost is None or (type(cost) is float and 0.0 <= cost < math.inf))
+        and (cost is None or (type(cost) is float and 0.0 <= cost < _INF))
     ):
         return Usage(tokens_in, tokens_out, cost, calls)
     try:
