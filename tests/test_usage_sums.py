@@ -130,3 +130,28 @@ def test_the_usual_figures_pass_as_they_are() -> None:
     assert usage_of(events) == Usage(600, 24, 0.0024, 2)
     with pytest.raises(ValueError, match="cost_usd"):
         usage_of([TraceEvent(1, 0.0, "model_call", {"cost_usd": math.inf})])
+
+
+@settings(max_examples=400, deadline=None)
+@given(COUNTS, COUNTS, AMOUNTS, COUNTS, st.booleans())
+@example(300, 12, 0.25, 2, False)  # the usual figures: taken as they are
+@example(300, 12, 1, 2, False)  # an int cost: converted to a float, as `amount` does
+@example(300, 12, 0.25, True, False)  # a bool count: refused
+def test_an_agents_usage_is_checked_as_a_check_per_figure_does(
+    tokens_in: Any, tokens_out: Any, cost: Any, calls: Any, marked: bool
+) -> None:
+    """`protocol.usage` takes the usual figures without a check per figure; whatever an
+    agent put in its Usage comes out as `Usage.checked` makes it (its `partial` mark
+    dropped: the trace's calls decide that), or is refused as a protocol error."""
+    returned = Usage(tokens_in, tokens_out, cost, calls)
+    if marked:
+        returned.partial = ("cost_usd",)
+    fields = {"input_tokens": tokens_in, "output_tokens": tokens_out, "cost_usd": cost}
+
+    def one_by_one() -> Usage:
+        try:
+            return Usage.checked({**fields, "model_calls": calls})
+        except ValueError as exc:
+            raise protocol.ProtocolError(f"usage: {exc}") from None
+
+    assert outcome(protocol.usage, returned) == outcome(one_by_one)

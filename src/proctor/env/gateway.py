@@ -165,7 +165,7 @@ class ToolGateway:
         )
         if not decision.allowed:
             return self._error(call_id, name, "denied", f"permission denied: {decision.reason}")
-        fault = self.faults.select(name, valid)
+        fault = self.faults.select(name, valid) if self.faults.faults else None  # most: none
         if decision.rule == "approval" and (fault is None or fault.error not in BLOCKING):
             self._approved_at = self.recorder.events[-1].seq  # the approval is used up
         watched = tool.kind == "write" or tool.writes_state is not False or self.watch_every_call
@@ -288,7 +288,7 @@ class ToolGateway:
                 self._replies[(name, str(key))] = (canonical(valid), value)
         if tool.confirms:
             emit("confirmation", {"call_id": call_id, "via": name})
-        return ToolResult(True, given, call_id=call_id)
+        return ToolResult(True, given, None, None, call_id)
 
     def _context(self, call_id: str) -> ToolContext:
         return ToolContext(self.task.identity, self.recorder.clock, self.rng, self.task.id, call_id)

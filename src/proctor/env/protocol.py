@@ -20,6 +20,7 @@ from proctor.core.results import USAGE_FIELDS, Usage, amount, counted, shown
 
 #: Deeper nesting than this is refused: a cyclic value would otherwise never end.
 MAX_DEPTH = 100
+_INF = math.inf  # a name, not an attribute looked up twice a model call
 
 
 class ProtocolError(TypeError):
@@ -37,7 +38,11 @@ def plain(value: Any, where: str) -> Any:
     try:
         return _plain(value, 0)
     except _Bad as bad:
-        raise ProtocolError(f"{where}{''.join(reversed(bad.path))}: {bad.why}") from None
+        raise _refused(where, bad) from None
+
+
+def _refused(where: str, bad: _Bad) -> ProtocolError:
+    return ProtocolError(f"{where}{''.join(reversed(bad.path))}: {bad.why}")
 
 
 def _plain(value: Any, depth: int) -> Any:
@@ -79,6 +84,8 @@ def _plain(value: Any, depth: int) -> Any:
 
 def text(value: Any, where: str) -> str:
     """`value` as text: a `str` (a subclass is copied without its methods), None as ""."""
+    if type(value) is str:
+        return value
     if value is None:
         return ""
     if isinstance(value, str):
@@ -90,14 +97,19 @@ def tool_call(name: Any, args: Any) -> tuple[str, Any]:
     """A tool call's name and a plain copy of its arguments (None: no arguments)."""
     if type(name) is not str:
         raise ProtocolError(f"tool name: {shown(name)} is not a string")
-    return name, {} if args is None else plain(args, f"arguments of {name!r}")
+    if args is None:
+        return name, {}
+    try:
+        return name, _plain(args, 0)
+    except _Bad as bad:  # the place named only when there is an error to name
+        raise _refused(f"arguments of {name!r}", bad) from None
 
 
 def model_call(
     model: Any, input_tokens: Any, output_tokens: Any, cost_usd: Any, latency_s: Any, extra: Any
 ) -> dict[str, Any]:
     """A model-call record as the trace keeps it; an unreported figure stays None."""
-    name = text(model, "model")
+    name = model if type(model) is str else text(model, "model")
     usual = (  # counts as ints, amounts as floats, all in range: nothing to convert
         type(input_tokens) is int
         and type(output_tokens) is int
@@ -105,8 +117,8 @@ def model_call(
         and type(latency_s) is float
         and input_tokens >= 0
         and output_tokens >= 0
-        and 0.0 <= cost_usd < math.inf  # not NaN, not infinite
-        and 0.0 <= latency_s < math.inf
+        and 0.0 <= cost_usd < _INF  # not NaN, not infinite
+        and 0.0 <= latency_s < _INF
     )
     if not usual:
         try:
@@ -118,13 +130,17 @@ def model_call(
             latency_s = None if latency_s is None else amount(latency_s, "latency_s")
         except ValueError as exc:
             raise ProtocolError(f"model call: {exc}") from None
+    try:
+        extras = _plain(extra, 0)
+    except _Bad as bad:
+        raise _refused("model call", bad) from None
     return {
         "model": name,
         "input_tokens": input_tokens,
         "output_tokens": output_tokens,
         "cost_usd": cost_usd,
         "latency_s": latency_s,
-        **plain(extra, "model call"),
+        **extras,
     }
 
 
@@ -132,6 +148,19 @@ def usage(value: Any) -> Usage:
     """The usage an agent returned, checked field by field (an exact Usage, not a lookalike)."""
     if type(value) is not Usage:
         raise ProtocolError(f"usage: {shown(value)} is not a proctor Usage")
+    tokens_in, tokens_out, cost, calls = (
+        value.input_tokens,
+        value.output_tokens,
+        value.cost_usd,
+        value.model_calls,
+    )
+    if (  # the usual figures, in range: Usage.checked's result, without a call a figure
+        (tokens_in is None or (type(tokens_in) is int and tokens_in >= 0))
+        and (tokens_out is None or (type(tokens_out) is int and tokens_out >= 0))
+        and (calls is None or (type(calls) is int and calls >= 0))
+        and (cost is None or (type(cost) is float and 0.0 <= cost < _INF))
+    ):
+        return Usage(tokens_in, tokens_out, cost, calls)
     try:
         return Usage.checked({name: getattr(value, name) for name in USAGE_FIELDS})
     except ValueError as exc:

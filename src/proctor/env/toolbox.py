@@ -59,7 +59,7 @@ class ToolboxBase:
         return _world(self).gateway.schemas()
 
     def _call(self, name: Any, args: Any) -> ToolResult:
-        env = _world(self)
+        env = _WORLDS[id(self)][0]  # _world's lookup, written out: once a call
         try:
             name, args = protocol.tool_call(name, args)
         except protocol.ProtocolError as exc:
@@ -102,7 +102,7 @@ class ToolboxBase:
         A figure left out is "not measured", not zero. `simulated=True` marks a call
         nobody made (a scripted agent's): its latency counts as simulated time.
         """
-        env = _world(self)
+        env = _WORLDS[id(self)][0]  # _world's lookup, written out: once a model call
         try:
             record = protocol.model_call(
                 model, input_tokens, output_tokens, cost_usd, latency_s, extra

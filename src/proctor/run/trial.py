@@ -19,7 +19,7 @@ import time
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field, replace
 from functools import reduce
-from operator import add
+from operator import add, itemgetter
 from typing import Any
 
 from proctor.agents.agent import AgentInput, AgentResult, InfrastructureError, task_agent_settings
@@ -119,6 +119,13 @@ def usage_of(events: Iterable[TraceEvent]) -> Usage:
     records = [e.data for e in events if e.kind == "model_call"]
     if not records:
         return Usage()
+    try:  # the usual: every call reported every figure, of its type, in range
+        tokens_in, tokens_out, costs = zip(*map(_FIGURES_OF, records), strict=True)
+        if _counts(tokens_in) and _counts(tokens_out) and _amounts(costs):
+            summed = (reduce(add, tokens_in), reduce(add, tokens_out), reduce(add, costs))
+            return Usage(*summed, len(records))
+    except (KeyError, TypeError):  # a figure left out, a record that is no dict
+        pass
     sums, partial = [], []
     for name, check in _SUMMED.items():
         values = [value for record in records if (value := record.get(name)) is not None]
@@ -143,7 +150,19 @@ def _summed(values: list[Any], name: str, check: Callable[[Any, str], Any]) -> A
     return reduce(add, values)
 
 
+def _counts(values: tuple[Any, ...]) -> bool:
+    """Are `values` all counts as `counted` takes them, to be added as they are?"""
+    return set(map(type, values)) <= _USUAL["input_tokens"] and min(values) >= 0
+
+
+def _amounts(values: tuple[Any, ...]) -> bool:
+    """Are `values` all floats as `amount` takes them, to be added as they are?"""
+    usual = set(map(type, values)) <= _USUAL["cost_usd"] and min(values) >= 0
+    return usual and all(map(math.isfinite, values))
+
+
 _SUMMED = {"input_tokens": counted, "output_tokens": counted, "cost_usd": amount}
+_FIGURES_OF = itemgetter(*_SUMMED)
 #: The types a figure is added as it is: a count's int; an amount's float (an int amount
 #: is converted, as `amount` converts it, so that sums are made in floats).
 _USUAL: dict[str, set[type]] = {"input_tokens": {int}, "output_tokens": {int}, "cost_usd": {float}}
