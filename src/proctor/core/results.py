@@ -233,7 +233,7 @@ class Usage:
         left_out = _left_out(self, other) + _left_out(other, self) if _unlike(self, other) else ()
         if self.partial or other.partial or left_out:
             marked = {*self.partial, *other.partial, *left_out}
-            summed.partial = tuple(name for name in _REPORTED if name in marked)
+            summed.partial = tuple(name for name in REPORTED if name in marked)
         return summed
 
     def at_least(self, floor: Usage) -> Usage:
@@ -244,7 +244,7 @@ class Usage:
         if self.partial or floor.partial:
             most.partial = tuple(
                 name
-                for name in _REPORTED
+                for name in REPORTED
                 if name in (self if _above(self, floor, name) else floor).partial
             )
         return most
@@ -297,8 +297,8 @@ class Usage:
 USAGE_FIELDS = ("input_tokens", "output_tokens", "cost_usd", "model_calls")
 #: The figures a summary, budget or gate reads, as the fields each sums.
 FIGURES = {"cost": ("cost_usd",), "tokens": ("input_tokens", "output_tokens")}
-#: The fields a model call may leave out (a call is always counted).
-_REPORTED = ("input_tokens", "output_tokens", "cost_usd")
+#: The figures a model call reports, or leaves out (a call is always counted).
+REPORTED = ("input_tokens", "output_tokens", "cost_usd")
 
 
 def _left_out(usage: Usage, other: Usage) -> tuple[str, ...]:
@@ -307,7 +307,7 @@ def _left_out(usage: Usage, other: Usage) -> tuple[str, ...]:
         return ()
     return tuple(
         name
-        for name in _REPORTED
+        for name in REPORTED
         if getattr(usage, name) is None and getattr(other, name) is not None
     )
 

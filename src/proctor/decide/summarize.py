@@ -23,6 +23,7 @@ from proctor.core.results import (
     GRADER_CHECK,
     NOT_MEASURED,
     READER_CHECKS,
+    REPORTED,
     SIMULATOR_CHECKS,
     TRIAL_STATUSES,
     Check,
@@ -418,10 +419,6 @@ def _partly_priced(results: Sequence[TrialResult]) -> dict[str, int]:
     return {"cost_partial_trials": partial} if partial else {}
 
 
-#: The figures a model's calls report (a call is always counted).
-_SPENT = ("input_tokens", "output_tokens", "cost_usd")
-
-
 def model_spending(metrics: Sequence[Mapping[str, float]], model: str) -> dict[str, Any]:
     """A model's calls, cache hits, tokens and cost over the trials' `{model}_*` metrics
     (`judge`, `user`): a token count or cost that calls were made for and no trial
@@ -430,7 +427,7 @@ def model_spending(metrics: Sequence[Mapping[str, float]], model: str) -> dict[s
     calls = math.fsum(m.get(f"{model}_calls", 0.0) for m in metrics)
     spent: dict[str, Any] = {}
     lower_bounds = []
-    for name in _SPENT:
+    for name in REPORTED:
         key = f"{model}_{name}"
         values = [m[key] for m in metrics if key in m]
         total = math.fsum(values) if values or not calls else None

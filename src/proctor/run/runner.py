@@ -339,7 +339,7 @@ class _GroupCommit:
 
     def __init__(self, store: Store) -> None:
         self.store = store
-        self.count = 0
+        #: The group's trials, encoded, to be inserted at its commit.
         self.pending: list[EncodedTrial] = []
         self.timer: asyncio.TimerHandle | None = None
         self.failed: Exception | None = None
@@ -347,15 +347,13 @@ class _GroupCommit:
     def write(self, record: TrialRecord) -> None:
         if self.failed is not None:
             raise self.failed
-        if self.count == 0:
+        if not self.pending:
             self.store.begin()
             self.timer = asyncio.get_running_loop().call_later(COMMIT_EVERY_S, self._on_time)
-        result = record.result
         self.pending.append(
-            self.store.encoded_trial(result, record.trace, record.answer, record.outcome)
+            self.store.encoded_trial(record.result, record.trace, record.answer, record.outcome)
         )
-        self.count += 1
-        if self.count >= COMMIT_MAX:
+        if len(self.pending) >= COMMIT_MAX:
             self.flush()
 
     def _on_time(self) -> None:
@@ -381,7 +379,6 @@ class _GroupCommit:
         if self.timer is not None:
             self.timer.cancel()
             self.timer = None
-        self.count = 0
         if self.failed is not None:
             raise self.failed
         pending, self.pending = self.pending, []

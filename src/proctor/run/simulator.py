@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol, runtime_checkable
 
 from proctor.core.jsonvalues import digest
-from proctor.core.results import Usage
+from proctor.core.results import REPORTED, Usage
 from proctor.core.trace import USER_REJECTED_KEY, USER_SIM_KEY, Recorder, TraceEvent
 from proctor.env.user import SimulatorFailed
 from proctor.run.userguards import (
@@ -434,7 +434,7 @@ def user_spending(events: Iterable[TraceEvent]) -> dict[str, float]:
     calls = sum(int(n.get("calls", 0)) for n in notes)
     out = {"user_calls": float(calls), "user_cache_hits": float(len(notes) - calls)}
     spent = [n for n in notes if n.get("calls")]
-    for name in ("input_tokens", "output_tokens", "cost_usd"):
+    for name in REPORTED:
         values = [n[name] for n in notes if n.get(name) is not None]
         if values:
             out[f"user_{name}"] = math.fsum(values)

@@ -16,7 +16,7 @@ import hashlib
 import marshal
 import math
 import time
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from functools import reduce
 from operator import add, itemgetter
@@ -121,7 +121,11 @@ def usage_of(events: Iterable[TraceEvent]) -> Usage:
         return Usage()
     try:  # the usual: every call reported every figure, of its type, in range
         tokens_in, tokens_out, costs = zip(*map(_FIGURES_OF, records), strict=True)
-        if _counts(tokens_in) and _counts(tokens_out) and _amounts(costs):
+        if (
+            _usual(tokens_in, "input_tokens")
+            and _usual(tokens_out, "output_tokens")
+            and _usual(costs, "cost_usd")
+        ):
             summed = (reduce(add, tokens_in), reduce(add, tokens_out), reduce(add, costs))
             return Usage(*summed, len(records))
     except (KeyError, TypeError):  # a figure left out, a record that is no dict
@@ -144,21 +148,17 @@ def _summed(values: list[Any], name: str, check: Callable[[Any, str], Any]) -> A
     (one pass in C); any other is checked one by one, as `check` converts."""
     if not values:
         return None
-    usual = set(map(type, values)) <= _USUAL[name] and min(values) >= 0
-    if not (usual and (check is counted or all(map(math.isfinite, values)))):
+    if not _usual(values, name):
         values = [check(value, name) for value in values]
     return reduce(add, values)
 
 
-def _counts(values: tuple[Any, ...]) -> bool:
-    """Are `values` all counts as `counted` takes them, to be added as they are?"""
-    return set(map(type, values)) <= _USUAL["input_tokens"] and min(values) >= 0
-
-
-def _amounts(values: tuple[Any, ...]) -> bool:
-    """Are `values` all floats as `amount` takes them, to be added as they are?"""
-    usual = set(map(type, values)) <= _USUAL["cost_usd"] and min(values) >= 0
-    return usual and all(map(math.isfinite, values))
+def _usual(values: Sequence[Any], name: str) -> bool:
+    """Are the `name` figures `values` all of the types added as they are, in range (a
+    count's int, not negative; an amount's float, finite and not negative)?"""
+    if not (set(map(type, values)) <= _USUAL[name] and min(values) >= 0):
+        return False
+    return _SUMMED[name] is counted or all(map(math.isfinite, values))
 
 
 _SUMMED = {"input_tokens": counted, "output_tokens": counted, "cost_usd": amount}
