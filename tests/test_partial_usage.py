@@ -252,11 +252,11 @@ def test_a_user_model_whose_calls_partly_reported_usage_spent_at_least_that() ->
     metrics = user_spending(events)
     assert metrics["user_cost_usd"] == 0.001 and metrics["user_partial_cost_usd"] == 1.0
     assert "user_partial_input_tokens" not in metrics
-    assert model_spending([metrics], "user")["partial"] == ["cost_usd"]
+    assert model_spending([(metrics, 1)], "user")["partial"] == ["cost_usd"]
     # trials apart: one priced its call, another made a call that reported nothing
     other = user_spending(events[1:2])
-    assert model_spending([user_spending(events[:1]), other], "user")["partial"] == ["cost_usd"]
-    assert "partial" not in model_spending([user_spending(events[:1])], "user")
+    assert model_spending([(user_spending(events[:1]), 1), (other, 1)], "user")["partial"] == ["cost_usd"]
+    assert "partial" not in model_spending([(user_spending(events[:1]), 1)], "user")
 
 
 def test_a_candidate_s_unpriced_calls_cannot_make_it_non_inferior_on_cost(tmp_path: Path) -> None:

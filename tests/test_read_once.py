@@ -46,6 +46,15 @@ CHECKS = [
     Check("max_tokens", "budget", True, evidence={"actual": 10}),
 ]
 STATUSES = ("passed", "failed", "partial", "error", "needs_review", "timeout")
+#: Metrics a summary sums or means per trial: tool use, and a judge's and a model user's
+#: spending (one with a figure left out, one a lower bound). Trials drawing the same
+#: ones share one dict in a Tally.
+METRICS = [
+    {"tool_calls": 2.0, "tool_precision": 0.5, "arg_accuracy": 1.0},
+    {"tool_calls": 1.0, "judge_calls": 2.0, "judge_cost_usd": 0.1, "judge_input_tokens": 7.0},
+    {"judge_calls": 1.0, "judge_error": 1.0, "user_calls": 3.0, "user_cost_usd": 0.3},
+    {"user_calls": 1.0, "user_partial_cost_usd": 1.0, "user_cost_usd": 0.2, "tool_recall": 0.0},
+]
 
 
 @st.composite
@@ -63,14 +72,21 @@ def runs(draw: st.DrawFn) -> tuple[list[TrialResult], dict[str, TaskInfo]]:
                     seed=n,
                     status=draw(st.sampled_from(STATUSES)),
                     checks=[copy.deepcopy(CHECKS[i]) for i in picked],
-                    usage=Usage(cost_usd=draw(st.sampled_from([None, 0.01]))),
+                    usage=draw(
+                        st.sampled_from([Usage(), Usage(cost_usd=0.01), Usage(3000, 10, 0.02)])
+                    ),
                     trace_id="t",
-                    metrics={"tool_calls": float(n)},
+                    latency_s=draw(st.sampled_from([0.0, 0.5, 30.0])),
+                    metrics=dict(draw(st.sampled_from(METRICS))),
                 )
             )
     # tags make slices; "x" on every task is a slice holding the same tasks as the split's
     infos = {
-        t: TaskInfo(t, tags=["x", *draw(st.lists(st.sampled_from(["y", "z"]), max_size=1))])
+        t: TaskInfo(
+            t,
+            tags=["x", *draw(st.lists(st.sampled_from(["y", "z"]), max_size=1))],
+            optimal_steps=draw(st.sampled_from([None, 1, 3])),
+        )
         for t in tasks
     }
     return results, infos
@@ -81,15 +97,18 @@ def runs(draw: st.DrawFn) -> tuple[list[TrialResult], dict[str, TaskInfo]]:
 def test_a_summary_of_shared_check_lists_is_that_of_each_trials_own(
     run: tuple[list[TrialResult], dict[str, TaskInfo]],
 ) -> None:
-    """A Tally's results share lists; a summary of them equals the one of copies (each
-    trial its own list)."""
+    """A Tally's results share lists of checks and metrics; a summary of them equals the
+    one of copies (each trial its own)."""
     results, infos = run
     tally = Tally()
     for result in results:
         tally.add(result)
     shared = tally.results
-    own = [dataclasses.replace(r, checks=copy.deepcopy(r.checks)) for r in shared]
-    assert len({id(r.checks) for r in own}) == len(own)
+    own = [
+        dataclasses.replace(r, checks=copy.deepcopy(r.checks), metrics=dict(r.metrics))
+        for r in shared
+    ]
+    assert len({id(r.checks) for r in own}) == len({id(r.metrics) for r in own}) == len(own)
     expected = summarize("r", own, infos, trials_per_task=3)
     assert summarize("r", shared, infos, trials_per_task=3) == expected
 

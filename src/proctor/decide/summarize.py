@@ -17,6 +17,7 @@ import math
 from collections import Counter, defaultdict
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
+from itertools import chain, repeat
 from typing import Any
 
 from proctor.core.results import (
@@ -30,6 +31,7 @@ from proctor.core.results import (
     ChecksKey,
     TaskInfo,
     TrialResult,
+    Usage,
     checks_key,
 )
 from proctor.grade.root_cause import root_cause_name
@@ -252,6 +254,10 @@ def step_efficiency(result: TrialResult, optimal_steps: int | None) -> float | N
     no path to it, and an agent that did nothing is not efficient)."""
     if optimal_steps is None or not result.passed:
         return None
+    return _step_score(result, optimal_steps)
+
+
+def _step_score(result: TrialResult, optimal_steps: int) -> float:
     taken = result.metrics.get("tool_calls", 0.0)
     return 1.0 if taken <= optimal_steps else optimal_steps / taken
 
@@ -270,17 +276,41 @@ def combined_efficiency(result: TrialResult, optimal_steps: int | None) -> float
     path to the goal)."""
     if not result.passed:
         return None
+    return _combined(step_efficiency(result, optimal_steps), result.usage, result.latency_s)
+
+
+_STEPS, _TOKENS, _LATENCY = (EFFICIENCY_WEIGHTS[k] for k in ("steps", "tokens", "latency"))
+
+
+def _combined(steps: float | None, usage: Usage, latency_s: float) -> float:
+    """`combined_efficiency` of a passed trial from its step score, usage and latency."""
     weighed = weights = 0.0  # summed in the order of EFFICIENCY_WEIGHTS, once per trial
-    steps = step_efficiency(result, optimal_steps)
     if steps is not None:
-        weighed, weights = EFFICIENCY_WEIGHTS["steps"] * steps, EFFICIENCY_WEIGHTS["steps"]
-    tokens = result.usage.complete("tokens")  # a lower bound would flatter the score
+        weighed, weights = _STEPS * steps, _STEPS
+    tokens = usage.complete("tokens")  # a lower bound would flatter the score
     if tokens is not None:
-        weighed += EFFICIENCY_WEIGHTS["tokens"] * min(TOKEN_BASELINE / max(tokens, 1), 1.0)
-        weights += EFFICIENCY_WEIGHTS["tokens"]
-    latency = min(LATENCY_BASELINE_S / max(result.latency_s, 1e-3), 1.0)
-    weighed += EFFICIENCY_WEIGHTS["latency"] * latency
-    return weighed / (weights + EFFICIENCY_WEIGHTS["latency"])
+        weighed += _TOKENS * min(TOKEN_BASELINE / max(tokens, 1), 1.0)
+        weights += _TOKENS
+    weighed += _LATENCY * min(LATENCY_BASELINE_S / max(latency_s, 1e-3), 1.0)
+    return weighed / (weights + _LATENCY)
+
+
+def _task_efficiency(
+    results: Iterable[TrialResult], optimal_steps: int | None
+) -> tuple[float | None, float | None]:
+    """A task's mean step efficiency (None where it states no optimal steps) and mean
+    combined efficiency, over its passed trials: one pass, one step score a trial."""
+    steps: list[float] = []
+    combined: list[float] = []
+    for r in results:
+        if r.status != "passed":
+            continue
+        step = None
+        if optimal_steps is not None:
+            step = _step_score(r, optimal_steps)
+            steps.append(step)
+        combined.append(_combined(step, r.usage, r.latency_s))
+    return (None if optimal_steps is None else stats.mean(steps)), stats.mean(combined)
 
 
 def root_causes(results: Iterable[TrialResult]) -> dict[str, list[int]]:
@@ -361,22 +391,19 @@ def _violations(results: Iterable[TrialResult], read: Read) -> tuple[dict[str, A
     return found, by_task
 
 
-def _judges(results: Sequence[TrialResult], read: Read) -> dict[str, Any]:
+def _judges(shared: Shared, metrics: Weighed) -> dict[str, Any]:
     """Judge checks and judge spending (docs/architecture.md, Judges). A calibrated check
     has a severity; an advisory one has none, and only calibrated ones make the
     `calibrated_pass_rate` gates read."""
     by_rubric: dict[str, Counter[str]] = defaultdict(Counter)
-    for r in results:
-        if not r.valid:
-            continue
-        for c in read[id(r.checks)].judges:
+    for verdicts, _, valid in shared:
+        for c in verdicts.judges if valid else ():
             row = by_rubric[c.name]
-            row["checks"] += 1
-            row["passed"] += c.passed
-            row["calibrated"] += c.severity is not None
-            row["calibrated_passed"] += c.severity is not None and c.passed
+            row["checks"] += valid
+            row["passed"] += c.passed * valid
+            row["calibrated"] += (c.severity is not None) * valid
+            row["calibrated_passed"] += (c.severity is not None and c.passed) * valid
     total: Counter[str] = sum(by_rubric.values(), Counter())
-    metrics = [r.metrics for r in results]
     return {
         "checks": total["checks"],
         "calibrated_checks": total["calibrated"],
@@ -387,23 +414,23 @@ def _judges(results: Sequence[TrialResult], read: Read) -> dict[str, Any]:
         else None,
         "by_rubric": {name: dict(row) for name, row in sorted(by_rubric.items())},
         **model_spending(metrics, "judge"),
-        "errors": int(math.fsum(m.get("judge_error", 0.0) for m in metrics)),
+        "errors": int(_summed(metrics, "judge_error")),
     }
 
 
-def _user_model(results: Sequence[TrialResult], read: Read) -> dict[str, Any] | None:
+def _user_model(shared: Shared, metrics: Weighed) -> dict[str, Any] | None:
     """The model user's spending and judged fidelity over the run (docs/architecture.md,
     Simulated users); None when no model played a user. A figure calls were made for
     and none reported is None ("not measured"), never 0; replies all replayed from the
     cache spent 0."""
-    played = [r.metrics for r in results if "user_calls" in r.metrics]
+    played = [(m, n) for m, n in metrics if "user_calls" in m]
     if not played:
         return None
-    fidelity = [c for r in results for c in read[id(r.checks)].fidelity]
+    fidelity = [(c, n) for verdicts, n, _ in shared for c in verdicts.fidelity]
     return {
         **model_spending(played, "user"),
-        "fidelity_judged": len(fidelity),
-        "fidelity_failed": sum(not c.passed for c in fidelity),
+        "fidelity_judged": sum(n for _, n in fidelity),
+        "fidelity_failed": sum(n for c, n in fidelity if not c.passed),
     }
 
 
@@ -419,45 +446,66 @@ def _partly_priced(results: Sequence[TrialResult]) -> dict[str, int]:
     return {"cost_partial_trials": partial} if partial else {}
 
 
-def model_spending(metrics: Sequence[Mapping[str, float]], model: str) -> dict[str, Any]:
+#: Each distinct metrics dict of a run's trials, with the number of trials that have it
+#: (`_weighed`): a Tally shares one dict between the trials with equal metrics.
+Weighed = Sequence[tuple[Mapping[str, float], int]]
+
+
+def _weighed(results: Iterable[TrialResult]) -> Weighed:
+    trials: Counter[int] = Counter()
+    metrics: dict[int, Mapping[str, float]] = {}
+    for r in results:
+        trials[id(r.metrics)] += 1
+        metrics.setdefault(id(r.metrics), r.metrics)
+    return [(metrics[key], n) for key, n in trials.items()]
+
+
+def _summed(metrics: Weighed, key: str) -> float:
+    """The sum over trials of a metric (0 where a trial lacks it), compensated: the same
+    whatever the order, each value counted once a trial."""
+    return math.fsum(chain.from_iterable(repeat(m.get(key, 0.0), n) for m, n in metrics))
+
+
+def model_spending(metrics: Weighed, model: str) -> dict[str, Any]:
     """A model's calls, cache hits, tokens and cost over the trials' `{model}_*` metrics
     (`judge`, `user`): a token count or cost that calls were made for and no trial
     reported is None ("not measured"; an unpriced model's cost too), never 0; a run that
     made no call spent 0."""
-    calls = math.fsum(m.get(f"{model}_calls", 0.0) for m in metrics)
+    calls = _summed(metrics, f"{model}_calls")
     spent: dict[str, Any] = {}
     lower_bounds = []
     for name in REPORTED:
         key = f"{model}_{name}"
-        values = [m[key] for m in metrics if key in m]
-        total = math.fsum(values) if values or not calls else None
+        having = [(m, n) for m, n in metrics if key in m]
+        total = _summed(having, key) if having or not calls else None
         spent[name] = total if total is None or name == "cost_usd" else int(total)
-        if values and calls and _lower_bound(metrics, model, name):
+        if having and calls and _lower_bound(metrics, model, name):
             lower_bounds.append(name)
     return {
         "calls": int(calls),
-        "cache_hits": int(math.fsum(m.get(f"{model}_cache_hits", 0.0) for m in metrics)),
+        "cache_hits": int(_summed(metrics, f"{model}_cache_hits")),
         **spent,
         **({"partial": lower_bounds} if lower_bounds else {}),
     }
 
 
-def _lower_bound(metrics: Sequence[Mapping[str, float]], model: str, name: str) -> bool:
+def _lower_bound(metrics: Weighed, model: str, name: str) -> bool:
     """Is a measured total of `name` a lower bound: calls in a trial left it out, or
     trials with calls reported none of it while others did?"""
     key, flag, called = f"{model}_{name}", f"{model}_partial_{name}", f"{model}_calls"
-    return any(m.get(flag) or (m.get(called) and key not in m) for m in metrics)
+    return any(m.get(flag) or (m.get(called) and key not in m) for m, _ in metrics)
 
 
 def _tool_use(results: Sequence[TrialResult]) -> dict[str, float | None]:
     """Each tool metric's mean over valid trials, and `score`: the mean over trials of each
     trial's mean of the metrics it has (what the scorecard weighs and gates)."""
-    valid = [r for r in results if r.valid]
-    out = {
-        name: stats.mean([r.metrics[name] for r in valid if name in r.metrics])
-        for name in TOOL_METRICS
-    }
-    per_trial = [stats.mean([r.metrics[m] for m in TOOL_METRICS if m in r.metrics]) for r in valid]
+    metrics = [r.metrics for r in results if r.valid]
+    out = {name: stats.mean([m[name] for m in metrics if name in m]) for name in TOOL_METRICS}
+    scores: dict[int, float | None] = {}  # by the metrics' id: a Tally shares equal ones
+    for m in metrics:
+        if id(m) not in scores:
+            scores[id(m)] = stats.mean([m[name] for name in TOOL_METRICS if name in m])
+    per_trial = [scores[id(m)] for m in metrics]
     out["score"] = stats.mean([v for v in per_trial if v is not None])
     return out
 
@@ -584,6 +632,7 @@ def summarize(
     missing = max(expected - len(results), 0)
     read = _read_all(results)
     shared = _shared(results, read)
+    metrics = _weighed(results)
     grader_errors = sum(trials for verdicts, trials, _ in shared if verdicts.grader_error)
     reasons = invalid_reasons(
         error_rate, max_error_rate, missing, expected, grader_errors, statuses
@@ -605,12 +654,10 @@ def summarize(
         n, c = counts.get(task_id, (0, 0))
         failed = Counter(name for r in rs if r.valid for name in read[id(r.checks)].failed)
         info = tasks[task_id]
-        efficiency = None  # a task that states no optimal steps has no step efficiency
-        if info.optimal_steps is not None:
-            efficiency = _task_mean(step_efficiency(r, info.optimal_steps) for r in rs)
+        efficiency, task_combined = _task_efficiency(rs, info.optimal_steps)
         efficiencies.append(efficiency)
+        combined.append(task_combined)
         task_statuses = Counter(r.status for r in rs)
-        combined.append(_task_mean(combined_efficiency(r, info.optimal_steps) for r in rs))
         per_task.append(
             {
                 "id": task_id,
@@ -680,8 +727,8 @@ def summarize(
         "invalid_reasons": reasons,
         "safety_violations": violations,
         "tool_use": _tool_use(results),
-        "judges": _judges(results, read),
-        "user_model": _user_model(results, read),
+        "judges": _judges(shared, metrics),
+        "user_model": _user_model(shared, metrics),
         "data_quality": data_quality(shared),
         "quality": _quality(results, shared),
         "efficiency": {
