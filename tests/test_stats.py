@@ -12,6 +12,8 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from proctor.stats import rates as stats
 from proctor.stats.distributions import normal_quantile
@@ -216,6 +218,22 @@ def test_percentile_matches_numpy(seed: int) -> None:
     for q in qs:
         expected = float(np.percentile(values, q))
         assert percentile(values, q) == pytest.approx(expected, rel=1e-13, abs=1e-13)
+
+
+@given(
+    st.lists(st.floats(allow_infinity=False, width=32), max_size=40),
+    st.lists(st.floats(0.0, 100.0), min_size=1, max_size=4),
+)
+def test_several_percentiles_are_each_percentile(values: list[float], qs: list[float]) -> None:
+    """Read and sorted once, the values give at each q what `percentile` gives alone (a NaN
+    among them: NaN at every q)."""
+    got = stats.percentiles(iter(values), qs)
+    for q, value in zip(qs, got, strict=True):
+        alone = percentile(values, q)
+        assert repr(value) == repr(alone)
+    assert stats.percentiles(values, ()) == []
+    with pytest.raises(ValueError):
+        stats.percentiles(values, [*qs, 100.5])
 
 
 def test_percentile_small_cases() -> None:

@@ -37,6 +37,7 @@ __all__ = [
     "pass_hat_k",
     "pass_hat_k_tasks",
     "percentile",
+    "percentiles",
     "score_interval",
     "task_rate",
     "tasks_covering",
@@ -288,14 +289,25 @@ def percentile(values: Iterable[float], q: float) -> float | None:
     This is Hyndman & Fan type 7, computed the way numpy does it so reports agree with
     numpy-based analyses to the last bit. None for empty input; NaN if any value is NaN.
     """
-    if not 0.0 <= q <= 100.0:
-        raise ValueError(f"q must be within [0, 100] (q={q})")
+    return percentiles(values, (q,))[0]
+
+
+def percentiles(values: Iterable[float], qs: Sequence[float]) -> list[float | None]:
+    """`percentile` of the same values at each of `qs`, the values read and sorted once."""
+    for q in qs:
+        if not 0.0 <= q <= 100.0:
+            raise ValueError(f"q must be within [0, 100] (q={q})")
     data = [float(v) for v in values]
     if not data:
-        return None
+        return [None for _ in qs]
     if any(map(math.isnan, data)):
-        return math.nan
+        return [math.nan for _ in qs]
     data.sort()
+    return [_interpolated(data, q) for q in qs]
+
+
+def _interpolated(data: list[float], q: float) -> float:
+    """The q-th percentile of sorted, NaN-free `data` (numpy's linear method)."""
     index = (len(data) - 1) * (q / 100.0)
     lo = math.floor(index)
     hi = min(lo + 1, len(data) - 1)
