@@ -255,8 +255,9 @@ def test_a_user_model_whose_calls_partly_reported_usage_spent_at_least_that() ->
     assert model_spending([(metrics, 1)], "user")["partial"] == ["cost_usd"]
     # trials apart: one priced its call, another made a call that reported nothing
     other = user_spending(events[1:2])
-    assert model_spending([(user_spending(events[:1]), 1), (other, 1)], "user")["partial"] == ["cost_usd"]
-    assert "partial" not in model_spending([(user_spending(events[:1]), 1)], "user")
+    priced = user_spending(events[:1])
+    assert model_spending([(priced, 1), (other, 1)], "user")["partial"] == ["cost_usd"]
+    assert "partial" not in model_spending([(priced, 1)], "user")
 
 
 def test_a_candidate_s_unpriced_calls_cannot_make_it_non_inferior_on_cost(tmp_path: Path) -> None:
