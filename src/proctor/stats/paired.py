@@ -18,7 +18,7 @@ from collections.abc import Sequence
 from typing import NamedTuple
 
 from proctor.stats.distributions import normal_quantile, t_quantile
-from proctor.stats.rates import MIN_TASKS, percentile
+from proctor.stats.rates import MIN_TASKS, percentiles
 
 __all__ = [
     "MIN_TASKS",
@@ -207,7 +207,7 @@ def bootstrap_mean_interval(
     data = list(values)
     means = [math.fsum(rng.choices(data, k=n)) / n for _ in range(resamples)]
     tail = 50.0 * (1.0 - confidence)
-    low, high = percentile(means, tail), percentile(means, 100.0 - tail)
+    low, high = percentiles(means, (tail, 100.0 - tail))
     assert low is not None and high is not None
     return (low, high)
 
