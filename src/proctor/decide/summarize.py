@@ -279,6 +279,7 @@ def combined_efficiency(result: TrialResult, optimal_steps: int | None) -> float
     return _combined(step_efficiency(result, optimal_steps), result.usage, result.latency_s)
 
 
+#: EFFICIENCY_WEIGHTS' three weights, read once (a trial's score reads each).
 _STEPS, _TOKENS, _LATENCY = (EFFICIENCY_WEIGHTS[k] for k in ("steps", "tokens", "latency"))
 
 
@@ -396,8 +397,10 @@ def _judges(shared: Shared, metrics: Weighed) -> dict[str, Any]:
     has a severity; an advisory one has none, and only calibrated ones make the
     `calibrated_pass_rate` gates read."""
     by_rubric: dict[str, Counter[str]] = defaultdict(Counter)
-    for verdicts, _, valid in shared:
-        for c in verdicts.judges if valid else ():
+    for verdicts, _, valid in shared:  # each list's judge checks, once a valid trial
+        if not valid:
+            continue
+        for c in verdicts.judges:
             row = by_rubric[c.name]
             row["checks"] += valid
             row["passed"] += c.passed * valid
