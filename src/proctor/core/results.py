@@ -223,7 +223,7 @@ class Usage:
         """The cost ("cost") or total tokens ("tokens") where every call reported it;
         None where not measured or only a lower bound (a comparison or a monitor reading
         it as a total would take unpriced calls for savings)."""
-        if self.partial and self.lower_bound(figure):
+        if self.lower_bound(figure):
             return None
         value = self.cost_usd if figure == "cost" else self.total_tokens
         return None if value is None else float(value)

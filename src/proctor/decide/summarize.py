@@ -417,7 +417,7 @@ def _judges(shared: Shared, metrics: Weighed) -> dict[str, Any]:
         else None,
         "by_rubric": {name: dict(row) for name, row in sorted(by_rubric.items())},
         **model_spending(metrics, "judge"),
-        "errors": int(_summed(metrics, "judge_error")),
+        "errors": int(_total(metrics, "judge_error")),
     }
 
 
@@ -463,7 +463,7 @@ def _weighed(results: Iterable[TrialResult]) -> Weighed:
     return [(metrics[key], n) for key, n in trials.items()]
 
 
-def _summed(metrics: Weighed, key: str) -> float:
+def _total(metrics: Weighed, key: str) -> float:
     """The sum over trials of a metric (0 where a trial lacks it), compensated: the same
     whatever the order, each value counted once a trial."""
     return math.fsum(chain.from_iterable(repeat(m.get(key, 0.0), n) for m, n in metrics))
@@ -474,19 +474,19 @@ def model_spending(metrics: Weighed, model: str) -> dict[str, Any]:
     (`judge`, `user`): a token count or cost that calls were made for and no trial
     reported is None ("not measured"; an unpriced model's cost too), never 0; a run that
     made no call spent 0."""
-    calls = _summed(metrics, f"{model}_calls")
+    calls = _total(metrics, f"{model}_calls")
     spent: dict[str, Any] = {}
     lower_bounds = []
     for name in REPORTED:
         key = f"{model}_{name}"
         having = [(m, n) for m, n in metrics if key in m]
-        total = _summed(having, key) if having or not calls else None
+        total = _total(having, key) if having or not calls else None
         spent[name] = total if total is None or name == "cost_usd" else int(total)
         if having and calls and _lower_bound(metrics, model, name):
             lower_bounds.append(name)
     return {
         "calls": int(calls),
-        "cache_hits": int(_summed(metrics, f"{model}_cache_hits")),
+        "cache_hits": int(_total(metrics, f"{model}_cache_hits")),
         **spent,
         **({"partial": lower_bounds} if lower_bounds else {}),
     }

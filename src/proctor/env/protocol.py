@@ -33,16 +33,14 @@ class _Bad(Exception):
         self.path, self.why = path, why
 
 
-def plain(value: Any, where: str) -> Any:
-    """A plain copy of a JSON value; ProtocolError names the first part that is not one."""
+def plain(value: Any, where: str, *about: Any) -> Any:
+    """A plain copy of a JSON value; ProtocolError names the first part that is not one,
+    after `where` formatted with `about` (only then: a place is named once it is wrong)."""
     try:
         return _plain(value, 0)
     except _Bad as bad:
-        raise _refused(where, bad) from None
-
-
-def _refused(where: str, bad: _Bad) -> ProtocolError:
-    return ProtocolError(f"{where}{''.join(reversed(bad.path))}: {bad.why}")
+        place = where.format(*about)
+        raise ProtocolError(f"{place}{''.join(reversed(bad.path))}: {bad.why}") from None
 
 
 def _plain(value: Any, depth: int) -> Any:
@@ -97,12 +95,7 @@ def tool_call(name: Any, args: Any) -> tuple[str, Any]:
     """A tool call's name and a plain copy of its arguments (None: no arguments)."""
     if type(name) is not str:
         raise ProtocolError(f"tool name: {shown(name)} is not a string")
-    if args is None:
-        return name, {}
-    try:
-        return name, _plain(args, 0)
-    except _Bad as bad:  # the place named only when there is an error to name
-        raise _refused(f"arguments of {name!r}", bad) from None
+    return name, {} if args is None else plain(args, "arguments of {!r}", name)
 
 
 def model_call(
@@ -130,17 +123,13 @@ def model_call(
             latency_s = None if latency_s is None else amount(latency_s, "latency_s")
         except ValueError as exc:
             raise ProtocolError(f"model call: {exc}") from None
-    try:
-        extras = _plain(extra, 0)
-    except _Bad as bad:
-        raise _refused("model call", bad) from None
     return {
         "model": name,
         "input_tokens": input_tokens,
         "output_tokens": output_tokens,
         "cost_usd": cost_usd,
         "latency_s": latency_s,
-        **extras,
+        **plain(extra, "model call"),
     }
 
 

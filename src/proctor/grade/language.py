@@ -42,17 +42,13 @@ def mentions(text: str, term: str, inflect: bool = False) -> bool:
 
 def factual_tokens(text: str) -> set[str]:
     """Numbers and identifiers (tokens with a digit): the claims an answer can invent."""
-    return set(filter(_DIGIT.search, TOKEN.findall(text)))
+    return {t for t in TOKEN.findall(text) if not t.isalpha() and _DIGIT.search(t)}  # most: words
 
 
 def identifiers(text: str) -> set[str]:
     """Factual tokens with a letter: order numbers, account ids, tickets (a number or a
     time is no identifier)."""
-    return {
-        t
-        for t in TOKEN.findall(text)
-        if not t.isalpha() and _DIGIT.search(t) and _LETTER.search(t)  # most are words
-    }
+    return set(filter(_LETTER.search, factual_tokens(text)))
 
 
 def _words(*phrases: str) -> re.Pattern[str]:
