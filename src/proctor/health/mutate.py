@@ -30,7 +30,7 @@ from proctor.env.suite import Suite
 from proctor.grade.context import GradeContext, calls_from_trace
 from proctor.health.mutants import KINDS, Mutant, Reference, mutants_of
 from proctor.run.runner import Runner
-from proctor.run.trial import CRASH_CHECK, judge, usage_of
+from proctor.run.trial import judge, usage_of
 from proctor.store.sqlite import Store
 from proctor.tasks.models import Task
 
@@ -216,7 +216,7 @@ def references_in(store: Store, run_id: str, suite: Suite) -> tuple[list[Referen
     the tasks it never passed."""
     members = {t.id: t for t in suite.tasks}
     refs: dict[str, Reference] = {}
-    for stored in store.graded_trials(run_id, CRASH_CHECK):
+    for stored in store.graded_trials(run_id, ()):
         r = stored.result
         if r.task_id in refs or stored.outcome is None or r.status != "passed":
             continue
