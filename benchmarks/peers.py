@@ -91,18 +91,22 @@ def one_core(args: list[str]) -> list[str]:
     return ["taskset", "-c", "0", *args] if shutil.which("taskset") else args
 
 
-def regrade_rates() -> tuple[float, float, float, float]:
-    """Regraded trials per second: in the process on one core, then 1 and 2 workers; and
-    the scaling 2 workers / 1 two free cores would give, from CPU time (regrade.py)."""
+def regrade_rates() -> tuple[float, float, float, float, float]:
+    """Regraded trials per second: in the process on one core, then 1 and 2 workers; the
+    scaling 2 workers / 1 two free cores would give, from CPU time; and 2 workers / 1 by
+    rate where every trial's checks changed, none shared (regrade.py `--changed`)."""
     script = str(HERE / "regrade.py")
     pinned = _run(one_core([sys.executable, script, *REGRADE_ARGS, "--workers", ""]))
     spread_out = _run([sys.executable, script, *REGRADE_ARGS, "--workers", "1,2"])
+    changed = _run([sys.executable, script, *REGRADE_ARGS, "--workers", "1,2", "--changed"])
     rate = r"= ([\d,]+) trials/s"
     return (
         _number(rf"in this process: .* {rate}", pinned),
         _number(rf"1 worker process: .* {rate}", spread_out),
         _number(rf"2 worker processes: .* {rate}", spread_out),
         _number(r"from CPU time: ([\d.]+)x", spread_out),
+        _number(rf"2 worker processes: .* {rate}", changed)
+        / _number(rf"1 worker process: .* {rate}", changed),
     )
 
 
@@ -163,6 +167,7 @@ def proctor_entry(repeat: int) -> dict[str, Any]:
         "regrade_two_workers": spread([r[2] for r in regrade]),
         "regrade_scaling": spread([r[2] / r[1] for r in regrade]),
         "regrade_scaling_cpu": spread([r[3] for r in regrade]),
+        "regrade_changed_scaling": spread([r[4] for r in regrade]),
         "validate_s": spread([v[0] for v in validate]),
         "validate_strict_s": spread([v[1] for v in validate]),
         "python_ms": spread([s[0] for s in startup]),
@@ -420,6 +425,19 @@ def proctor_block(entries: dict[str, Any]) -> str:
                 "(the same command)",
             )
             if "regrade_scaling_cpu" in e
+            else ""
+        )
+        + (
+            row(
+                "2 workers / 1, every trial's checks changed (none shared: all written again)",
+                "",
+                e["regrade_changed_scaling"],
+                "×",
+                "python benchmarks/regrade.py "
+                + " ".join(REGRADE_ARGS)
+                + " --workers 1,2 --changed",
+            )
+            if "regrade_changed_scaling" in e
             else ""
         )
         + row(

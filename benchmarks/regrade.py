@@ -5,12 +5,17 @@ event stored; the suite written to files, as worker processes rebuild it from th
 then times `proctor.run.regrade.regrade` on it: in this process, in 1 and 2 worker
 processes (`--workers`), and, with `--cluster`, on a two-node Ray cluster started on
 this machine (tests/ray_cluster.py). Every regrade must reproduce the source's verdicts.
+Its graders make the checks stored, so a regraded trial shares their rows and writes none
+(`checks_of`); with `--changed` the regrades grade against the suite with every task's
+trajectory budget raised: each trial's checks differ in that check's evidence, none is
+shared and every row is written again (the verdicts stay the same).
 With workers, their CPU time is printed beside this process's, and from both the ratio
 2 workers / 1 that two free cores would give (on a shared machine the rates cannot say).
 The in-process run is then split into its parts: reading and decoding the stored
 trials, grading them, writing the new run.
 
-    python benchmarks/regrade.py [--tasks 1000] [--trials 20] [--workers 1,2] [--cluster]
+    python benchmarks/regrade.py [--tasks 1000] [--trials 20] [--workers 1,2] [--changed]
+                                 [--cluster]
 """
 
 from __future__ import annotations
@@ -26,7 +31,7 @@ import time
 from pathlib import Path
 
 import workload as workload_module
-from workload import make_task, workload
+from workload import task_data, workload
 
 from proctor import Runner, Store, load_suite
 from proctor.env.suite import Suite
@@ -36,13 +41,16 @@ from proctor.run.regrade import regrade
 from proctor.run.trial import HARNESS_CHECKS, judge
 
 
-def suite_files(root: Path, tasks: int) -> Suite:
-    """The workload's suite as files: its domain module and a JSON file per task; prints
-    how long loading them takes (what each worker process does first)."""
+def suite_files(root: Path, tasks: int, changed: bool = False) -> Suite:
+    """The workload's suite as files: its domain module and a JSON file per task (with
+    `changed`, each task's trajectory budget one call more); prints how long loading them
+    takes (what each worker process does first)."""
     (root / "tasks").mkdir(parents=True)
     shutil.copy(workload_module.__file__, root / "domain.py")
     for i in range(tasks):
-        made = make_task(i).model_dump(mode="json", exclude_defaults=True)
+        made = task_data(i)
+        if changed:
+            made["expect"]["trajectory"]["max_tool_calls"] += 1
         (root / "tasks" / f"cancel-{i}.json").write_text(json.dumps(made))
     started = time.perf_counter()
     suite = load_suite(root)
@@ -151,6 +159,9 @@ def main() -> None:
     parser.add_argument(
         "--workers", default="1,2", help='worker process counts, comma-separated (none: "")'
     )
+    parser.add_argument(
+        "--changed", action="store_true", help="regrade with every trial's checks changed"
+    )
     parser.add_argument("--cluster", action="store_true", help="also on a two-node Ray cluster")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
@@ -161,6 +172,9 @@ def main() -> None:
         source = Runner(suite, agent, trials=args.trials, concurrency=4, store=store).run()
         n: int = source.summary.trials
         print(f"stored {n} trials in {time.perf_counter() - started:.1f} s")
+        if args.changed:
+            suite = suite_files(Path(tmp) / "changed", args.tasks, changed=True)
+            print("regrades against every task's budget changed: every check written again")
         cpu, _ = timed("in this process", store, source.run_id, suite, n, open_pool(1))
         parts(store, source.run_id, suite, n, cpu)
         spent = {}

@@ -28,6 +28,8 @@ from proctor.store.sqlite import EncodedTrial
 from store_sql import sql
 
 ROOT = Path(__file__).resolve().parents[1]
+#: A regraded trial's stored checks with no digest (a store of schema 4): nothing shared.
+NOTHING_STORED = (0, None)
 EXAMPLES = ROOT / "examples"
 
 
@@ -129,7 +131,7 @@ _NEAR_CHECK = st.tuples(
 def _share(rows: list[Any], checks: list[list[Any]]) -> EncodedShare:
     share = EncodedShare()
     for trial, status in _trials(rows, checks):
-        share.add(trial, status)
+        share.add(trial, status, NOTHING_STORED)
     return share
 
 
@@ -140,11 +142,11 @@ def _trials(rows: list[Any], checks: list[list[Any]]) -> list[tuple[EncodedTrial
         zip(rows, checks, strict=True)
     ):
         row = ("r", f"t{place}", 0, seed, status, score, latency, simulated, trace_id,
-               '{"model_calls":1}', '{"m":1.5}', error, None, None, None)  # fmt: skip
-        encoded = []
+               '{"model_calls":1}', '{"m":1.5}', error, None, None, None, None)  # fmt: skip
+        encoded = []  # the score a real, as `encode_trial` writes it
         for idx, (name, kind, passed, c_score, severity, said) in enumerate(its):
             evidence = json.dumps({UNDECIDED: said} if said is not None else {"n": name})
-            encoded.append((idx, name, kind, int(passed), c_score, severity, evidence))
+            encoded.append((idx, name, kind, int(passed), c_score + 0.0, severity, evidence))
         trials.append((EncodedTrial(row, encoded), status))
     return trials
 
@@ -191,7 +193,7 @@ def _packed_stores_what_tuples_store(rows: list[Any], checks: list[list[Any]]) -
     share = _share(rows, checks)
     alone = [EncodedShare() for _ in rows]
     for one, (trial, status) in zip(alone, _trials(rows, checks), strict=True):
-        one.add(trial, status)
+        one.add(trial, status, NOTHING_STORED)
     stored = []
     for forms in (alone, [share], [share.packed()]):
         store = Store(":memory:")
@@ -216,7 +218,24 @@ def test_a_shares_results_keep_what_a_summary_reads_of_each_checks_own_evidence(
     """Checks alike but for their evidence are kept apart where a summary reads it: one
     whose evidence only mentions the word `undecided` (agent text echoed) is decided, the
     next one is not; a budget not measured stays not measured."""
-    row = ("r", "t0", 0, 1, "failed", 0.0, 0.1, None, "id", "{}", "{}", None, None, None, None)
+    row = (
+        "r",
+        "t0",
+        0,
+        1,
+        "failed",
+        0.0,
+        0.1,
+        None,
+        "id",
+        "{}",
+        "{}",
+        None,
+        None,
+        None,
+        None,
+        None,
+    )
     evidences = [{"said": UNDECIDED}, {UNDECIDED: "negation unreadable"}, {"n": "x"}]
     checks = [
         (idx, "mentions:done", "answer", 0, 0.0, None, json.dumps(evidence))
@@ -225,7 +244,7 @@ def test_a_shares_results_keep_what_a_summary_reads_of_each_checks_own_evidence(
     budget = {"limit": 1.0, "actual": NOT_MEASURED}
     checks.append((3, "max_cost_usd", "budget", 0, 0.0, None, json.dumps(budget)))
     share = EncodedShare()
-    share.add(EncodedTrial(row, checks), "failed")
+    share.add(EncodedTrial(row, checks), "failed", NOTHING_STORED)
     [result] = _results(share.verdicts)
     assert [c.undecided for c in result.checks] == [False, True, False, False]
     assert result.checks[3].evidence == {"actual": NOT_MEASURED}
@@ -271,14 +290,14 @@ def test_trials_whose_checks_read_alike_share_one_list_across_shares() -> None:
     for place in range(2):  # two shares of two trials each
         share = EncodedShare()
         for trial, said in enumerate(("a", "b")):
-            row = ("r", "t", 2 * place + trial, 1, "failed", 0.5, 0.1 * (trial + 1), None,
-                   "id", '{"model_calls":1}', '{"m":1.5}', "boom", None, None, None)  # fmt: skip
+            row = ("r", "t", 2 * place + trial, 1, "failed", 0.5, 0.1 * (trial + 1), None, "id",
+                   '{"model_calls":1}', '{"m":1.5}', "boom", None, None, None, None)  # fmt: skip
             read = {UNDECIDED: said} if place else {}
             checks = [
                 (0, "outcome", "outcome", 0, 0.0, None, json.dumps({"said": said})),
                 (1, "mentions:x", "answer", 1, 1.0, None, json.dumps(read)),
             ]
-            share.add(EncodedTrial(row, checks), "failed")
+            share.add(EncodedTrial(row, checks), "failed", NOTHING_STORED)
         assert len(share.verdicts.checks) == 1
         kept += [result for result, _ in share.verdicts.results(tally.checks_of, tally.metrics_of)]
     assert kept[0].checks is kept[1].checks and kept[2].checks is kept[3].checks

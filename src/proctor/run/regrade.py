@@ -4,7 +4,8 @@ After a grader changes (or a task's expectations are fixed), a run's trials are 
 again from what the store kept: trace, answer, outcome, usage, latency. The result is a
 new run (new id; the manifest says `regraded_from`) rather than an update in place, so
 the old and new verdicts stay side by side and `proctor compare OLD NEW` shows what the
-change did. Regraded trials share their source's trace in the store (no copy).
+change did. Regraded trials share their source's trace in the store (no copy), and its
+checks' rows where the graders made the same checks (`checks_of`).
 
 A status decided before grading stands: a timeout, an infrastructure error, an agent
 crash or protocol error (the checks the harness added are kept, as is a failed
@@ -169,8 +170,9 @@ def regrade(
     tally, flips = Tally(), Counter[tuple[str, str]]()
     status = "interrupted"
     # what is written references only what holds by construction: the new run (created
-    # here; its id set on each share), the source's trials (never deleted) and the rows
-    # of the same share, inserted before its checks under one savepoint (store/shares.py)
+    # here; its id set on each share), the source's trials (never deleted: their traces
+    # and checks are shared) and the rows of the same share, inserted before its checks
+    # under one savepoint (store/shares.py)
     unchecked = store.references_unchecked() if judging is None else contextlib.nullcontext()
     try:
         with unchecked:
@@ -315,9 +317,12 @@ def grade_share(
 
 
 def _encoded(out: EncodedShare, stored: StoredTrial, result: TrialResult, on: Findings) -> None:
-    """`result` decided `on` its findings, added to `out` encoded."""
+    """`result` decided `on` its findings, added to `out` encoded; where its checks are
+    those stored for the trial regraded (by digest), it shares their rows, as it shares
+    the trace: a regrade whose graders decide as before writes no check again."""
     decide(result, on)
-    out.add(encode_trial(result, None, None, stored.source), stored.result.status)
+    encoded = encode_trial(result, None, None, stored.source, digested=False)
+    out.add(encoded, stored.result.status, (stored.checks_of, stored.checks_digest))
 
 
 #: A worker process's read-only handles on stores, by path.

@@ -676,9 +676,10 @@ def status_counts(db: sqlite3.Connection, run_id: str) -> dict[str, int]:
 def trial_row(
     db: sqlite3.Connection, run_id: str, task_id: str, trial: int
 ) -> tuple[str, float, str | None, list[Check]] | None:
-    """A trial's status, score, error and checks (in grading order), or None."""
+    """A trial's status, score, error and checks (in grading order; a regraded trial's
+    may be its source's rows: `checks_of`), or None."""
     row = db.execute(
-        "SELECT id, status, score, error FROM trials"
+        "SELECT COALESCE(checks_of, id), status, score, error FROM trials"
         " WHERE run_id = ? AND task_id = ? AND trial = ?",
         (run_id, task_id, trial),
     ).fetchone()

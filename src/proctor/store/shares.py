@@ -24,6 +24,7 @@ from typing import Any
 from proctor.core.results import Check, ChecksKey, TrialResult, Usage
 from proctor.store.sqlite import (
     EncodedTrial,
+    checks_digest,
     each_statement,
     insert_many,
     loads_all,
@@ -31,10 +32,11 @@ from proctor.store.sqlite import (
     writes,
 )
 
-#: A trial's columns in `encode_trial`'s order, and a check's after its trial's rowid.
+#: A trial's columns in `encode_trial`'s order, then the trial whose checks it shares
+#: (`checks_of`); a check's after its trial's rowid.
 _TRIAL = (
     "run_id, task_id, trial, seed, status, score, latency_s, simulated_s, trace_id, usage,"
-    " metrics, error, answer, outcome, trace_of"
+    " metrics, error, answer, outcome, trace_of, checks_digest, checks_of"
 )
 _CHECK = "idx, name, kind, passed, score, severity, evidence"
 #: A packed share's tables: columns without types, so each value is kept as it was given.
@@ -50,6 +52,8 @@ _PACKED_SCHEMA = (
 _CHECKS_OF = ", ".join(f"c.{column}" for column in _CHECK.split(", "))
 #: The name a packed share is attached under while it is copied.
 _ATTACHED = "regraded_share"
+#: The rows of checks written for a trial that shares another's (`checks_of`).
+_SHARED: list[tuple[Any, ...]] = []
 
 
 #: This Python's SQLite can hand a database image over (`serialize`; not every build
@@ -113,9 +117,10 @@ class ShareVerdicts:
 
 @dataclass(frozen=True, slots=True)
 class EncodedShare:
-    """A share's trials as rows: `encode_trial`'s rows, each trial's checks' rows (led by
-    the trial's rowid when inserted: one tuple a check is made, where it goes), and what a
-    summary reads of them. Trials whose checks' rows are equal share the list first
+    """A share's trials as rows: `encode_trial`'s rows and `checks_of`, each trial's
+    checks' rows (none where it shares those of the trial it regrades; led by the trial's
+    rowid when inserted: one tuple a check is made, where it goes), and what a summary
+    reads of them. Trials whose checks' rows are equal share the list first
     added (a task's trials often make the same checks): what a summary reads of it is
     made once, it is packed once and pickled once. Equal rows are stored alike: the
     store's columns are typed (an integer score is a real), and SQLite keeps a real's
@@ -124,19 +129,26 @@ class EncodedShare:
     rows: list[tuple[Any, ...]] = field(default_factory=list)
     checks: list[list[tuple[Any, ...]]] = field(default_factory=list)
     verdicts: ShareVerdicts = field(default_factory=ShareVerdicts)
-    #: Each distinct list of checks' rows: the list kept and its key's index in
-    #: `verdicts`. Not pickled: the lists are those of `checks`.
-    lists: dict[tuple[tuple[Any, ...], ...], tuple[list[tuple[Any, ...]], int]] = field(
+    #: Each distinct list of checks' rows: the list kept, its key's index in `verdicts`
+    #: and its digest. Not pickled: the lists are those of `checks`.
+    lists: dict[tuple[tuple[Any, ...], ...], tuple[list[tuple[Any, ...]], int, bytes]] = field(
         default_factory=dict
     )
 
-    def add(self, encoded: EncodedTrial, before: str) -> None:
+    def add(self, encoded: EncodedTrial, before: str, stored: tuple[int, bytes | None]) -> None:
+        """A regraded trial encoded undigested, its status `before` and `stored`: the
+        rowid whose rows of checks the trial regraded has, and their digest. Where its own
+        have that digest, it shares those rows (`checks_of`) and none of its own are
+        written, as it shares the trace."""
         key = tuple(encoded.checks)
         kept = self.lists.get(key)
         if kept is None:
-            kept = self.lists[key] = (encoded.checks, self.verdicts.listed(encoded.checks))
-        self.rows.append(encoded.row)
-        self.checks.append(kept[0])
+            index = self.verdicts.listed(encoded.checks)
+            kept = self.lists[key] = (encoded.checks, index, checks_digest(encoded.checks))
+        owner, digest = stored
+        shared = digest == kept[2]
+        self.rows.append((*encoded.row[:-1], kept[2], owner if shared else None))
+        self.checks.append(_SHARED if shared else kept[0])
         self.verdicts.add(encoded.row, kept[1], before)
 
     def __getstate__(self) -> tuple[Any, ...]:

@@ -24,6 +24,7 @@ StoreError of one line.
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import json
 import math
 import os
@@ -32,6 +33,7 @@ import sqlite3
 import threading
 import time
 import weakref
+from array import array
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from functools import cache, partial
@@ -71,7 +73,9 @@ DEFAULT_PATH = Path(".proctor/proctor.db")
 #: 2: `trials.trace_of`, the trial whose trace a regraded trial shares.
 #: 3: `trials.simulated_s`, the simulated part of a trial's latency.
 #: 4: `traces`, a trial's events in one row, in place of `events`, a row per event.
-SCHEMA_VERSION = 4
+#: 5: `trials.checks_digest`, a digest of a trial's checks' rows, and `trials.checks_of`,
+#:    the trial whose rows a regraded trial with the same digest shares.
+SCHEMA_VERSION = 5
 #: How long a write waits for another process's write lock, unless told otherwise.
 BUSY_ENV, DEFAULT_BUSY_S = "PROCTOR_STORE_BUSY_S", 30.0
 #: Each wait inside SQLite lasts at most this long, so a waiting writer can say so.
@@ -126,6 +130,8 @@ CREATE TABLE IF NOT EXISTS trials (
     answer TEXT,
     outcome TEXT,
     trace_of INTEGER REFERENCES trials(id),
+    checks_digest BLOB,
+    checks_of INTEGER REFERENCES trials(id),
     UNIQUE (run_id, task_id, trial)
 );
 CREATE INDEX IF NOT EXISTS trials_by_run_status ON trials(run_id, task_id, status);
@@ -148,8 +154,8 @@ CREATE TABLE IF NOT EXISTS checks (
 
 _INSERT_TRIAL = (
     "INSERT INTO trials(run_id, task_id, trial, seed, status, score, latency_s,"
-    " simulated_s, trace_id, usage, metrics, error, answer, outcome, trace_of)"
-    " VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)"
+    " simulated_s, trace_id, usage, metrics, error, answer, outcome, trace_of, checks_digest)"
+    " VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)"
 )
 _CHECKS = "checks(trial_rowid, idx, name, kind, passed, score, severity, evidence)"
 #: The page size of a new store, in bytes (SQLite's default is 4,096): a trial's trace
@@ -427,6 +433,11 @@ class Store:
                 )
             if "simulated_s" not in columns:
                 self._db.execute("ALTER TABLE trials ADD COLUMN simulated_s REAL")
+            if "checks_of" not in columns:  # schema 4 and before: no digest, nothing shared
+                self._db.execute("ALTER TABLE trials ADD COLUMN checks_digest BLOB")
+                self._db.execute(
+                    "ALTER TABLE trials ADD COLUMN checks_of INTEGER REFERENCES trials(id)"
+                )
             if "events" in _tables(self._db):  # schema 3 and before: a row per event
                 self._db.executemany(_INSERT_TRACE, _event_arrays(self._db.execute(_EVENT_ROWS)))
                 self._db.execute("DROP TABLE events")
@@ -618,6 +629,11 @@ class Store:
         """`t.NAME`, or NULL in an older store opened read-only (not migrated)."""
         return f"t.{name}" if name in self._columns else "NULL"
 
+    def _checks_owner(self) -> str:
+        """The rowid of the trial whose rows in `checks` are trial `t`'s: a regraded trial
+        whose graders made its source's checks shares them (run/regrade.py)."""
+        return f"COALESCE({self._column('checks_of')}, t.id)"
+
     def _read(self, what: str, read: Callable[[], _T]) -> _T:
         """`read()`; a damaged page or row becomes StoreDamaged naming `what`."""
         try:
@@ -696,7 +712,7 @@ class Store:
             "SELECT t.id, t.task_id, t.trial, t.seed, t.status, t.score, t.latency_s,"
             f" t.trace_id, t.usage, t.metrics, t.error, {self._column('simulated_s')},"
             " c.name, c.kind, c.passed, c.score, c.severity, c.evidence"
-            " FROM trials t LEFT JOIN checks c ON c.trial_rowid = t.id"
+            f" FROM trials t LEFT JOIN checks c ON c.trial_rowid = {self._checks_owner()}"
             " WHERE t.run_id = ? ORDER BY t.task_id, t.trial, c.idx",
             (run_id,),
         )
@@ -812,7 +828,8 @@ class Store:
         rows = self._db.execute(
             "SELECT s.id, t.task_id, t.trial, t.seed, t.status,"
             f" t.latency_s, t.trace_id, t.usage, t.error, s.answer, s.outcome, t.id,"
-            f" {self._column('simulated_s')}"
+            f" {self._column('simulated_s')}, {self._checks_owner()},"
+            f" {self._column('checks_digest')}"
             f" FROM trials t JOIN trials s ON s.id = {source_of}"
             f" WHERE t.run_id = ? AND (t.task_id, t.trial) > (?, ?){bound}"
             " ORDER BY t.task_id, t.trial LIMIT ?",
@@ -828,7 +845,7 @@ class Store:
         events = self._events(between, window)
         checks = self._db.execute(
             "SELECT t.id, c.name, c.kind, c.passed, c.score, c.severity, c.evidence"
-            f" FROM trials t JOIN checks c ON c.trial_rowid = t.id {between}"
+            f" FROM trials t JOIN checks c ON c.trial_rowid = {self._checks_owner()} {between}"
             f" AND c.name IN ({names}) ORDER BY t.task_id, t.trial, c.idx",
             (*window, *kept),
         ).fetchall()
@@ -1013,6 +1030,8 @@ def decode_graded(
             answer or "",
             outcome,
             by_trial.get(row[11], []),
+            row[13],
+            row[14],
         )
 
 
@@ -1114,9 +1133,12 @@ def encode_trial(
     outcome: Outcome | None,
     trace_of: int | None,
     events: Sequence[TraceEvent] | None = None,
+    *,
+    digested: bool = True,
 ) -> EncodedTrial:
     """`result` (and the answer, outcome and trace `events` a trial with its own trace
-    keeps) as rows, its JSON by one `compact_jsons` call."""
+    keeps) as rows, its JSON by one `compact_jsons` call; the digest of its checks' rows
+    where `digested` (a regrade's worker digests each distinct list of them once)."""
     checks = result.checks
     values: list[Any] = [result.usage.to_dict(), result.metrics, *(c.evidence for c in checks)]
     if outcome is not None:  # its two parts apart: see `_outcome_text`
@@ -1124,6 +1146,12 @@ def encode_trial(
     if events is not None:
         values.append(event_lists(events, f"{result.task_id}#{result.trial}"))
     usage, metrics, *texts = compact_jsons(values)
+    # the score a real, as its column keeps it: 1, True and 1.0 alike, 0.0 and -0.0 (a
+    # Check's score is never None: its __post_init__ sets it)
+    rows = [
+        (i, c.name, c.kind, int(c.passed), c.score + 0.0, c.severity, evidence)  # type: ignore[operator]
+        for (i, c), evidence in zip(enumerate(checks), texts[: len(checks)], strict=True)
+    ]
     return EncodedTrial(
         (
             result.run_id,
@@ -1141,13 +1169,21 @@ def encode_trial(
             answer,
             None if outcome is None else _outcome_text(*texts[len(checks) : len(checks) + 2]),
             trace_of,
+            checks_digest(rows) if digested else None,
         ),
-        [
-            (i, c.name, c.kind, int(c.passed), c.score, c.severity, evidence)
-            for (i, c), evidence in zip(enumerate(checks), texts[: len(checks)], strict=True)
-        ],
+        rows,
         None if events is None else texts[-1],
     )
+
+
+def checks_digest(rows: list[tuple[Any, ...]]) -> bytes:
+    """A digest of a trial's checks' rows as `encode_trial` writes them: SHA-256 (its first
+    128 bits) of their JSON text (orjson: a float in its shortest exact form) and of
+    their scores' bytes (the JSON writes an infinity or a NaN as null). A regrade
+    compares its own checks' with it to share the stored rows where its graders
+    decided the same (run/regrade.py)."""
+    text = orjson.dumps(rows, default=float) + array("d", [row[4] for row in rows]).tobytes()
+    return hashlib.sha256(text).digest()[:16]
 
 
 def _outcome_text(final_state: str, ledger: str) -> str:
@@ -1216,3 +1252,7 @@ class StoredTrial:
     outcome: Outcome | None
     #: The stored checks the harness added (an agent crash, a protocol error, ...).
     kept: list[Check]
+    #: The rowid of the trial whose rows in `checks` are this trial's (`checks_of`), and
+    #: their digest (`checks_digest`; None in a store of schema 4 and before).
+    checks_of: int
+    checks_digest: bytes | None
