@@ -24,7 +24,7 @@ from proctor.run import regrade as regrade_module
 from proctor.run.pool import InlinePool, Pool, ProcessPool
 from proctor.run.regrade import regrade
 from proctor.store import desk
-from proctor.store.sqlite import SCHEMA_VERSION, encode_trial
+from proctor.store.sqlite import SCHEMA_VERSION, checks_digest, encode_trial
 from store_sql import sql
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -192,12 +192,10 @@ _CHECK = st.tuples(
 
 
 def _digest(checks: list[tuple[Any, ...]]) -> bytes:
-    """What `encode_trial` stores as a trial's digest, the trial making `checks`."""
+    """What the store keeps as a trial's digest, the trial making `checks`."""
     made = [Check(*check) for check in checks]
     result = TrialResult("r", "t", 0, 1, "failed", made, Usage(), 0.1)
-    digest = encode_trial(result, None, None, None).row[15]
-    assert isinstance(digest, bytes)
-    return digest
+    return checks_digest(encode_trial(result, None, None, None).checks)
 
 
 def _stored(checks: list[tuple[Any, ...]]) -> list[tuple[Any, ...]]:

@@ -142,7 +142,7 @@ def _trials(rows: list[Any], checks: list[list[Any]]) -> list[tuple[EncodedTrial
         zip(rows, checks, strict=True)
     ):
         row = ("r", f"t{place}", 0, seed, status, score, latency, simulated, trace_id,
-               '{"model_calls":1}', '{"m":1.5}', error, None, None, None, None)  # fmt: skip
+               '{"model_calls":1}', '{"m":1.5}', error, None, None, None)  # fmt: skip
         encoded = []  # the score a real, as `encode_trial` writes it
         for idx, (name, kind, passed, c_score, severity, said) in enumerate(its):
             evidence = json.dumps({UNDECIDED: said} if said is not None else {"n": name})
@@ -291,7 +291,7 @@ def test_trials_whose_checks_read_alike_share_one_list_across_shares() -> None:
         share = EncodedShare()
         for trial, said in enumerate(("a", "b")):
             row = ("r", "t", 2 * place + trial, 1, "failed", 0.5, 0.1 * (trial + 1), None, "id",
-                   '{"model_calls":1}', '{"m":1.5}', "boom", None, None, None, None)  # fmt: skip
+                   '{"model_calls":1}', '{"m":1.5}', "boom", None, None, None)  # fmt: skip
             read = {UNDECIDED: said} if place else {}
             checks = [
                 (0, "outcome", "outcome", 0, 0.0, None, json.dumps({"said": said})),

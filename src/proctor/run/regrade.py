@@ -321,7 +321,7 @@ def _encoded(out: EncodedShare, stored: StoredTrial, result: TrialResult, on: Fi
     those stored for the trial regraded (by digest), it shares their rows, as it shares
     the trace: a regrade whose graders decide as before writes no check again."""
     decide(result, on)
-    encoded = encode_trial(result, None, None, stored.source, digested=False)
+    encoded = encode_trial(result, None, None, stored.source)
     out.add(encoded, stored.result.status, (stored.checks_of, stored.checks_digest))
 
 

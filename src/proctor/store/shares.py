@@ -136,7 +136,7 @@ class EncodedShare:
     )
 
     def add(self, encoded: EncodedTrial, before: str, stored: tuple[int, bytes | None]) -> None:
-        """A regraded trial encoded undigested, its status `before` and `stored`: the
+        """A regraded trial encoded, its status `before` and `stored`: the
         rowid whose rows of checks the trial regraded has, and their digest. Where its own
         have that digest, it shares those rows (`checks_of`) and none of its own are
         written, as it shares the trace."""
@@ -147,7 +147,7 @@ class EncodedShare:
             kept = self.lists[key] = (encoded.checks, index, checks_digest(encoded.checks))
         owner, digest = stored
         shared = digest == kept[2]
-        self.rows.append((*encoded.row[:-1], kept[2], owner if shared else None))
+        self.rows.append((*encoded.row, kept[2], owner if shared else None))
         self.checks.append(_SHARED if shared else kept[0])
         self.verdicts.add(encoded.row, kept[1], before)
 

@@ -605,7 +605,8 @@ class Store:
                 return self._insert_rows(encoded)
         changes = self._db.total_changes
         try:
-            rowid = self._db.execute(_INSERT_TRIAL, encoded.row).lastrowid
+            row = (*encoded.row, checks_digest(encoded.checks))  # digested with the inserts
+            rowid = self._db.execute(_INSERT_TRIAL, row).lastrowid
             assert rowid is not None
             self._db.execute(_INSERT_TRACE, (rowid, encoded.events))
             insert_many(self._db, _CHECKS, encoded.checks, lead=rowid)
@@ -1133,12 +1134,11 @@ def encode_trial(
     outcome: Outcome | None,
     trace_of: int | None,
     events: Sequence[TraceEvent] | None = None,
-    *,
-    digested: bool = True,
 ) -> EncodedTrial:
     """`result` (and the answer, outcome and trace `events` a trial with its own trace
-    keeps) as rows, its JSON by one `compact_jsons` call; the digest of its checks' rows
-    where `digested` (a regrade's worker digests each distinct list of them once)."""
+    keeps) as rows, its JSON by one `compact_jsons` call. The row's `checks_digest` is
+    left to whoever inserts it (`checks_digest`: a regrade's worker digests each distinct
+    list of checks of its share once)."""
     checks = result.checks
     values: list[Any] = [result.usage.to_dict(), result.metrics, *(c.evidence for c in checks)]
     if outcome is not None:  # its two parts apart: see `_outcome_text`
@@ -1169,7 +1169,6 @@ def encode_trial(
             answer,
             None if outcome is None else _outcome_text(*texts[len(checks) : len(checks) + 2]),
             trace_of,
-            checks_digest(rows) if digested else None,
         ),
         rows,
         None if events is None else texts[-1],
@@ -1177,13 +1176,13 @@ def encode_trial(
 
 
 def checks_digest(rows: list[tuple[Any, ...]]) -> bytes:
-    """A digest of a trial's checks' rows as `encode_trial` writes them: SHA-256 (its first
-    128 bits) of their JSON text (orjson: a float in its shortest exact form) and of
-    their scores' bytes (the JSON writes an infinity or a NaN as null). A regrade
-    compares its own checks' with it to share the stored rows where its graders
-    decided the same (run/regrade.py)."""
+    """A digest of a trial's checks' rows as `encode_trial` writes them: SHA-256 of their
+    JSON text (orjson: a string quoted, a float in its shortest exact form) and of their
+    scores' bytes (the JSON writes an infinity or a NaN as null). A regrade compares its
+    own checks' with it to share the stored rows where its graders decided the same
+    (run/regrade.py); equal digests stand for equal rows (no collision is to be found)."""
     text = orjson.dumps(rows, default=float) + array("d", [row[4] for row in rows]).tobytes()
-    return hashlib.sha256(text).digest()[:16]
+    return hashlib.sha256(text).digest()
 
 
 def _outcome_text(final_state: str, ledger: str) -> str:
