@@ -24,7 +24,14 @@ from proctor.run import regrade as regrade_module
 from proctor.run.pool import InlinePool, Pool, ProcessPool
 from proctor.run.regrade import regrade
 from proctor.store import desk
-from proctor.store.sqlite import SCHEMA_VERSION, checks_digest, encode_trial
+from proctor.store.shares import EncodedShare
+from proctor.store.sqlite import (
+    SCHEMA_VERSION,
+    EncodedTrial,
+    checks_digest,
+    compact_json,
+    encode_trial,
+)
 from store_sql import sql
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -191,40 +198,60 @@ _CHECK = st.tuples(
 )
 
 
-def _digest(checks: list[tuple[Any, ...]]) -> bytes:
-    """What the store keeps as a trial's digest, the trial making `checks`."""
+def _encoded(checks: list[tuple[Any, ...]]) -> EncodedTrial:
+    """The rows a trial making `checks` is written as."""
     made = [Check(*check) for check in checks]
-    result = TrialResult("r", "t", 0, 1, "failed", made, Usage(), 0.1)
-    return checks_digest(encode_trial(result, None, None, None).checks)
+    return encode_trial(TrialResult("r", "t", 0, 1, "failed", made, Usage(), 0.1), None, None, None)
+
+
+def _shares(new: list[tuple[Any, ...]], stored: list[tuple[Any, ...]]) -> bool:
+    """Does a regraded trial making `new` share the rows of a trial stored making `stored`
+    (digested as the store digests the rows it inserts)?"""
+    share = EncodedShare()
+    share.add(_encoded(new), "failed", (7, checks_digest(_encoded(stored).checks)))
+    return bool(share.rows[0][-1] == 7)
 
 
 def _stored(checks: list[tuple[Any, ...]]) -> list[tuple[Any, ...]]:
-    """The rows the store keeps for `checks` (a real score, JSON evidence)."""
+    """The rows the store keeps for `checks` (a real score, the evidence's JSON text)."""
     return [
-        (n, kind, int(passed), float(score) + 0.0, sev, json.dumps(evidence, sort_keys=True))
+        (n, kind, int(passed), float(score) + 0.0, sev, compact_json(evidence))
         for n, kind, passed, score, sev, evidence in checks
     ]
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=300, deadline=None)
 @given(st.lists(_CHECK, max_size=4), st.lists(_CHECK, max_size=4))
-def test_two_lists_of_checks_have_one_digest_only_where_the_store_keeps_the_same_rows(
+def test_a_regraded_trial_shares_stored_checks_only_where_the_store_keeps_the_same_rows(
     one: list[tuple[Any, ...]], other: list[tuple[Any, ...]]
 ) -> None:
     """An integer score and its real, True and 1.0, 0.0 and -0.0 are kept alike; anything
-    else that differs, a name, an evidence, a score in its last bit, differs."""
-    same = _stored(one) == _stored(other)
-    assert (_digest(one) == _digest(other)) is same
+    else that differs (a name, an evidence or its keys' order, a score in its last bit)
+    shares nothing, nor does a list with an infinite score (JSON writes it as null)."""
+    finite = all(math.isfinite(score) for _, _, _, score, _, _ in one)
+    assert _shares(one, other) is (_stored(one) == _stored(other) and finite)
 
 
 @pytest.mark.parametrize(
     ("score", "other"),
-    [(math.inf, -math.inf), (0.1, math.nextafter(0.1, 1)), (1, 1.0000000000000002)],
+    [
+        (math.inf, -math.inf),
+        (math.inf, math.inf),
+        (0.1, math.nextafter(0.1, 1)),
+        (1, 1.0000000000000002),
+        (1, 1.0),
+        (True, 1.0),
+        (-0.0, 0.0),
+    ],
 )
-def test_scores_the_json_text_cannot_tell_apart_have_their_own_digest(
-    score: float, other: float
-) -> None:
-    """orjson writes an infinity as null; the scores' own bytes are digested too."""
-    check: tuple[Any, ...] = ("c", "outcome", False, score, None, {})
-    assert _digest([check]) != _digest([(*check[:3], other, *check[4:])])
-    assert _digest([check]) == _digest([check])
+def test_scores_share_where_their_column_keeps_one_finite_value(score: float, other: float) -> None:
+    check: tuple[Any, ...] = ("c", "outcome", False, score, None, {"n": 1})
+    same = float(score) + 0.0 == float(other) + 0.0 and math.isfinite(score)
+    assert _shares([check], [(*check[:3], other, *check[4:])]) is same
+    assert _shares([check], [check]) is math.isfinite(score)
+
+
+def test_evidence_in_another_keys_order_shares_nothing() -> None:
+    """The stored text keeps the keys' order, so the rows differ."""
+    first = ("c", "outcome", True, 1.0, None, {"a": 1, "b": 2})
+    assert not _shares([first], [(*first[:5], {"b": 2, "a": 1})])

@@ -16,6 +16,7 @@ per-check object. A share is inserted under one savepoint: all of it or none of 
 from __future__ import annotations
 
 import contextlib
+import math
 import sqlite3
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -129,24 +130,26 @@ class EncodedShare:
     rows: list[tuple[Any, ...]] = field(default_factory=list)
     checks: list[list[tuple[Any, ...]]] = field(default_factory=list)
     verdicts: ShareVerdicts = field(default_factory=ShareVerdicts)
-    #: Each distinct list of checks' rows: the list kept, its key's index in `verdicts`
-    #: and its digest. Not pickled: the lists are those of `checks`.
-    lists: dict[tuple[tuple[Any, ...], ...], tuple[list[tuple[Any, ...]], int, bytes]] = field(
-        default_factory=dict
+    #: Each distinct list of checks' rows: the list kept, its key's index in `verdicts`,
+    #: its digest, and whether it may share (every score finite: `checks_digest`). Not
+    #: pickled: the lists are those of `checks`.
+    lists: dict[tuple[tuple[Any, ...], ...], tuple[list[tuple[Any, ...]], int, bytes, bool]] = (
+        field(default_factory=dict)
     )
 
     def add(self, encoded: EncodedTrial, before: str, stored: tuple[int, bytes | None]) -> None:
-        """A regraded trial encoded, its status `before` and `stored`: the
-        rowid whose rows of checks the trial regraded has, and their digest. Where its own
-        have that digest, it shares those rows (`checks_of`) and none of its own are
-        written, as it shares the trace."""
+        """A regraded trial encoded, its status `before` and `stored`: the rowid whose rows
+        of checks the trial regraded has, and their digest. Where its own have that digest
+        (and every score is finite), it shares those rows (`checks_of`) and none of its
+        own are written, as it shares the trace."""
         key = tuple(encoded.checks)
         kept = self.lists.get(key)
         if kept is None:
-            index = self.verdicts.listed(encoded.checks)
-            kept = self.lists[key] = (encoded.checks, index, checks_digest(encoded.checks))
+            rows = encoded.checks
+            finite = all(math.isfinite(row[4]) for row in rows)
+            kept = self.lists[key] = (rows, self.verdicts.listed(rows), checks_digest(rows), finite)
         owner, digest = stored
-        shared = digest == kept[2]
+        shared = kept[3] and digest == kept[2]
         self.rows.append((*encoded.row, kept[2], owner if shared else None))
         self.checks.append(_SHARED if shared else kept[0])
         self.verdicts.add(encoded.row, kept[1], before)

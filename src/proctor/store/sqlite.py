@@ -33,7 +33,6 @@ import sqlite3
 import threading
 import time
 import weakref
-from array import array
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from functools import cache, partial
@@ -1177,12 +1176,12 @@ def encode_trial(
 
 def checks_digest(rows: list[tuple[Any, ...]]) -> bytes:
     """A digest of a trial's checks' rows as `encode_trial` writes them: SHA-256 of their
-    JSON text (orjson: a string quoted, a float in its shortest exact form) and of their
-    scores' bytes (the JSON writes an infinity or a NaN as null). A regrade compares its
-    own checks' with it to share the stored rows where its graders decided the same
-    (run/regrade.py); equal digests stand for equal rows (no collision is to be found)."""
-    text = orjson.dumps(rows, default=float) + array("d", [row[4] for row in rows]).tobytes()
-    return hashlib.sha256(text).digest()
+    JSON text (orjson: a string quoted, a float in its shortest exact form). A regrade
+    compares its own checks' with it to share the stored rows where its graders decided
+    the same (run/regrade.py): equal digests stand for equal rows (no collision is to be
+    found), but for an infinite or NaN score, which JSON writes as null: a list holding
+    one shares nothing (`shares.EncodedShare.add`)."""
+    return hashlib.sha256(orjson.dumps(rows, default=float)).digest()
 
 
 def _outcome_text(final_state: str, ledger: str) -> str:
