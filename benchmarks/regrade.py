@@ -22,16 +22,13 @@ from __future__ import annotations
 
 import argparse
 import gc
-import json
 import os
-import shutil
 import sys
 import tempfile
 import time
 from pathlib import Path
 
-import workload as workload_module
-from workload import task_data, workload
+from workload import workload, write_suite
 
 from proctor import Runner, Store, load_suite
 from proctor.env.suite import Suite
@@ -45,13 +42,7 @@ def suite_files(root: Path, tasks: int, changed: bool = False) -> Suite:
     """The workload's suite as files: its domain module and a JSON file per task (with
     `changed`, each task's trajectory budget one call more); prints how long loading them
     takes (what each worker process does first)."""
-    (root / "tasks").mkdir(parents=True)
-    shutil.copy(workload_module.__file__, root / "domain.py")
-    for i in range(tasks):
-        made = task_data(i)
-        if changed:
-            made["expect"]["trajectory"]["max_tool_calls"] += 1
-        (root / "tasks" / f"cancel-{i}.json").write_text(json.dumps(made))
+    write_suite(root, tasks, range(tasks) if changed else ())
     started = time.perf_counter()
     suite = load_suite(root)
     print(f"suite of {tasks} JSON task files loaded in {time.perf_counter() - started:.2f} s")

@@ -15,6 +15,8 @@ and pass the same.
 from __future__ import annotations
 
 import json
+import shutil
+from collections.abc import Collection
 from pathlib import Path
 from typing import Any
 
@@ -67,6 +69,19 @@ def task_data(i: int) -> dict[str, Any]:
             "budget": {"max_cost_usd": 0.1},
         },
     }
+
+
+def write_suite(folder: Path, tasks: int, raised: Collection[int] = ()) -> None:
+    """The workload's suite as files a worker process loads alone: this module as its
+    domain and a JSON file per task; the tasks numbered in `raised` allow one tool call
+    more (their trajectory check's evidence then differs, not their verdicts)."""
+    (folder / "tasks").mkdir(parents=True)
+    shutil.copy(__file__, folder / "domain.py")
+    for i in range(tasks):
+        data = task_data(i)
+        if i in raised:
+            data["expect"]["trajectory"]["max_tool_calls"] += 1
+        (folder / "tasks" / f"cancel-{i}.json").write_text(json.dumps(data))
 
 
 def write_workload(tasks: int, folder: Path, varied: bool = False) -> tuple[Path, str]:

@@ -5,11 +5,11 @@ workers, a regrade of a regrade and a store written before the digest alike."""
 
 from __future__ import annotations
 
-import json
 import math
 import runpy
 import shutil
 import sqlite3
+from collections.abc import Collection
 from pathlib import Path
 from typing import Any
 
@@ -33,22 +33,17 @@ from proctor.store.sqlite import (
     encode_trial,
 )
 from store_sql import sql
+from test_regrade_shares import every_trial
 
 ROOT = Path(__file__).resolve().parents[1]
 BENCH = runpy.run_path(str(ROOT / "benchmarks" / "workload.py"))
 TASKS = 12
 
 
-def write_suite(folder: Path, max_tool_calls: dict[int, int] | None = None) -> Suite:
-    """The benchmark's workload as files; `max_tool_calls` changes some tasks' budget (their
-    trajectory check's evidence then differs, not their verdicts)."""
-    (folder / "tasks").mkdir(parents=True)
-    shutil.copy(ROOT / "benchmarks" / "workload.py", folder / "domain.py")
-    for i in range(TASKS):
-        data = BENCH["task_data"](i)
-        if max_tool_calls and i in max_tool_calls:
-            data["expect"]["trajectory"]["max_tool_calls"] = max_tool_calls[i]
-        (folder / "tasks" / f"cancel-{i}.json").write_text(json.dumps(data))
+def write_suite(folder: Path, raised: Collection[int] = ()) -> Suite:
+    """The benchmark's workload as files (benchmarks/workload.py), the tasks in `raised`
+    with one tool call more in their budget."""
+    BENCH["write_suite"](folder, TASKS, raised)
     return load_suite(folder)
 
 
@@ -57,14 +52,6 @@ def stored_run(tmp_path: Path) -> tuple[Store, str, Suite]:
     store = Store(tmp_path / "p.db")
     agent = BENCH["workload"](TASKS)[1]
     return store, Runner(suite, agent, trials=3, concurrency=2, store=store).run().run_id, suite
-
-
-def every_trial(store: Store, run_id: str) -> dict[tuple[str, int], dict[str, Any]]:
-    """Each trial as read back, checks with their evidence, without its run id."""
-    return {
-        (r.task_id, r.trial): {k: v for k, v in r.to_dict().items() if k != "run_id"}
-        for r in store.trial_results(run_id)
-    }
 
 
 def own_rows(store: Store, run_id: str) -> int:
@@ -119,7 +106,7 @@ def test_a_regrade_that_changes_checks_reads_back_what_writing_them_all_reads_ba
     alone = Store(tmp_path / "alone.db")
     sql(alone).execute("UPDATE trials SET checks_digest = NULL")
     store = Store(tmp_path / "p.db")
-    changed = write_suite(tmp_path / "changed", {2: 7, 5: 9})
+    changed = write_suite(tmp_path / "changed", {2, 5})
     monkeypatch.setattr(regrade_module, "SHARE", 10)
     for pool in pools():
         with pool:

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import json
 import runpy
-import shutil
 from pathlib import Path
 from typing import Any
 
@@ -86,11 +85,7 @@ def test_a_regraded_workload_has_every_check_and_the_summary_of_its_run(
     """The benchmark's workload (benchmarks/workload.py), its suite written as files for
     the worker processes: no two trials alike (simulated latency differs)."""
     bench = runpy.run_path(str(ROOT / "benchmarks" / "workload.py"))
-    (tmp_path / "suite" / "tasks").mkdir(parents=True)
-    shutil.copy(ROOT / "benchmarks" / "workload.py", tmp_path / "suite" / "domain.py")
-    for i in range(30):
-        made = bench["make_task"](i).model_dump(mode="json", exclude_defaults=True)
-        (tmp_path / "suite" / "tasks" / f"cancel-{i}.json").write_text(json.dumps(made))
+    bench["write_suite"](tmp_path / "suite", 30)
     suite = load_suite(tmp_path / "suite")
     store = Store(tmp_path / "p.db")
     report = Runner(suite, bench["workload"](30)[1], trials=3, concurrency=4, store=store).run()
